@@ -1,0 +1,118 @@
+package approval
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Request kinds.
+const (
+	KindToolCall = "tool_call"
+	KindConfirm  = "confirm"
+	KindQuestion = "question"
+)
+
+// Request statuses.
+const (
+	StatusPending   = "pending"
+	StatusApproved  = "approved"
+	StatusDenied    = "denied"
+	StatusExpired   = "expired"
+	StatusCancelled = "cancelled"
+)
+
+// Request is SPEC §3's ApprovalRequest plus the kernel's bookkeeping. The
+// fields up to Arguments are the wire contract shown to approvers.
+type Request struct {
+	ApprovalID       string          `json:"approval_id"`
+	Kind             string          `json:"kind"`
+	PolicyID         string          `json:"policy_id"`
+	SubjectID        string          `json:"subject_id"`
+	CapabilityID     string          `json:"capability_id"`
+	SubjectPublicKey string          `json:"subject_public_key"`
+	ToolServer       string          `json:"tool_server"`
+	ToolName         string          `json:"tool_name"`
+	Action           string          `json:"action"`
+	ParameterHash    string          `json:"parameter_hash"`
+	ExpiresAt        int64           `json:"expires_at"`
+	CallbackHint     string          `json:"callback_hint,omitempty"`
+	CreatedAt        int64           `json:"created_at"`
+	Summary          string          `json:"summary"`
+	GovernedIntent   json.RawMessage `json:"governed_intent"`
+	TrustedApprovers []string        `json:"trusted_approvers"`
+	TriggeredBy      []string        `json:"triggered_by"`
+	Quorum           int             `json:"quorum"`
+	DenyQuorum       int             `json:"deny_quorum"`
+	Tier             int             `json:"tier"`
+	Status           string          `json:"status"`
+	Arguments        json.RawMessage `json:"arguments,omitempty"` // only with expose_arguments
+	Questions        json.RawMessage `json:"questions,omitempty"` // kind question
+	Channels         []string        `json:"channels"`
+
+	// Progress and links.
+	RequestID    string      `json:"request_id"` // the parked tool call
+	ReceiptID    string      `json:"receipt_id"` // its incomplete receipt
+	Requesters   []string    `json:"requesters,omitempty"`
+	Votes        []Vote      `json:"votes"`
+	Resolution   *Resolution `json:"resolution,omitempty"`
+	NotifyErrors []string    `json:"notify_errors,omitempty"`
+}
+
+// Vote is one counted approver decision (quorum progress).
+type Vote struct {
+	Approver    string `json:"approver"`
+	DisplayName string `json:"display_name,omitempty"`
+	TokenID     string `json:"token_id"`
+	Decision    string `json:"decision"`
+	Note        string `json:"note,omitempty"`
+	Channel     string `json:"channel,omitempty"`
+	Custodial   bool   `json:"custodial,omitempty"`
+	At          int64  `json:"at"` // unix ms
+	// Token is the signed token exactly as received: the auditor's offline
+	// proof that this key decided this request.
+	Token json.RawMessage `json:"token"`
+}
+
+// Resolution is how a request ended.
+type Resolution struct {
+	Outcome   string `json:"outcome"` // approved | denied | expired | cancelled
+	Reason    string `json:"reason,omitempty"`
+	At        int64  `json:"resolved_at"` // unix ms
+	ReceiptID string `json:"receipt_id,omitempty"`
+	TokenID   string `json:"token_id,omitempty"`
+}
+
+// Trusts reports whether key is in the request's trusted approver set.
+func (r *Request) Trusts(key string) bool {
+	for _, k := range r.TrustedApprovers {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Counts returns how many distinct approvers approved and denied.
+func (r *Request) Counts() (approved, denied int) {
+	for _, v := range r.Votes {
+		if v.Decision == DecisionApproved {
+			approved++
+		} else {
+			denied++
+		}
+	}
+	return
+}
+
+// HasVoted reports whether approver already has a counted vote.
+func (r *Request) HasVoted(approver string) bool {
+	for _, v := range r.Votes {
+		if v.Approver == approver {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrNotPending is returned for a request that is already resolved.
+var ErrNotPending = errors.New("approval request is not pending")

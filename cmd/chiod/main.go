@@ -1,0 +1,27 @@
+// Command chiod is the chio kernel daemon.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/chiokernel/chio/internal/daemon"
+)
+
+func main() {
+	var o daemon.Options
+	flag.StringVar(&o.ConfigPath, "config", "chio.toml", "policy file")
+	flag.StringVar(&o.Listen, "listen", "", "listen address (overrides [kernel].listen)")
+	flag.StringVar(&o.DataDir, "data-dir", "", "data directory (overrides [kernel].data_dir)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := daemon.Run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "chiod:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/kernel"
+)
+
+func init() {
+	register("call", "call a tool: exit 0 allowed, 3 pending, 4 denied", runCall)
+}
+
+func runCall(e *Env, args []string) int {
+	fs := newFlags(e, "call")
+	r := addRemote(fs, e)
+	argsJSON := fs.String("args", "{}", "tool arguments (JSON object)")
+	intent := fs.String("intent", "", "governed intent (JSON object)")
+	capFile := fs.String("capability", "", "capability file (env CHIO_CAPABILITY)")
+	keyFile := fs.String("key", "", "agent private key (env CHIO_KEY)")
+	op := fs.String("operation", "invoke", "operation")
+	reqID := fs.String("request-id", "", "request id (default: generated); reuse it to retry idempotently")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 2 {
+		return fail(e, usageError("usage: chio call SERVER TOOL --args JSON [--intent JSON] --capability FILE --key FILE"))
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	call, err := buildCall(e, pos[0], pos[1], *op, *argsJSON, *intent, envOr(e, *capFile, "CHIO_CAPABILITY"), envOr(e, *keyFile, "CHIO_KEY"), *reqID)
+	if err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(5 * time.Minute)
+	defer cancel()
+	var out kernel.Outcome
+	if _, err := r.do(ctx, "POST", "/v1/calls", call, &out, 200, 202, 403); err != nil {
+		return fail(e, err)
+	}
+	return printOutcome(e, r, &out)
+}
+
+// buildCall reads the capability and key and signs the call proof.
+func buildCall(e *Env, server, tool, op, args, intent, capFile, keyFile, reqID string) (*kernel.ToolCall, error) {
+	if capFile == "" || keyFile == "" {
+		return nil, usageError("--capability and --key (or CHIO_CAPABILITY and CHIO_KEY) are required")
+	}
+	capRaw, err := os.ReadFile(capFile)
+	if err != nil {
+		return nil, err
+	}
+	var capHead struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(capRaw, &capHead); err != nil || capHead.ID == "" {
+		return nil, fmt.Errorf("%s is not a capability file", capFile)
+	}
+	key, err := keys.LoadPrivateKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := canon.Check([]byte(args)); err != nil {
+		return nil, usageError("--args: " + err.Error())
+	}
+	var intentRaw json.RawMessage
+	if intent != "" {
+		if err := canon.Check([]byte(intent)); err != nil {
+			return nil, usageError("--intent: " + err.Error())
+		}
+		intentRaw = json.RawMessage(intent)
+	}
+	if reqID == "" {
+		reqID = kernel.NewID("req-")
+	}
+	ph, err := kernel.ParameterHash(server, tool, json.RawMessage(args), intentRaw)
+	if err != nil {
+		return nil, err
+	}
+	proof, err := kernel.SignProof(key, reqID, capHead.ID, server, tool, ph, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return &kernel.ToolCall{RequestID: reqID, Capability: json.RawMessage(trimNL(capRaw)), Server: server, Tool: tool,
+		Operation: op, Arguments: json.RawMessage(args), GovernedIntent: intentRaw, Proof: proof}, nil
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// printOutcome prints a call outcome and maps it to the exit code.
+func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
+	if r.output != "table" {
+		printJSON(e.Stdout, out, r.output == "jsonl")
+	} else {
+		switch out.Status {
+		case kernel.StatusAllowed:
+			if out.ToolError != "" {
+				fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", out.ToolError)
+			}
+			fmt.Fprintln(e.Stdout, string(out.Output))
+		case kernel.StatusPendingApproval:
+			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
+			fmt.Fprintf(e.Stderr, "pending approval: %s (deadline %s); wait with: chio await %s\n",
+				out.Summary, time.Unix(out.Deadline, 0).UTC().Format(time.RFC3339), out.ApprovalRequestID)
+		default:
+			fmt.Fprintf(e.Stdout, "denied by %s: %s\n", out.Guard, out.Reason)
+		}
+	}
+	switch out.Status {
+	case kernel.StatusAllowed:
+		return ExitOK
+	case kernel.StatusPendingApproval, kernel.StatusDispatching:
+		return ExitPending
+	}
+	return ExitDenied
+}

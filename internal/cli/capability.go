@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+)
+
+func init() {
+	register("capability issue", "admin: issue a capability to an agent key", runCapabilityIssue)
+	register("capability revoke", "admin: revoke a capability by id", runCapabilityRevoke)
+}
+
+type multi []string
+
+func (m *multi) String() string     { return fmt.Sprint(*m) }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+func runCapabilityIssue(e *Env, args []string) int {
+	fs := newFlags(e, "capability issue")
+	r := addRemote(fs, e)
+	subject := fs.String("subject", "", "agent public key (ed25519:…)")
+	var grants multi
+	fs.Var(&grants, "grant", "grant id (repeatable)")
+	ttl := fs.String("ttl", "24h", "lifetime")
+	out := fs.String("out", "", "write the capability JSON here (default: stdout)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	// Extra positionals after --grant are more grant ids (`--grant a b`).
+	grants = append(grants, pos...)
+	if *subject == "" || len(grants) == 0 {
+		return fail(e, usageError("usage: chio capability issue --subject KEY --grant ID… [--ttl 24h] [--out FILE]"))
+	}
+	if _, err := time.ParseDuration(*ttl); err != nil {
+		return fail(e, usageError("--ttl: "+err.Error()))
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	var resp struct {
+		ID         string          `json:"id"`
+		Capability json.RawMessage `json:"capability"`
+	}
+	body := map[string]any{"subject": *subject, "grants": []string(grants), "ttl": *ttl}
+	if _, err := r.do(ctx, "POST", "/v1/capabilities", body, &resp, 201); err != nil {
+		return fail(e, err)
+	}
+	if *out == "" {
+		fmt.Fprintln(e.Stdout, string(resp.Capability))
+		return ExitOK
+	}
+	if err := os.WriteFile(*out, append(resp.Capability, '\n'), 0o600); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.Stdout, "%s written to %s\n", resp.ID, *out)
+	return ExitOK
+}
+
+func runCapabilityRevoke(e *Env, args []string) int {
+	fs := newFlags(e, "capability revoke")
+	r := addRemote(fs, e)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 1 {
+		return fail(e, usageError("usage: chio capability revoke ID"))
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	if _, err := r.do(ctx, "POST", "/v1/capabilities/"+url.PathEscape(pos[0])+"/revoke", struct{}{}, nil); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.Stdout, "%s revoked\n", pos[0])
+	return ExitOK
+}

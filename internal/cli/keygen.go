@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"crypto/rand"
+	"fmt"
+
+	"github.com/chiokernel/chio/internal/keys"
+)
+
+func init() {
+	register("keygen", "new Ed25519 key (PKCS#8 PEM, 0600); prints ed25519:…", runKeygen)
+}
+
+func runKeygen(e *Env, args []string) int {
+	fs := newFlags(e, "keygen")
+	out := fs.String("out", "", "write the new private key to this file (refuses to overwrite)")
+	show := fs.String("show", "", "print the public key of an existing key file instead")
+	if _, err := parse(fs, args); err != nil {
+		return ExitUsage
+	}
+	if *show != "" {
+		k, err := keys.LoadPrivateKey(*show)
+		if err != nil {
+			return fail(e, err)
+		}
+		fmt.Fprintln(e.Stdout, k.Public())
+		return ExitOK
+	}
+	if *out == "" {
+		return fail(e, usageError("keygen needs --out FILE (or --show FILE)"))
+	}
+	k, err := keys.Generate(rand.Reader)
+	if err != nil {
+		return fail(e, err)
+	}
+	if err := keys.WritePrivateKey(*out, k); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintln(e.Stdout, k.Public())
+	return ExitOK
+}

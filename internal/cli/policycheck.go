@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/chiokernel/chio/policy"
+)
+
+func init() {
+	register("policy check", "validate a policy file; every error with its line", runPolicyCheck)
+}
+
+func runPolicyCheck(e *Env, args []string) int {
+	fs := newFlags(e, "policy check")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 1 {
+		return fail(e, usageError("usage: chio policy check FILE"))
+	}
+	p, err := policy.Load(pos[0])
+	if err != nil {
+		fmt.Fprintln(e.Stderr, err)
+		return ExitError
+	}
+	fmt.Fprintf(e.Stdout, "%s: ok (%d servers, %d grants, policy_hash %s)\n", pos[0], len(p.Servers), len(p.Grants), p.Hash)
+	return ExitOK
+}

@@ -1,0 +1,198 @@
+// Package daemon is chiod: it loads and validates the policy, opens the
+// store, wires kernel, dispatcher and HTTP API, and shuts down gracefully
+// (the HTTP server stops taking calls, then the commit queue is drained).
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/internal/clock"
+	"github.com/chiokernel/chio/internal/dispatch"
+	"github.com/chiokernel/chio/internal/httpapi"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/policy"
+)
+
+// Options are chiod's flags.
+type Options struct {
+	ConfigPath string
+	Listen     string // overrides [kernel].listen
+	DataDir    string // overrides [kernel].data_dir
+	Out        io.Writer
+	Clock      clock.Clock
+	// Ready, if set, is called with the bound address once serving.
+	Ready func(addr string)
+}
+
+// Run serves until ctx is cancelled.
+func Run(ctx context.Context, o Options) error {
+	if o.Out == nil {
+		o.Out = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(o.Out, nil))
+	p, err := policy.Load(o.ConfigPath)
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	if o.Listen != "" {
+		p.Kernel.Listen = o.Listen
+	}
+	if o.DataDir != "" {
+		p.Kernel.DataDir = o.DataDir
+	}
+	dataDir := p.Kernel.DataDir
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	key, created, err := loadOrCreateKey(filepath.Join(dataDir, "kernel.pem"))
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("generated kernel key", "path", filepath.Join(dataDir, "kernel.pem"), "public_key", key.Public().String())
+	}
+	adminToken, tokenPath, err := adminToken(dataDir)
+	if err != nil {
+		return err
+	}
+	if tokenPath != "" {
+		log.Info("CHIO_ADMIN_TOKEN not set; admin token written", "path", tokenPath)
+	}
+	var metrics *httpapi.Metrics
+	var store *boltstore.Store
+	metrics = httpapi.NewMetrics(func() float64 { return float64(store.QueueDepth()) })
+	store, err = boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: metrics.Commit})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	disp, err := dispatch.New(p.Servers, dataDir)
+	if err != nil {
+		return err
+	}
+	defer disp.Close()
+	var authorities []keys.PublicKey
+	if p.Kernel.AuthorityKey != "" {
+		ak, err := keys.ParsePublicKey(p.Kernel.AuthorityKey)
+		if err != nil {
+			return fmt.Errorf("authority_key: %w", err)
+		}
+		authorities = append(authorities, ak)
+	}
+	k, err := kernel.New(kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
+		Clock: o.Clock, Authorities: authorities, Observer: metrics})
+	if err != nil {
+		return err
+	}
+	// Re-arm every pending approval's deadline (those that passed while we
+	// were down fire now) and finish approved calls cut off by a crash.
+	if err := k.Recover(ctx); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	api, err := httpapi.New(httpapi.Config{Kernel: k, Store: store, AdminToken: adminToken,
+		ReadToken: os.Getenv("CHIO_READ_TOKEN"), Metrics: metrics})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", p.Kernel.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	errc := make(chan error, 1)
+	go func() {
+		if p.Kernel.TLSCertFile != "" {
+			errc <- srv.ServeTLS(ln, p.Kernel.TLSCertFile, p.Kernel.TLSKeyFile)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	addr := ln.Addr().String()
+	log.Info("chiod serving", "addr", addr, "policy", p.Source, "policy_hash", p.Hash, "kernel_key", key.Public().String())
+	fmt.Fprint(o.Out, firstSteps(addr, p, tokenPath))
+	if o.Ready != nil {
+		o.Ready(addr)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	log.Info("shutting down: draining requests and the commit queue")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
+	k, err := keys.LoadPrivateKey(path)
+	if err == nil {
+		return k, false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return keys.PrivateKey{}, false, err
+	}
+	k, err = keys.Generate(rand.Reader)
+	if err != nil {
+		return keys.PrivateKey{}, false, err
+	}
+	if err := keys.WritePrivateKey(path, k); err != nil {
+		return keys.PrivateKey{}, false, err
+	}
+	return k, true, nil
+}
+
+// adminToken returns CHIO_ADMIN_TOKEN, or the token in the data dir
+// (generating it, mode 0600, on first start) and that file's path.
+func adminToken(dataDir string) (string, string, error) {
+	if t := os.Getenv("CHIO_ADMIN_TOKEN"); t != "" {
+		return t, "", nil
+	}
+	path := filepath.Join(dataDir, "admin.token")
+	if b, err := os.ReadFile(path); err == nil {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, path, nil
+		}
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", err
+	}
+	t := hex.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+		return "", "", fmt.Errorf("admin token: %w", err)
+	}
+	return t, path, nil
+}
+
+func firstSteps(addr string, p *policy.Policy, tokenPath string) string {
+	token := "$CHIO_ADMIN_TOKEN"
+	if tokenPath != "" {
+		token = "$(cat " + tokenPath + ")"
+	}
+	return fmt.Sprintf(`
+chiod is ready at http://%s  (policy %s)
+First call, in another shell:
+  export CHIO_URL=http://%s CHIO_ADMIN_TOKEN=%s
+  chio keygen --out agent.pem
+  chio capability issue --subject $(chio keygen --show agent.pem) --grant echo --ttl 1h --out agent.cap
+  chio call demo echo --args '{"hello":"world"}' --capability agent.cap --key agent.pem
+See README.md "Quick start" for a denied and a pending call.
+`, addr, p.Source, addr, token)
+}

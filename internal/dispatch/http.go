@@ -1,0 +1,112 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chiokernel/chio/kernel"
+)
+
+// newHTTPClient builds the pooled client for the http transport. It carries
+// thousands of calls/s to a handful of hosts (often loopback), so the idle
+// pool per host is large: DefaultTransport's 2 would churn sockets into
+// TIME_WAIT under load.
+func newHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			// Tool URLs come from the policy; an ambient HTTP_PROXY must not
+			// silently reroute allowed calls through another host.
+			Proxy: nil,
+			DialContext: (&net.Dialer{
+				Timeout:   5 * time.Second,
+				KeepAlive: 30 * time.Second,
+			}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		// Never follow redirects: the policy names the URL a call may go
+		// to, and a 307 would re-POST the arguments elsewhere. A 3xx is
+		// reported as a non-2xx answer (ToolError) instead.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// httpBody is the JSON a tool server receives.
+type httpBody struct {
+	RequestID string          `json:"request_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (r *Router) dispatchHTTP(ctx context.Context, rt route, req kernel.DispatchRequest) (kernel.DispatchResult, error) {
+	// Marshal validates Arguments and turns absent arguments into null.
+	body, err := json.Marshal(httpBody{RequestID: req.RequestID, Tool: req.Tool, Arguments: req.Arguments})
+	if err != nil {
+		return kernel.DispatchResult{}, fmt.Errorf("encode request: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, rt.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, rt.url, bytes.NewReader(body))
+	if err != nil {
+		return kernel.DispatchResult{}, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("Idempotency-Key", req.RequestID)
+
+	resp, err := r.client.Do(hreq)
+	if err != nil {
+		return kernel.DispatchResult{}, err
+	}
+	defer resp.Body.Close()
+	// Read one byte past the limit so "exactly at the limit" and "over it"
+	// are distinguishable. Reading to EOF also lets the connection be reused.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return kernel.DispatchResult{}, fmt.Errorf("read response: %w", err)
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+
+	if !ok {
+		// The server answered: the tool ran and failed or refused. That is a
+		// result for the receipt, not a delivery failure.
+		return kernel.DispatchResult{
+			Output:    json.RawMessage("null"),
+			ToolError: fmt.Sprintf("http %d: %s", resp.StatusCode, snippet(data)),
+		}, nil
+	}
+	if len(data) > MaxResponseBytes {
+		return kernel.DispatchResult{}, fmt.Errorf("response exceeds %d bytes", MaxResponseBytes)
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return kernel.DispatchResult{Output: json.RawMessage("null")}, nil
+	}
+	// json.Valid does not check UTF-8 inside strings; receipts are
+	// canonical JSON, so reject invalid UTF-8 here rather than later.
+	if !json.Valid(data) || !utf8.Valid(data) {
+		return kernel.DispatchResult{}, fmt.Errorf("response from %s is not valid JSON", rt.url)
+	}
+	return kernel.DispatchResult{Output: json.RawMessage(data)}, nil
+}
+
+// snippet returns the first maxToolErrorBody bytes of b as valid UTF-8 (a
+// rune cut in half becomes U+FFFD).
+func snippet(b []byte) string {
+	if len(b) > maxToolErrorBody {
+		b = b[:maxToolErrorBody]
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD")
+}

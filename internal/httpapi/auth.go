@@ -1,0 +1,44 @@
+package httpapi
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strings"
+)
+
+// role is what a request's bearer token entitles it to.
+type role int
+
+const (
+	roleNone role = iota
+	roleReader
+	roleAdmin
+)
+
+// bearerRole compares the presented token against the configured ones in
+// constant time. An unset token never matches (no empty-token bypass).
+func (s *Server) bearerRole(r *http.Request) role {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || tok == "" {
+		return roleNone
+	}
+	if s.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1 {
+		return roleAdmin
+	}
+	if s.cfg.ReadToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.ReadToken)) == 1 {
+		return roleReader
+	}
+	return roleNone
+}
+
+// requireRole wraps h so it runs only for at least min.
+func (s *Server) requireRole(min role, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.bearerRole(r) < min {
+			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
+			return
+		}
+		h(w, r)
+	}
+}

@@ -1,0 +1,70 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are chiod's Prometheus series, on their own registry so tests and
+// several servers in one process never collide.
+type Metrics struct {
+	reg        *prometheus.Registry
+	decisions  *prometheus.CounterVec
+	latency    prometheus.Histogram
+	batchSize  prometheus.Histogram
+	commitTime prometheus.Histogram
+	Notify     *prometheus.CounterVec
+}
+
+// NewMetrics registers the series; queueDepth (may be nil) is sampled on scrape.
+func NewMetrics(queueDepth func() float64) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chio_decisions_total", Help: "Decisions by verdict.",
+		}, []string{"verdict"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "chio_decision_seconds", Help: "Submit latency, receipt durable.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .025, .05, .1, .5, 1, 5},
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "chio_commit_batch_size", Help: "Update calls per group commit.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}),
+		commitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "chio_commit_seconds", Help: "Group commit duration including fsync.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .05, .1, 1},
+		}),
+		Notify: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chio_channel_notifications_total", Help: "Channel notifications by channel and result.",
+		}, []string{"channel", "result"}),
+	}
+	m.reg.MustRegister(m.decisions, m.latency, m.batchSize, m.commitTime, m.Notify,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	if queueDepth != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "chio_commit_queue_depth", Help: "Update calls waiting for the committer.",
+		}, queueDepth))
+	}
+	return m
+}
+
+// Decision implements kernel.Observer.
+func (m *Metrics) Decision(verdict string, d time.Duration) {
+	m.decisions.WithLabelValues(verdict).Inc()
+	m.latency.Observe(d.Seconds())
+}
+
+// Commit records one group commit (wire to boltstore.Options.Observe).
+func (m *Metrics) Commit(batch int, d time.Duration) {
+	m.batchSize.Observe(float64(batch))
+	m.commitTime.Observe(d.Seconds())
+}
+
+// Handler serves the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

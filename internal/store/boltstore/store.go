@@ -1,0 +1,541 @@
+package boltstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/receipt"
+)
+
+var (
+	bucketCalls      = []byte("calls")       // request_id → CallRecord JSON
+	bucketRevoked    = []byte("revoked")     // capability id → unix ms
+	bucketCounters   = []byte("counters")    // key → uint64
+	bucketReceipts   = []byte("receipts")    // seq (8 bytes BE) → signed receipt bytes
+	bucketReceiptIDs = []byte("receipt_ids") // receipt id → seq
+	bucketLeaves     = []byte("leaves")      // seq → RFC 6962 leaf hash
+	bucketApprovals  = []byte("approvals")   // approval id → approval.Request JSON
+	bucketPending    = []byte("pending")     // approval id → {} while pending (ids are time-ordered)
+	bucketConsumed   = []byte("consumed")    // token id → approval id: the replay authority
+	bucketBatches    = []byte("batches")     // batch id → approval.Batch JSON
+	bucketInFlight   = []byte("dispatching") // request id → {} while status is dispatching
+	allBuckets       = [][]byte{bucketCalls, bucketRevoked, bucketCounters, bucketReceipts, bucketReceiptIDs,
+		bucketLeaves, bucketApprovals, bucketPending, bucketConsumed, bucketBatches, bucketInFlight}
+)
+
+// Options configures Open. The zero value is valid.
+type Options struct {
+	// OnCommit, if set, is called by the committer after each durable commit
+	// with the receipts it carried, in seq order (the Merkle log feeds here).
+	OnCommit func([]*kernel.Appended)
+	// Observe, if set, receives each commit's batch size and duration.
+	Observe func(batch int, d time.Duration)
+	// NoSync disables fsync: ONLY for benchmarks that measure the rest.
+	NoSync bool
+}
+
+// Store is a bbolt-backed kernel.Store.
+type Store struct {
+	db      *bolt.DB
+	key     keys.PrivateKey
+	opts    Options
+	queue   chan *op
+	closing chan struct{}
+	done    chan struct{}
+	closeMu sync.RWMutex
+	closed  bool
+	failed  atomic.Pointer[error]
+	lastSeq atomic.Uint64
+	depth   atomic.Int64
+}
+
+var _ kernel.Store = (*Store)(nil)
+
+type op struct {
+	ctx  context.Context
+	fn   func(kernel.Tx) error
+	done chan error
+}
+
+// Open opens (creating if needed) the store at path. key signs receipts.
+func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("boltstore: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: 2 * time.Second, // another chiod holds the lock: say so, don't hang
+		// A large initial mmap means long audit reads never block the writer
+		// on a remap.
+		InitialMmapSize: 1 << 30,
+		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  true,
+		NoSync:          opts.NoSync,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	s := &Store{db: db, key: key, opts: opts, queue: make(chan *op, QueueCapacity),
+		closing: make(chan struct{}), done: make(chan struct{})}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		if k, _ := tx.Bucket(bucketReceipts).Cursor().Last(); k != nil {
+			s.lastSeq.Store(binary.BigEndian.Uint64(k))
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("boltstore: init: %w", err)
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// QueueDepth reports how many Update calls wait for the committer.
+func (s *Store) QueueDepth() int64 { return s.depth.Load() }
+
+// Update enqueues fn and waits until the commit carrying it is durable.
+func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
+	if e := s.failed.Load(); e != nil {
+		return fmt.Errorf("%w: %v", kernel.ErrUnavailable, *e)
+	}
+	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return fmt.Errorf("%w: store closed", kernel.ErrUnavailable)
+	}
+	select {
+	case s.queue <- o:
+		s.depth.Add(1)
+	default:
+		s.closeMu.RUnlock()
+		return kernel.ErrQueueFull
+	}
+	s.closeMu.RUnlock()
+	// Wait for the commit even if ctx ends: the work is queued and will be
+	// committed; the caller learns the outcome (a retry sees the state).
+	return <-o.done
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(fn func(kernel.ReadTx) error) error {
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&tx{btx: btx, s: s, last: s.lastSeq.Load()}) })
+}
+
+// Close stops accepting work, drains and commits everything queued, then
+// closes the file.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.closed = true
+	close(s.closing)
+	s.closeMu.Unlock()
+	<-s.done
+	return s.db.Close()
+}
+
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	batch := make([]*op, 0, MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case o := <-s.queue:
+			batch = append(batch, o)
+		case <-s.closing:
+			// Drain: everything already enqueued is committed before exit.
+			for {
+				select {
+				case o := <-s.queue:
+					batch = append(batch, o)
+					if len(batch) == MaxBatch {
+						s.commit(batch)
+						batch = batch[:0]
+					}
+					continue
+				default:
+				}
+				break
+			}
+			if len(batch) > 0 {
+				s.commit(batch)
+			}
+			return
+		}
+	fill:
+		for len(batch) < MaxBatch {
+			select {
+			case o := <-s.queue:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs batch in one transaction. A function that fails is answered
+// with its error and the transaction is rebuilt without it, because bbolt
+// has no savepoints and its partial writes must not reach the disk.
+func (s *Store) commit(batch []*op) {
+	s.depth.Add(-int64(len(batch)))
+	start := time.Now()
+	if e := s.failed.Load(); e != nil {
+		for _, o := range batch {
+			o.done <- fmt.Errorf("%w: %v", kernel.ErrUnavailable, *e)
+		}
+		return
+	}
+	live := batch
+	for {
+		btx, err := s.db.Begin(true)
+		if err != nil {
+			s.fail(batch, err)
+			return
+		}
+		t := &tx{btx: btx, s: s, last: s.lastSeq.Load(), writable: true}
+		failedAt := -1
+		var ferr error
+		for i, o := range live {
+			mark := len(t.appended)
+			if ferr = runOp(o, t); ferr != nil {
+				t.appended = t.appended[:mark]
+				failedAt = i
+				break
+			}
+		}
+		if failedAt >= 0 {
+			btx.Rollback()
+			live[failedAt].done <- ferr
+			live = append(live[:failedAt:failedAt], live[failedAt+1:]...)
+			if len(live) == 0 {
+				return
+			}
+			continue
+		}
+		if err := s.writeReceipts(t); err != nil {
+			btx.Rollback()
+			s.fail(live, err)
+			return
+		}
+		if err := btx.Commit(); err != nil {
+			s.fail(live, err)
+			return
+		}
+		s.lastSeq.Store(t.last)
+		if s.opts.OnCommit != nil && len(t.appended) > 0 {
+			s.opts.OnCommit(t.appended)
+		}
+		if s.opts.Observe != nil {
+			s.opts.Observe(len(live), time.Since(start))
+		}
+		for _, o := range live {
+			o.done <- nil
+		}
+		return
+	}
+}
+
+// runOp isolates a panicking function: it fails alone, closed.
+func runOp(o *op, t *tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("boltstore: update function panicked: %v", r)
+		}
+	}()
+	if err := o.ctx.Err(); err != nil {
+		return err
+	}
+	return o.fn(t)
+}
+
+// writeReceipts signs the batch's receipts across all cores (seqs are
+// already fixed, so order does not depend on scheduling) and stores them.
+func (s *Store) writeReceipts(t *tx) error {
+	n := len(t.appended)
+	if n == 0 {
+		return nil
+	}
+	errs := make([]error, n)
+	workers := min(runtime.GOMAXPROCS(0), (n+31)/32)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				a := t.appended[i]
+				a.Raw, errs[i] = receipt.Sign(s.key, a.Receipt)
+			}
+		}(w)
+	}
+	wg.Wait()
+	rb, ib, lb := t.btx.Bucket(bucketReceipts), t.btx.Bucket(bucketReceiptIDs), t.btx.Bucket(bucketLeaves)
+	for i, a := range t.appended {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		k := seqKey(a.Receipt.Seq)
+		leaf := receiptLeaf(a.Raw)
+		if err := rb.Put(k, a.Raw); err != nil {
+			return err
+		}
+		if err := ib.Put([]byte(a.Receipt.ID), k); err != nil {
+			return err
+		}
+		if err := lb.Put(k, leaf[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// receiptLeaf is RFC 6962's leaf hash over the stored bytes.
+func receiptLeaf(raw []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte{0})
+	h.Write(raw)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+func (s *Store) fail(batch []*op, err error) {
+	e := fmt.Errorf("commit failed: %w", err)
+	s.failed.CompareAndSwap(nil, &e)
+	for _, o := range batch {
+		o.done <- fmt.Errorf("%w: %v", kernel.ErrUnavailable, e)
+	}
+}
+
+func seqKey(seq uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seq)
+	return b[:]
+}
+
+// tx implements kernel.Tx over a bbolt transaction.
+type tx struct {
+	btx      *bolt.Tx
+	s        *Store
+	last     uint64
+	writable bool
+	appended []*kernel.Appended
+}
+
+func (t *tx) Call(id string) (*kernel.CallRecord, error) {
+	v := t.btx.Bucket(bucketCalls).Get([]byte(id))
+	if v == nil {
+		return nil, kernel.ErrNotFound
+	}
+	var c kernel.CallRecord
+	if err := json.Unmarshal(v, &c); err != nil {
+		return nil, fmt.Errorf("boltstore: corrupt call %q: %w", id, err)
+	}
+	return &c, nil
+}
+
+func (t *tx) PutCall(c *kernel.CallRecord) error {
+	v, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if c.Status == kernel.StatusDispatching {
+		if err := t.btx.Bucket(bucketInFlight).Put([]byte(c.RequestID), []byte{}); err != nil {
+			return err
+		}
+	} else if err := t.btx.Bucket(bucketInFlight).Delete([]byte(c.RequestID)); err != nil {
+		return err
+	}
+	return t.btx.Bucket(bucketCalls).Put([]byte(c.RequestID), v)
+}
+
+func (t *tx) Revoked(id string) (bool, error) {
+	return t.btx.Bucket(bucketRevoked).Get([]byte(id)) != nil, nil
+}
+
+func (t *tx) Revoke(id string, at int64) error {
+	b := t.btx.Bucket(bucketRevoked)
+	if b.Get([]byte(id)) != nil {
+		return nil // first revocation time wins
+	}
+	return b.Put([]byte(id), seqKey(uint64(at)))
+}
+
+func (t *tx) Counter(key string) (uint64, error) {
+	v := t.btx.Bucket(bucketCounters).Get([]byte(key))
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, errors.New("boltstore: corrupt counter")
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func (t *tx) SetCounter(key string, v uint64) error {
+	return t.btx.Bucket(bucketCounters).Put([]byte(key), seqKey(v))
+}
+
+func (t *tx) Receipt(id string) ([]byte, error) {
+	k := t.btx.Bucket(bucketReceiptIDs).Get([]byte(id))
+	if k == nil {
+		return nil, kernel.ErrNotFound
+	}
+	v := t.btx.Bucket(bucketReceipts).Get(k)
+	if v == nil {
+		return nil, fmt.Errorf("boltstore: receipt %s indexed but missing", id)
+	}
+	return v, nil
+}
+
+func (t *tx) Receipts(from, to uint64, fn func(uint64, []byte) bool) error {
+	c := t.btx.Bucket(bucketReceipts).Cursor()
+	for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
+		seq := binary.BigEndian.Uint64(k)
+		if seq > to || !fn(seq, v) {
+			break
+		}
+	}
+	return nil
+}
+
+func (t *tx) LastSeq() uint64 { return t.last }
+
+func (t *tx) AppendReceipt(r *receipt.Receipt) *kernel.Appended {
+	if !t.writable {
+		panic("boltstore: AppendReceipt on read-only tx")
+	}
+	t.last++
+	r.Seq = t.last
+	a := &kernel.Appended{Receipt: r}
+	t.appended = append(t.appended, a)
+	return a
+}
+
+func (t *tx) Approval(id string) (*approval.Request, error) {
+	v := t.btx.Bucket(bucketApprovals).Get([]byte(id))
+	if v == nil {
+		return nil, kernel.ErrNotFound
+	}
+	var r approval.Request
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("boltstore: corrupt approval %q: %w", id, err)
+	}
+	return &r, nil
+}
+
+func (t *tx) PutApproval(r *approval.Request) error {
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if r.Status == approval.StatusPending {
+		err = t.btx.Bucket(bucketPending).Put([]byte(r.ApprovalID), []byte{})
+	} else {
+		err = t.btx.Bucket(bucketPending).Delete([]byte(r.ApprovalID))
+	}
+	if err != nil {
+		return err
+	}
+	return t.btx.Bucket(bucketApprovals).Put([]byte(r.ApprovalID), v)
+}
+
+func (t *tx) PendingApprovals(fn func(*approval.Request) bool) error {
+	c := t.btx.Bucket(bucketPending).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		r, err := t.Approval(string(k))
+		if err != nil {
+			return err
+		}
+		if !fn(r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (t *tx) Consumed(tokenID string) (bool, error) {
+	return t.btx.Bucket(bucketConsumed).Get([]byte(tokenID)) != nil, nil
+}
+
+func (t *tx) Consume(tokenID, approvalID string) error {
+	b := t.btx.Bucket(bucketConsumed)
+	if b.Get([]byte(tokenID)) != nil {
+		return approval.ErrReplay
+	}
+	return b.Put([]byte(tokenID), []byte(approvalID))
+}
+
+func (t *tx) Batch(id string) (*approval.Batch, error) {
+	v := t.btx.Bucket(bucketBatches).Get([]byte(id))
+	if v == nil {
+		return nil, kernel.ErrNotFound
+	}
+	var b approval.Batch
+	if err := json.Unmarshal(v, &b); err != nil {
+		return nil, fmt.Errorf("boltstore: corrupt batch %q: %w", id, err)
+	}
+	return &b, nil
+}
+
+func (t *tx) Batches(fn func(*approval.Batch) bool) error {
+	c := t.btx.Bucket(bucketBatches).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		b, err := t.Batch(string(k))
+		if err != nil {
+			return err
+		}
+		if !fn(b) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (t *tx) PutBatch(b *approval.Batch) error {
+	v, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	return t.btx.Bucket(bucketBatches).Put([]byte(b.Token.ID), v)
+}
+
+func (t *tx) Dispatching(fn func(*kernel.CallRecord) bool) error {
+	c := t.btx.Bucket(bucketInFlight).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		rec, err := t.Call(string(k))
+		if err != nil {
+			return err
+		}
+		if !fn(rec) {
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,497 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// Notifier tells humans about approval requests. It is called after the
+// request is durable, must not block, and can never approve anything: a
+// channel's only way back is a signed token through Respond.
+type Notifier interface {
+	Notify(event string, req *approval.Request)
+}
+
+// Channel names used in receipts' `channel` metadata.
+const (
+	ChannelAPI     = "api"
+	ChannelTimeout = "timeout"
+	ChannelBatch   = "batch"
+)
+
+// RespondResult is POST /approvals/{id}/respond's answer.
+type RespondResult struct {
+	ApprovalID string `json:"approval_id"`
+	Outcome    string `json:"outcome"` // approved | denied | pending (quorum not yet met)
+	ResolvedAt int64  `json:"resolved_at,omitempty"`
+	ReceiptID  string `json:"receipt_id,omitempty"`
+	Approvals  int    `json:"approvals"`
+	Quorum     int    `json:"quorum"`
+}
+
+// suspend parks a call that needs a human. A matching standing (batch)
+// approval is consulted first; otherwise the ApprovalRequest, the
+// incomplete receipt and the call record are one durable commit, then the
+// timer is armed, then channels are notified, then the caller answers 202.
+func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, d Decision, now time.Time) (*Outcome, error) {
+	if out, ok, err := k.tryBatch(ctx, rec, p, g, intent, now); ok || err != nil {
+		return out, err
+	}
+	req := k.newApprovalRequest(rec, p, g, intent, d, now)
+	rec.Status, rec.ApprovalID, rec.Reason = StatusPendingApproval, req.ApprovalID, d.Reason
+	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Incomplete, Reason: "awaiting human approval"},
+		map[string]any{"approval_request_id": req.ApprovalID, "summary": req.Summary, "deadline": req.ExpiresAt}, now)
+	req.ReceiptID = r.ID
+	rec.ReceiptID = r.ID
+	err := k.store.Update(ctx, func(tx Tx) error {
+		if _, err := tx.Call(rec.RequestID); err == nil {
+			return ErrRequestUsed
+		}
+		if err := tx.PutApproval(req); err != nil {
+			return err
+		}
+		tx.AppendReceipt(r)
+		return tx.PutCall(rec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	k.armTimer(req.ApprovalID, req.ExpiresAt)
+	k.announce(EventApprovalRequested, req)
+	out := OutcomeOf(rec)
+	out.Deadline, out.Summary = req.ExpiresAt, req.Summary
+	return out, nil
+}
+
+func (k *Kernel) newApprovalRequest(rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, d Decision, now time.Time) *approval.Request {
+	a := g.Approval
+	if a == nil {
+		a = &policy.Approval{} // validation forbids this; an empty set fails closed
+	}
+	approvers, channels, timeout := tierView(a, 0)
+	req := &approval.Request{
+		ApprovalID: approval.NewRequestID(), Kind: approval.KindToolCall, PolicyID: g.ID,
+		SubjectID: rec.Subject, SubjectPublicKey: rec.Subject, CapabilityID: rec.CapabilityID,
+		ToolServer: rec.Server, ToolName: rec.Tool, Action: rec.Action, ParameterHash: rec.ParameterHash,
+		CreatedAt: now.Unix(), ExpiresAt: now.Add(timeout).Unix(), Summary: Summarize(rec, intent),
+		GovernedIntent: rec.Intent, TrustedApprovers: approvers, TriggeredBy: d.TriggeredBy,
+		Quorum: max(a.Quorum, 1), DenyQuorum: max(a.DenyQuorum, 1), Status: approval.StatusPending,
+		Channels: channels, RequestID: rec.RequestID, Requesters: a.Requesters, Votes: []approval.Vote{},
+	}
+	if len(req.GovernedIntent) == 0 {
+		req.GovernedIntent = json.RawMessage("null")
+	}
+	if p.Kernel.PublicURL != "" {
+		req.CallbackHint = p.Kernel.PublicURL + "/approvals/" + req.ApprovalID + "/respond"
+	}
+	if a.ExposeArguments {
+		req.Arguments = rec.Arguments
+	}
+	return req
+}
+
+// tierView returns the trusted approvers, channels and timeout of escalation
+// tier i. Approvers accumulate: a first-tier approver may still decide after
+// escalation. Without tiers every grant approver is trusted.
+func tierView(a *policy.Approval, tier int) (approvers, channels []string, timeout time.Duration) {
+	timeout = time.Duration(max(a.TimeoutSeconds, 1)) * time.Second
+	channels = a.Channels
+	if a.Escalation == nil || len(a.Escalation.Tiers) == 0 {
+		for _, ap := range a.Approvers {
+			approvers = append(approvers, ap.PublicKey.String())
+		}
+		return approvers, channels, timeout
+	}
+	for i := 0; i <= tier && i < len(a.Escalation.Tiers); i++ {
+		for _, name := range a.Escalation.Tiers[i].Approvers {
+			if ap, ok := a.ApproverByName(name); ok && !slices.Contains(approvers, ap.PublicKey.String()) {
+				approvers = append(approvers, ap.PublicKey.String())
+			}
+		}
+	}
+	t := a.Escalation.Tiers[min(tier, len(a.Escalation.Tiers)-1)]
+	if len(t.Channels) > 0 {
+		channels = t.Channels
+	}
+	if t.TimeoutSeconds > 0 {
+		timeout = time.Duration(t.TimeoutSeconds) * time.Second
+	}
+	return approvers, channels, timeout
+}
+
+// announce publishes to subscribers and notifies channels (after commit).
+func (k *Kernel) announce(event string, req *approval.Request) {
+	snap := *req
+	k.events.publish(Event{Type: event, Approval: &snap})
+	if k.notifier != nil && (event == EventApprovalRequested || event == EventApprovalEscalated || event == EventApprovalResolved) {
+		k.notifier.Notify(event, &snap)
+	}
+}
+
+// Approval returns a request by id.
+func (k *Kernel) Approval(id string) (*approval.Request, error) {
+	var req *approval.Request
+	err := k.store.View(func(tx ReadTx) error {
+		var err error
+		req, err = tx.Approval(id)
+		return err
+	})
+	return req, err
+}
+
+// PendingFilter narrows ListPending.
+type PendingFilter struct {
+	SubjectID, ToolServer, ToolName, Approver string
+	Limit                                     int
+}
+
+// ListPending returns pending requests oldest first.
+func (k *Kernel) ListPending(f PendingFilter) ([]*approval.Request, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	var out []*approval.Request
+	err := k.store.View(func(tx ReadTx) error {
+		return tx.PendingApprovals(func(r *approval.Request) bool {
+			if (f.SubjectID == "" || r.SubjectID == f.SubjectID) && (f.ToolServer == "" || r.ToolServer == f.ToolServer) &&
+				(f.ToolName == "" || r.ToolName == f.ToolName) && (f.Approver == "" || r.Trusts(f.Approver)) {
+				out = append(out, r)
+			}
+			return len(out) < f.Limit
+		})
+	})
+	return out, err
+}
+
+// Respond presents a signed token (the only way a human decision enters
+// the kernel). outcome, if non-empty, must equal the signed decision.
+func (k *Kernel) Respond(ctx context.Context, approvalID string, tokenRaw []byte, outcome, channel string) (*RespondResult, error) {
+	now := k.clock.Now()
+	if channel == "" {
+		channel = ChannelAPI
+	}
+	var head struct {
+		ID string `json:"id"`
+	}
+	if err := canon.Check(tokenRaw); err != nil || json.Unmarshal(tokenRaw, &head) != nil {
+		return nil, fmt.Errorf("%w: %v", approval.ErrMalformedToken, err)
+	}
+	if _, seen := k.consumed.Get(head.ID); seen {
+		return nil, approval.ErrReplay
+	}
+	var req *approval.Request
+	var used bool
+	err := k.store.View(func(tx ReadTx) error {
+		var err error
+		if req, err = tx.Approval(approvalID); err != nil {
+			return err
+		}
+		used, err = tx.Consumed(head.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if used {
+		k.consumed.Add(head.ID, struct{}{})
+		return nil, approval.ErrReplay
+	}
+	if req.Status != approval.StatusPending {
+		return nil, fmt.Errorf("%w: request is %s", ErrConflict, req.Status)
+	}
+	tok, err := approval.Verify(tokenRaw, req, now, outcome)
+	if err != nil {
+		return nil, err
+	}
+	if len(tok.AmendedArguments) > 0 && (tok.Decision != approval.DecisionApproved || req.Quorum > 1) {
+		return nil, fmt.Errorf("%w: amended_arguments need an approval on a quorum-1 request", approval.ErrMalformedToken)
+	}
+	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
+		Decision: tok.Decision, Note: tok.Note, Channel: channel, At: now.UnixMilli(), Token: json.RawMessage(tokenRaw)}
+	return k.recordVote(ctx, req.ApprovalID, vote, tok, now)
+}
+
+func (k *Kernel) displayName(req *approval.Request, key string) string {
+	if g, ok := k.Policy().Grant(req.PolicyID); ok && g.Approval != nil {
+		for _, ap := range g.Approval.Approvers {
+			if ap.PublicKey.String() == key {
+				return ap.DisplayName
+			}
+		}
+	}
+	return ""
+}
+
+// recordVote is the one atomic, durable transition for a vote: consume the
+// token, count the vote, and, if that resolves the request, move the call
+// to dispatching (approved) or denied, all in one commit. Of two concurrent
+// presentations exactly one commits; the other sees the token consumed or
+// the request resolved.
+func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approval.Vote, tok *approval.Token, now time.Time) (*RespondResult, error) {
+	var final *approval.Request
+	var rec *CallRecord
+	var denyReceipt *receipt.Receipt
+	p := k.Policy()
+	err := k.store.Update(ctx, func(tx Tx) error {
+		req, err := tx.Approval(approvalID)
+		if err != nil {
+			return err
+		}
+		if err := tx.Consume(vote.TokenID, approvalID); err != nil {
+			return err
+		}
+		if req.Status != approval.StatusPending {
+			return fmt.Errorf("%w: request is %s", ErrConflict, req.Status)
+		}
+		if req.HasVoted(vote.Approver) {
+			return approval.ErrDuplicateVote
+		}
+		req.Votes = append(req.Votes, vote)
+		approved, denied := req.Counts()
+		if rec, err = tx.Call(req.RequestID); err != nil {
+			return err
+		}
+		switch {
+		case approved >= req.Quorum:
+			req.Status = approval.StatusApproved
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.UnixMilli(), TokenID: vote.TokenID}
+			rec.Status = StatusDispatching
+			rec.UpdatedAt = now.UnixMilli()
+			if err := tx.PutCall(rec); err != nil {
+				return err
+			}
+		case denied >= req.DenyQuorum:
+			reason := vote.Note
+			if reason == "" {
+				reason = "denied by " + nameOr(vote.DisplayName, vote.Approver)
+			}
+			req.Status = approval.StatusDenied
+			denyReceipt = k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardHumanApproval, Reason: reason}, &vote, now)
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.UnixMilli(), TokenID: vote.TokenID, ReceiptID: denyReceipt.ID}
+			rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardHumanApproval, reason, denyReceipt.ID, now.UnixMilli()
+			tx.AppendReceipt(denyReceipt)
+			if err := tx.PutCall(rec); err != nil {
+				return err
+			}
+		}
+		final = req
+		return tx.PutApproval(req)
+	})
+	if err != nil {
+		if errors.Is(err, approval.ErrReplay) {
+			k.consumed.Add(vote.TokenID, struct{}{})
+		}
+		return nil, err
+	}
+	k.consumed.Add(vote.TokenID, struct{}{})
+	approved, _ := final.Counts()
+	res := &RespondResult{ApprovalID: approvalID, Outcome: approval.StatusPending, Approvals: approved, Quorum: final.Quorum}
+	switch final.Status {
+	case approval.StatusDenied:
+		k.stopTimer(approvalID)
+		res.Outcome, res.ResolvedAt, res.ReceiptID = approval.StatusDenied, final.Resolution.At, final.Resolution.ReceiptID
+		k.announce(EventApprovalResolved, final)
+		k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(rec)})
+	case approval.StatusApproved:
+		k.stopTimer(approvalID)
+		out, err := k.resume(ctx, final, rec, tok, &vote, now)
+		if err != nil {
+			return nil, err
+		}
+		res.Outcome, res.ResolvedAt, res.ReceiptID = approval.StatusApproved, now.UnixMilli(), out.ReceiptID
+	default:
+		k.announce(EventApprovalRequested, final) // progress: quorum not yet met
+	}
+	return res, nil
+}
+
+func nameOr(name, key string) string {
+	if name != "" {
+		return name
+	}
+	return key
+}
+
+// chainReceipt builds the second receipt of an approval chain, linked to
+// the incomplete one by previous_receipt_id.
+func (k *Kernel) chainReceipt(rec *CallRecord, p *policy.Policy, req *approval.Request, d receipt.Decision, vote *approval.Vote, now time.Time) *receipt.Receipt {
+	meta := map[string]any{
+		"approval_request_id": req.ApprovalID,
+		"previous_receipt_id": req.ReceiptID,
+		"approval_latency_ms": max(now.UnixMilli()-req.CreatedAt*1000, 0),
+	}
+	if vote != nil {
+		meta["approver"] = vote.Approver
+		meta["approver_display_name"] = vote.DisplayName
+		meta["approval_token_id"] = vote.TokenID
+		meta["channel"] = vote.Channel
+		if vote.Note != "" {
+			meta["note"] = vote.Note
+		}
+		if vote.Custodial {
+			meta["custodial"] = true
+		}
+	}
+	if len(req.Votes) > 1 {
+		var approvers []string
+		for _, v := range req.Votes {
+			if v.Decision == vote.Decision {
+				approvers = append(approvers, v.Approver)
+			}
+		}
+		meta["approvers"] = approvers
+	}
+	return k.newReceipt(rec, p, d, meta, now)
+}
+
+// resume runs an approved call: re-validate the capability and the
+// non-approval guards against the policy in force NOW, apply an amendment,
+// dispatch exactly once, and sign the chained allow (or deny) receipt.
+func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRecord, tok *approval.Token, vote *approval.Vote, now time.Time) (*Outcome, error) {
+	p := k.Policy()
+	var extra map[string]any
+	deny := func(guard, reason string) (*Outcome, error) {
+		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, vote, now)
+		rec.Status, rec.Guard, rec.Reason = StatusDenied, guard, reason
+		return k.finish(ctx, req, rec, r, now)
+	}
+	var revoked bool
+	if err := k.store.View(func(tx ReadTx) error {
+		var err error
+		revoked, err = tx.Revoked(rec.CapabilityID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if revoked {
+		return deny(GuardCapability, "capability revoked during the approval wait")
+	}
+	grant, ok := p.Grant(rec.GrantID)
+	if !ok {
+		return deny(GuardScope, "grant no longer in the policy")
+	}
+	if now.Unix() >= rec.CapabilityExpiresAt {
+		return deny(GuardCapability, "capability expired during the approval wait")
+	}
+	args := rec.Arguments
+	if tok != nil && len(tok.AmendedArguments) > 0 {
+		if err := canon.Check(tok.AmendedArguments); err != nil || tok.AmendedArguments[0] != '{' {
+			return deny(GuardPipeline, "amended_arguments must be a JSON object")
+		}
+		newHash, err := ParameterHash(rec.Server, rec.Tool, tok.AmendedArguments, rec.Intent)
+		if err != nil {
+			return deny(GuardPipeline, err.Error())
+		}
+		extra = map[string]any{"original_parameter_hash": rec.ParameterHash, "amended_parameter_hash": newHash, "amended": true}
+		args = tok.AmendedArguments
+		rec.Arguments, rec.ParameterHash = args, newHash
+	}
+	intent, _ := parseIntent(rec.Intent)
+	tool, _ := p.Tool(rec.Server, rec.Tool)
+	call := &ToolCall{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Operation: rec.Operation, Arguments: args, GovernedIntent: rec.Intent}
+	rq := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: rec.Operation, Subject: rec.Subject, Intent: intent, Now: now}
+	if grant.Server != rec.Server {
+		rq.Grant = nil
+	}
+	if d := k.pipeline.Evaluate(rq, false); d.Verdict == Deny {
+		return deny(d.Guard, d.Reason)
+	}
+	res, derr := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Arguments: args})
+	r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Allow}, vote, k.clock.Now())
+	for key, v := range extra {
+		r.Metadata[key] = v
+	}
+	if vote != nil && vote.Approver == k.pub.String() {
+		r.Metadata["auto_approved"] = true
+		r.Metadata["review_required"] = true
+	}
+	k.applyDispatch(rec, r.Metadata, res, derr)
+	rec.Status = StatusAllowed
+	return k.finish(ctx, req, rec, r, now)
+}
+
+// applyDispatch records a dispatch result on the call and receipt metadata.
+func (k *Kernel) applyDispatch(rec *CallRecord, meta map[string]any, res DispatchResult, derr error) {
+	switch {
+	case derr != nil:
+		rec.ToolError = "dispatch failed: " + derr.Error()
+	case res.ToolError != "":
+		rec.ToolError = res.ToolError
+	}
+	if len(res.Output) > MaxToolOutputBytes {
+		rec.ToolError, res.Output = "tool output too large", nil
+	}
+	if rec.ToolError != "" {
+		meta["tool_error"] = rec.ToolError
+	}
+	rec.Output = res.Output
+}
+
+// finish commits the chain's final receipt and the call record.
+func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRecord, r *receipt.Receipt, now time.Time) (*Outcome, error) {
+	rec.ReceiptID, rec.UpdatedAt = r.ID, r.Timestamp
+	countKey := firstNKey(rec.GrantID, rec.Subject)
+	count := rec.Status == StatusAllowed && k.tracksFirstN(rec.GrantID)
+	err := k.store.Update(ctx, func(tx Tx) error {
+		cur, err := tx.Approval(req.ApprovalID)
+		if err != nil {
+			return err
+		}
+		if cur.Resolution == nil {
+			cur.Resolution = &approval.Resolution{Outcome: cur.Status, At: now.UnixMilli()}
+		}
+		cur.Resolution.ReceiptID = r.ID
+		if rec.Status == StatusDenied {
+			cur.Resolution.Reason = rec.Reason
+		}
+		if count {
+			n, err := tx.Counter(countKey)
+			if err != nil {
+				return err
+			}
+			if err := tx.SetCounter(countKey, n+1); err != nil {
+				return err
+			}
+		}
+		tx.AppendReceipt(r)
+		if err := tx.PutCall(rec); err != nil {
+			return err
+		}
+		*req = *cur
+		return tx.PutApproval(cur)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if count {
+		k.firstNCounter(countKey).Add(1)
+	}
+	out := OutcomeOf(rec)
+	k.announce(EventApprovalResolved, req)
+	k.events.publish(Event{Type: EventCallCompleted, Call: out})
+	return out, nil
+}
+
+// Summarize is the one-line description approvers see instead of raw
+// arguments (they see arguments only with expose_arguments).
+func Summarize(rec *CallRecord, intent *GovernedIntent) string {
+	s := fmt.Sprintf("Agent wants to %s %s on %s", rec.Action, rec.Tool, rec.Server)
+	if intent != nil {
+		if intent.MaxAmount != nil {
+			s += fmt.Sprintf(" for %d %s", intent.MaxAmount.Units, intent.MaxAmount.Currency)
+		}
+		if intent.Purpose != "" {
+			s += ": " + intent.Purpose
+		}
+	}
+	return s
+}

@@ -1,0 +1,136 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
+)
+
+func canonUnmarshal(raw []byte, v any) error { return canon.Unmarshal(raw, v) }
+
+// isPolicyApprover reports whether key approves under any grant.
+func isPolicyApprover(p *policy.Policy, key string) bool {
+	for i := range p.Grants {
+		if a := p.Grants[i].Approval; a != nil {
+			for _, ap := range a.Approvers {
+				if ap.PublicKey.String() == key {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// CreateBatch stores a standing approval after verifying it.
+func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, error) {
+	now := k.clock.Now()
+	p := k.Policy()
+	tok, err := approval.VerifyBatch(raw, func(a string) bool { return isPolicyApprover(p, a) }, now)
+	if err != nil {
+		return nil, err
+	}
+	b := &approval.Batch{Token: tok, Raw: raw, CreatedAt: now.UnixMilli()}
+	err = k.store.Update(ctx, func(tx Tx) error {
+		if _, err := tx.Batch(tok.ID); err == nil {
+			return fmt.Errorf("%w: batch %s exists", ErrConflict, tok.ID)
+		}
+		return tx.PutBatch(b)
+	})
+	return b, err
+}
+
+// ListBatches returns every stored standing approval.
+func (k *Kernel) ListBatches() ([]*approval.Batch, error) {
+	out := []*approval.Batch{}
+	err := k.store.View(func(tx ReadTx) error {
+		return tx.Batches(func(b *approval.Batch) bool { out = append(out, b); return true })
+	})
+	return out, err
+}
+
+// RevokeBatch durably revokes a standing approval.
+func (k *Kernel) RevokeBatch(ctx context.Context, id string) error {
+	now := k.clock.Now()
+	return k.store.Update(ctx, func(tx Tx) error {
+		b, err := tx.Batch(id)
+		if err != nil {
+			return err
+		}
+		if !b.Revoked {
+			b.Revoked, b.RevokedAt = true, now.UnixMilli()
+		}
+		return tx.PutBatch(b)
+	})
+}
+
+// tryBatch allows a pending call under a standing approval: the batch is
+// looked up, re-checked and its counters updated in the same commit as the
+// allow receipt — dispatch happens first, so the counters are claimed in a
+// reservation commit before dispatch. Quorum > 1 grants never use batches.
+func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, now time.Time) (*Outcome, bool, error) {
+	if g.Approval == nil || g.Approval.Quorum > 1 {
+		return nil, false, nil
+	}
+	trusted := map[string]bool{}
+	for _, ap := range g.Approval.Approvers {
+		trusted[ap.PublicKey.String()] = true
+	}
+	var amount *approval.Amount
+	if intent != nil && intent.MaxAmount != nil {
+		amount = &approval.Amount{Units: intent.MaxAmount.Units, Currency: intent.MaxAmount.Currency}
+	}
+	var used *approval.Batch
+	// Claim: find a covering batch and count this call against it durably
+	// BEFORE dispatching, so two concurrent calls cannot both use the last
+	// slot. If the call then fails to commit, the slot stays spent (fail
+	// closed: a batch may under-serve, never over-serve).
+	err := k.store.Update(ctx, func(tx Tx) error {
+		used = nil
+		return tx.Batches(func(b *approval.Batch) bool {
+			if trusted[b.Token.Approver] && b.Token.Approver != rec.Subject && b.Covers(rec.Subject, rec.Server, rec.Tool, amount, now.Unix()) {
+				b.Use(amount)
+				if tx.PutBatch(b) == nil {
+					used = b
+				}
+				return false
+			}
+			return true
+		})
+	})
+	if err != nil || used == nil {
+		return nil, false, err
+	}
+	meta := map[string]any{"batch_approval_id": used.Token.ID, "approver": used.Token.Approver,
+		"approver_display_name": k.displayNameIn(g, used.Token.Approver), "channel": ChannelBatch}
+	res, derr := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Arguments: rec.Arguments})
+	k.applyDispatch(rec, meta, res, derr)
+	rec.Status = StatusAllowed
+	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, meta, k.clock.Now())
+	if err := k.commitDecision(ctx, rec, r, true); err != nil {
+		return nil, true, err
+	}
+	return OutcomeOf(rec), true, nil
+}
+
+func (k *Kernel) displayNameIn(g *policy.Grant, key string) string {
+	for _, ap := range g.Approval.Approvers {
+		if ap.PublicKey.String() == key {
+			return ap.DisplayName
+		}
+	}
+	return ""
+}
+
+// BatchView is a batch as listed over HTTP.
+type BatchView struct {
+	Token   json.RawMessage     `json:"token"`
+	Usage   approval.BatchUsage `json:"usage"`
+	Revoked bool                `json:"revoked"`
+}

@@ -1,0 +1,147 @@
+package kernel
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/signed"
+)
+
+// CallProofSchema is the signature domain of an agent's call proof.
+const CallProofSchema = "chio.call.v1"
+
+// ToolCall is what an agent submits (SPEC §3).
+type ToolCall struct {
+	RequestID      string          `json:"request_id"`
+	Capability     json.RawMessage `json:"capability"`
+	Server         string          `json:"server"`
+	Tool           string          `json:"tool"`
+	Operation      string          `json:"operation,omitempty"`
+	Arguments      json.RawMessage `json:"arguments"`
+	GovernedIntent json.RawMessage `json:"governed_intent,omitempty"`
+	Proof          Proof           `json:"proof"`
+}
+
+// Proof is the agent's signature over the call's identity.
+type Proof struct {
+	IssuedAt  int64  `json:"issued_at"`
+	Signature string `json:"signature"`
+}
+
+// GovernedIntent is the agent's declared purpose and monetary envelope.
+type GovernedIntent struct {
+	Purpose        string          `json:"purpose"`
+	MaxAmount      *Amount         `json:"max_amount,omitempty"`
+	ActionCategory string          `json:"action_category,omitempty"`
+	Context        json.RawMessage `json:"context,omitempty"`
+}
+
+// Amount is money in minor units.
+type Amount struct {
+	Units    int64  `json:"units"`
+	Currency string `json:"currency"`
+}
+
+// Call errors (input problems, answered without a receipt).
+var (
+	ErrBadCall     = errors.New("malformed call")
+	ErrBadProof    = errors.New("invalid call proof")
+	ErrStaleProof  = errors.New("stale call proof")
+	ErrRequestUsed = errors.New("request_id already used for a different call")
+)
+
+// ParameterHash is SPEC §2's binding of a call's content: SHA-256 hex of
+// JCS({server_id, tool_name, arguments, governed_intent}).
+func ParameterHash(server, tool string, arguments, intent json.RawMessage) (string, error) {
+	if len(intent) == 0 {
+		intent = json.RawMessage("null")
+	}
+	if len(arguments) == 0 {
+		arguments = json.RawMessage("{}")
+	}
+	c, err := canon.Marshal(map[string]any{
+		"server_id": server, "tool_name": tool, "arguments": arguments, "governed_intent": intent,
+	})
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadCall, err)
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// proofPayload is exactly the object the agent signs.
+func proofPayload(requestID, capabilityID, server, tool, paramHash string, issuedAt int64) ([]byte, error) {
+	return canon.Marshal(map[string]any{
+		"request_id": requestID, "capability_id": capabilityID, "server": server,
+		"tool": tool, "parameter_hash": paramHash, "issued_at": issuedAt,
+	})
+}
+
+// SignProof produces the agent's proof for a call (used by the SDK and CLI).
+func SignProof(agent keys.PrivateKey, requestID, capabilityID, server, tool, paramHash string, at time.Time) (Proof, error) {
+	payload, err := proofPayload(requestID, capabilityID, server, tool, paramHash, at.Unix())
+	if err != nil {
+		return Proof{}, err
+	}
+	sig := agent.SignRaw(signed.Message(CallProofSchema, payload))
+	return Proof{IssuedAt: at.Unix(), Signature: hex.EncodeToString(sig)}, nil
+}
+
+// VerifyProof checks the agent's proof at reference time ref.
+func VerifyProof(subject keys.PublicKey, p Proof, requestID, capabilityID, server, tool, paramHash string, ref time.Time) error {
+	skew := ref.Sub(time.Unix(p.IssuedAt, 0))
+	if skew > MaxProofSkew || skew < -MaxProofSkew {
+		return fmt.Errorf("%w: issued_at %d is %s from now (max %s)", ErrStaleProof, p.IssuedAt, skew.Round(time.Second), MaxProofSkew)
+	}
+	if len(p.Signature) != 128 || strings.ToLower(p.Signature) != p.Signature {
+		return fmt.Errorf("%w: signature must be 128 lowercase hex", ErrBadProof)
+	}
+	sig, err := hex.DecodeString(p.Signature)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadProof, err)
+	}
+	payload, err := proofPayload(requestID, capabilityID, server, tool, paramHash, p.IssuedAt)
+	if err != nil {
+		return err
+	}
+	if !ed25519Verify(subject, signed.Message(CallProofSchema, payload), sig) {
+		return fmt.Errorf("%w: signature does not verify", ErrBadProof)
+	}
+	return nil
+}
+
+// validRequestID keeps request ids printable and bounded: they key the
+// store and travel in headers.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > MaxRequestIDLen {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseIntent strictly decodes a governed intent (nil when absent).
+func parseIntent(raw json.RawMessage) (*GovernedIntent, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var gi GovernedIntent
+	if err := canon.Unmarshal(raw, &gi); err != nil {
+		return nil, fmt.Errorf("%w: governed_intent: %v", ErrBadCall, err)
+	}
+	if gi.MaxAmount != nil && (gi.MaxAmount.Units < 0 || gi.MaxAmount.Currency == "") {
+		return nil, fmt.Errorf("%w: governed_intent.max_amount needs units ≥ 0 and a currency", ErrBadCall)
+	}
+	return &gi, nil
+}

@@ -1,0 +1,117 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gofrs/uuid/v5"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/signed"
+)
+
+// CapabilitySchema is the capability's schema and signature domain.
+const CapabilitySchema = "chio.capability.v1"
+
+// Capability grants a subject (agent key) the named policy grants until
+// ExpiresAt. It is signed by the kernel key or a configured authority key.
+type Capability struct {
+	Schema    string   `json:"schema"`
+	ID        string   `json:"id"`
+	Issuer    string   `json:"issuer"`
+	Subject   string   `json:"subject"`
+	Grants    []string `json:"grants"`
+	IssuedAt  int64    `json:"issued_at"`
+	ExpiresAt int64    `json:"expires_at"`
+	Signature string   `json:"signature,omitempty"`
+}
+
+// Capability errors.
+var (
+	ErrCapabilityInvalid = errors.New("invalid capability")
+	ErrCapabilityExpired = errors.New("capability expired")
+	ErrCapabilityRevoked = errors.New("capability revoked")
+)
+
+// IssueCapability signs a new capability for subject. now comes from the
+// caller's clock.
+func IssueCapability(issuer keys.PrivateKey, subject keys.PublicKey, grants []string, now time.Time, ttl time.Duration) ([]byte, *Capability, error) {
+	if subject.IsZero() {
+		return nil, nil, fmt.Errorf("%w: no subject key", ErrCapabilityInvalid)
+	}
+	if len(grants) == 0 || len(grants) > MaxCapabilityGrants {
+		return nil, nil, fmt.Errorf("%w: need 1..%d grants", ErrCapabilityInvalid, MaxCapabilityGrants)
+	}
+	if ttl <= 0 || ttl > MaxCapabilityTTL {
+		return nil, nil, fmt.Errorf("%w: ttl must be in (0, %s]", ErrCapabilityInvalid, MaxCapabilityTTL)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &Capability{
+		Schema: CapabilitySchema, ID: "cap-" + id.String(), Issuer: issuer.Public().String(),
+		Subject: subject.String(), Grants: grants,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(),
+	}
+	raw, err := signed.Sign(issuer, CapabilitySchema, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, c, nil
+}
+
+// ParseCapability strictly decodes a capability and verifies its signature
+// against its issuer, which must be one of trusted. It does not check time
+// or revocation (those depend on the reference time and the store).
+func ParseCapability(raw []byte, trusted ...keys.PublicKey) (*Capability, keys.PublicKey, error) {
+	if len(raw) > MaxCapabilityBytes {
+		return nil, keys.PublicKey{}, fmt.Errorf("%w: larger than %d bytes", ErrCapabilityInvalid, MaxCapabilityBytes)
+	}
+	var c Capability
+	if err := canon.Unmarshal(raw, &c); err != nil {
+		return nil, keys.PublicKey{}, fmt.Errorf("%w: %v", ErrCapabilityInvalid, err)
+	}
+	if c.Schema != CapabilitySchema || c.ID == "" || len(c.Grants) == 0 || len(c.Grants) > MaxCapabilityGrants {
+		return nil, keys.PublicKey{}, fmt.Errorf("%w: missing schema, id or grants", ErrCapabilityInvalid)
+	}
+	subject, err := keys.ParsePublicKey(c.Subject)
+	if err != nil {
+		return nil, keys.PublicKey{}, fmt.Errorf("%w: subject: %v", ErrCapabilityInvalid, err)
+	}
+	// Trust is decided by our configured keys; the issuer field only selects
+	// among them and is never trusted on its own.
+	for _, k := range trusted {
+		if !k.IsZero() && k.String() == c.Issuer {
+			if err := signed.Verify(raw, CapabilitySchema, k); err != nil {
+				return nil, keys.PublicKey{}, fmt.Errorf("%w: %v", ErrCapabilityInvalid, err)
+			}
+			return &c, subject, nil
+		}
+	}
+	return nil, keys.PublicKey{}, fmt.Errorf("%w: issuer %q is not a trusted authority", ErrCapabilityInvalid, c.Issuer)
+}
+
+// CheckTime reports whether c is valid at ref (seconds resolution).
+func (c *Capability) CheckTime(ref time.Time) error {
+	now := ref.Unix()
+	if now >= c.ExpiresAt {
+		return fmt.Errorf("%w at %d", ErrCapabilityExpired, c.ExpiresAt)
+	}
+	if c.IssuedAt > now+int64(MaxProofSkew/time.Second) {
+		return fmt.Errorf("%w: issued in the future", ErrCapabilityInvalid)
+	}
+	return nil
+}
+
+// Has reports whether the capability names grant id.
+func (c *Capability) Has(id string) bool {
+	for _, g := range c.Grants {
+		if g == id {
+			return true
+		}
+	}
+	return false
+}

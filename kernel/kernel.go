@@ -1,0 +1,433 @@
+package kernel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofrs/uuid/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/clock"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// Observer receives decision metrics; nil means none.
+type Observer interface {
+	Decision(verdict string, d time.Duration)
+}
+
+// Config constructs a Kernel. Key, Policy, Store and Dispatcher are required.
+type Config struct {
+	Key        keys.PrivateKey
+	Policy     *policy.Policy
+	Store      Store
+	Dispatcher Dispatcher
+	Clock      clock.Clock // nil: clock.Real
+	// Authorities are extra keys whose capabilities are accepted besides Key.
+	Authorities []keys.PublicKey
+	// Guards run after the built-in guards (custom checks).
+	Guards   []Guard
+	Observer Observer
+	// Notifier is told about approval requests after they are durable.
+	Notifier Notifier
+	// Stopwatch measures guard run time; nil uses a monotonic clock.
+	Stopwatch func() time.Duration
+}
+
+// Kernel decides tool calls. It is safe for concurrent use.
+type Kernel struct {
+	key        keys.PrivateKey
+	pub        keys.PublicKey
+	trusted    []keys.PublicKey
+	store      Store
+	dispatcher Dispatcher
+	clock      clock.Clock
+	observer   Observer
+	policy     atomic.Pointer[policy.Policy]
+	pipeline   *Pipeline
+	caps       *lru.Cache[[32]byte, verifiedCap]
+	inflight   sync.Map // request_id → chan struct{} closed when decided
+	rate       *rateWindow
+	firstN     sync.Map // counter key → *atomic.Uint64 (committed count)
+	events     *broker
+	notifier   Notifier
+	timersMu   sync.Mutex
+	timers     map[string]clock.Timer
+	// consumed caches spent token ids in front of the durable consumed set
+	// (the authority): an eviction or restart only costs a store read.
+	consumed *lru.Cache[string, struct{}]
+}
+
+type verifiedCap struct {
+	cap     *Capability
+	subject keys.PublicKey
+}
+
+// Outcome is the kernel's answer to a call.
+type Outcome struct {
+	Status            string          `json:"status"`
+	RequestID         string          `json:"request_id"`
+	ReceiptID         string          `json:"receipt_id"`
+	Output            json.RawMessage `json:"output,omitempty"`
+	ToolError         string          `json:"tool_error,omitempty"`
+	Reason            string          `json:"reason,omitempty"`
+	Guard             string          `json:"guard,omitempty"`
+	ApprovalRequestID string          `json:"approval_request_id,omitempty"`
+	Deadline          int64           `json:"deadline,omitempty"`
+	Summary           string          `json:"summary,omitempty"`
+}
+
+// New validates cfg and builds a Kernel.
+func New(cfg Config) (*Kernel, error) {
+	if cfg.Policy == nil || cfg.Store == nil || cfg.Dispatcher == nil {
+		return nil, errors.New("kernel: Policy, Store and Dispatcher are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Stopwatch == nil {
+		base := time.Now()
+		cfg.Stopwatch = func() time.Duration { return time.Since(base) }
+	}
+	caps, _ := lru.New[[32]byte, verifiedCap](CapabilityCacheSize)
+	consumed, _ := lru.New[string, struct{}](ConsumedCacheSize)
+	k := &Kernel{
+		key: cfg.Key, pub: cfg.Key.Public(), store: cfg.Store, dispatcher: cfg.Dispatcher,
+		clock: cfg.Clock, observer: cfg.Observer, caps: caps, rate: newRateWindow(),
+		events: newBroker(), notifier: cfg.Notifier, timers: map[string]clock.Timer{}, consumed: consumed,
+		trusted: append([]keys.PublicKey{cfg.Key.Public()}, cfg.Authorities...),
+		pipeline: &Pipeline{
+			Guards: append(BuiltinGuards(), cfg.Guards...), Budget: GuardBudget, Stopwatch: cfg.Stopwatch,
+		},
+	}
+	k.policy.Store(cfg.Policy)
+	return k, nil
+}
+
+// Policy returns the policy in force.
+func (k *Kernel) Policy() *policy.Policy { return k.policy.Load() }
+
+// SetPolicy swaps the policy; later decisions (and resumed approvals) use it.
+func (k *Kernel) SetPolicy(p *policy.Policy) { k.policy.Store(p) }
+
+// PublicKey is the kernel's receipt-signing key.
+func (k *Kernel) PublicKey() keys.PublicKey { return k.pub }
+
+// Clock returns the kernel's clock.
+func (k *Kernel) Clock() clock.Clock { return k.clock }
+
+// IssueCapability signs a capability with the kernel key.
+func (k *Kernel) IssueCapability(subject keys.PublicKey, grants []string, ttl time.Duration) ([]byte, *Capability, error) {
+	p := k.Policy()
+	for _, g := range grants {
+		if _, ok := p.Grant(g); !ok {
+			return nil, nil, fmt.Errorf("%w: unknown grant %q", ErrCapabilityInvalid, g)
+		}
+	}
+	return IssueCapability(k.key, subject, grants, k.clock.Now(), ttl)
+}
+
+// Revoke durably revokes a capability id; later calls under it are denied.
+func (k *Kernel) Revoke(ctx context.Context, capabilityID string) error {
+	if capabilityID == "" || len(capabilityID) > MaxRequestIDLen {
+		return fmt.Errorf("%w: bad capability id", ErrBadCall)
+	}
+	now := k.clock.Now().UnixMilli()
+	return k.store.Update(ctx, func(tx Tx) error { return tx.Revoke(capabilityID, now) })
+}
+
+// Submit decides one call. Input problems (malformed call, untrusted
+// capability, bad or stale proof) are errors without a receipt, since the
+// caller is not authenticated; every authenticated call gets a receipt.
+func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
+	start := time.Now()
+	now := k.clock.Now() // the one reference time for this decision
+	vc, paramHash, err := k.authenticate(call, now)
+	if err != nil {
+		return nil, err
+	}
+	// One decision per request_id: concurrent duplicates wait for the first.
+	ch := make(chan struct{})
+	if prev, loaded := k.inflight.LoadOrStore(call.RequestID, ch); loaded {
+		select {
+		case <-prev.(chan struct{}):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return k.replay(call, vc, paramHash)
+	}
+	defer func() { k.inflight.Delete(call.RequestID); close(ch) }()
+
+	var revoked bool
+	var existing *CallRecord
+	err = k.store.View(func(tx ReadTx) error {
+		c, err := tx.Call(call.RequestID)
+		if err == nil {
+			existing = c
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		revoked, err = tx.Revoked(vc.cap.ID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if existing != nil {
+		return sameCall(existing, vc, paramHash)
+	}
+	out, err := k.decide(ctx, call, vc, paramHash, revoked, now)
+	if err == nil && k.observer != nil {
+		k.observer.Decision(out.Status, time.Since(start))
+	}
+	return out, err
+}
+
+// authenticate checks the call's shape, capability and proof.
+func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, string, error) {
+	if !validRequestID(call.RequestID) {
+		return verifiedCap{}, "", fmt.Errorf("%w: request_id must be 1..%d of [A-Za-z0-9._:-]", ErrBadCall, MaxRequestIDLen)
+	}
+	if call.Server == "" || call.Tool == "" {
+		return verifiedCap{}, "", fmt.Errorf("%w: server and tool are required", ErrBadCall)
+	}
+	if call.Operation == "" {
+		call.Operation = "invoke"
+	}
+	if len(call.Arguments) == 0 || string(call.Arguments) == "null" {
+		call.Arguments = json.RawMessage("{}")
+	}
+	if len(call.Arguments) > MaxArgumentsBytes {
+		return verifiedCap{}, "", fmt.Errorf("%w: arguments larger than %d bytes", ErrBadCall, MaxArgumentsBytes)
+	}
+	if err := canon.Check(call.Arguments); err != nil {
+		return verifiedCap{}, "", fmt.Errorf("%w: arguments: %v", ErrBadCall, err)
+	}
+	if call.Arguments[0] != '{' {
+		return verifiedCap{}, "", fmt.Errorf("%w: arguments must be a JSON object", ErrBadCall)
+	}
+	vc, err := k.capability(call.Capability)
+	if err != nil {
+		return verifiedCap{}, "", err
+	}
+	paramHash, err := ParameterHash(call.Server, call.Tool, call.Arguments, call.GovernedIntent)
+	if err != nil {
+		return verifiedCap{}, "", err
+	}
+	if err := VerifyProof(vc.subject, call.Proof, call.RequestID, vc.cap.ID, call.Server, call.Tool, paramHash, now); err != nil {
+		return verifiedCap{}, "", err
+	}
+	return vc, paramHash, nil
+}
+
+// capability verifies (or recalls having verified) exactly these bytes.
+func (k *Kernel) capability(raw json.RawMessage) (verifiedCap, error) {
+	h := sha256.Sum256(raw)
+	if vc, ok := k.caps.Get(h); ok {
+		return vc, nil
+	}
+	c, subject, err := ParseCapability(raw, k.trusted...)
+	if err != nil {
+		return verifiedCap{}, err
+	}
+	vc := verifiedCap{cap: c, subject: subject}
+	k.caps.Add(h, vc)
+	return vc, nil
+}
+
+// replay answers a duplicate request_id from the stored record.
+func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outcome, error) {
+	var rec *CallRecord
+	err := k.store.View(func(tx ReadTx) error {
+		var err error
+		rec, err = tx.Call(call.RequestID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: duplicate request_id whose first call left no record", ErrUnavailable)
+	}
+	return sameCall(rec, vc, paramHash)
+}
+
+// sameCall returns a stored outcome to an idempotent retry, and refuses a
+// request_id reused for a different call.
+func sameCall(rec *CallRecord, vc verifiedCap, paramHash string) (*Outcome, error) {
+	if rec.ParameterHash != paramHash || rec.Subject != vc.subject.String() || rec.CapabilityID != vc.cap.ID {
+		return nil, ErrRequestUsed
+	}
+	return OutcomeOf(rec), nil
+}
+
+// OutcomeOf renders a stored call record as an outcome.
+func OutcomeOf(rec *CallRecord) *Outcome {
+	return &Outcome{
+		Status: rec.Status, RequestID: rec.RequestID, ReceiptID: rec.ReceiptID, Output: rec.Output,
+		ToolError: rec.ToolError, Reason: rec.Reason, Guard: rec.Guard, ApprovalRequestID: rec.ApprovalID,
+	}
+}
+
+func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, paramHash string, revoked bool, now time.Time) (*Outcome, error) {
+	p := k.Policy()
+	rec := &CallRecord{
+		RequestID: call.RequestID, Subject: vc.subject.String(), CapabilityID: vc.cap.ID,
+		CapabilityExpiresAt: vc.cap.ExpiresAt, Server: call.Server, Tool: call.Tool, Operation: call.Operation, Action: call.Operation,
+		ParameterHash: paramHash, Arguments: call.Arguments, Intent: call.GovernedIntent,
+		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
+	}
+	tool, _ := p.Tool(call.Server, call.Tool)
+	if tool != nil && tool.Action != "" {
+		rec.Action = tool.Action
+	}
+	// Capability validity is checked first: an expired or revoked capability
+	// is a deny receipt attributed to the authenticated subject.
+	if revoked {
+		return k.deny(ctx, rec, p, GuardCapability, ErrCapabilityRevoked.Error(), now)
+	}
+	if err := vc.cap.CheckTime(now); err != nil {
+		return k.deny(ctx, rec, p, GuardCapability, err.Error(), now)
+	}
+	intent, err := parseIntent(call.GovernedIntent)
+	if err != nil {
+		return nil, err
+	}
+	grant, _ := p.Match(vc.cap.Has, call.Server, call.Tool, call.Operation)
+	req := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: call.Operation,
+		Subject: rec.Subject, Intent: intent, Now: now}
+	if grant != nil {
+		rec.GrantID = grant.ID
+		if grant.Constraints.RequireApprovalFirstN > 0 {
+			req.PriorCalls = k.firstNCount(firstNKey(grant.ID, rec.Subject))
+		}
+		if grant.Constraints.MaxCallsPerMinute > 0 {
+			req.RecentCalls = k.rate.hit(grant.ID+"\x00"+rec.Subject, now, grant.Constraints.MaxCallsPerMinute)
+		}
+	}
+	d := k.pipeline.Evaluate(req, true)
+	switch d.Verdict {
+	case Deny:
+		return k.deny(ctx, rec, p, d.Guard, d.Reason, now)
+	case PendingApproval:
+		return k.suspend(ctx, rec, p, grant, intent, d, now)
+	}
+	return k.execute(ctx, rec, p, nil, now)
+}
+
+// execute dispatches an allowed call once and commits its allow receipt.
+func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy, meta map[string]any, now time.Time) (*Outcome, error) {
+	res, derr := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Arguments: rec.Arguments})
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	switch {
+	case derr != nil:
+		// The call was allowed and attempted; the failure is on the record,
+		// never hidden and never turned into a second attempt.
+		rec.ToolError = "dispatch failed: " + derr.Error()
+	case res.ToolError != "":
+		rec.ToolError = res.ToolError
+	}
+	if rec.ToolError != "" {
+		meta["tool_error"] = rec.ToolError
+	}
+	if len(res.Output) > MaxToolOutputBytes {
+		rec.ToolError = "tool output too large"
+		meta["tool_error"] = rec.ToolError
+		res.Output = nil
+	}
+	rec.Output = res.Output
+	rec.Status = StatusAllowed
+	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, meta, k.clock.Now())
+	if err := k.commitDecision(ctx, rec, r, rec.GrantID != ""); err != nil {
+		return nil, err
+	}
+	return OutcomeOf(rec), nil
+}
+
+func (k *Kernel) deny(ctx context.Context, rec *CallRecord, p *policy.Policy, guard, reason string, now time.Time) (*Outcome, error) {
+	rec.Status, rec.Guard, rec.Reason = StatusDenied, guard, reason
+	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, nil, now)
+	if err := k.commitDecision(ctx, rec, r, false); err != nil {
+		return nil, err
+	}
+	return OutcomeOf(rec), nil
+}
+
+// commitDecision durably stores the receipt and call record together; the
+// caller answers only after this returns nil.
+func (k *Kernel) commitDecision(ctx context.Context, rec *CallRecord, r *receipt.Receipt, countFirstN bool) error {
+	rec.ReceiptID = r.ID
+	rec.UpdatedAt = r.Timestamp
+	key := firstNKey(rec.GrantID, rec.Subject)
+	countFirstN = countFirstN && k.tracksFirstN(rec.GrantID)
+	err := k.store.Update(ctx, func(tx Tx) error {
+		if _, err := tx.Call(rec.RequestID); err == nil {
+			return ErrRequestUsed // a record appeared since we looked: never overwrite
+		}
+		if countFirstN {
+			n, err := tx.Counter(key)
+			if err != nil {
+				return err
+			}
+			if err := tx.SetCounter(key, n+1); err != nil {
+				return err
+			}
+		}
+		tx.AppendReceipt(r)
+		return tx.PutCall(rec)
+	})
+	if err != nil {
+		return err
+	}
+	if countFirstN {
+		k.firstNCounter(key).Add(1)
+	}
+	return nil
+}
+
+func (k *Kernel) newReceipt(rec *CallRecord, p *policy.Policy, d receipt.Decision, meta map[string]any, at time.Time) *receipt.Receipt {
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return &receipt.Receipt{
+		ID: NewID("rc-"), Timestamp: at.UnixMilli(), RequestID: rec.RequestID, CapabilityID: rec.CapabilityID,
+		Subject: rec.Subject, ToolServer: rec.Server, ToolName: rec.Tool, Action: rec.Action,
+		ParameterHash: rec.ParameterHash, Decision: d, Metadata: meta, PolicyHash: p.Hash,
+	}
+}
+
+// NewID returns prefix + a UUIDv7 (time-ordered).
+func NewID(prefix string) string {
+	return prefix + uuid.Must(uuid.NewV7()).String()
+}
+
+func firstNKey(grant, subject string) string { return "firstn\x00" + grant + "\x00" + subject }
+
+func (k *Kernel) tracksFirstN(grantID string) bool {
+	g, ok := k.Policy().Grant(grantID)
+	return ok && g.Constraints.RequireApprovalFirstN > 0
+}
+
+func (k *Kernel) firstNCounter(key string) *atomic.Uint64 {
+	if v, ok := k.firstN.Load(key); ok {
+		return v.(*atomic.Uint64)
+	}
+	c := new(atomic.Uint64)
+	_ = k.store.View(func(tx ReadTx) error {
+		n, err := tx.Counter(key)
+		c.Store(n)
+		return err
+	})
+	v, _ := k.firstN.LoadOrStore(key, c)
+	return v.(*atomic.Uint64)
+}
+
+func (k *Kernel) firstNCount(key string) uint64 { return k.firstNCounter(key).Load() }

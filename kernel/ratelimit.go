@@ -1,0 +1,42 @@
+package kernel
+
+import (
+	"sync"
+	"time"
+)
+
+// rateWindow counts calls per key over a sliding minute. It is in memory:
+// after a restart the window starts empty (documented), which errs toward
+// the limit being reached later, never toward a call being allowed that the
+// other guards would deny.
+type rateWindow struct {
+	mu   sync.Mutex
+	hits map[string][]time.Time
+}
+
+func newRateWindow() *rateWindow { return &rateWindow{hits: map[string][]time.Time{}} }
+
+// hit records a call at now and returns how many calls (this one included)
+// fall in the last minute. At most max+1 timestamps are kept per key.
+func (w *rateWindow) hit(key string, now time.Time, max int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ts := w.hits[key]
+	cut := 0
+	for cut < len(ts) && !ts[cut].After(now.Add(-time.Minute)) {
+		cut++
+	}
+	ts = append(ts[cut:], now)
+	if len(ts) > max+1 {
+		ts = ts[len(ts)-(max+1):]
+	}
+	w.hits[key] = ts
+	if len(w.hits) > 1<<16 { // bound memory: drop idle keys
+		for k, v := range w.hits {
+			if len(v) == 0 || !v[len(v)-1].After(now.Add(-time.Minute)) {
+				delete(w.hits, k)
+			}
+		}
+	}
+	return len(ts)
+}

@@ -1,0 +1,109 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// Store errors callers branch on.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrQueueFull   = errors.New("commit queue full")
+	ErrUnavailable = errors.New("store unavailable")
+	ErrConflict    = errors.New("conflicting state")
+)
+
+// Call statuses as seen by GET /v1/calls/{id}.
+const (
+	StatusAllowed         = "allowed"          // executed; Output is set
+	StatusDenied          = "denied"           // by a guard, a human or a timeout
+	StatusPendingApproval = "pending_approval" // parked, waiting for a human
+	StatusDispatching     = "dispatching"      // approved, tool call in flight
+	StatusCancelled       = "cancelled"
+)
+
+// CallRecord is the durable state of one tool call, keyed by request_id. It
+// is what makes request ids single-use and what long-pollers read.
+type CallRecord struct {
+	RequestID    string `json:"request_id"`
+	Subject      string `json:"subject"`
+	CapabilityID string `json:"capability_id"`
+	// CapabilityExpiresAt is re-checked when an approved call resumes.
+	CapabilityExpiresAt int64           `json:"capability_expires_at"`
+	GrantID             string          `json:"grant_id,omitempty"`
+	Server              string          `json:"server"`
+	Tool                string          `json:"tool"`
+	Operation           string          `json:"operation"`
+	Action              string          `json:"action"`
+	ParameterHash       string          `json:"parameter_hash"`
+	Arguments           json.RawMessage `json:"arguments"`
+	Intent              json.RawMessage `json:"governed_intent,omitempty"`
+	Status              string          `json:"status"`
+	Reason              string          `json:"reason,omitempty"`
+	Guard               string          `json:"guard,omitempty"`
+	ApprovalID          string          `json:"approval_request_id,omitempty"`
+	ReceiptID           string          `json:"receipt_id"` // latest receipt
+	Output              json.RawMessage `json:"output,omitempty"`
+	ToolError           string          `json:"tool_error,omitempty"`
+	CreatedAt           int64           `json:"created_at"` // unix ms
+	UpdatedAt           int64           `json:"updated_at"` // unix ms
+}
+
+// ReadTx is a consistent read view of the store.
+type ReadTx interface {
+	Call(requestID string) (*CallRecord, error)
+	Revoked(capabilityID string) (bool, error)
+	Counter(key string) (uint64, error)
+	Receipt(id string) ([]byte, error)
+	// Receipts calls fn for stored receipts with seq in [from, to], ascending;
+	// fn returns false to stop.
+	Receipts(from, to uint64, fn func(seq uint64, raw []byte) bool) error
+	LastSeq() uint64
+
+	Approval(id string) (*approval.Request, error)
+	// PendingApprovals visits pending requests oldest first; fn returns
+	// false to stop.
+	PendingApprovals(fn func(*approval.Request) bool) error
+	Consumed(tokenID string) (bool, error)
+	Batch(id string) (*approval.Batch, error)
+	Batches(fn func(*approval.Batch) bool) error
+	// Dispatching visits calls approved but not yet recorded as executed
+	// (a crash between the two is recovered at start-up).
+	Dispatching(fn func(*CallRecord) bool) error
+}
+
+// Tx is a read-write view inside one group commit. Its functions must only
+// change the store through Tx: the committer may run them again if another
+// function in the same batch fails.
+type Tx interface {
+	ReadTx
+	PutCall(*CallRecord) error
+	Revoke(capabilityID string, atMillis int64) error
+	SetCounter(key string, v uint64) error
+	// AppendReceipt assigns r.Seq; the committer signs it with the kernel
+	// key and stores it in the same durable commit. After Update returns nil,
+	// Signed(r) holds the stored bytes.
+	AppendReceipt(r *receipt.Receipt) *Appended
+	PutApproval(*approval.Request) error
+	// Consume marks a token used; approval.ErrReplay if it already was.
+	Consume(tokenID, approvalID string) error
+	PutBatch(*approval.Batch) error
+}
+
+// Appended is filled in when the commit that carries the receipt is durable.
+type Appended struct {
+	Receipt *receipt.Receipt
+	Raw     []byte
+}
+
+// Store is the durable state behind the kernel. Update runs fn inside a
+// group commit and returns only once that commit is fsync'd (or failed).
+type Store interface {
+	Update(ctx context.Context, fn func(Tx) error) error
+	View(fn func(ReadTx) error) error
+	Close() error
+}

@@ -1,0 +1,234 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// armTimer schedules the deadline of a pending request on the kernel's
+// clock. Timers are derived from durable state (each pending request's
+// expires_at), so Recover re-arms them all after a restart.
+func (k *Kernel) armTimer(id string, deadline int64) {
+	d := time.Unix(deadline, 0).Sub(k.clock.Now())
+	k.timersMu.Lock()
+	defer k.timersMu.Unlock()
+	if old, ok := k.timers[id]; ok {
+		old.Stop()
+	}
+	k.timers[id] = k.clock.AfterFunc(d, func() { k.onDeadline(id) })
+}
+
+func (k *Kernel) stopTimer(id string) {
+	k.timersMu.Lock()
+	defer k.timersMu.Unlock()
+	if t, ok := k.timers[id]; ok {
+		t.Stop()
+		delete(k.timers, id)
+	}
+}
+
+// ArmedTimers reports how many deadlines are armed (for tests and metrics).
+func (k *Kernel) ArmedTimers() int {
+	k.timersMu.Lock()
+	defer k.timersMu.Unlock()
+	return len(k.timers)
+}
+
+func (k *Kernel) onDeadline(id string) {
+	k.timersMu.Lock()
+	delete(k.timers, id)
+	k.timersMu.Unlock()
+	if err := k.Expire(context.Background(), id); err != nil && !errors.Is(err, approval.ErrNotPending) {
+		// The request stays pending and durable; retry rather than lose it.
+		slog.Error("approval deadline handling failed; retrying", "approval_id", id, "err", err)
+		k.timersMu.Lock()
+		k.timers[id] = k.clock.AfterFunc(time.Second, func() { k.onDeadline(id) })
+		k.timersMu.Unlock()
+	}
+}
+
+// Expire applies the timeout action of a pending request whose deadline has
+// passed: deny (receipt guard approval-timeout), escalate to the next tier,
+// or auto_approve_advisory (the kernel self-signs; the receipt says so).
+func (k *Kernel) Expire(ctx context.Context, id string) error {
+	now := k.clock.Now()
+	req, err := k.Approval(id)
+	if err != nil {
+		return err
+	}
+	if req.Status != approval.StatusPending {
+		return approval.ErrNotPending
+	}
+	if now.Unix() < req.ExpiresAt {
+		k.armTimer(id, req.ExpiresAt) // woke early (clock adjustment): sleep again
+		return nil
+	}
+	action := "deny"
+	var tiers int
+	g, ok := k.Policy().Grant(req.PolicyID)
+	if ok && g.Approval != nil {
+		action = g.Approval.TimeoutAction
+		if g.Approval.Escalation != nil {
+			tiers = len(g.Approval.Escalation.Tiers)
+		}
+	}
+	if action == "escalate" {
+		if req.Tier+1 < tiers {
+			return k.escalate(ctx, id, now)
+		}
+		action = g.Approval.Escalation.TerminalAction
+	}
+	if action == "auto_approve_advisory" {
+		return k.autoApprove(ctx, req, now)
+	}
+	return k.timeoutDeny(ctx, id, now)
+}
+
+func (k *Kernel) escalate(ctx context.Context, id string, now time.Time) error {
+	var next *approval.Request
+	err := k.store.Update(ctx, func(tx Tx) error {
+		req, err := tx.Approval(id)
+		if err != nil {
+			return err
+		}
+		if req.Status != approval.StatusPending {
+			return approval.ErrNotPending
+		}
+		g, ok := k.Policy().Grant(req.PolicyID)
+		if !ok || g.Approval == nil {
+			return fmt.Errorf("%w: grant %s gone", ErrConflict, req.PolicyID)
+		}
+		req.Tier++
+		approvers, channels, timeout := tierView(g.Approval, req.Tier)
+		req.TrustedApprovers, req.Channels, req.ExpiresAt = approvers, channels, now.Add(timeout).Unix()
+		next = req
+		return tx.PutApproval(req)
+	})
+	if err != nil {
+		return err
+	}
+	k.armTimer(id, next.ExpiresAt)
+	k.announce(EventApprovalEscalated, next)
+	return nil
+}
+
+func (k *Kernel) timeoutDeny(ctx context.Context, id string, now time.Time) error {
+	p := k.Policy()
+	var final *approval.Request
+	var rec *CallRecord
+	err := k.store.Update(ctx, func(tx Tx) error {
+		req, err := tx.Approval(id)
+		if err != nil {
+			return err
+		}
+		if req.Status != approval.StatusPending {
+			return approval.ErrNotPending
+		}
+		if rec, err = tx.Call(req.RequestID); err != nil {
+			return err
+		}
+		reason := fmt.Sprintf("no decision before the deadline (%s)", time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC3339))
+		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardApprovalTimeout, Reason: reason}, nil, now)
+		req.Status = approval.StatusExpired
+		req.Resolution = &approval.Resolution{Outcome: approval.StatusExpired, Reason: reason, At: now.UnixMilli(), ReceiptID: r.ID}
+		rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardApprovalTimeout, reason, r.ID, now.UnixMilli()
+		tx.AppendReceipt(r)
+		if err := tx.PutCall(rec); err != nil {
+			return err
+		}
+		final = req
+		return tx.PutApproval(req)
+	})
+	if err != nil {
+		return err
+	}
+	k.announce(EventApprovalResolved, final)
+	k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(rec)})
+	return nil
+}
+
+// autoApprove is timeout_action = auto_approve_advisory: the kernel signs a
+// token with its own key so the chain still holds a signed decision, and the
+// allow receipt carries auto_approved and review_required.
+func (k *Kernel) autoApprove(ctx context.Context, req *approval.Request, now time.Time) error {
+	tok := approval.NewToken(req, k.pub, approval.DecisionApproved, now, time.Minute)
+	tok.Note = "auto-approved at deadline (auto_approve_advisory): no human reviewed this call"
+	raw, err := tok.Sign(k.key)
+	if err != nil {
+		return err
+	}
+	vote := approval.Vote{Approver: k.pub.String(), DisplayName: "chio kernel (auto_approve_advisory)", TokenID: tok.ID,
+		Decision: approval.DecisionApproved, Note: tok.Note, Channel: ChannelTimeout, At: now.UnixMilli(), Token: raw}
+	// The kernel key is not in the trusted set; the vote is recorded
+	// directly, and only from this timeout path.
+	if err := k.forceQuorum(ctx, req.ApprovalID); err != nil {
+		return err
+	}
+	_, err = k.recordVote(ctx, req.ApprovalID, vote, tok, now)
+	return err
+}
+
+// forceQuorum lowers a request's quorum to 1 so the advisory auto-approval
+// resolves it (policy chose auto_approve_advisory for exactly this case).
+func (k *Kernel) forceQuorum(ctx context.Context, id string) error {
+	return k.store.Update(ctx, func(tx Tx) error {
+		req, err := tx.Approval(id)
+		if err != nil {
+			return err
+		}
+		if req.Status != approval.StatusPending {
+			return approval.ErrNotPending
+		}
+		req.Quorum = 1
+		return tx.PutApproval(req)
+	})
+}
+
+// Recover is called once at start-up: it re-arms every pending request's
+// timer (a deadline that passed while the kernel was down fires now) and
+// finishes calls that were approved but whose execution was not recorded
+// (re-dispatched with the same idempotency key).
+func (k *Kernel) Recover(ctx context.Context) error {
+	var pending []*approval.Request
+	var inflight []*CallRecord
+	err := k.store.View(func(tx ReadTx) error {
+		if err := tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true }); err != nil {
+			return err
+		}
+		return tx.Dispatching(func(c *CallRecord) bool { inflight = append(inflight, c); return true })
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range pending {
+		k.armTimer(r.ApprovalID, r.ExpiresAt)
+	}
+	for _, c := range inflight {
+		req, err := k.Approval(c.ApprovalID)
+		if err != nil {
+			return fmt.Errorf("recover %s: %w", c.RequestID, err)
+		}
+		var vote *approval.Vote
+		var tok *approval.Token
+		if n := len(req.Votes); n > 0 {
+			vote = &req.Votes[n-1]
+			tok = &approval.Token{ID: vote.TokenID}
+			if len(vote.Token) > 0 {
+				var t approval.Token
+				if canonUnmarshal(vote.Token, &t) == nil {
+					tok = &t
+				}
+			}
+		}
+		if _, err := k.resume(ctx, req, c, tok, vote, k.clock.Now()); err != nil {
+			return fmt.Errorf("recover %s: %w", c.RequestID, err)
+		}
+	}
+	return nil
+}

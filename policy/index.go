@@ -1,0 +1,163 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/chiokernel/chio/internal/keys"
+)
+
+// Index holds the lookups the kernel makes on every call. Parse builds it
+// once; it is read-only afterwards and shared by concurrent callers.
+type Index struct {
+	servers map[string]*Server
+	tools   map[serverTool]*Tool
+	grants  map[string]*Grant
+	// Grants by exact (server, tool), and per server those whose tool is a
+	// pattern, each in file order: a call looks at its own few candidates,
+	// never at every grant.
+	exact map[serverTool][]int32
+	globs map[string][]int32
+}
+
+type serverTool struct{ server, tool string }
+
+// builtinTools are the demo tools a "builtin" server provides (run by
+// internal/dispatch); a builtin server may use them without declaring them.
+func builtinTools() []Tool {
+	return []Tool{
+		{Name: "echo", Action: DefaultAction},
+		{Name: "issue_refund", Action: "charge", Category: "financial"},
+		{Name: "delete_file", Action: "delete", Category: "data_mutation"},
+	}
+}
+
+func builtinTool(name string) *Tool {
+	for _, t := range builtinTools() {
+		if t.Name == name {
+			return &t
+		}
+	}
+	return nil
+}
+
+func builtinNames() string {
+	var names []string
+	for _, t := range builtinTools() {
+		names = append(names, t.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func buildIndex(p *Policy) *Index {
+	ix := &Index{
+		servers: make(map[string]*Server, len(p.Servers)),
+		tools:   map[serverTool]*Tool{},
+		grants:  make(map[string]*Grant, len(p.Grants)),
+		exact:   map[serverTool][]int32{},
+		globs:   map[string][]int32{},
+	}
+	for i := range p.Servers {
+		s := &p.Servers[i]
+		ix.servers[s.ID] = s
+		for j := range s.Tools {
+			ix.tools[serverTool{s.ID, s.Tools[j].Name}] = &s.Tools[j]
+		}
+		if s.Transport == TransportBuiltin {
+			for _, t := range builtinTools() {
+				if key := (serverTool{s.ID, t.Name}); ix.tools[key] == nil {
+					ix.tools[key] = &t
+				}
+			}
+		}
+	}
+	for i := range p.Grants {
+		g := &p.Grants[i]
+		ix.grants[g.ID] = g
+		if strings.ContainsAny(g.Tool, globMeta) {
+			ix.globs[g.Server] = append(ix.globs[g.Server], int32(i))
+		} else {
+			key := serverTool{g.Server, g.Tool}
+			ix.exact[key] = append(ix.exact[key], int32(i))
+		}
+	}
+	return ix
+}
+
+// Server returns the server with this id.
+func (p *Policy) Server(id string) (*Server, bool) {
+	if p.index == nil {
+		return nil, false
+	}
+	s, ok := p.index.servers[id]
+	return s, ok
+}
+
+// Tool returns a tool of a server: a declared one, or for a builtin server an
+// undeclared builtin tool with its standard action and category.
+func (p *Policy) Tool(server, tool string) (*Tool, bool) {
+	if p.index == nil {
+		return nil, false
+	}
+	t, ok := p.index.tools[serverTool{server, tool}]
+	return t, ok
+}
+
+// Grant returns the grant with this id.
+func (p *Policy) Grant(id string) (*Grant, bool) {
+	if p.index == nil {
+		return nil, false
+	}
+	g, ok := p.index.grants[id]
+	return g, ok
+}
+
+// Match returns the first grant, in file order, that the caller holds
+// (has(grant.ID), typically the capability's grant set), that names server,
+// whose tool pattern matches tool (path.Match: "*" does not cross "/"), and
+// that lists operation. First match wins, so order grants from specific to
+// general. has must not be nil.
+func (p *Policy) Match(has func(grantID string) bool, server, tool, operation string) (*Grant, bool) {
+	if p.index == nil {
+		return nil, false
+	}
+	exact := p.index.exact[serverTool{server, tool}]
+	globs := p.index.globs[server]
+	for len(exact) > 0 || len(globs) > 0 {
+		var i int32
+		if len(globs) == 0 || len(exact) > 0 && exact[0] < globs[0] {
+			i, exact = exact[0], exact[1:]
+		} else {
+			i, globs = globs[0], globs[1:]
+			if ok, _ := path.Match(p.Grants[i].Tool, tool); !ok {
+				continue
+			}
+		}
+		g := &p.Grants[i]
+		if slices.Contains(g.Operations, operation) && has(g.ID) {
+			return g, true
+		}
+	}
+	return nil, false
+}
+
+// ApproverByKey returns the approver with this public key.
+func (a *Approval) ApproverByKey(k keys.PublicKey) (*Approver, bool) {
+	for i := range a.Approvers {
+		if a.Approvers[i].PublicKey.Equal(k) {
+			return &a.Approvers[i], true
+		}
+	}
+	return nil, false
+}
+
+// ApproverByName returns the approver with this display_name.
+func (a *Approval) ApproverByName(name string) (*Approver, bool) {
+	for i := range a.Approvers {
+		if a.Approvers[i].DisplayName == name {
+			return &a.Approvers[i], true
+		}
+	}
+	return nil, false
+}

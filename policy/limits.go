@@ -1,0 +1,42 @@
+package policy
+
+// Every cap on what a policy file may contain. A file is written by an
+// operator, not an attacker, but `chio policy check` and chiod still read it
+// as untrusted input: a typo must not exhaust memory or stall start-up.
+const (
+	// MaxInputBytes bounds the file before the TOML parser sees it.
+	MaxInputBytes = 4 << 20
+	// MaxDepth bounds nesting: dotted key parts, tables inside tables and
+	// arrays inside arrays, counted together. The deepest legitimate path,
+	// grants[i].approval.escalation.tiers[j].approvers[k], is 8. The TOML
+	// parser's cost grows much faster than linearly with depth, so this is
+	// checked before it runs.
+	MaxDepth = 32
+	// MaxErrors stops reporting after this many problems; the rest are
+	// usually consequences of the first ones.
+	MaxErrors = 100
+
+	MaxServers           = 10_000
+	MaxToolsPerServer    = 10_000
+	MaxGrants            = 100_000
+	MaxOperations        = 64
+	MaxApproversPerGrant = 64
+	MaxRequesters        = 64
+	MaxTiers             = 16
+	MaxForbiddenPaths    = 256
+	MaxActions           = 64
+	MaxNameLen           = 256 // ids, tool names, display names, labels
+	MaxPatternLen        = 1024
+
+	// MaxThresholdUnits is 2^53: amounts are hashed as canonical JSON, whose
+	// numbers must be exact IEEE doubles.
+	MaxThresholdUnits = 1 << 53
+	MaxFirstN         = 1_000_000_000
+	MaxCallsPerMinute = 1_000_000_000
+
+	MaxApprovalTimeoutSeconds = 30 * 24 * 3600 // 30 days
+	MaxServerTimeoutSeconds   = 3600
+	MaxCheckpointEvery        = 1_000_000
+	MaxCheckpointInterval     = 24 * 3600
+	MaxWebhookRetries         = 20
+)

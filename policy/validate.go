@@ -1,0 +1,631 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/mail"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/chiokernel/chio/internal/keys"
+)
+
+// Every check fails closed: anything ambiguous, unreachable or unsafe is an
+// error here rather than a surprise at call time. Messages say what is wrong
+// and, where it is not obvious, what to write instead.
+
+// Channels an approval may name.
+var channelNames = []string{"webhook", "slack", "email", "dashboard", "poll", "terminal"}
+
+// Guards that on_trigger may route to approval instead of denial. The
+// approval triggers themselves (require_approval_*) already ask a human.
+var routableGuards = []string{"forbidden_paths", "max_calls_per_minute", "governed_intent_required"}
+
+type validator struct {
+	p       *Policy
+	probs   *problems
+	servers map[string]*Server
+}
+
+func validate(p *Policy, probs *problems) {
+	v := &validator{p: p, probs: probs, servers: map[string]*Server{}}
+	v.kernel()
+	v.receipts()
+	v.channelConfigs()
+	v.serverList()
+	v.grantList()
+}
+
+// at reports a problem with the key at base+keys.
+func (v *validator) at(base []string, keys []string, format string, args ...any) {
+	p := make([]string, 0, len(base)+len(keys))
+	p = append(append(p, base...), keys...)
+	v.probs.at(p, format, args...)
+}
+
+func k(keys ...string) []string { return keys }
+
+func idx(i int) string { return strconv.Itoa(i) }
+
+func (v *validator) kernel() {
+	kn, base := v.p.Kernel, k("kernel")
+	listenErr := checkHostPort(kn.Listen, true)
+	if listenErr != nil {
+		v.at(base, k("listen"), "listen = %q: %v", kn.Listen, listenErr)
+	}
+	if kn.DataDir == "" {
+		v.at(base, k("data_dir"), "data_dir must not be empty")
+	}
+	// A public_url derived from a bad listen address is not a second problem.
+	if err := checkURL(kn.PublicURL); err != nil && !(listenErr != nil && kn.PublicURL == defaultPublicURL(kn)) {
+		v.at(base, k("public_url"), "public_url = %q: %v", kn.PublicURL, err)
+	}
+	switch {
+	case kn.TLSCertFile != "" && kn.TLSKeyFile == "":
+		v.at(base, k("tls_cert_file"), "tls_cert_file is set but tls_key_file is not: set both to serve HTTPS, or neither")
+	case kn.TLSCertFile == "" && kn.TLSKeyFile != "":
+		v.at(base, k("tls_key_file"), "tls_key_file is set but tls_cert_file is not: set both to serve HTTPS, or neither")
+	}
+	if kn.AuthorityKey != "" {
+		if _, err := keys.ParsePublicKey(kn.AuthorityKey); err != nil {
+			v.at(base, k("authority_key"), "authority_key is not an acceptable Ed25519 public key: %v", err)
+		}
+	}
+}
+
+func (v *validator) receipts() {
+	r, base := v.p.Receipts, k("receipts")
+	v.intRange(base, "checkpoint_every", r.CheckpointEvery, 1, MaxCheckpointEvery)
+	v.intRange(base, "checkpoint_interval_seconds", r.CheckpointIntervalSeconds, 1, MaxCheckpointInterval)
+}
+
+// intRange checks lo ≤ n ≤ hi for the key name under base.
+func (v *validator) intRange(base []string, name string, n, lo, hi int) {
+	switch {
+	case n < lo && lo == 1:
+		v.at(base, k(name), "%s must be more than 0, not %d", name, n)
+	case n < lo:
+		v.at(base, k(name), "%s must be %d or more, not %d", name, lo, n)
+	case n > hi:
+		v.at(base, k(name), "%s = %d is more than the limit of %d", name, n, hi)
+	}
+}
+
+func (v *validator) channelConfigs() {
+	c := v.p.Channels
+	if w := c.Webhook; w != nil {
+		base := k("channels", "webhook")
+		if w.URL == "" {
+			v.at(base, nil, "[channels.webhook] needs a url")
+		} else if err := checkURL(w.URL); err != nil {
+			v.at(base, k("url"), "url = %q: %v", w.URL, err)
+		}
+		v.envName(base, "secret_env", w.SecretEnv, false)
+		v.intRange(base, "retries", w.Retries, 0, MaxWebhookRetries)
+	}
+	if s := c.Slack; s != nil {
+		base := k("channels", "slack")
+		v.envName(base, "bot_token_env", s.BotTokenEnv, true)
+		v.envName(base, "signing_secret_env", s.SigningSecretEnv, true)
+		if strings.TrimSpace(s.Channel) == "" {
+			v.at(base, k("channel"), "[channels.slack] needs a channel to post approval requests to (like \"#approvals\")")
+		}
+		if s.APIURL != "" {
+			if err := checkURL(s.APIURL); err != nil {
+				v.at(base, k("api_url"), "api_url = %q: %v", s.APIURL, err)
+			}
+		}
+	}
+	if e := c.Email; e != nil {
+		base := k("channels", "email")
+		if e.SMTPAddr == "" {
+			v.at(base, k("smtp_addr"), "[channels.email] needs smtp_addr, the mail server as host:port")
+		} else if err := checkHostPort(e.SMTPAddr, false); err != nil {
+			v.at(base, k("smtp_addr"), "smtp_addr = %q: %v", e.SMTPAddr, err)
+		}
+		if e.From == "" {
+			v.at(base, k("from"), "[channels.email] needs from, the sender address")
+		} else if _, err := mail.ParseAddress(e.From); err != nil {
+			v.at(base, k("from"), "from = %q is not an email address", e.From)
+		}
+		v.envName(base, "username_env", e.UsernameEnv, false)
+		v.envName(base, "password_env", e.PasswordEnv, false)
+		if (e.UsernameEnv == "") != (e.PasswordEnv == "") {
+			v.at(base, k("username_env"), "username_env and password_env go together: set both for SMTP authentication, or neither")
+		}
+	}
+}
+
+// envName checks a key that names an environment variable holding a secret.
+// The value is never echoed: if it is not a variable name, it may well be
+// the secret itself.
+func (v *validator) envName(base []string, name, val string, required bool) {
+	switch {
+	case val == "" && required:
+		v.at(base, k(name), "%s is required: the name of the environment variable that holds the secret", name)
+	case val != "" && !isEnvName(val):
+		v.at(base, k(name), "%s must be the name of an environment variable (letters, digits and _, like SLACK_BOT_TOKEN); "+
+			"put the secret itself in the environment, never in this file", name)
+	}
+}
+
+func isEnvName(s string) bool {
+	if s == "" || len(s) > MaxNameLen || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) serverList() {
+	if n := len(v.p.Servers); n > MaxServers {
+		v.at(k("servers"), nil, "%d servers; the limit is %d", n, MaxServers)
+		return
+	}
+	for i := range v.p.Servers {
+		s, base := &v.p.Servers[i], k("servers", idx(i))
+		switch {
+		case s.ID == "":
+			v.at(base, k("id"), "server needs an id")
+		case checkID(s.ID) != nil:
+			v.at(base, k("id"), "server id %q: %v", s.ID, checkID(s.ID))
+		case v.servers[s.ID] != nil:
+			v.at(base, k("id"), "server id %q is already used by another server", s.ID)
+		default:
+			v.servers[s.ID] = s
+		}
+		switch s.Transport {
+		case TransportHTTP:
+			if s.URL == "" {
+				v.at(base, k("transport"), "server %q uses transport \"http\" and needs a url", s.ID)
+			} else if err := checkURL(s.URL); err != nil {
+				v.at(base, k("url"), "url = %q: %v", s.URL, err)
+			}
+		case TransportBuiltin:
+			if s.URL != "" {
+				v.at(base, k("url"), "server %q is builtin (it runs inside chiod), so it takes no url", s.ID)
+			}
+		case "":
+			v.at(base, k("transport"), "server %q needs a transport: \"http\" or \"builtin\"", s.ID)
+		default:
+			v.at(base, k("transport"), "transport = %q is not supported: use \"http\" or \"builtin\"", s.Transport)
+		}
+		v.intRange(base, "timeout_seconds", s.TimeoutSeconds, 1, MaxServerTimeoutSeconds)
+		v.tools(base, s)
+	}
+}
+
+func (v *validator) tools(base []string, s *Server) {
+	if n := len(s.Tools); n > MaxToolsPerServer {
+		v.at(base, k("tools"), "server %q declares %d tools; the limit is %d", s.ID, n, MaxToolsPerServer)
+		return
+	}
+	seen := map[string]bool{}
+	for j := range s.Tools {
+		t, tb := &s.Tools[j], k("tools", idx(j))
+		switch {
+		case t.Name == "":
+			v.at(base, tb, "tool needs a name")
+		case checkID(t.Name) != nil:
+			v.at(base, append(tb, "name"), "tool name %q: %v", t.Name, checkID(t.Name))
+		case strings.ContainsAny(t.Name, globMeta):
+			v.at(base, append(tb, "name"), "tool name %q must not contain *, ?, [ or \\: grants use them as wildcards", t.Name)
+		case seen[t.Name]:
+			v.at(base, append(tb, "name"), "tool %q is declared twice on server %q", t.Name, s.ID)
+		case s.Transport == TransportBuiltin && builtinTool(t.Name) == nil:
+			v.at(base, append(tb, "name"), "builtin server %q has no tool %q; builtin tools are %s", s.ID, t.Name, builtinNames())
+		}
+		seen[t.Name] = true
+		if t.Action == "" {
+			v.at(base, append(tb, "action"), "action must not be empty (the default is \"invoke\")")
+		} else if err := checkLabel(t.Action); err != nil {
+			v.at(base, append(tb, "action"), "action %q: %v", t.Action, err)
+		}
+		if t.Category != "" {
+			if err := checkID(t.Category); err != nil {
+				v.at(base, append(tb, "category"), "category %q: %v", t.Category, err)
+			}
+		}
+	}
+}
+
+const globMeta = `*?[\`
+
+func (v *validator) grantList() {
+	if n := len(v.p.Grants); n > MaxGrants {
+		v.at(k("grants"), nil, "%d grants; the limit is %d", n, MaxGrants)
+		return
+	}
+	ids := map[string]bool{}
+	for i := range v.p.Grants {
+		g, base := &v.p.Grants[i], k("grants", idx(i))
+		switch {
+		case g.ID == "":
+			v.at(base, k("id"), "grant needs an id (capabilities name grants by id)")
+		case checkID(g.ID) != nil:
+			v.at(base, k("id"), "grant id %q: %v", g.ID, checkID(g.ID))
+		case ids[g.ID]:
+			v.at(base, k("id"), "grant id %q is already used by another grant", g.ID)
+		}
+		ids[g.ID] = true
+		v.grantTarget(base, g)
+		if len(g.Operations) == 0 {
+			v.at(base, k("operations"), "operations must list at least one operation (the default is [\"invoke\"])")
+		} else if len(g.Operations) > MaxOperations {
+			v.at(base, k("operations"), "%d operations; the limit is %d", len(g.Operations), MaxOperations)
+		}
+		for j, op := range g.Operations {
+			if err := checkID(op); err != nil {
+				v.at(base, k("operations", idx(j)), "operation %q: %v", op, err)
+			}
+		}
+		v.constraints(append(base, "constraints"), &g.Constraints)
+		if trigger := approvalTrigger(&g.Constraints); trigger != nil && g.Approval == nil {
+			v.at(base, append(k("constraints"), trigger...),
+				"grant %q asks for approval (%s) but has no [grants.approval] table: add one with at least one [[grants.approval.approvers]]",
+				g.ID, strings.Join(trigger, "."))
+		}
+		if g.Approval != nil {
+			v.approval(append(base, "approval"), g)
+		}
+	}
+}
+
+// grantTarget checks server and tool: the grant must be able to match
+// something that exists.
+func (v *validator) grantTarget(base []string, g *Grant) {
+	s := v.servers[g.Server]
+	switch {
+	case g.Server == "":
+		v.at(base, k("server"), "grant %q needs a server", g.ID)
+	case s == nil:
+		v.at(base, k("server"), "grant %q names server %q, which is not declared in [[servers]]", g.ID, g.Server)
+	}
+	switch {
+	case g.Tool == "":
+		v.at(base, k("tool"), "grant %q needs a tool (a name, or a pattern like \"*\" or \"read_*\")", g.ID)
+	case len(g.Tool) > MaxPatternLen:
+		v.at(base, k("tool"), "tool pattern is %d bytes; the limit is %d", len(g.Tool), MaxPatternLen)
+	case !validToolPattern(g.Tool):
+		v.at(base, k("tool"), "tool = %q is not a valid pattern (see Go's path.Match: *, ?, [a-z], \\ escapes)", g.Tool)
+	case s != nil && !strings.ContainsAny(g.Tool, globMeta) && !declares(s, g.Tool):
+		if s.Transport == TransportBuiltin {
+			v.at(base, k("tool"), "server %q has no tool %q; builtin tools are %s", s.ID, g.Tool, builtinNames())
+		} else {
+			v.at(base, k("tool"), "server %q has no tool %q: declare it under [[servers.tools]]", s.ID, g.Tool)
+		}
+	}
+}
+
+func validToolPattern(p string) bool {
+	_, err := path.Match(p, "")
+	return err == nil && utf8.ValidString(p)
+}
+
+func declares(s *Server, tool string) bool {
+	for i := range s.Tools {
+		if s.Tools[i].Name == tool {
+			return true
+		}
+	}
+	return s.Transport == TransportBuiltin && builtinTool(tool) != nil
+}
+
+func (v *validator) constraints(base []string, c *Constraints) {
+	if t := c.RequireApprovalAbove; t != nil {
+		switch {
+		case t.ThresholdUnits < 0:
+			v.at(base, k("require_approval_above", "threshold_units"), "threshold_units must be 0 or more, not %d", t.ThresholdUnits)
+		case t.ThresholdUnits > MaxThresholdUnits:
+			v.at(base, k("require_approval_above", "threshold_units"), "threshold_units = %d is more than the limit of 2^53", t.ThresholdUnits)
+		}
+	}
+	v.intRange(base, "require_approval_first_n", c.RequireApprovalFirstN, 0, MaxFirstN)
+	v.intRange(base, "max_calls_per_minute", c.MaxCallsPerMinute, 0, MaxCallsPerMinute)
+	if len(c.RequireApprovalForActions) > MaxActions {
+		v.at(base, k("require_approval_for_actions"), "%d categories; the limit is %d", len(c.RequireApprovalForActions), MaxActions)
+	}
+	for j, a := range c.RequireApprovalForActions {
+		if err := checkID(a); err != nil {
+			v.at(base, k("require_approval_for_actions", idx(j)), "category %q: %v", a, err)
+		}
+	}
+	if len(c.ForbiddenPaths) > MaxForbiddenPaths {
+		v.at(base, k("forbidden_paths"), "%d forbidden paths; the limit is %d", len(c.ForbiddenPaths), MaxForbiddenPaths)
+	}
+	for j, fp := range c.ForbiddenPaths {
+		switch {
+		case fp == "":
+			v.at(base, k("forbidden_paths", idx(j)), "forbidden_paths entries must not be empty")
+		case len(fp) > MaxPatternLen:
+			v.at(base, k("forbidden_paths", idx(j)), "forbidden path pattern is %d bytes; the limit is %d", len(fp), MaxPatternLen)
+		case !doublestar.ValidatePattern(fp):
+			v.at(base, k("forbidden_paths", idx(j)), "forbidden_paths entry %q is not a valid pattern (like \"/etc/**\" or \"**/.ssh/**\")", fp)
+		}
+	}
+	for _, guard := range slices.Sorted(maps.Keys(c.OnTrigger)) {
+		p := k("on_trigger", guard)
+		switch action := c.OnTrigger[guard]; {
+		case strings.HasPrefix(guard, "require_approval"):
+			v.at(base, p, "on_trigger.%s: %s already asks for approval; on_trigger routes only %s",
+				guard, guard, strings.Join(routableGuards, ", "))
+		case !slices.Contains(routableGuards, guard):
+			v.at(base, p, "on_trigger names unknown guard %q; it can route %s", guard, strings.Join(routableGuards, ", "))
+		case action != OnTriggerDeny && action != OnTriggerRequireApproval:
+			v.at(base, p, "on_trigger.%s = %q: use \"deny\" or \"require_approval\"", guard, action)
+		}
+	}
+}
+
+// approvalTrigger returns the key path (under constraints) of the first
+// constraint that can suspend a call for approval, or nil.
+func approvalTrigger(c *Constraints) []string {
+	switch {
+	case c.RequireApprovalAbove != nil:
+		return k("require_approval_above")
+	case c.RequireApprovalAlways:
+		return k("require_approval_always")
+	case c.RequireApprovalFirstN > 0:
+		return k("require_approval_first_n")
+	case len(c.RequireApprovalForActions) > 0:
+		return k("require_approval_for_actions")
+	}
+	for _, guard := range slices.Sorted(maps.Keys(c.OnTrigger)) {
+		if c.OnTrigger[guard] == OnTriggerRequireApproval {
+			return k("on_trigger", guard)
+		}
+	}
+	return nil
+}
+
+func (v *validator) approval(base []string, g *Grant) {
+	a := g.Approval
+	n := len(a.Approvers)
+	switch {
+	case n == 0:
+		v.at(base, nil, "grant %q has an approval table but no approvers; an empty approver set can never approve, "+
+			"so add at least one [[grants.approval.approvers]]", g.ID)
+	case n > MaxApproversPerGrant:
+		v.at(base, k("approvers"), "grant %q has %d approvers; the limit is %d", g.ID, n, MaxApproversPerGrant)
+	}
+	names := map[string]bool{}
+	for j := range a.Approvers {
+		ap, ab := &a.Approvers[j], k("approvers", idx(j))
+		if ap.PublicKey.IsZero() {
+			v.at(base, append(ab, "public_key"), "approver needs a public_key (\"ed25519:…\", as printed by chio keygen)")
+		} else {
+			for _, other := range a.Approvers[:j] {
+				if ap.PublicKey.Equal(other.PublicKey) {
+					v.at(base, append(ab, "public_key"), "approvers %q and %q have the same public key; quorum counts distinct keys",
+						other.DisplayName, ap.DisplayName)
+					break
+				}
+			}
+		}
+		switch {
+		case ap.DisplayName == "":
+			v.at(base, append(ab, "display_name"), "approver needs a display_name (tiers, messages and receipts name approvers by it)")
+		case checkLabel(ap.DisplayName) != nil:
+			v.at(base, append(ab, "display_name"), "display_name %q: %v", ap.DisplayName, checkLabel(ap.DisplayName))
+		case names[ap.DisplayName]:
+			v.at(base, append(ab, "display_name"), "display_name %q is used by two approvers of this grant", ap.DisplayName)
+		}
+		names[ap.DisplayName] = true
+		if e := ap.Contact.Email; e != "" {
+			if _, err := mail.ParseAddress(e); err != nil {
+				v.at(base, append(ab, "contact", "email"), "contact email %q is not an email address", e)
+			}
+		}
+		if s := ap.Contact.Slack; s != "" {
+			if err := checkLabel(s); err != nil {
+				v.at(base, append(ab, "contact", "slack"), "contact slack %q: %v", s, err)
+			}
+		}
+	}
+	if a.Quorum < 1 {
+		v.at(base, k("quorum"), "quorum must be at least 1, not %d", a.Quorum)
+	} else if n > 0 && a.Quorum > n {
+		v.at(base, k("quorum"), "quorum = %d but grant %q has only %d approvers: it could never be met", a.Quorum, g.ID, n)
+	}
+	if a.DenyQuorum < 1 {
+		v.at(base, k("deny_quorum"), "deny_quorum must be at least 1, not %d", a.DenyQuorum)
+	} else if n > 0 && a.DenyQuorum > n {
+		v.at(base, k("deny_quorum"), "deny_quorum = %d but grant %q has only %d approvers: a denial could never complete", a.DenyQuorum, g.ID, n)
+	}
+	v.intRange(base, "timeout_seconds", a.TimeoutSeconds, 1, MaxApprovalTimeoutSeconds)
+	switch a.TimeoutAction {
+	case TimeoutDeny, TimeoutAutoApproveAdvisory:
+	case TimeoutEscalate:
+		if a.Escalation == nil || len(a.Escalation.Tiers) == 0 {
+			v.at(base, k("timeout_action"), "timeout_action = \"escalate\" needs [grants.approval.escalation] "+
+				"with at least one [[grants.approval.escalation.tiers]]")
+		}
+	default:
+		v.at(base, k("timeout_action"), "timeout_action = %q: use \"deny\", \"escalate\" or \"auto_approve_advisory\"", a.TimeoutAction)
+	}
+	v.channelList(base, a.Channels)
+	v.requesters(base, a)
+	if a.Escalation != nil {
+		v.escalation(append(base, "escalation"), a)
+	}
+	if a.SlackCustodial {
+		v.custodial(base, a)
+	}
+}
+
+// channelList checks that each named channel exists and is configured.
+func (v *validator) channelList(base []string, chans []string) {
+	if len(chans) == 0 {
+		v.at(base, k("channels"), "channels must list at least one channel (%s)", strings.Join(channelNames, ", "))
+		return
+	}
+	c := v.p.Channels
+	for j, ch := range chans {
+		p := k("channels", idx(j))
+		configured := map[string]bool{"webhook": c.Webhook != nil, "slack": c.Slack != nil, "email": c.Email != nil}
+		switch {
+		case !slices.Contains(channelNames, ch):
+			v.at(base, p, "unknown channel %q; channels are %s", ch, strings.Join(channelNames, ", "))
+		case ch == "dashboard" && !c.Dashboard.Enabled:
+			v.at(base, p, "channel \"dashboard\" is used but [channels.dashboard] has enabled = false")
+		case ch == "webhook" || ch == "slack" || ch == "email":
+			if !configured[ch] {
+				v.at(base, p, "channel %q is used but [channels.%s] is not configured", ch, ch)
+			}
+		}
+	}
+}
+
+func (v *validator) requesters(base []string, a *Approval) {
+	if len(a.Requesters) > MaxRequesters {
+		v.at(base, k("requesters"), "%d requesters; the limit is %d", len(a.Requesters), MaxRequesters)
+		return
+	}
+	for j, r := range a.Requesters {
+		p := k("requesters", idx(j))
+		key, err := keys.ParsePublicKey(r)
+		if err != nil {
+			v.at(base, p, "requester is not an acceptable Ed25519 public key: %v", err)
+			continue
+		}
+		if ap, ok := a.ApproverByKey(key); ok {
+			v.at(base, p, "requester %s is also the key of approver %q; nobody may approve calls they can request", r, ap.DisplayName)
+		}
+	}
+}
+
+func (v *validator) escalation(base []string, a *Approval) {
+	e := a.Escalation
+	switch e.TerminalAction {
+	case TimeoutDeny, TimeoutAutoApproveAdvisory:
+	default:
+		v.at(base, k("terminal_action"), "terminal_action = %q: use \"deny\" or \"auto_approve_advisory\"", e.TerminalAction)
+	}
+	if len(e.Tiers) > MaxTiers {
+		v.at(base, k("tiers"), "%d escalation tiers; the limit is %d", len(e.Tiers), MaxTiers)
+		return
+	}
+	for j := range e.Tiers {
+		t, tb := &e.Tiers[j], k("tiers", idx(j))
+		distinct := map[string]bool{}
+		if len(t.Approvers) == 0 {
+			v.at(base, append(tb, "approvers"), "escalation tier %d names no approvers", j+1)
+		}
+		for m, name := range t.Approvers {
+			if _, ok := a.ApproverByName(name); !ok {
+				v.at(base, append(tb, "approvers", idx(m)), "escalation tier %d names %q, who is not among this grant's approvers (by display_name)", j+1, name)
+				continue
+			}
+			distinct[name] = true
+		}
+		if len(distinct) > 0 && len(distinct) < a.Quorum {
+			v.at(base, append(tb, "approvers"), "escalation tier %d has %d approvers but quorum = %d: it could never approve", j+1, len(distinct), a.Quorum)
+		}
+		switch {
+		case t.TimeoutSeconds < 1:
+			v.at(base, append(tb, "timeout_seconds"), "escalation tier %d needs timeout_seconds more than 0", j+1)
+		case t.TimeoutSeconds > MaxApprovalTimeoutSeconds:
+			v.at(base, append(tb, "timeout_seconds"), "escalation tier %d: timeout_seconds = %d is more than 30 days", j+1, t.TimeoutSeconds)
+		}
+		v.channelList(append(base, tb...), t.Channels)
+	}
+}
+
+// custodial checks slack_custodial: chiod signs for an approver's Slack user,
+// so every approver needs one and Slack must be a channel of the grant.
+func (v *validator) custodial(base []string, a *Approval) {
+	usesSlack := slices.Contains(a.Channels, "slack")
+	if a.Escalation != nil {
+		for _, t := range a.Escalation.Tiers {
+			usesSlack = usesSlack || slices.Contains(t.Channels, "slack")
+		}
+	}
+	if !usesSlack {
+		v.at(base, k("slack_custodial"), "slack_custodial = true but no channel of this grant is \"slack\"")
+	}
+	for j, ap := range a.Approvers {
+		if ap.Contact.Slack == "" {
+			v.at(base, k("approvers", idx(j)), "slack_custodial = true needs contact.slack for approver %q (chiod signs for that Slack user)", ap.DisplayName)
+		}
+	}
+}
+
+// checkID accepts identifiers: ids, tool names, operations, categories.
+func checkID(s string) error {
+	if err := checkLabel(s); err != nil {
+		return err
+	}
+	if strings.IndexFunc(s, unicode.IsSpace) >= 0 {
+		return fmt.Errorf("must not contain spaces")
+	}
+	return nil
+}
+
+// checkLabel accepts human-readable names: display names, actions.
+func checkLabel(s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return fmt.Errorf("must not be blank")
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("is %d bytes; the limit is %d", len(s), MaxNameLen)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("is not valid UTF-8")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return fmt.Errorf("must not contain control characters")
+	}
+	return nil
+}
+
+// checkURL accepts an absolute http(s) URL without credentials.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a valid URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("must be an absolute http:// or https:// URL")
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("must name a host")
+	case u.User != nil:
+		return fmt.Errorf("must not contain a user name or password; secrets come from the environment")
+	case u.Port() != "" && !validPort(u.Port(), false):
+		return fmt.Errorf("port must be a number from 1 to 65535")
+	}
+	return nil
+}
+
+// checkHostPort accepts host:port; zeroOK allows port 0 (listen on any free
+// port, which tests use).
+func checkHostPort(s string, zeroOK bool) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("must be host:port, like \"127.0.0.1:7420\"")
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("host %q is not a host name or IP address", host)
+	}
+	if !validPort(port, zeroOK) {
+		if zeroOK {
+			return fmt.Errorf("port must be a number from 0 to 65535")
+		}
+		return fmt.Errorf("port must be a number from 1 to 65535")
+	}
+	return nil
+}
+
+func validPort(p string, zeroOK bool) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n <= 65535 && (n > 0 || zeroOK && n == 0) && p[0] != '+' && p[0] != '-'
+}

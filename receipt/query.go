@@ -1,0 +1,104 @@
+package receipt
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MetaFilter matches a metadata key, and its value when HasValue.
+type MetaFilter struct {
+	Key      string
+	Value    string
+	HasValue bool
+}
+
+// ParseMeta parses `KEY` or `KEY=VALUE` (the CLI's --meta).
+func ParseMeta(s string) (MetaFilter, error) {
+	k, v, has := strings.Cut(s, "=")
+	if k == "" {
+		return MetaFilter{}, fmt.Errorf("--meta needs KEY or KEY=VALUE, got %q", s)
+	}
+	return MetaFilter{Key: k, Value: v, HasValue: has}, nil
+}
+
+// String is the inverse of ParseMeta.
+func (m MetaFilter) String() string {
+	if m.HasValue {
+		return m.Key + "=" + m.Value
+	}
+	return m.Key
+}
+
+// Filter selects receipts; zero fields match everything.
+type Filter struct {
+	Decision  string
+	Guard     string
+	Server    string
+	Tool      string
+	Subject   string
+	RequestID string
+	Meta      []MetaFilter
+	Since     int64 // unix ms, inclusive; 0 = unbounded
+	Until     int64 // unix ms, exclusive; 0 = unbounded
+}
+
+// Match reports whether r passes every set field of f.
+func (f *Filter) Match(r *Receipt) bool {
+	if f.Decision != "" && r.Decision.Verdict != f.Decision ||
+		f.Guard != "" && r.Decision.Guard != f.Guard ||
+		f.Server != "" && r.ToolServer != f.Server ||
+		f.Tool != "" && r.ToolName != f.Tool ||
+		f.Subject != "" && r.Subject != f.Subject ||
+		f.RequestID != "" && r.RequestID != f.RequestID ||
+		f.Since != 0 && r.Timestamp < f.Since ||
+		f.Until != 0 && r.Timestamp >= f.Until {
+		return false
+	}
+	for _, m := range f.Meta {
+		v, ok := r.Metadata[m.Key]
+		if !ok || m.HasValue && MetaString(v) != m.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// MetaString renders a metadata value for comparison and display: strings
+// as themselves, everything else as its JSON text (true, 450, …).
+func MetaString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// ParseTimeBound accepts a duration back from now ("24h", "90m") or an
+// RFC 3339 time, and returns unix ms.
+func ParseTimeBound(s string, now time.Time) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return 0, fmt.Errorf("time bound %q: duration must be positive", s)
+		}
+		return now.Add(-d).UnixMilli(), nil
+	}
+	if strings.HasSuffix(s, "d") { // "7d": days are what auditors type
+		var n int
+		if _, err := fmt.Sscanf(s, "%dd", &n); err == nil && n > 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour).UnixMilli(), nil
+		}
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return 0, fmt.Errorf("time bound %q: want a duration like 24h or an RFC 3339 time", s)
+	}
+	return t.UnixMilli(), nil
+}
