@@ -100,12 +100,14 @@ func (k *Kernel) newApprovalRequest(rec *CallRecord, p *policy.Policy, g *policy
 }
 
 // tierView returns the trusted approvers, channels and timeout of escalation
-// tier i. Approvers accumulate: a first-tier approver may still decide after
+// tier i (with timeout_action = "escalate"). Approvers accumulate: a first-tier approver may still decide after
 // escalation. Without tiers every grant approver is trusted.
 func tierView(a *policy.Approval, tier int) (approvers, channels []string, timeout time.Duration) {
 	timeout = time.Duration(max(a.TimeoutSeconds, 1)) * time.Second
 	channels = a.Channels
-	if a.Escalation == nil || len(a.Escalation.Tiers) == 0 {
+	// Tiers only shape the request when the policy escalates; with deny or
+	// auto_approve_advisory every grant approver decides within timeout.
+	if a.TimeoutAction != "escalate" || a.Escalation == nil || len(a.Escalation.Tiers) == 0 {
 		for _, ap := range a.Approvers {
 			approvers = append(approvers, ap.PublicKey.String())
 		}

@@ -41,6 +41,8 @@ type Config struct {
 	Notifier Notifier
 	// Stopwatch measures guard run time; nil uses a monotonic clock.
 	Stopwatch func() time.Duration
+	// ReplayCacheSize sizes the consumed-token LRU; 0 = ConsumedCacheSize.
+	ReplayCacheSize int
 }
 
 // Kernel decides tool calls. It is safe for concurrent use.
@@ -99,7 +101,10 @@ func New(cfg Config) (*Kernel, error) {
 		cfg.Stopwatch = func() time.Duration { return time.Since(base) }
 	}
 	caps, _ := lru.New[[32]byte, verifiedCap](CapabilityCacheSize)
-	consumed, _ := lru.New[string, struct{}](ConsumedCacheSize)
+	if cfg.ReplayCacheSize <= 0 {
+		cfg.ReplayCacheSize = ConsumedCacheSize
+	}
+	consumed, _ := lru.New[string, struct{}](cfg.ReplayCacheSize)
 	k := &Kernel{
 		key: cfg.Key, pub: cfg.Key.Public(), store: cfg.Store, dispatcher: cfg.Dispatcher,
 		clock: cfg.Clock, observer: cfg.Observer, caps: caps, rate: newRateWindow(),
