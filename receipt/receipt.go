@@ -3,6 +3,7 @@ package receipt
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
@@ -63,7 +64,7 @@ func Sign(key keys.PrivateKey, r *Receipt) ([]byte, error) {
 	if err := r.validateShape(); err != nil {
 		return nil, err
 	}
-	raw, err := signed.Sign(key, Schema, r)
+	raw, err := signFast(key, r)
 	if err != nil {
 		return nil, fmt.Errorf("receipt: sign %s: %w", r.ID, err)
 	}
@@ -104,6 +105,12 @@ func Verify(raw []byte, kernelKey keys.PublicKey) (*Receipt, error) {
 }
 
 func (r *Receipt) validateShape() error {
+	for _, s := range []string{r.ID, r.RequestID, r.CapabilityID, r.Subject, r.ToolServer, r.ToolName, r.Action,
+		r.ParameterHash, r.PolicyHash, r.KernelKey, r.Decision.Reason, r.Decision.Guard} {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%w: invalid UTF-8", ErrInvalid)
+		}
+	}
 	switch r.Decision.Verdict {
 	case Allow:
 	case Deny:
