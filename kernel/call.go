@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
@@ -76,12 +80,33 @@ func ParameterHash(server, tool string, arguments, intent json.RawMessage) (stri
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// proofPayload is exactly the object the agent signs.
+// proofPayload is exactly the object the agent signs, in RFC 8785 form,
+// written directly: its members are fixed and already in JCS order, strings
+// use jsontext's RFC 8785 minimal escaping. (call_test.go checks it against
+// the generic canonicalizer.)
 func proofPayload(requestID, capabilityID, server, tool, paramHash string, issuedAt int64) ([]byte, error) {
-	return canon.Marshal(map[string]any{
-		"request_id": requestID, "capability_id": capabilityID, "server": server,
-		"tool": tool, "parameter_hash": paramHash, "issued_at": issuedAt,
-	})
+	if issuedAt > 1<<53 || issuedAt < -(1<<53) {
+		return nil, fmt.Errorf("%w: issued_at out of range", ErrBadProof)
+	}
+	for _, s := range []string{requestID, capabilityID, server, tool, paramHash} {
+		if !utf8.ValidString(s) {
+			return nil, fmt.Errorf("%w: invalid UTF-8", ErrBadCall)
+		}
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, `{"capability_id":`...)
+	b, _ = jsontext.AppendQuote(b, capabilityID)
+	b = append(b, `,"issued_at":`...)
+	b = strconv.AppendInt(b, issuedAt, 10)
+	b = append(b, `,"parameter_hash":`...)
+	b, _ = jsontext.AppendQuote(b, paramHash)
+	b = append(b, `,"request_id":`...)
+	b, _ = jsontext.AppendQuote(b, requestID)
+	b = append(b, `,"server":`...)
+	b, _ = jsontext.AppendQuote(b, server)
+	b = append(b, `,"tool":`...)
+	b, _ = jsontext.AppendQuote(b, tool)
+	return append(b, '}'), nil
 }
 
 // SignProof produces the agent's proof for a call (used by the SDK and CLI).
