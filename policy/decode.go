@@ -110,7 +110,7 @@ func (d *decoder) value(path []string, v any, rv reflect.Value) {
 		}
 		s := reflect.MakeSlice(rv.Type(), len(items), len(items))
 		for i, it := range items {
-			d.value(child(path, strconv.Itoa(i)), it, s.Index(i))
+			d.value(sub(path, strconv.Itoa(i)), it, s.Index(i))
 		}
 		rv.Set(s)
 	case reflect.Map: // string → string (on_trigger)
@@ -122,7 +122,7 @@ func (d *decoder) value(path []string, v any, rv reflect.Value) {
 		out := reflect.MakeMapWithSize(rv.Type(), len(m))
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			elem := reflect.New(rv.Type().Elem()).Elem()
-			d.value(child(path, k), m[k], elem)
+			d.value(sub(path, k), m[k], elem)
 			out.SetMapIndex(reflect.ValueOf(k), elem)
 		}
 		rv.Set(out)
@@ -167,10 +167,10 @@ func (d *decoder) table(path []string, m map[string]any, rv reflect.Value) {
 			if len(path) > 0 {
 				where = " in " + display(path)
 			}
-			d.probs.at(child(path, k), "unknown key %q%s%s", k, where, suggest(k, fields))
+			d.probs.at(sub(path, k), "unknown key %q%s%s", k, where, suggest(k, fields))
 			continue
 		}
-		d.value(child(path, k), m[k], rv.Field(i))
+		d.value(sub(path, k), m[k], rv.Field(i))
 	}
 }
 
@@ -192,14 +192,6 @@ func (d *decoder) fieldsOf(t reflect.Type) map[string]int {
 	return f
 }
 
-// child returns path+k in a fresh slice, so sibling paths never share storage.
-func child(path []string, k string) []string {
-	out := make([]string, len(path)+1)
-	copy(out, path)
-	out[len(path)] = k
-	return out
-}
-
 // display names a table the way the file writes it: grants.approval, not
 // grants.0.approval.
 func display(path []string) string {
@@ -214,7 +206,9 @@ func display(path []string) string {
 
 // suggest offers the known key closest to a misspelt one.
 func suggest(k string, fields map[string]int) string {
-	best, bestDist := "", 3 // only suggest within two edits
+	// Within two edits, and not more edits than half the key: "x" is not a
+	// misspelling of "id".
+	best, bestDist := "", min(3, len(k)/2+1)
 	for f := range fields {
 		if strings.EqualFold(f, k) {
 			return fmt.Sprintf(" (keys are case-sensitive: did you mean %q?)", f)

@@ -145,6 +145,7 @@ func (s *scanner) header() {
 			s.i++
 		}
 	}
+	// Each part may add an array index to the path, hence 2×.
 	if len(key) == 0 || !s.fits(2*len(key)) {
 		return
 	}
@@ -279,7 +280,7 @@ func (s *scanner) str(q byte) {
 				if s.i+1 < len(s.src) && s.src[s.i+1] == '\n' {
 					s.line++
 				}
-				s.advance(2) // the escaped byte can be neither a delimiter nor a newline to count twice
+				s.advance(2) // an escaped quote does not close the string
 				continue
 			case c == '\n':
 				s.line++

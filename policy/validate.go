@@ -44,14 +44,16 @@ func validate(p *Policy, probs *problems) {
 	v.grantList()
 }
 
-// at reports a problem with the key at base+keys.
-func (v *validator) at(base []string, keys []string, format string, args ...any) {
-	p := make([]string, 0, len(base)+len(keys))
-	p = append(append(p, base...), keys...)
-	v.probs.at(p, format, args...)
+// at reports a problem with the key at base+rest.
+func (v *validator) at(base, rest []string, format string, args ...any) {
+	v.probs.at(sub(base, rest...), format, args...)
 }
 
-func k(keys ...string) []string { return keys }
+// k builds a key path.
+func k(parts ...string) []string { return parts }
+
+// sub extends a path in fresh storage, so that sibling paths never share it.
+func sub(base []string, rest ...string) []string { return append(slices.Clip(base), rest...) }
 
 func idx(i int) string { return strconv.Itoa(i) }
 
@@ -271,14 +273,14 @@ func (v *validator) grantList() {
 				v.at(base, k("operations", idx(j)), "operation %q: %v", op, err)
 			}
 		}
-		v.constraints(append(base, "constraints"), &g.Constraints)
+		v.constraints(sub(base, "constraints"), &g.Constraints)
 		if trigger := approvalTrigger(&g.Constraints); trigger != nil && g.Approval == nil {
 			v.at(base, append(k("constraints"), trigger...),
 				"grant %q asks for approval (%s) but has no [grants.approval] table: add one with at least one [[grants.approval.approvers]]",
 				g.ID, strings.Join(trigger, "."))
 		}
 		if g.Approval != nil {
-			v.approval(append(base, "approval"), g)
+			v.approval(sub(base, "approval"), g)
 		}
 	}
 }
@@ -399,6 +401,7 @@ func (v *validator) approval(base []string, g *Grant) {
 			"so add at least one [[grants.approval.approvers]]", g.ID)
 	case n > MaxApproversPerGrant:
 		v.at(base, k("approvers"), "grant %q has %d approvers; the limit is %d", g.ID, n, MaxApproversPerGrant)
+		return // and spare the pairwise checks below
 	}
 	names := map[string]bool{}
 	for j := range a.Approvers {
@@ -458,7 +461,7 @@ func (v *validator) approval(base []string, g *Grant) {
 	v.channelList(base, a.Channels)
 	v.requesters(base, a)
 	if a.Escalation != nil {
-		v.escalation(append(base, "escalation"), a)
+		v.escalation(sub(base, "escalation"), a)
 	}
 	if a.SlackCustodial {
 		v.custodial(base, a)
@@ -479,7 +482,8 @@ func (v *validator) channelList(base []string, chans []string) {
 		case !slices.Contains(channelNames, ch):
 			v.at(base, p, "unknown channel %q; channels are %s", ch, strings.Join(channelNames, ", "))
 		case ch == "dashboard" && !c.Dashboard.Enabled:
-			v.at(base, p, "channel \"dashboard\" is used but [channels.dashboard] has enabled = false")
+			v.at(base, p, "channel \"dashboard\" is used (it is the default when an approval lists no channels) "+
+				"but [channels.dashboard] has enabled = false")
 		case ch == "webhook" || ch == "slack" || ch == "email":
 			if !configured[ch] {
 				v.at(base, p, "channel %q is used but [channels.%s] is not configured", ch, ch)
@@ -539,7 +543,10 @@ func (v *validator) escalation(base []string, a *Approval) {
 		case t.TimeoutSeconds > MaxApprovalTimeoutSeconds:
 			v.at(base, append(tb, "timeout_seconds"), "escalation tier %d: timeout_seconds = %d is more than 30 days", j+1, t.TimeoutSeconds)
 		}
-		v.channelList(append(base, tb...), t.Channels)
+		// A tier without channels inherits the approval's, already checked.
+		if !slices.Equal(t.Channels, a.Channels) {
+			v.channelList(sub(base, tb...), t.Channels)
+		}
 	}
 }
 

@@ -167,7 +167,7 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"channel unknown", approvalHead + "channels = [\"dashboard\", \"pager\"]  # <-\n" + approverA, `unknown channel "pager"`},
 	{"channels empty", approvalHead + "channels = []  # <-\n" + approverA, "channels must list at least one channel"},
 	{"slack not configured", approvalHead + "channels = [\"slack\"]  # <-\n" + approverA, `channel "slack" is used but [channels.slack] is not configured`},
-	{"dashboard disabled", approvalHead + "channels = [\"poll\", \"dashboard\"]  # <-\n" + approverA + "[channels.dashboard]\nenabled = false\n", `"dashboard" is used but [channels.dashboard] has enabled = false`},
+	{"dashboard disabled", approvalHead + "channels = [\"poll\", \"dashboard\"]  # <-\n" + approverA + "[channels.dashboard]\nenabled = false\n", `but [channels.dashboard] has enabled = false`},
 	{"requester bad key", approvalHead + "requesters = [\"ed25519:zz\"]  # <-\n" + approverA, "requester is not an acceptable Ed25519 public key"},
 	{"requester is approver", approvalHead + "requesters = [\"KEY_C\", \"KEY_A\"]  # <-\n" + approverA, `is also the key of approver "A"`},
 	{"slack_custodial without contact", approvalHead + "slack_custodial = true\nchannels = [\"slack\"]\n[[grants.approval.approvers]]  # <-\npublic_key = \"KEY_A\"\ndisplay_name = \"A\"\n[channels.slack]\nbot_token_env = \"T\"\nsigning_secret_env = \"S\"\nchannel = \"#a\"\n", `needs contact.slack for approver "A"`},
