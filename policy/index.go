@@ -14,11 +14,14 @@ type Index struct {
 	servers map[string]*Server
 	tools   map[serverTool]*Tool
 	grants  map[string]*Grant
-	// Grants by exact (server, tool), and per server those whose tool is a
-	// pattern, each in file order: a call looks at its own few candidates,
-	// never at every grant.
-	exact map[serverTool][]int32
-	globs map[string][]int32
+	// Grants by exact (server, tool), and pattern grants by (server, the
+	// literal prefix before the pattern's first metacharacter), each list in
+	// file order: a call looks only at lists whose prefix starts its tool
+	// name, never at every grant. globLens holds, per server, the distinct
+	// prefix lengths in use, so a lookup costs one map probe per length.
+	exact    map[serverTool][]int32
+	globs    map[serverTool][]int32
+	globLens map[string][]int
 }
 
 type serverTool struct{ server, tool string }
@@ -52,11 +55,12 @@ func builtinNames() string {
 
 func buildIndex(p *Policy) *Index {
 	ix := &Index{
-		servers: make(map[string]*Server, len(p.Servers)),
-		tools:   map[serverTool]*Tool{},
-		grants:  make(map[string]*Grant, len(p.Grants)),
-		exact:   map[serverTool][]int32{},
-		globs:   map[string][]int32{},
+		servers:  make(map[string]*Server, len(p.Servers)),
+		tools:    map[serverTool]*Tool{},
+		grants:   make(map[string]*Grant, len(p.Grants)),
+		exact:    map[serverTool][]int32{},
+		globs:    map[serverTool][]int32{},
+		globLens: map[string][]int{},
 	}
 	for i := range p.Servers {
 		s := &p.Servers[i]
@@ -75,8 +79,12 @@ func buildIndex(p *Policy) *Index {
 	for i := range p.Grants {
 		g := &p.Grants[i]
 		ix.grants[g.ID] = g
-		if strings.ContainsAny(g.Tool, globMeta) {
-			ix.globs[g.Server] = append(ix.globs[g.Server], int32(i))
+		if cut := strings.IndexAny(g.Tool, globMeta); cut >= 0 {
+			key := serverTool{g.Server, g.Tool[:cut]}
+			ix.globs[key] = append(ix.globs[key], int32(i))
+			if !slices.Contains(ix.globLens[g.Server], cut) {
+				ix.globLens[g.Server] = append(ix.globLens[g.Server], cut)
+			}
 		} else {
 			key := serverTool{g.Server, g.Tool}
 			ix.exact[key] = append(ix.exact[key], int32(i))
@@ -122,24 +130,36 @@ func (p *Policy) Match(has func(grantID string) bool, server, tool, operation st
 	if p.index == nil {
 		return nil, false
 	}
-	exact := p.index.exact[serverTool{server, tool}]
-	globs := p.index.globs[server]
-	for len(exact) > 0 || len(globs) > 0 {
-		var i int32
-		if len(globs) == 0 || len(exact) > 0 && exact[0] < globs[0] {
-			i, exact = exact[0], exact[1:]
-		} else {
-			i, globs = globs[0], globs[1:]
-			if ok, _ := path.Match(p.Grants[i].Tool, tool); !ok {
-				continue
+	// The answer is the smallest file position among each candidate list's
+	// first usable grant; lists are in file order, so each scan stops early.
+	best := int32(-1)
+	consider := func(list []int32, pattern bool) {
+		for _, i := range list {
+			if best >= 0 && i >= best {
+				return
+			}
+			g := &p.Grants[i]
+			if pattern {
+				if ok, _ := path.Match(g.Tool, tool); !ok {
+					continue
+				}
+			}
+			if slices.Contains(g.Operations, operation) && has(g.ID) {
+				best = i
+				return
 			}
 		}
-		g := &p.Grants[i]
-		if slices.Contains(g.Operations, operation) && has(g.ID) {
-			return g, true
+	}
+	consider(p.index.exact[serverTool{server, tool}], false)
+	for _, n := range p.index.globLens[server] {
+		if n <= len(tool) {
+			consider(p.index.globs[serverTool{server, tool[:n]}], true)
 		}
 	}
-	return nil, false
+	if best < 0 {
+		return nil, false
+	}
+	return &p.Grants[best], true
 }
 
 // ApproverByKey returns the approver with this public key.
