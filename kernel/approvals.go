@@ -177,6 +177,9 @@ func (k *Kernel) ListPending(f PendingFilter) ([]*approval.Request, error) {
 // Respond presents a signed token (the only way a human decision enters
 // the kernel). outcome, if non-empty, must equal the signed decision.
 func (k *Kernel) Respond(ctx context.Context, approvalID string, tokenRaw []byte, outcome, channel string) (*RespondResult, error) {
+	// A vote leads to a commit and maybe a dispatch; neither may be cut off
+	// by the presenter going away.
+	ctx = context.WithoutCancel(ctx)
 	now := k.clock.Now()
 	if channel == "" {
 		channel = ChannelAPI
@@ -184,8 +187,11 @@ func (k *Kernel) Respond(ctx context.Context, approvalID string, tokenRaw []byte
 	var head struct {
 		ID string `json:"id"`
 	}
-	if err := canon.Check(tokenRaw); err != nil || json.Unmarshal(tokenRaw, &head) != nil {
+	if err := canon.Check(tokenRaw); err != nil {
 		return nil, fmt.Errorf("%w: %v", approval.ErrMalformedToken, err)
+	}
+	if json.Unmarshal(tokenRaw, &head) != nil || head.ID == "" {
+		return nil, fmt.Errorf("%w: not a token object", approval.ErrMalformedToken)
 	}
 	if _, seen := k.consumed.Get(head.ID); seen {
 		return nil, approval.ErrReplay
@@ -311,7 +317,10 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		}
 		res.Outcome, res.ResolvedAt, res.ReceiptID = approval.StatusApproved, now.UnixMilli(), out.ReceiptID
 	default:
-		k.announce(EventApprovalRequested, final) // progress: quorum not yet met
+		// Progress (quorum not yet met) updates live views only: channels
+		// were told about the request once and are not re-notified.
+		snap := *final
+		k.events.publish(Event{Type: EventApprovalRequested, Approval: &snap})
 	}
 	return res, nil
 }

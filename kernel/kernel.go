@@ -190,7 +190,9 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	if existing != nil {
 		return sameCall(existing, vc, paramHash)
 	}
-	out, err := k.decide(ctx, call, vc, paramHash, revoked, now)
+	// From here on the call has effects (a dispatch, a durable receipt): a
+	// client that disconnects must not cancel them half way.
+	out, err := k.decide(context.WithoutCancel(ctx), call, vc, paramHash, revoked, now)
 	if err == nil && k.observer != nil {
 		k.observer.Decision(out.Status, time.Since(start))
 	}

@@ -346,3 +346,15 @@ display_name = "A"
 		t.Fatalf("second call: %+v", second)
 	}
 }
+
+func TestClientDisconnectDoesNotCancelAnAllowedCall(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the agent hung up right after sending
+	call := f.call(t, "echo", `{}`, "")
+	out, err := f.k.Submit(ctx, call)
+	if err != nil || out.Status != kernel.StatusAllowed || out.ToolError != "" || f.disp.count(call.RequestID) != 1 {
+		t.Fatalf("%+v %v", out, err)
+	}
+	f.receipt(t, out.ReceiptID)
+}

@@ -57,6 +57,7 @@ func (k *Kernel) onDeadline(id string) {
 // passed: deny (receipt guard approval-timeout), escalate to the next tier,
 // or auto_approve_advisory (the kernel self-signs; the receipt says so).
 func (k *Kernel) Expire(ctx context.Context, id string) error {
+	ctx = context.WithoutCancel(ctx)
 	now := k.clock.Now()
 	req, err := k.Approval(id)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/kernel"
 )
@@ -40,6 +41,17 @@ func classify(err error) *APIError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	// Approval sentinels come first: the kernel wraps strict-JSON failures
+	// of a token in ErrMalformedToken, and that is a rejected credential.
+	case errors.Is(err, approval.ErrReplay), errors.Is(err, approval.ErrDuplicateVote):
+		return apiErr(http.StatusConflict, CodeReplayDetected, err.Error())
+	case errors.Is(err, approval.ErrMalformedBatch):
+		// The body is not a batch token at all: the client's request is wrong.
+		return apiErr(http.StatusBadRequest, CodeBadRequest, err.Error())
+	case errors.Is(err, approval.ErrNotPending):
+		return apiErr(http.StatusConflict, CodeConflict, err.Error())
+	case isApprovalRejection(err):
+		return apiErr(http.StatusForbidden, CodeApprovalRejected, err.Error())
 	case errors.Is(err, kernel.ErrBadProof), errors.Is(err, kernel.ErrStaleProof),
 		errors.Is(err, kernel.ErrCapabilityInvalid):
 		return apiErr(http.StatusUnauthorized, CodeUnauthorized, err.Error())
@@ -54,6 +66,26 @@ func classify(err error) *APIError {
 	default:
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, err.Error())
 	}
+}
+
+// approvalRejections are the reasons a presented approval or batch token
+// does not count (403 approval_rejected). A window that is over is like an
+// expired token: a real credential that is not valid now.
+var approvalRejections = []error{
+	approval.ErrMalformedToken, approval.ErrWrongRequest, approval.ErrWrongIntent,
+	approval.ErrWrongSubject, approval.ErrUntrustedSigner, approval.ErrNoApprovers,
+	approval.ErrSelfApproval, approval.ErrNotYetValid, approval.ErrTokenExpired,
+	approval.ErrLifetimeTooLong, approval.ErrBadSignature, approval.ErrOutcomeMismatch,
+	approval.ErrRequestExpired, approval.ErrBatchWindow,
+}
+
+func isApprovalRejection(err error) bool {
+	for _, s := range approvalRejections {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func writeErr(w http.ResponseWriter, err error) {

@@ -1,0 +1,516 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/kernel"
+)
+
+func init() {
+	register("approval list", "pending approvals: [--subject KEY] [--server S] [--tool T] [--limit N]", runApprovalList)
+	register("approval show", "one approval request: ID", runApprovalShow)
+	register("approval approve", "sign and post an approval: ID --key FILE [--note TEXT] [--amend JSON] [--ttl 10m]", runApprovalApprove)
+	register("approval deny", "sign and post a denial: ID --key FILE --reason TEXT", runApprovalDeny)
+	register("approval batch", "standing approvals: create --key FILE --server P --tool P --for D … | list | revoke ID", runApprovalBatch)
+}
+
+// approvalView is GET /approvals/{id}'s answer.
+type approvalView struct {
+	Request    approval.Request     `json:"request"`
+	Status     string               `json:"status"`
+	Resolution *approval.Resolution `json:"resolution,omitempty"`
+}
+
+func runApprovalList(e *Env, args []string) int {
+	fs := newFlags(e, "approval list")
+	r := addRemote(fs, e)
+	subject := fs.String("subject", "", "only this agent key")
+	server := fs.String("server", "", "only this tool server")
+	tool := fs.String("tool", "", "only this tool")
+	limit := fs.Int("limit", 100, "at most this many (1..1000)")
+	if _, err := parse(fs, args); err != nil {
+		return ExitUsage
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	q := url.Values{"limit": {strconv.Itoa(*limit)}}
+	for k, v := range map[string]string{"subject_id": *subject, "tool_server": *server, "tool_name": *tool} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	var list struct {
+		Approvals []json.RawMessage `json:"approvals"`
+	}
+	if _, err := r.do(ctx, "GET", "/approvals/pending?"+q.Encode(), nil, &list); err != nil {
+		return fail(e, err)
+	}
+	switch r.output {
+	case "json":
+		printJSON(e.Stdout, list.Approvals, false)
+		return ExitOK
+	case "jsonl":
+		for _, raw := range list.Approvals {
+			fmt.Fprintln(e.Stdout, string(raw))
+		}
+		return ExitOK
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGE\tDEADLINE\tSERVER/TOOL\tSUMMARY\tQUORUM\tTIER")
+	for _, raw := range list.Approvals {
+		var a approval.Request
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return fail(e, fmt.Errorf("bad response from chiod: %w", err))
+		}
+		approved, _ := a.Counts()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\n", a.ApprovalID, ago(now, a.CreatedAt), until(now, a.ExpiresAt),
+			a.ToolServer, a.ToolName, clip(a.Summary, 60), approved, a.Quorum, a.Tier+1)
+	}
+	tw.Flush()
+	fmt.Fprintf(e.Stderr, "%d pending\n", len(list.Approvals))
+	return ExitOK
+}
+
+func ago(now time.Time, unix int64) string {
+	return now.Sub(time.Unix(unix, 0)).Truncate(time.Second).String()
+}
+
+func until(now time.Time, unix int64) string {
+	d := time.Unix(unix, 0).Sub(now).Truncate(time.Second)
+	if d <= 0 {
+		return "passed"
+	}
+	return "in " + d.String()
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func runApprovalShow(e *Env, args []string) int {
+	fs := newFlags(e, "approval show")
+	r := addRemote(fs, e)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 1 {
+		return fail(e, usageError("usage: chio approval show ID"))
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	var raw json.RawMessage
+	if _, err := r.do(ctx, "GET", "/approvals/"+url.PathEscape(pos[0]), nil, &raw); err != nil {
+		return fail(e, err)
+	}
+	if r.output != "table" {
+		var v any
+		_ = json.Unmarshal(raw, &v)
+		printJSON(e.Stdout, v, r.output == "jsonl")
+		return ExitOK
+	}
+	var v approvalView
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fail(e, fmt.Errorf("bad response from chiod: %w", err))
+	}
+	a := &v.Request
+	approved, denied := a.Counts()
+	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
+	row := func(k, val string) { fmt.Fprintf(tw, "%s\t%s\n", k, val) }
+	row("ID", a.ApprovalID)
+	row("STATUS", v.Status)
+	row("SUMMARY", a.Summary)
+	row("SERVER/TOOL", a.ToolServer+"/"+a.ToolName+" ("+a.Action+")")
+	row("AGENT", a.SubjectID)
+	row("REQUEST", a.RequestID)
+	row("CREATED", time.Unix(a.CreatedAt, 0).UTC().Format(time.RFC3339))
+	row("DEADLINE", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339)+" ("+until(time.Now(), a.ExpiresAt)+")")
+	row("QUORUM", fmt.Sprintf("%d/%d approved, %d denied (tier %d)", approved, a.Quorum, denied, a.Tier+1))
+	row("TRIGGERED BY", strings.Join(a.TriggeredBy, ", "))
+	row("APPROVERS", strings.Join(a.TrustedApprovers, "\n\t"))
+	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
+		row("INTENT", string(a.GovernedIntent))
+	}
+	if len(a.Arguments) > 0 {
+		row("ARGUMENTS", string(a.Arguments))
+	}
+	row("PARAMETER HASH", a.ParameterHash)
+	for _, vote := range a.Votes {
+		row("VOTE", fmt.Sprintf("%s by %s via %s: %s", vote.Decision, nameOr(vote.DisplayName, vote.Approver), vote.Channel, vote.Note))
+	}
+	if res := v.Resolution; res != nil {
+		row("RESOLUTION", strings.TrimSpace(fmt.Sprintf("%s at %s %s", res.Outcome,
+			time.UnixMilli(res.At).UTC().Format(time.RFC3339), res.Reason)))
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+func nameOr(name, key string) string {
+	if name != "" {
+		return name + " (" + key + ")"
+	}
+	return key
+}
+
+func runApprovalApprove(e *Env, args []string) int {
+	return runDecision(e, args, approval.DecisionApproved)
+}
+
+func runApprovalDeny(e *Env, args []string) int {
+	return runDecision(e, args, approval.DecisionDenied)
+}
+
+// runDecision signs a token for the request as fetched from chiod and
+// posts it. The binding fields (request_id, governed_intent_hash, subject)
+// come from the server's copy; a wrong copy only yields a token the kernel
+// refuses, since it checks them against its own record.
+func runDecision(e *Env, args []string, decision string) int {
+	verb := map[string]string{approval.DecisionApproved: "approve", approval.DecisionDenied: "deny"}[decision]
+	fs := newFlags(e, "approval "+verb)
+	r := addRemote(fs, e)
+	keyFile := fs.String("key", "", "approver private key (PKCS#8 PEM)")
+	ttl := fs.Duration("ttl", 10*time.Minute, "token lifetime (max 1h)")
+	var note, amend *string
+	if decision == approval.DecisionApproved {
+		note = fs.String("note", "", "note for the agent and the receipt")
+		amend = fs.String("amend", "", "approve an edited call: the amended arguments (JSON object)")
+	} else {
+		note = fs.String("reason", "", "why (required; signed, shown to the agent and in the receipt)")
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	switch {
+	case len(pos) != 1 || *keyFile == "":
+		if decision == approval.DecisionApproved {
+			return fail(e, usageError("usage: chio approval approve ID --key FILE [--note TEXT] [--amend JSON] [--ttl 10m]"))
+		}
+		return fail(e, usageError("usage: chio approval deny ID --key FILE --reason TEXT"))
+	case decision == approval.DecisionDenied && strings.TrimSpace(*note) == "":
+		return fail(e, usageError("--reason is required"))
+	case len(*note) > approval.MaxNoteLen:
+		return fail(e, usageError(fmt.Sprintf("note/reason longer than %d bytes", approval.MaxNoteLen)))
+	case *ttl <= 0 || *ttl > approval.MaxApprovalTTL:
+		return fail(e, usageError("--ttl must be in (0, 1h]"))
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	var amended json.RawMessage
+	if amend != nil && *amend != "" {
+		if err := canon.Check([]byte(*amend)); err != nil || strings.TrimSpace(*amend)[0] != '{' {
+			return fail(e, usageError("--amend must be a JSON object"))
+		}
+		amended = json.RawMessage(*amend)
+	}
+	key, err := keys.LoadPrivateKey(*keyFile)
+	if err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(2 * time.Minute)
+	defer cancel()
+	id := pos[0]
+	var v approvalView
+	if _, err := r.do(ctx, "GET", "/approvals/"+url.PathEscape(id), nil, &v); err != nil {
+		return fail(e, err)
+	}
+	if v.Status != approval.StatusPending {
+		return fail(e, fmt.Errorf("%s is %s, not pending", id, v.Status))
+	}
+	tok := approval.NewToken(&v.Request, key.Public(), decision, time.Now(), *ttl)
+	tok.Note, tok.AmendedArguments = *note, amended
+	raw, err := tok.Sign(key)
+	if err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.Stderr, "signing %s of %s as %s: %s\n", decision, id, key.Public(), v.Request.Summary)
+	// The body is assembled around the signed bytes so that they reach the
+	// kernel exactly as signed (encoding them again could escape characters).
+	var body bytes.Buffer
+	body.WriteString(`{"token":`)
+	body.Write(raw)
+	fmt.Fprintf(&body, `,"outcome":%q,"channel":"cli"`, decision)
+	if decision == approval.DecisionDenied {
+		reason, _ := json.Marshal(*note)
+		body.WriteString(`,"reason":` + string(reason))
+	}
+	body.WriteString("}")
+	var res kernel.RespondResult
+	if _, err := r.send(ctx, "POST", "/approvals/"+url.PathEscape(id)+"/respond", body.Bytes(), nil, &res); err != nil {
+		return fail(e, err)
+	}
+	if r.output != "table" {
+		printJSON(e.Stdout, res, r.output == "jsonl")
+		return ExitOK
+	}
+	switch res.Outcome {
+	case approval.StatusApproved:
+		fmt.Fprintf(e.Stdout, "approved %s: executed, receipt %s\n", id, res.ReceiptID)
+	case approval.StatusDenied:
+		fmt.Fprintf(e.Stdout, "denied %s: receipt %s\n", id, res.ReceiptID)
+	default:
+		fmt.Fprintf(e.Stdout, "vote recorded for %s: %d of %d approvals\n", id, res.Approvals, res.Quorum)
+	}
+	return ExitOK
+}
+
+// send is remote.do for a body that must travel byte-exact (signed tokens)
+// and for extra headers (Chio-Proof). Bearer tokens from the environment
+// are sent as do sends them.
+func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr http.Header, out any, ok ...int) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.base()+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if t := bearerFromEnv(r.e); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("cannot reach chiod at %s: %w", r.base(), err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if len(ok) == 0 {
+		ok = []int{http.StatusOK}
+	}
+	for _, s := range ok {
+		if resp.StatusCode == s {
+			if out != nil {
+				if err := json.Unmarshal(data, out); err != nil {
+					return resp.StatusCode, fmt.Errorf("%w: %v", errBadResponse, err)
+				}
+			}
+			return resp.StatusCode, nil
+		}
+	}
+	ae := &apiError{Status: resp.StatusCode}
+	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
+		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
+	}
+	return resp.StatusCode, ae
+}
+
+// errBadResponse is an answer that is not what chiod sends: asking again
+// will not help.
+var errBadResponse = errors.New("bad response from chiod")
+
+// bearerFromEnv is the token remote.do sends: admin first, then reader.
+func bearerFromEnv(e *Env) string {
+	if t := e.Getenv("CHIO_ADMIN_TOKEN"); t != "" {
+		return t
+	}
+	return e.Getenv("CHIO_READ_TOKEN")
+}
+
+// --- standing (batch) approvals ---
+
+func runApprovalBatch(e *Env, args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "create":
+			return runBatchCreate(e, args[1:])
+		case "list":
+			return runBatchList(e, args[1:])
+		case "revoke":
+			return runBatchRevoke(e, args[1:])
+		}
+	}
+	return fail(e, usageError("usage: chio approval batch create|list|revoke …"))
+}
+
+func runBatchCreate(e *Env, args []string) int {
+	fs := newFlags(e, "approval batch create")
+	r := addRemote(fs, e)
+	keyFile := fs.String("key", "", "approver private key (PKCS#8 PEM)")
+	server := fs.String("server", "", "server pattern: exact, * or prefix*")
+	tool := fs.String("tool", "", "tool pattern: exact, * or prefix*")
+	subject := fs.String("subject", "", "only calls by this agent key (default: any agent)")
+	maxCalls := fs.Int64("max-calls", 0, "at most this many calls (0: no count limit)")
+	perCall := fs.String("max-amount-per-call", "", "UNITS:CURRENCY cap on each call's max_amount")
+	total := fs.String("max-total", "", "UNITS:CURRENCY cap on the sum of max_amounts")
+	window := fs.Duration("for", 0, "how long the standing approval lasts, from now (required, max 720h)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 0 || *keyFile == "" || *server == "" || *tool == "" || *window == 0 {
+		return fail(e, usageError("usage: chio approval batch create --key FILE --server PATTERN --tool PATTERN --for 1h [--subject KEY] [--max-calls N] [--max-amount-per-call UNITS:CUR] [--max-total UNITS:CUR]"))
+	}
+	switch {
+	case !approval.ValidPattern(*server) || !approval.ValidPattern(*tool):
+		return fail(e, usageError("patterns are exact names, * or prefix*"))
+	case *window < 0 || *window > approval.MaxBatchWindow:
+		return fail(e, usageError("--for must be in (0, 720h]"))
+	case *maxCalls < 0:
+		return fail(e, usageError("--max-calls must be ≥ 1 (or 0 for no limit)"))
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	key, err := keys.LoadPrivateKey(*keyFile)
+	if err != nil {
+		return fail(e, err)
+	}
+	now := time.Now()
+	b := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: key.Public().String(),
+		ServerPattern: *server, ToolPattern: *tool, NotBefore: now.Unix(), NotAfter: now.Add(*window).Unix()}
+	if *subject != "" {
+		if _, err := keys.ParsePublicKey(*subject); err != nil {
+			return fail(e, usageError("--subject: "+err.Error()))
+		}
+		b.Subject = *subject
+	}
+	if *maxCalls > 0 {
+		b.MaxCalls = maxCalls
+	}
+	if b.MaxAmountPerCall, err = parseAmount(*perCall); err != nil {
+		return fail(e, usageError("--max-amount-per-call: "+err.Error()))
+	}
+	if b.MaxTotalAmount, err = parseAmount(*total); err != nil {
+		return fail(e, usageError("--max-total: "+err.Error()))
+	}
+	raw, err := b.Sign(key)
+	if err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	var res struct {
+		ID    string          `json:"id"`
+		Token json.RawMessage `json:"token"`
+	}
+	body := append(append([]byte(`{"token":`), raw...), '}')
+	if _, err := r.send(ctx, "POST", "/approvals/batch", body, nil, &res, http.StatusCreated); err != nil {
+		return fail(e, err)
+	}
+	if r.output != "table" {
+		printJSON(e.Stdout, res, r.output == "jsonl")
+		return ExitOK
+	}
+	fmt.Fprintln(e.Stdout, res.ID)
+	fmt.Fprintf(e.Stderr, "standing approval for %s/%s until %s; revoke with: chio approval batch revoke %s\n",
+		*server, *tool, time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), res.ID)
+	return ExitOK
+}
+
+// parseAmount reads UNITS:CURRENCY ("" means no limit).
+func parseAmount(s string) (*approval.Amount, error) {
+	if s == "" {
+		return nil, nil
+	}
+	u, cur, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseInt(u, 10, 64)
+	if !ok || err != nil || n < 0 || n > 1<<53 || cur == "" || strings.ToUpper(cur) != cur {
+		return nil, fmt.Errorf("want UNITS:CURRENCY, e.g. 500:USD")
+	}
+	return &approval.Amount{Units: n, Currency: cur}, nil
+}
+
+func runBatchList(e *Env, args []string) int {
+	fs := newFlags(e, "approval batch list")
+	r := addRemote(fs, e)
+	if _, err := parse(fs, args); err != nil {
+		return ExitUsage
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	var list struct {
+		Batches []kernel.BatchView `json:"batches"`
+	}
+	if _, err := r.do(ctx, "GET", "/approvals/batch", nil, &list); err != nil {
+		return fail(e, err)
+	}
+	switch r.output {
+	case "json":
+		printJSON(e.Stdout, list.Batches, false)
+		return ExitOK
+	case "jsonl":
+		for _, b := range list.Batches {
+			printJSON(e.Stdout, b, true)
+		}
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAPPROVER\tSERVER/TOOL\tSUBJECT\tUSED\tLIMITS\tUNTIL\tREVOKED")
+	for _, bv := range list.Batches {
+		var b approval.BatchToken
+		if err := json.Unmarshal(bv.Token, &b); err != nil {
+			return fail(e, fmt.Errorf("bad response from chiod: %w", err))
+		}
+		var limits []string
+		if b.MaxCalls != nil {
+			limits = append(limits, fmt.Sprintf("calls≤%d", *b.MaxCalls))
+		}
+		if a := b.MaxAmountPerCall; a != nil {
+			limits = append(limits, fmt.Sprintf("each≤%d %s", a.Units, a.Currency))
+		}
+		if a := b.MaxTotalAmount; a != nil {
+			limits = append(limits, fmt.Sprintf("total≤%d %s", a.Units, a.Currency))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%d calls, %d units\t%s\t%s\t%t\n", b.ID, clip(b.Approver, 20),
+			b.ServerPattern, b.ToolPattern, dash(clip(b.Subject, 20)), bv.Usage.Calls, bv.Usage.TotalAmount,
+			dash(strings.Join(limits, ", ")), time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), bv.Revoked)
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+func runBatchRevoke(e *Env, args []string) int {
+	fs := newFlags(e, "approval batch revoke")
+	r := addRemote(fs, e)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 1 {
+		return fail(e, usageError("usage: chio approval batch revoke ID"))
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	if _, err := r.do(ctx, "DELETE", "/approvals/batch/"+url.PathEscape(pos[0]), nil, nil); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.Stdout, "%s revoked\n", pos[0])
+	return ExitOK
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/internal/httpapi"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/kernel"
+)
+
+func init() {
+	register("await", "wait for an approval or call: exit 0 executed, 4 denied, 5 timed out", runAwait)
+}
+
+const (
+	// awaitPoll is one long-poll's wait; the server caps it at 60 s.
+	awaitPoll = 30 * time.Second
+	// awaitMaxBackoff caps the pause between reconnect attempts.
+	awaitMaxBackoff = 5 * time.Second
+)
+
+// awaiter authorizes its reads with a bearer token from the environment,
+// or else with a Chio-Proof signed by the agent's own key.
+type awaiter struct {
+	r   *remote
+	key *keys.PrivateKey // nil: bearer
+}
+
+func (a *awaiter) auth(id string) http.Header {
+	if a.key == nil {
+		return nil
+	}
+	return http.Header{httpapi.StatusProofHeader: {httpapi.SignStatusProof(*a.key, id, time.Now())}}
+}
+
+func runAwait(e *Env, args []string) int {
+	fs := newFlags(e, "await")
+	r := addRemote(fs, e)
+	timeout := fs.Duration("timeout", 600*time.Second, "give up (exit 5) after this long")
+	keyFile := fs.String("key", "", "agent private key, to sign a Chio-Proof when no bearer token is set (env CHIO_KEY)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if len(pos) != 1 || *timeout <= 0 {
+		return fail(e, usageError("usage: chio await ID [--timeout 600s] [--key FILE] (ID: ar-… approval id or request id)"))
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	a := &awaiter{r: r}
+	if bearerFromEnv(e) == "" {
+		kf := envOr(e, *keyFile, "CHIO_KEY")
+		if kf == "" {
+			return fail(e, usageError("await needs CHIO_READ_TOKEN / CHIO_ADMIN_TOKEN, or the agent's --key (CHIO_KEY)"))
+		}
+		k, err := keys.LoadPrivateKey(kf)
+		if err != nil {
+			return fail(e, err)
+		}
+		a.key = &k
+	}
+	deadline := time.Now().Add(*timeout)
+	id := pos[0]
+	requestID := id
+	if strings.HasPrefix(id, "ar-") {
+		var v approvalView
+		if err := a.retry(deadline, func(ctx context.Context) error {
+			_, err := r.send(ctx, "GET", "/approvals/"+url.PathEscape(id), nil, a.auth(id), &v)
+			return err
+		}); err != nil {
+			return a.stop(e, id, *timeout, nil, err)
+		}
+		requestID = v.Request.RequestID
+	}
+	var st *httpapi.CallStatus
+	for {
+		var cur httpapi.CallStatus
+		err := a.retry(deadline, func(ctx context.Context) error {
+			wait := min(awaitPoll, time.Until(deadline)).Round(time.Millisecond)
+			if wait <= 0 {
+				wait = time.Millisecond
+			}
+			path := "/v1/calls/" + url.PathEscape(requestID) + "?wait=" + wait.String()
+			_, err := r.send(ctx, "GET", path, nil, a.auth(requestID), &cur)
+			return err
+		})
+		if err != nil {
+			return a.stop(e, id, *timeout, st, err)
+		}
+		st = &cur
+		switch st.Status {
+		case kernel.StatusAllowed:
+			return printAwaited(e, r, st, ExitOK)
+		case kernel.StatusDenied, kernel.StatusCancelled:
+			return printAwaited(e, r, st, ExitDenied)
+		}
+		if !time.Now().Before(deadline) {
+			return a.stop(e, id, *timeout, st, errTimedOut)
+		}
+	}
+}
+
+var errTimedOut = errors.New("timed out")
+
+// retry runs one request, reconnecting after transport failures and 5xx
+// answers (chiod restarting, a proxy in between) until the deadline.
+// Answers that will not change by asking again (400, 401, 403, 404) end it.
+func (a *awaiter) retry(deadline time.Time, f func(ctx context.Context) error) error {
+	backoff := 250 * time.Millisecond
+	for {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return errTimedOut
+		}
+		// The request may outlive the long-poll wait by a margin, never forever.
+		ctx, cancel := context.WithTimeout(context.Background(), min(awaitPoll, remaining)+15*time.Second)
+		err := f(ctx)
+		cancel()
+		var ae *apiError
+		if err == nil || errors.Is(err, errBadResponse) ||
+			errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusTooManyRequests {
+			return err
+		}
+		fmt.Fprintf(a.r.e.Stderr, "chio: %v; retrying\n", err)
+		time.Sleep(min(backoff, max(time.Until(deadline), 0)))
+		backoff = min(2*backoff, awaitMaxBackoff)
+	}
+}
+
+// stop reports a timeout (exit 5) or an error (exit 1).
+func (a *awaiter) stop(e *Env, id string, timeout time.Duration, st *httpapi.CallStatus, err error) int {
+	if !errors.Is(err, errTimedOut) {
+		return fail(e, err)
+	}
+	if st != nil && a.r.output != "table" {
+		printJSON(e.Stdout, st, a.r.output == "jsonl")
+	}
+	status := "unresolved"
+	if st != nil {
+		status = st.Status
+	}
+	fmt.Fprintf(e.Stderr, "chio: timed out after %s waiting for %s (still %s)\n", timeout, id, status)
+	return ExitTimedOut
+}
+
+// printAwaited prints the final state: the output on stdout and the human's
+// note and amendment on stderr (table), or everything as JSON.
+func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
+	if r.output != "table" {
+		printJSON(e.Stdout, st, r.output == "jsonl")
+		return code
+	}
+	if code == ExitOK {
+		if st.ToolError != "" {
+			fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", st.ToolError)
+		}
+		fmt.Fprintln(e.Stdout, string(st.Output))
+	} else {
+		fmt.Fprintf(e.Stdout, "%s by %s: %s\n", st.Status, dash(st.Guard), st.Reason)
+	}
+	if ap := st.Approval; ap != nil && ap.Approver != "" {
+		fmt.Fprintf(e.Stderr, "%s by %s\n", ap.Status, nameOr(ap.ApproverDisplayName, ap.Approver))
+		if ap.Note != "" {
+			fmt.Fprintf(e.Stderr, "note: %s\n", ap.Note)
+		}
+		if ap.Amended {
+			fmt.Fprintf(e.Stderr, "amended arguments: %s\n", ap.AmendedArguments)
+		}
+	}
+	return code
+}
