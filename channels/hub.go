@@ -1,0 +1,287 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gofrs/uuid/v5"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/kernel"
+)
+
+var _ kernel.Notifier = (*Hub)(nil)
+
+// Hub defaults.
+const (
+	DefaultMaxAttempts    = 6
+	DefaultQueueSize      = 10000
+	DefaultWorkers        = 2
+	DefaultAttemptTimeout = 30 * time.Second
+)
+
+// HubOptions configures a Hub. Only Channels is required.
+type HubOptions struct {
+	// Channels are the push channels configured for this daemon. Names must
+	// be unique; a nil channel or a duplicate name panics in NewHub.
+	Channels []Channel
+	// Backoff between attempts of one job (defaults in Backoff).
+	Backoff Backoff
+	// MaxAttempts per job, the first included (default 6). A channel that
+	// implements AttemptLimiter sets its own.
+	MaxAttempts int
+	// AttemptTimeout bounds one Deliver call via its ctx (default 30s).
+	AttemptTimeout time.Duration
+	// OnFailure records a notification that was given up on. The daemon
+	// wires kernel.RecordNotifyFailure. It may block and is never called on
+	// Notify's goroutine; it must be safe for concurrent use.
+	OnFailure func(approvalID, channel, msg string)
+	// Metric counts results (ResultOK, ResultRetry, ResultFailed) per
+	// channel, e.g. httpapi Metrics.Notify. It must be cheap and must not
+	// block: Notify calls it for dropped notifications.
+	Metric func(channel, result string)
+	// QueueSize bounds each channel's queue of jobs (default 10000).
+	QueueSize int
+	// Workers per channel (default 2).
+	Workers int
+}
+
+// Hub fans kernel notifications out to channels. Each registered channel
+// has its own bounded queue and workers, so a dead webhook cannot delay
+// Slack. Jobs of one request may be delivered out of order (each carries the
+// full request state, so receivers keep the latest by status and votes).
+//
+// Routing: a notification goes to every channel named in req.Channels that
+// is registered on the hub, once per name. Names not registered are skipped
+// silently: poll, terminal and dashboard need no push (they read the durable
+// store or the event stream), and policy validation refuses a request naming
+// webhook, slack or email unless that channel is configured.
+type Hub struct {
+	opts   HubOptions
+	lanes  map[string]*lane
+	ctx    context.Context // cancelled by Close: aborts attempts and backoffs
+	cancel context.CancelFunc
+
+	mu      sync.RWMutex // guards closed against Notify's sends
+	closed  bool
+	workers sync.WaitGroup
+
+	// failures carries Notify-time drops to a goroutine that calls
+	// OnFailure, so Notify itself never waits on the store.
+	failures chan failure
+	reporter sync.WaitGroup
+}
+
+type lane struct {
+	ch       Channel
+	name     string
+	attempts int
+	queue    chan job
+}
+
+type job struct {
+	event string
+	req   *approval.Request
+	id    string // delivery id, stable across retries
+}
+
+type failure struct{ approvalID, channel, msg string }
+
+// failureBuffer bounds Notify-time drops awaiting OnFailure; beyond it a
+// drop is only counted in the metric.
+const failureBuffer = 1024
+
+// NewHub starts the workers. Call Close to stop them.
+func NewHub(opts HubOptions) *Hub {
+	if opts.MaxAttempts < 1 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.QueueSize < 1 {
+		opts.QueueSize = DefaultQueueSize
+	}
+	if opts.Workers < 1 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.AttemptTimeout <= 0 {
+		opts.AttemptTimeout = DefaultAttemptTimeout
+	}
+	opts.Backoff = opts.Backoff.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Hub{
+		opts: opts, lanes: map[string]*lane{}, ctx: ctx, cancel: cancel,
+		failures: make(chan failure, failureBuffer),
+	}
+	for _, c := range opts.Channels {
+		if c == nil {
+			panic("channels: nil Channel in HubOptions")
+		}
+		name := c.Name()
+		if name == "" || h.lanes[name] != nil {
+			panic(fmt.Sprintf("channels: empty or duplicate channel name %q", name))
+		}
+		l := &lane{ch: c, name: name, attempts: opts.MaxAttempts, queue: make(chan job, opts.QueueSize)}
+		if al, ok := c.(AttemptLimiter); ok && al.MaxAttempts() >= 1 {
+			l.attempts = al.MaxAttempts()
+		}
+		h.lanes[name] = l
+		for range opts.Workers {
+			h.workers.Add(1)
+			go h.work(l)
+		}
+	}
+	h.reporter.Add(1)
+	go func() {
+		defer h.reporter.Done()
+		for f := range h.failures {
+			h.fail(f.approvalID, f.channel, f.msg)
+		}
+	}()
+	return h
+}
+
+// Notify implements kernel.Notifier: one job per (event, channel named on
+// the request and registered here). It never blocks: when a channel's queue
+// is full the notification is dropped, counted as "failed" and recorded on
+// the request asynchronously. The request itself is already durable, so it
+// is never lost — only this push about it.
+func (h *Hub) Notify(event string, req *approval.Request) {
+	if req == nil {
+		return
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for i, name := range req.Channels {
+		l := h.lanes[name]
+		if l == nil || slices.Contains(req.Channels[:i], name) {
+			continue
+		}
+		if h.closed { // shutting down: nothing can record it any more
+			h.metric(name, ResultFailed)
+			continue
+		}
+		j := job{event: event, req: req}
+		if id, err := uuid.NewV7(); err == nil {
+			j.id = id.String()
+		}
+		select {
+		case l.queue <- j:
+		default:
+			h.metric(name, ResultFailed)
+			msg := event + " not delivered: notification queue full (the request stays on the dashboard and GET /approvals/pending)"
+			select {
+			case h.failures <- failure{req.ApprovalID, name, msg}:
+			default: // reporter saturated too; the metric above still counts it
+			}
+		}
+	}
+}
+
+// Close stops the workers: in-flight attempts are cancelled through their
+// ctx, pending retries and queued jobs are abandoned, each recorded through
+// OnFailure. It waits for that to finish. Notify after Close only counts
+// "failed". Close is idempotent.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	h.cancel()
+	h.mu.Unlock()
+
+	h.workers.Wait()
+	for _, l := range h.lanes {
+		for drained := false; !drained; {
+			select {
+			case j := <-l.queue:
+				h.giveUp(l, j, j.event+" not delivered: hub closed")
+			default:
+				drained = true
+			}
+		}
+	}
+	close(h.failures) // no sender is left: Notify checks closed under mu
+	h.reporter.Wait()
+}
+
+func (h *Hub) work(l *lane) {
+	defer h.workers.Done()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case j := <-l.queue:
+			h.run(l, j)
+		}
+	}
+}
+
+// run delivers one job: attempts with backoff until success, a permanent
+// error, the attempt budget, or Close.
+func (h *Hub) run(l *lane, j job) {
+	ctx := WithDeliveryID(h.ctx, j.id)
+	var err error
+	for n := 1; ; n++ {
+		if h.ctx.Err() != nil {
+			msg := j.event + " not delivered: hub closed"
+			if n > 1 {
+				msg = fmt.Sprintf("%s abandoned at shutdown after %d attempt(s): %v", j.event, n-1, err)
+			}
+			h.giveUp(l, j, msg)
+			return
+		}
+		if err = h.attempt(ctx, l, j); err == nil {
+			h.metric(l.name, ResultOK)
+			return
+		}
+		switch {
+		case h.ctx.Err() != nil:
+			continue // reported as abandoned at the top of the loop
+		case errors.Is(err, ErrPermanent), n >= l.attempts:
+			h.giveUp(l, j, fmt.Sprintf("%s not delivered after %d attempt(s): %v", j.event, n, err))
+			return
+		}
+		h.metric(l.name, ResultRetry)
+		t := time.NewTimer(h.opts.Backoff.Delay(n))
+		select {
+		case <-t.C:
+		case <-h.ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+// attempt is one Deliver call, bounded by AttemptTimeout; a panicking
+// channel is a failed attempt, never a crashed daemon.
+func (h *Hub) attempt(ctx context.Context, l *lane, j job) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, h.opts.AttemptTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("channel %s panicked: %v", l.name, r)
+		}
+	}()
+	return l.ch.Deliver(ctx, j.event, j.req)
+}
+
+func (h *Hub) giveUp(l *lane, j job, msg string) {
+	h.metric(l.name, ResultFailed)
+	h.fail(j.req.ApprovalID, l.name, msg)
+}
+
+func (h *Hub) fail(approvalID, channel, msg string) {
+	if h.opts.OnFailure != nil {
+		h.opts.OnFailure(approvalID, channel, msg)
+	}
+}
+
+func (h *Hub) metric(channel, result string) {
+	if h.opts.Metric != nil {
+		h.opts.Metric(channel, result)
+	}
+}
