@@ -43,8 +43,11 @@ type RespondResult struct {
 // incomplete receipt and the call record are one durable commit, then the
 // timer is armed, then channels are notified, then the caller answers 202.
 func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, d Decision, now time.Time) (*Outcome, error) {
-	if out, ok, err := k.tryBatch(ctx, rec, p, g, intent, now); ok || err != nil {
-		return out, err
+	tool, _ := p.Tool(rec.Server, rec.Tool)
+	if !tool.IsHITL() { // a standing approval cannot answer a question
+		if out, ok, err := k.tryBatch(ctx, rec, p, g, intent, now); ok || err != nil {
+			return out, err
+		}
 	}
 	req := k.newApprovalRequest(rec, p, g, intent, d, now)
 	rec.Status, rec.ApprovalID, rec.Reason = StatusPendingApproval, req.ApprovalID, d.Reason
@@ -95,6 +98,9 @@ func (k *Kernel) newApprovalRequest(rec *CallRecord, p *policy.Policy, g *policy
 	}
 	if a.ExposeArguments {
 		req.Arguments = rec.Arguments
+	}
+	if tool, _ := p.Tool(rec.Server, rec.Tool); tool.IsHITL() {
+		applyHITL(req, rec)
 	}
 	return req
 }
@@ -220,7 +226,16 @@ func (k *Kernel) Respond(ctx context.Context, approvalID string, tokenRaw []byte
 	if err != nil {
 		return nil, err
 	}
-	if len(tok.AmendedArguments) > 0 && (tok.Decision != approval.DecisionApproved || req.Quorum > 1) {
+	if req.Kind == approval.KindQuestion && tok.Decision == approval.DecisionApproved {
+		var q []approval.Question
+		if err := json.Unmarshal(req.Questions, &q); err != nil {
+			return nil, fmt.Errorf("%w: stored questions unreadable", ErrConflict)
+		}
+		if err := approval.ValidateAnswers(q, tok.Answers); err != nil {
+			return nil, err
+		}
+	}
+	if len(tok.AmendedArguments) > 0 && (req.Kind != approval.KindToolCall || tok.Decision != approval.DecisionApproved || req.Quorum > 1) {
 		return nil, fmt.Errorf("%w: amended_arguments need an approval on a quorum-1 request", approval.ErrMalformedToken)
 	}
 	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
@@ -416,7 +431,13 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	if d := k.pipeline.Evaluate(rq, false); d.Verdict == Deny {
 		return deny(d.Guard, d.Reason)
 	}
-	res, derr := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Arguments: args})
+	var res DispatchResult
+	var derr error
+	if req.Kind == approval.KindToolCall {
+		res, derr = k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Arguments: args})
+	} else {
+		res.Output = hitlOutput(req, tok, vote)
+	}
 	r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Allow}, vote, k.clock.Now())
 	for key, v := range extra {
 		r.Metadata[key] = v

@@ -319,6 +319,15 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 		}
 	}
 	d := k.pipeline.Evaluate(req, true)
+	if tool.IsHITL() {
+		// confirm / ask always ask a human, once the other guards allow.
+		if err := checkHITLArgs(call.Tool, call.Arguments); err != nil {
+			return nil, err
+		}
+		if d.Verdict == Allow {
+			d = Decision{Verdict: PendingApproval, TriggeredBy: []string{"hitl"}, Reason: "the agent asks a human"}
+		}
+	}
 	switch d.Verdict {
 	case Deny:
 		return k.deny(ctx, rec, p, d.Guard, d.Reason, now)

@@ -32,9 +32,23 @@ func builtinTools() []Tool {
 	return []Tool{
 		{Name: "echo", Action: DefaultAction},
 		{Name: "issue_refund", Action: "charge", Category: "financial"},
+		// confirm and ask are not tools that run: they ask a human (kind
+		// confirm / question) and the signed answer is the call's output.
+		{Name: ToolConfirm, Action: "confirm", Category: CategoryHITL},
+		{Name: ToolAsk, Action: "ask", Category: CategoryHITL},
 		{Name: "delete_file", Action: "delete", Category: "data_mutation"},
 	}
 }
+
+// The human-in-the-loop verbs every builtin server offers.
+const (
+	ToolConfirm  = "confirm"
+	ToolAsk      = "ask"
+	CategoryHITL = "hitl"
+)
+
+// IsHITL reports whether t is a confirm/ask verb rather than a tool.
+func (t *Tool) IsHITL() bool { return t != nil && t.Category == CategoryHITL }
 
 func builtinTool(name string) *Tool {
 	for _, t := range builtinTools() {

@@ -274,6 +274,9 @@ func (v *validator) grantList() {
 			}
 		}
 		v.constraints(sub(base, "constraints"), &g.Constraints)
+		if s := v.servers[g.Server]; s != nil && s.Transport == TransportBuiltin && (g.Tool == ToolConfirm || g.Tool == ToolAsk) && g.Approval == nil {
+			v.at(base, k("tool"), "grant %q covers %q, which always asks a human: add [grants.approval] with approvers", g.ID, g.Tool)
+		}
 		if trigger := approvalTrigger(&g.Constraints); trigger != nil && g.Approval == nil {
 			v.at(base, append(k("constraints"), trigger...),
 				"grant %q asks for approval (%s) but has no [grants.approval] table: add one with at least one [[grants.approval.approvers]]",

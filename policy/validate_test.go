@@ -121,7 +121,7 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"grant tool missing", builtin + "[[grants]]  # <-\nid = \"g\"\nserver = \"s\"\n", `grant "g" needs a tool`},
 	{"grant bad glob", builtin + "[[grants]]\nid = \"g\"\nserver = \"s\"\ntool = \"read_[\"  # <-\n", `tool = "read_[" is not a valid pattern`},
 	{"grant undeclared tool http", "[[servers]]\nid = \"h\"\ntransport = \"http\"\nurl = \"http://x\"\n[[grants]]\nid = \"g\"\nserver = \"h\"\ntool = \"deploy\"  # <-\n", `server "h" has no tool "deploy": declare it`},
-	{"grant unknown builtin tool", builtin + "[[grants]]\nid = \"g\"\nserver = \"s\"\ntool = \"format_disk\"  # <-\n", "builtin tools are echo, issue_refund, delete_file"},
+	{"grant unknown builtin tool", builtin + "[[grants]]\nid = \"g\"\nserver = \"s\"\ntool = \"format_disk\"  # <-\n", "builtin tools are echo, issue_refund, confirm, ask, delete_file"},
 	{"operations empty", grantHead + "operations = []  # <-\n", "operations must list at least one operation"},
 	{"operation blank", grantHead + "operations = [\"invoke\", \"\"]  # <-\n", `operation "": must not be blank`},
 

@@ -1,0 +1,134 @@
+package approval
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/chiokernel/chio/internal/canon"
+)
+
+// Question types of an `ask` request (the HITL channel seed's form fields).
+const (
+	QuestionText   = "text"
+	QuestionSingle = "single"
+	QuestionMulti  = "multi"
+)
+
+// Limits on questions, checked before they are stored or shown.
+const (
+	MaxQuestions    = 20
+	MaxOptions      = 50
+	MaxQuestionText = 1000
+	MaxAnswerText   = 4000
+	MaxPromptLen    = 2000
+)
+
+// Question is one field of an `ask` request.
+type Question struct {
+	ID         string   `json:"id"`
+	Text       string   `json:"text"`
+	Type       string   `json:"type"`
+	Options    []string `json:"options,omitempty"`
+	AllowOther bool     `json:"allow_other,omitempty"`
+}
+
+// ConfirmArgs are the arguments of the `confirm` verb.
+type ConfirmArgs struct {
+	Prompt  string          `json:"prompt"`
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// AskArgs are the arguments of the `ask` verb.
+type AskArgs struct {
+	Prompt    string     `json:"prompt,omitempty"`
+	Questions []Question `json:"questions"`
+}
+
+// ErrBadQuestions marks confirm/ask arguments that cannot be shown to a human.
+var ErrBadQuestions = errors.New("invalid confirm/ask arguments")
+
+// ParseConfirm checks confirm arguments.
+func ParseConfirm(raw []byte) (*ConfirmArgs, error) {
+	var a ConfirmArgs
+	if err := canon.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadQuestions, err)
+	}
+	if a.Prompt == "" || len(a.Prompt) > MaxPromptLen {
+		return nil, fmt.Errorf("%w: prompt must be 1..%d bytes", ErrBadQuestions, MaxPromptLen)
+	}
+	return &a, nil
+}
+
+// ParseAsk checks ask arguments: ids unique, types known, options present
+// for selects.
+func ParseAsk(raw []byte) (*AskArgs, error) {
+	var a AskArgs
+	if err := canon.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadQuestions, err)
+	}
+	if len(a.Questions) == 0 || len(a.Questions) > MaxQuestions || len(a.Prompt) > MaxPromptLen {
+		return nil, fmt.Errorf("%w: 1..%d questions, prompt ≤ %d bytes", ErrBadQuestions, MaxQuestions, MaxPromptLen)
+	}
+	seen := map[string]bool{}
+	for _, q := range a.Questions {
+		switch {
+		case q.ID == "" || len(q.ID) > 64 || seen[q.ID]:
+			return nil, fmt.Errorf("%w: question ids must be unique, 1..64 bytes", ErrBadQuestions)
+		case q.Text == "" || len(q.Text) > MaxQuestionText:
+			return nil, fmt.Errorf("%w: question %q needs text ≤ %d bytes", ErrBadQuestions, q.ID, MaxQuestionText)
+		case q.Type != QuestionText && q.Type != QuestionSingle && q.Type != QuestionMulti:
+			return nil, fmt.Errorf("%w: question %q type must be text, single or multi", ErrBadQuestions, q.ID)
+		case q.Type != QuestionText && (len(q.Options) == 0 || len(q.Options) > MaxOptions):
+			return nil, fmt.Errorf("%w: question %q needs 1..%d options", ErrBadQuestions, q.ID, MaxOptions)
+		}
+		seen[q.ID] = true
+	}
+	return &a, nil
+}
+
+// ValidateAnswers checks a token's answers against the questions: an
+// object from question id to a string (text, single) or a list of strings
+// (multi); select answers must be options unless allow_other; every
+// question is answered.
+func ValidateAnswers(questions []Question, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return fmt.Errorf("%w: answers are required for a question request", ErrMalformedToken)
+	}
+	var ans map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return fmt.Errorf("%w: answers must be an object", ErrMalformedToken)
+	}
+	if len(ans) != len(questions) {
+		return fmt.Errorf("%w: %d answers for %d questions", ErrMalformedToken, len(ans), len(questions))
+	}
+	for _, q := range questions {
+		v, ok := ans[q.ID]
+		if !ok {
+			return fmt.Errorf("%w: question %q not answered", ErrMalformedToken, q.ID)
+		}
+		var picks []string
+		if q.Type == QuestionMulti {
+			if json.Unmarshal(v, &picks) != nil || len(picks) == 0 {
+				return fmt.Errorf("%w: question %q wants a list of choices", ErrMalformedToken, q.ID)
+			}
+		} else {
+			var s string
+			if json.Unmarshal(v, &s) != nil || s == "" {
+				return fmt.Errorf("%w: question %q wants a non-empty string", ErrMalformedToken, q.ID)
+			}
+			picks = []string{s}
+		}
+		for _, p := range picks {
+			if len(p) > MaxAnswerText || !utf8.ValidString(p) {
+				return fmt.Errorf("%w: answer to %q too long", ErrMalformedToken, q.ID)
+			}
+			if q.Type != QuestionText && !q.AllowOther && !slices.Contains(q.Options, p) {
+				return fmt.Errorf("%w: %q is not an option of %q", ErrMalformedToken, p, q.ID)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package kernel
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/policy"
+)
+
+// checkHITLArgs validates confirm / ask arguments before anything is
+// stored: a human will read them.
+func checkHITLArgs(tool string, args json.RawMessage) error {
+	var err error
+	switch tool {
+	case policy.ToolConfirm:
+		_, err = approval.ParseConfirm(args)
+	case policy.ToolAsk:
+		_, err = approval.ParseAsk(args)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadCall, err)
+	}
+	return nil
+}
+
+// applyHITL turns a request into a confirm or question: the prompt is the
+// summary, and the arguments (the prompt and details a human must read) are
+// always shown.
+func applyHITL(req *approval.Request, rec *CallRecord) {
+	req.Arguments = rec.Arguments
+	switch rec.Tool {
+	case policy.ToolConfirm:
+		a, _ := approval.ParseConfirm(rec.Arguments)
+		req.Kind, req.Summary = approval.KindConfirm, a.Prompt
+	case policy.ToolAsk:
+		a, _ := approval.ParseAsk(rec.Arguments)
+		req.Kind = approval.KindQuestion
+		req.Summary = a.Prompt
+		if req.Summary == "" {
+			req.Summary = a.Questions[0].Text
+		}
+		req.Questions, _ = json.Marshal(a.Questions)
+	}
+}
+
+// hitlOutput is what an answered confirm / ask returns to the agent.
+func hitlOutput(req *approval.Request, tok *approval.Token, vote *approval.Vote) json.RawMessage {
+	out := map[string]any{"confirmed": true}
+	if req.Kind == approval.KindQuestion && tok != nil {
+		out = map[string]any{"answers": tok.Answers}
+	}
+	if vote != nil {
+		out["approver"] = vote.Approver
+		if vote.Note != "" {
+			out["note"] = vote.Note
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
