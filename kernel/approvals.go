@@ -183,6 +183,22 @@ func (k *Kernel) ListPending(f PendingFilter) ([]*approval.Request, error) {
 // Respond presents a signed token (the only way a human decision enters
 // the kernel). outcome, if non-empty, must equal the signed decision.
 func (k *Kernel) Respond(ctx context.Context, approvalID string, tokenRaw []byte, outcome, channel string) (*RespondResult, error) {
+	return k.RespondWith(ctx, approvalID, tokenRaw, RespondOptions{Outcome: outcome, Channel: channel})
+}
+
+// RespondOptions qualify a presented token.
+type RespondOptions struct {
+	Outcome string // must equal the signed decision when set
+	Channel string // lands in the receipt's `channel` metadata
+	// Custodial marks a token chiod signed for the approver with a key it
+	// holds (Slack's slack_custodial); the receipt says `custodial: true`.
+	// The token is verified exactly like any other.
+	Custodial bool
+}
+
+// RespondWith is Respond with options.
+func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []byte, o RespondOptions) (*RespondResult, error) {
+	outcome, channel := o.Outcome, o.Channel
 	// A vote leads to a commit and maybe a dispatch; neither may be cut off
 	// by the presenter going away.
 	ctx = context.WithoutCancel(ctx)
@@ -239,7 +255,7 @@ func (k *Kernel) Respond(ctx context.Context, approvalID string, tokenRaw []byte
 		return nil, fmt.Errorf("%w: amended_arguments need an approval on a quorum-1 request", approval.ErrMalformedToken)
 	}
 	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
-		Decision: tok.Decision, Note: tok.Note, Channel: channel, At: now.UnixMilli(), Token: json.RawMessage(tokenRaw)}
+		Decision: tok.Decision, Note: tok.Note, Channel: channel, Custodial: o.Custodial, At: now.UnixMilli(), Token: json.RawMessage(tokenRaw)}
 	return k.recordVote(ctx, req.ApprovalID, vote, tok, now)
 }
 
