@@ -1,0 +1,198 @@
+package slack
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/chiokernel/chio/approval"
+)
+
+// Action ids of the message's buttons, and the block that holds them.
+const (
+	ActionApprove = "chio_approve"
+	ActionDeny    = "chio_deny"
+	ActionReview  = "chio_review" // link button: Slack reports the click, chiod ignores it
+	BlockActions  = "chio_actions"
+)
+
+// render builds a request's message: blocks and the notification text.
+func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
+	approved, denied := req.Counts()
+	var title string
+	switch req.Status {
+	case approval.StatusPending:
+		title = ":bell: Approval requested"
+		if req.Tier > 0 {
+			title = fmt.Sprintf(":rotating_light: Approval escalated to tier %d", req.Tier+1)
+		}
+	case approval.StatusApproved:
+		title = ":white_check_mark: Approved"
+	case approval.StatusDenied:
+		title = ":x: Denied"
+	case approval.StatusExpired:
+		title = ":hourglass: Expired (no decision before the deadline)"
+	case approval.StatusCancelled:
+		title = ":no_entry_sign: Cancelled"
+	default:
+		title = req.Status
+	}
+	blocks := []slackapi.Block{
+		slackapi.NewSectionBlock(mrkdwn(clip("*"+title+"*\n"+escape(req.Summary), maxSectionText)), nil, nil),
+	}
+	var fields []*slackapi.TextBlockObject
+	field := func(k, v string) {
+		if v != "" {
+			fields = append(fields, mrkdwn(clip("*"+k+"*\n"+v, maxFieldText)))
+		}
+	}
+	in := parseIntent(req.GovernedIntent)
+	if in.MaxAmount != nil {
+		field("Amount", fmt.Sprintf("%d %s", in.MaxAmount.Units, escape(in.MaxAmount.Currency)))
+	}
+	field("Intent", escape(in.Purpose))
+	if req.SubjectID != "" {
+		field("Agent", "`"+ShortKey(req.SubjectID)+"`")
+	}
+	if req.ToolServer != "" {
+		tool := fmt.Sprintf("`%s/%s`", escape(req.ToolServer), escape(req.ToolName))
+		if req.Action != "" {
+			tool += " (" + escape(req.Action) + ")"
+		}
+		field("Tool", tool)
+	}
+	field("Deadline", slackDate(req.ExpiresAt))
+	quorum := fmt.Sprintf("%d/%d approvals", approved, req.Quorum)
+	if denied > 0 {
+		quorum += fmt.Sprintf(", %d denied", denied)
+	}
+	field("Quorum", quorum)
+	kind := req.Kind
+	if req.Tier > 0 {
+		kind += fmt.Sprintf(" · tier %d", req.Tier+1)
+	}
+	field("Kind", kind)
+	blocks = append(blocks, slackapi.NewSectionBlock(nil, fields, nil))
+	if len(req.Arguments) > 0 && req.Kind == approval.KindToolCall {
+		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(clip("*Arguments*\n```"+escape(string(req.Arguments))+"```", maxSectionText)), nil, nil))
+	}
+	if req.Kind == approval.KindQuestion {
+		var qs []approval.Question
+		_ = json.Unmarshal(req.Questions, &qs)
+		var b strings.Builder
+		b.WriteString("*Questions* (answer in the dashboard)")
+		for i, q := range qs {
+			fmt.Fprintf(&b, "\n%d. %s", i+1, escape(q.Text))
+			if len(q.Options) > 0 {
+				fmt.Fprintf(&b, " _(%s)_", escape(strings.Join(q.Options, " / ")))
+			}
+		}
+		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(clip(b.String(), maxSectionText)), nil, nil))
+	}
+	if len(req.Votes) > 0 || req.Resolution != nil {
+		var lines []string
+		for _, v := range req.Votes {
+			icon := ":white_check_mark:"
+			if v.Decision != approval.DecisionApproved {
+				icon = ":x:"
+			}
+			line := fmt.Sprintf("%s %s *%s* via %s", icon, escape(who(v)), v.Decision, escape(v.Channel))
+			if v.Custodial {
+				line += " (custodial key)"
+			}
+			if v.Note != "" {
+				line += ": " + escape(v.Note)
+			}
+			lines = append(lines, line)
+		}
+		if res := req.Resolution; res != nil {
+			line := "*" + res.Outcome + "*"
+			if res.Reason != "" && req.Status != approval.StatusDenied {
+				line += ": " + escape(res.Reason)
+			}
+			if res.ReceiptID != "" {
+				line += " · receipt `" + escape(res.ReceiptID) + "`"
+			}
+			lines = append(lines, line)
+		}
+		blocks = append(blocks, slackapi.NewContextBlock("chio_votes", mrkdwn(clip(strings.Join(lines, "\n"), maxContextText))))
+	}
+	review := slackapi.NewButtonBlockElement(ActionReview, req.ApprovalID, plain("Review & sign")).WithURL(c.DashboardURL(req.ApprovalID))
+	if req.Status == approval.StatusPending {
+		var els []slackapi.BlockElement
+		if req.Kind != approval.KindQuestion {
+			els = append(els, slackapi.NewButtonBlockElement(ActionApprove, req.ApprovalID, plain("Approve")).WithStyle(slackapi.StylePrimary))
+		}
+		els = append(els, slackapi.NewButtonBlockElement(ActionDeny, req.ApprovalID, plain("Deny")).WithStyle(slackapi.StyleDanger), review)
+		blocks = append(blocks, slackapi.NewActionBlock(BlockActions, els...))
+	} else {
+		review.Text = plain("View in dashboard")
+		blocks = append(blocks, slackapi.NewActionBlock(BlockActions, review))
+	}
+	text := clip(strings.TrimPrefix(strings.TrimPrefix(title, ":bell: "), ":")+": "+req.Summary, maxFallback)
+	return blocks, text
+}
+
+func who(v approval.Vote) string {
+	if v.DisplayName != "" {
+		return v.DisplayName
+	}
+	return ShortKey(v.Approver)
+}
+
+type intent struct {
+	Purpose   string           `json:"purpose"`
+	MaxAmount *approval.Amount `json:"max_amount"`
+}
+
+func parseIntent(raw json.RawMessage) intent {
+	var in intent
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &in)
+	}
+	return in
+}
+
+// ShortKey abbreviates an `ed25519:<hex>` key to its first 8 hex digits.
+func ShortKey(k string) string {
+	hexPart, ok := strings.CutPrefix(k, "ed25519:")
+	if !ok || len(hexPart) <= 12 {
+		return k
+	}
+	return "ed25519:" + hexPart[:8] + "…"
+}
+
+// slackDate renders a unix time in the reader's own time zone, with a UTC
+// fallback for clients that cannot.
+func slackDate(unix int64) string {
+	utc := time.Unix(unix, 0).UTC().Format("2006-01-02 15:04 UTC")
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", unix, utc)
+}
+
+func mrkdwn(s string) *slackapi.TextBlockObject {
+	return slackapi.NewTextBlockObject(slackapi.MarkdownType, s, false, true)
+}
+
+func plain(s string) *slackapi.TextBlockObject {
+	return slackapi.NewTextBlockObject(slackapi.PlainTextType, s, false, false)
+}
+
+// escape neutralises Slack's control characters in untrusted text (agent
+// summaries, notes): no mentions, links or channel pings can be injected.
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

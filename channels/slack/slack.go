@@ -1,0 +1,419 @@
+// Package slack is the Slack channel ([channels.slack]): one Block Kit
+// message per approval request in the configured channel, updated as the
+// request escalates and when it is resolved (from any channel), and an
+// interactions endpoint (POST /slack/interactions) for its buttons.
+//
+// # Messages
+//
+// On approval.requested the channel posts to [channels.slack] channel: the
+// summary, amount and purpose from the governed intent, the requesting
+// agent (short key), the tool, the deadline, quorum progress and the kind,
+// with Approve / Deny buttons (value = the approval id) and a "Review &
+// sign" link button to PUBLIC_URL/dashboard/#/approvals/<id>. A question
+// request has no Approve button: its answers are given in the dashboard.
+// approval.escalated and approval.resolved update that message in place
+// (chat.update): the new tier, or who decided what and the receipt.
+//
+// Where a message is remembered: each request's (channel, ts) is kept in
+// memory and written to <data_dir>/slack/messages/<approval_id>.json
+// (0600, atomically), so a restart still updates the right message. A
+// resolution that arrives before the request's message was posted (the hub
+// may deliver one request's events out of order) leaves a tombstone so the
+// late approval.requested posts nothing stale. References of resolved
+// requests are pruned MessageRetention after resolution, at start.
+//
+// # Interactions
+//
+// InteractionsHandler serves POST /slack/interactions. In order: the raw
+// body is read with a MaxInteractionBody limit; Slack's v0 signature is
+// checked (HMAC-SHA256 with the signing secret over
+// "v0:<X-Slack-Request-Timestamp>:<raw body>", constant-time compare with
+// X-Slack-Signature); the timestamp must be within ±SignatureWindow of the
+// injected clock; a signature already seen inside the window is a replay.
+// Any failure there answers 401 and changes nothing. Only then is the
+// `payload` form field parsed.
+//
+// A click on Approve / Deny is mapped to an approver of the request's grant
+// through contact.slack (see MatchSlackUser): an unmapped user gets an
+// ephemeral "you are not an approver for this request" and nothing changes.
+// A click signs only when the grant says slack_custodial = true and chiod
+// holds that approver's custodial key (see custodial.go): chiod then signs a
+// token for the approver, presents it through the kernel's respond path
+// with channel "slack" and Custodial set, so the receipt says
+// `custodial: true`. Otherwise the click answers (ephemeral) with the
+// dashboard link, where the approver signs with their own key.
+//
+// Replays and restarts: the replay cache is in memory. A restart inside the
+// window could accept a replayed click once more, but every click is bound
+// to one approver and one request, and the kernel counts one vote per
+// approver: a replayed click can only repeat a vote already cast (refused
+// as a duplicate) or land on a resolved request (refused as a conflict).
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/channels"
+	"github.com/chiokernel/chio/internal/clock"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/policy"
+)
+
+// Name is the channel name used in policies, receipts and metrics.
+const Name = "slack"
+
+// Options are what New needs besides [channels.slack].
+type Options struct {
+	// PublicURL is [kernel] public_url: dashboard links are built on it.
+	PublicURL string
+	// DataDir is [kernel] data_dir. Message references live in
+	// DataDir/slack/messages and custodial keys in DataDir/custodial.
+	// Empty keeps references in memory only and loads no custodial key.
+	DataDir string
+	// Policy is the policy at start: custodial keys are loaded for the
+	// approvers of its slack_custodial grants.
+	Policy *policy.Policy
+	// Clock checks interaction timestamps and dates tokens (default real).
+	Clock clock.Clock
+	// Getenv reads the bot token and signing secret (default os.Getenv).
+	Getenv func(string) string
+	// HTTPClient talks to the Slack API (default: 10 s timeout).
+	HTTPClient *http.Client
+	// Log receives warnings (default: discarded).
+	Log *slog.Logger
+	// AckTimeout: see DefaultAckTimeout.
+	AckTimeout time.Duration
+}
+
+// Channel posts and updates Slack messages and serves the interactions
+// endpoint. Safe for concurrent use.
+type Channel struct {
+	api        *slackapi.Client
+	channel    string
+	secret     []byte
+	publicURL  string
+	clock      clock.Clock
+	log        *slog.Logger
+	ackTimeout time.Duration
+	custodial  map[string]keys.PrivateKey // approver public key → key chiod holds
+	refs       *refStore
+	locks      [64]sync.Mutex // per-approval serialisation of post/update
+	seen       *replayCache
+	bg         sync.WaitGroup // votes still running after their ack
+}
+
+var _ channels.Channel = (*Channel)(nil)
+
+// New builds the channel. It fails closed: an unset bot token or signing
+// secret, an unreadable data dir, or a custodial key file that does not
+// belong to its approver is an error at start.
+func New(cfg policy.Slack, o Options) (*Channel, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.AckTimeout <= 0 {
+		o.AckTimeout = DefaultAckTimeout
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if strings.TrimSpace(cfg.Channel) == "" {
+		return nil, errors.New("slack: [channels.slack] needs a channel")
+	}
+	if cfg.BotTokenEnv == "" || o.Getenv(cfg.BotTokenEnv) == "" {
+		return nil, fmt.Errorf("slack: bot_token_env %q is not set: refusing to start without the bot token", cfg.BotTokenEnv)
+	}
+	if cfg.SigningSecretEnv == "" || o.Getenv(cfg.SigningSecretEnv) == "" {
+		return nil, fmt.Errorf("slack: signing_secret_env %q is not set: refusing to start without the signing secret (interactions could not be verified)", cfg.SigningSecretEnv)
+	}
+	apiOpts := []slackapi.Option{slackapi.OptionHTTPClient(o.HTTPClient)}
+	if cfg.APIURL != "" {
+		apiOpts = append(apiOpts, slackapi.OptionAPIURL(strings.TrimRight(cfg.APIURL, "/")+"/"))
+	}
+	c := &Channel{
+		api:        slackapi.New(o.Getenv(cfg.BotTokenEnv), apiOpts...),
+		channel:    cfg.Channel,
+		secret:     []byte(o.Getenv(cfg.SigningSecretEnv)),
+		publicURL:  strings.TrimRight(o.PublicURL, "/"),
+		clock:      o.Clock,
+		log:        o.Log,
+		ackTimeout: o.AckTimeout,
+		custodial:  map[string]keys.PrivateKey{},
+		seen:       newReplayCache(MaxSeenSignatures),
+	}
+	var err error
+	if c.refs, err = openRefStore(o.DataDir, o.Clock.Now()); err != nil {
+		return nil, err
+	}
+	if o.DataDir != "" && o.Policy != nil {
+		if c.custodial, err = LoadCustodialKeys(o.DataDir, o.Policy); err != nil {
+			return nil, err
+		}
+		for _, missing := range custodialMissing(o.Policy, c.custodial) {
+			c.log.Warn("slack_custodial approver has no custodial key: Slack clicks will send them to the dashboard",
+				"approver", missing.DisplayName, "public_key", missing.PublicKey.String(),
+				"path", CustodialKeyPath(o.DataDir, missing.PublicKey))
+		}
+	}
+	return c, nil
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return Name }
+
+// CustodialKeys returns the approver public keys chiod holds custodial
+// keys for.
+func (c *Channel) CustodialKeys() []string {
+	out := make([]string, 0, len(c.custodial))
+	for k := range c.custodial {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Close waits for votes still running after their click was acknowledged
+// (call it before closing the kernel's store).
+func (c *Channel) Close() error {
+	c.bg.Wait()
+	return nil
+}
+
+// DashboardURL is where an approver reviews and signs the request.
+func (c *Channel) DashboardURL(approvalID string) string {
+	return c.publicURL + "/dashboard/#/approvals/" + approvalID
+}
+
+func (c *Channel) lock(id string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	m := &c.locks[h.Sum32()%uint32(len(c.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// Deliver implements channels.Channel: it posts the request's message the
+// first time, and afterwards updates it when req is a later state than the
+// one shown (escalated, more votes, resolved). The event name only labels;
+// the request's own state decides, since the hub may deliver one request's
+// events out of order.
+func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Request) error {
+	if req == nil || !validApprovalID(req.ApprovalID) {
+		return fmt.Errorf("%w: no valid approval id", channels.ErrPermanent)
+	}
+	return c.sync(ctx, req)
+}
+
+// sync brings the Slack message of req up to req's state.
+func (c *Channel) sync(ctx context.Context, req *approval.Request) error {
+	defer c.lock(req.ApprovalID)()
+	ref, ok, err := c.refs.get(req.ApprovalID)
+	if err != nil {
+		return err
+	}
+	st := stateOf(req)
+	switch {
+	case ok && !st.after(ref.state):
+		return nil // shown already, or older than what is shown
+	case !ok && st.Final:
+		// Resolved before its message was posted: remember that, so the
+		// late approval.requested posts nothing stale.
+		return c.refs.put(req.ApprovalID, msgRef{state: st, UpdatedAt: c.clock.Now().Unix()})
+	}
+	blocks, text := c.render(req)
+	opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(blocks...), slackapi.MsgOptionText(text, false)}
+	if ok && ref.TS != "" {
+		if _, _, _, err := c.api.UpdateMessageContext(ctx, ref.Channel, ref.TS, opts...); err != nil {
+			return classify("chat.update", err)
+		}
+		ref.state = st
+	} else {
+		chID, ts, err := c.api.PostMessageContext(ctx, c.channel, opts...)
+		if err != nil {
+			return classify("chat.postMessage", err)
+		}
+		ref = msgRef{Channel: chID, TS: ts, state: st}
+	}
+	ref.UpdatedAt = c.clock.Now().Unix()
+	return c.refs.put(req.ApprovalID, ref)
+}
+
+// classify marks Slack API errors retrying cannot fix as permanent.
+func classify(method string, err error) error {
+	var rl *slackapi.RateLimitedError
+	if errors.As(err, &rl) {
+		return fmt.Errorf("slack %s: %w", method, err)
+	}
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited":
+			return fmt.Errorf("slack %s: %w", method, err)
+		}
+		return fmt.Errorf("%w: slack %s: %s", channels.ErrPermanent, method, se.Err)
+	}
+	var sre slackapi.StatusCodeError
+	if errors.As(err, &sre) && sre.Code >= 400 && sre.Code < 500 && sre.Code != http.StatusTooManyRequests && sre.Code != http.StatusRequestTimeout {
+		return fmt.Errorf("%w: slack %s: %v", channels.ErrPermanent, method, err)
+	}
+	return fmt.Errorf("slack %s: %w", method, err)
+}
+
+var approvalIDRE = regexp.MustCompile(`^ar-[0-9a-f-]{8,64}$`)
+
+func validApprovalID(id string) bool { return approvalIDRE.MatchString(id) }
+
+// --- message references ---
+
+// state orders what a message shows: a final state beats any pending one;
+// among pending ones a higher tier, then more votes, is later.
+type state struct {
+	Final bool `json:"final"`
+	Tier  int  `json:"tier"`
+	Votes int  `json:"votes"`
+}
+
+func stateOf(r *approval.Request) state {
+	return state{Final: r.Status != approval.StatusPending, Tier: r.Tier, Votes: len(r.Votes)}
+}
+
+func (s state) after(o state) bool {
+	switch {
+	case o.Final:
+		return false
+	case s.Final:
+		return true
+	case s.Tier != o.Tier:
+		return s.Tier > o.Tier
+	}
+	return s.Votes > o.Votes
+}
+
+// msgRef is where a request's message is, and what it shows. TS is empty
+// for a tombstone.
+type msgRef struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+	state
+	UpdatedAt int64 `json:"updated_at"` // unix s
+}
+
+// refStore keeps msgRefs in memory and, with a data dir, one file per
+// approval in dir.
+type refStore struct {
+	dir string
+	mu  sync.Mutex
+	mem map[string]msgRef
+}
+
+func openRefStore(dataDir string, now time.Time) (*refStore, error) {
+	s := &refStore{mem: map[string]msgRef{}}
+	if dataDir == "" {
+		return s, nil
+	}
+	s.dir = filepath.Join(dataDir, "slack", "messages")
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("slack: message store: %w", err)
+	}
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("slack: message store: %w", err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		id, ok := strings.CutSuffix(name, ".json")
+		if !ok || !validApprovalID(id) {
+			continue
+		}
+		ref, ok, err := s.read(id)
+		if err == nil && ok && ref.Final && now.Sub(time.Unix(ref.UpdatedAt, 0)) > MessageRetention {
+			_ = os.Remove(filepath.Join(s.dir, name))
+		}
+	}
+	return s, nil
+}
+
+func (s *refStore) read(id string) (msgRef, bool, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, id+".json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return msgRef{}, false, nil
+	}
+	if err != nil {
+		return msgRef{}, false, fmt.Errorf("slack: message store: %w", err)
+	}
+	var ref msgRef
+	if err := json.Unmarshal(b, &ref); err != nil {
+		return msgRef{}, false, fmt.Errorf("slack: message store %s: %w", id, err)
+	}
+	return ref, true, nil
+}
+
+func (s *refStore) get(id string) (msgRef, bool, error) {
+	s.mu.Lock()
+	ref, ok := s.mem[id]
+	s.mu.Unlock()
+	if ok || s.dir == "" {
+		return ref, ok, nil
+	}
+	ref, ok, err := s.read(id)
+	if ok {
+		s.mu.Lock()
+		s.mem[id] = ref
+		s.mu.Unlock()
+	}
+	return ref, ok, err
+}
+
+func (s *refStore) put(id string, ref msgRef) error {
+	if s.dir != "" {
+		b, err := json.Marshal(ref)
+		if err != nil {
+			return err
+		}
+		tmp, err := os.CreateTemp(s.dir, ".tmp-"+id+"-*")
+		if err != nil {
+			return fmt.Errorf("slack: message store: %w", err)
+		}
+		_, werr := tmp.Write(b)
+		cerr := tmp.Close()
+		if err := errors.Join(werr, cerr); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("slack: message store: %w", err)
+		}
+		if err := os.Rename(tmp.Name(), filepath.Join(s.dir, id+".json")); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("slack: message store: %w", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ref.Final {
+		delete(s.mem, id) // on disk (or gone, in memory-only mode)
+		if s.dir == "" {
+			s.mem[id] = ref // memory-only: the tombstone must stay
+		}
+		return nil
+	}
+	s.mem[id] = ref
+	return nil
+}
