@@ -1,0 +1,250 @@
+package chio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// Long-poll and reconnect pacing for Await.
+const (
+	// longPoll is one GET /v1/calls/{id}?wait= (chiod caps it at 60 s).
+	longPoll = 30 * time.Second
+	// pollMargin bounds how long one request may outlive its wait, so a
+	// connection that silently died is noticed and replaced.
+	pollMargin     = 15 * time.Second
+	reconnectFirst = 250 * time.Millisecond
+	reconnectMax   = 5 * time.Second
+)
+
+// Resolution is how a call ended after a wait.
+type Resolution struct {
+	Status     string // StatusAllowed, StatusDenied or StatusCancelled
+	RequestID  string
+	ApprovalID string // "" when the call never waited for a human
+	ReceiptID  string // the final receipt
+
+	Output    json.RawMessage // when allowed
+	ToolError string          // allowed, but the tool failed
+	Reason    string          // when denied or cancelled
+	Guard     string          // e.g. "human-approval", "approval-timeout"
+
+	// What the deciding human signed, when one decided.
+	Approver         string // ed25519:… key
+	ApproverName     string // display name from the policy
+	Note             string
+	AmendedArguments json.RawMessage // the human approved an edited call
+}
+
+// callState is GET /v1/calls/{id}'s (and POST /v1/calls') answer.
+type callState struct {
+	Status            string          `json:"status"`
+	RequestID         string          `json:"request_id"`
+	ReceiptID         string          `json:"receipt_id"`
+	Output            json.RawMessage `json:"output"`
+	ToolError         string          `json:"tool_error"`
+	Reason            string          `json:"reason"`
+	Guard             string          `json:"guard"`
+	ApprovalRequestID string          `json:"approval_request_id"`
+	Deadline          int64           `json:"deadline"`
+	Summary           string          `json:"summary"`
+	Approval          *struct {
+		Approver            string          `json:"approver"`
+		ApproverDisplayName string          `json:"approver_display_name"`
+		Note                string          `json:"note"`
+		AmendedArguments    json.RawMessage `json:"amended_arguments"`
+	} `json:"approval"`
+	// An error envelope, when a 403 carries one instead of an outcome.
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+func final(status string) bool {
+	return status == StatusAllowed || status == StatusDenied || status == StatusCancelled
+}
+
+// result maps a state to the typed result. An unknown status is an error:
+// failing closed, it is never mistaken for an allow.
+func (s *callState) result() (Result, error) {
+	switch s.Status {
+	case StatusAllowed:
+		return &Allowed{RequestID: s.RequestID, ReceiptID: s.ReceiptID, Output: s.Output, ToolError: s.ToolError}, nil
+	case kernel.StatusPendingApproval, kernel.StatusDispatching:
+		// Dispatching: approved, tool running; still nothing to show.
+		p := &PendingApproval{RequestID: s.RequestID, ApprovalID: s.ApprovalRequestID, Summary: s.Summary, ReceiptID: s.ReceiptID}
+		if s.Deadline > 0 {
+			p.Deadline = time.Unix(s.Deadline, 0)
+		}
+		return p, nil
+	case StatusDenied, StatusCancelled:
+		return &Denied{RequestID: s.RequestID, ReceiptID: s.ReceiptID, Reason: s.Reason, Guard: s.Guard}, nil
+	}
+	return nil, fmt.Errorf("chio: call %s: unknown status %q from chiod", s.RequestID, s.Status)
+}
+
+func (s *callState) resolution() *Resolution {
+	r := &Resolution{Status: s.Status, RequestID: s.RequestID, ApprovalID: s.ApprovalRequestID, ReceiptID: s.ReceiptID,
+		Output: s.Output, ToolError: s.ToolError, Reason: s.Reason, Guard: s.Guard}
+	if a := s.Approval; a != nil {
+		r.Approver, r.ApproverName, r.Note, r.AmendedArguments = a.Approver, a.ApproverDisplayName, a.Note, a.AmendedArguments
+	}
+	return r
+}
+
+// Await blocks until the call named by id (an approval id "ar-…" or a
+// request id) is allowed and executed, denied or cancelled, and returns how
+// it ended; a denial is a Resolution, not an error. It needs only the id
+// and the same agent key (or a bearer): the process that made the call may
+// be gone. A call that already ended answers at once with its stored output.
+//
+// Await long-polls and reconnects through transport errors and chiod
+// restarts until ctx ends; a ctx deadline returns an error wrapping
+// [ErrTimedOut] (the call may still be pending).
+func (c *Client) Await(ctx context.Context, id string) (*Resolution, error) {
+	requestID, err := c.requestIDOf(ctx, id)
+	if err != nil {
+		return nil, c.waitErr(ctx, id, "unresolved", err)
+	}
+	status := "unresolved"
+	for {
+		wait := longPoll
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if wait <= 0 {
+			return nil, c.waitErr(ctx, id, status, errWaitBudget)
+		}
+		var st *callState
+		err := c.retryRead(ctx, func(ctx context.Context) (err error) {
+			st, err = c.getCall(ctx, requestID, wait)
+			return err
+		})
+		if err != nil {
+			return nil, c.waitErr(ctx, id, status, err)
+		}
+		status = st.Status
+		if final(st.Status) {
+			return st.resolution(), nil
+		}
+	}
+}
+
+// Status reads a call's state once, without waiting: *Allowed, *Denied, or
+// *PendingApproval while a human decides (or the approved tool runs).
+func (c *Client) Status(ctx context.Context, id string) (Result, error) {
+	requestID, err := c.requestIDOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.getCall(ctx, requestID, 0)
+	if err != nil {
+		return nil, err
+	}
+	return st.result()
+}
+
+// ResumeWithApproval presents a signed approval token obtained out of band
+// (from a channel, a workflow engine) and then awaits the call, as Await.
+// A token already presented (or a request already resolved) is not an
+// error here: the wait reports how the call ended. With a quorum, the wait
+// lasts until the other approvers have decided.
+func (c *Client) ResumeWithApproval(ctx context.Context, approvalID string, token []byte) (*Resolution, error) {
+	if !strings.HasPrefix(approvalID, "ar-") {
+		return nil, fmt.Errorf("%w: %q is not an approval id (ar-…)", ErrBadRequest, approvalID)
+	}
+	err := c.retryRead(ctx, func(ctx context.Context) error {
+		_, err := c.Respond(ctx, approvalID, token)
+		return err
+	})
+	// Conflict after a retry is our own token, consumed by the attempt
+	// whose answer was lost; otherwise someone decided first. Either way
+	// the call's state is the answer.
+	if err != nil && !errors.Is(err, ErrConflict) {
+		return nil, err
+	}
+	return c.Await(ctx, approvalID)
+}
+
+// requestIDOf maps an approval id to its parked call's request id.
+func (c *Client) requestIDOf(ctx context.Context, id string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("%w: empty id", ErrBadRequest)
+	}
+	if !strings.HasPrefix(id, "ar-") {
+		return id, nil
+	}
+	var req *approval.Request
+	err := c.retryRead(ctx, func(ctx context.Context) (err error) {
+		req, err = c.Approval(ctx, id)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if req.RequestID == "" {
+		return "", fmt.Errorf("chio: approval %s names no call", id)
+	}
+	return req.RequestID, nil
+}
+
+// getCall is one GET /v1/calls/{id}, long-polling for wait.
+func (c *Client) getCall(ctx context.Context, requestID string, wait time.Duration) (*callState, error) {
+	hdr, err := c.readAuth(requestID)
+	if err != nil {
+		return nil, err
+	}
+	path := "/v1/calls/" + url.PathEscape(requestID)
+	if wait > 0 {
+		path += "?wait=" + wait.Round(time.Millisecond).String()
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait+pollMargin)
+	defer cancel()
+	var st callState
+	if _, err := c.send(ctx, http.MethodGet, path, nil, hdr, &st, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// retryRead runs f until it succeeds, fails in a way asking again will
+// not change, or ctx ends. Only reads and token presentation (which the
+// kernel makes single-use) go through it.
+func (c *Client) retryRead(ctx context.Context, f func(context.Context) error) error {
+	backoff := reconnectFirst
+	for {
+		err := f(ctx)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if sleepCtx(ctx, backoff) != nil {
+			return err
+		}
+		backoff = min(2*backoff, reconnectMax)
+	}
+}
+
+// errWaitBudget: the ctx deadline leaves no time for another poll.
+var errWaitBudget = errors.New("no time left before the deadline")
+
+// waitErr wraps a failed wait: a passed ctx deadline is ErrTimedOut, and
+// still wraps context.DeadlineExceeded for callers that test for that.
+func (c *Client) waitErr(ctx context.Context, id, status string, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("chio: await %s: %w", id, ctx.Err())
+	case ctx.Err() != nil || errors.Is(err, errWaitBudget):
+		return fmt.Errorf("chio: await %s (still %s): %w: %w", id, status, ErrTimedOut, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("chio: await %s: %w", id, err)
+}

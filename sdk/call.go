@@ -1,0 +1,259 @@
+package chio
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// Intent is a governed intent: the call's declared purpose and monetary
+// envelope. Grants with require_approval_above need one.
+type Intent = kernel.GovernedIntent
+
+// Amount is money in minor units, as in an Intent's MaxAmount.
+type Amount = kernel.Amount
+
+// Call is one tool call.
+type Call struct {
+	Server    string
+	Tool      string
+	Operation string // default "invoke"
+	// Arguments is a JSON object: a json.RawMessage or []byte is sent as
+	// is, anything else is encoded with encoding/json; nil sends {}.
+	Arguments any
+	Intent    *Intent
+	// RequestID makes the call idempotent across processes: the same id
+	// with the same content returns the first call's outcome (an agent that
+	// restarts can replay its steps). Default: "req-" + a UUIDv7. It must
+	// not start with "ar-", which names approval requests.
+	RequestID string
+}
+
+// Result is what a call came to: *Allowed, *PendingApproval or *Denied.
+type Result interface{ isResult() }
+
+// Allowed: the tool ran. ToolError is set when it ran and failed.
+type Allowed struct {
+	RequestID string
+	ReceiptID string
+	Output    json.RawMessage
+	ToolError string
+}
+
+// PendingApproval: the call is parked until a human decides. Keep
+// ApprovalID (or RequestID) and pass it to [Client.Await], from this
+// process or another.
+type PendingApproval struct {
+	RequestID  string
+	ApprovalID string
+	Deadline   time.Time // zero if chiod did not say
+	Summary    string    // what the approver is shown
+	ReceiptID  string    // the "incomplete" receipt
+}
+
+// Denied: a guard, a human or a deadline said no.
+type Denied struct {
+	RequestID string
+	ReceiptID string
+	Reason    string
+	Guard     string // e.g. "forbidden_paths", "human-approval", "approval-timeout"
+}
+
+func (*Allowed) isResult()         {}
+func (*PendingApproval) isResult() {}
+func (*Denied) isResult()          {}
+
+// Call statuses (Resolution.Status).
+const (
+	StatusAllowed   = kernel.StatusAllowed
+	StatusDenied    = kernel.StatusDenied
+	StatusCancelled = kernel.StatusCancelled
+)
+
+// Retry policy for POST /v1/calls. A retry re-sends the same request id,
+// so it can never run a tool twice; it is still bounded, because a chiod
+// that keeps failing should surface as an error, not a hang.
+const (
+	callAttempts     = 4
+	callFirstBackoff = 250 * time.Millisecond
+	// proofRefresh: a proof older than this is re-signed before a retry
+	// (chiod refuses proofs more than 60 s old); the id and content, which
+	// are what the kernel deduplicates on, stay the same.
+	proofRefresh = 30 * time.Second
+)
+
+// CallTool submits call and returns its typed result. A denial is a
+// *Denied, not an error; errors are bad input ([ErrBadRequest]), refused
+// credentials ([ErrUnauthorized]), a request id reused for other content
+// ([ErrConflict]) and transport failures that outlast the retries.
+func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
+	tc, err := c.buildCall(call)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		out      callState
+		body     []byte
+		signedAt time.Time
+	)
+	backoff := callFirstBackoff
+	for attempt := 1; ; attempt++ {
+		if body == nil || time.Since(signedAt) > proofRefresh {
+			signedAt = time.Now()
+			if body, err = c.signCall(tc, signedAt); err != nil {
+				return nil, err
+			}
+		}
+		out = callState{}
+		err = c.postCall(ctx, tc.RequestID, body, &out)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, ctx.Err())
+		}
+		if !retryable(err) || attempt == callAttempts {
+			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
+		}
+		if err := sleepCtx(ctx, backoff); err != nil {
+			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
+		}
+		backoff *= 2
+	}
+	res, err := out.result()
+	if p, ok := res.(*PendingApproval); ok && p.Deadline.IsZero() {
+		// A replayed outcome (an idempotent retry) does not carry the
+		// deadline: read it from the request. Best effort; the id is what
+		// matters and the caller already has it.
+		if req, err := c.Approval(ctx, p.ApprovalID); err == nil {
+			p.Deadline, p.Summary = time.Unix(req.ExpiresAt, 0), req.Summary
+		}
+	}
+	return res, err
+}
+
+// postCall sends one attempt. 403 is a denial when the body is an
+// outcome, and an error when it is chiod's error envelope.
+func (c *Client) postCall(ctx context.Context, requestID string, body []byte, out *callState) error {
+	// Idempotency-Key also lets net/http itself resend the request over a
+	// fresh connection when a reused one was already dead.
+	hdr := http.Header{"Idempotency-Key": {requestID}}
+	status, err := c.send(ctx, http.MethodPost, "/v1/calls", body, hdr, out, http.StatusOK, http.StatusAccepted, http.StatusForbidden)
+	if err == nil && out.Error != "" {
+		return &APIError{Status: status, Code: out.Error, Message: out.Message}
+	}
+	return err
+}
+
+// buildCall checks and normalizes the caller's input.
+func (c *Client) buildCall(call Call) (*kernel.ToolCall, error) {
+	if c.key == nil || c.capRaw == nil {
+		return nil, fmt.Errorf("%w: calling a tool needs the agent key and capability (WithKey, WithCapability or FromEnv)", ErrBadRequest)
+	}
+	if call.Server == "" || call.Tool == "" {
+		return nil, fmt.Errorf("%w: server and tool are required", ErrBadRequest)
+	}
+	if call.RequestID == "" {
+		call.RequestID = kernel.NewID("req-")
+	} else if strings.HasPrefix(call.RequestID, "ar-") {
+		return nil, fmt.Errorf("%w: request id %q: the ar- prefix names approval requests", ErrBadRequest, call.RequestID)
+	}
+	if call.Operation == "" {
+		call.Operation = "invoke"
+	}
+	args, err := rawJSON(call.Arguments)
+	if err != nil {
+		return nil, fmt.Errorf("%w: arguments: %v", ErrBadRequest, err)
+	}
+	if args == nil {
+		args = json.RawMessage("{}")
+	}
+	if args[0] != '{' {
+		return nil, fmt.Errorf("%w: arguments must be a JSON object", ErrBadRequest)
+	}
+	var intent json.RawMessage
+	if call.Intent != nil {
+		if intent, err = rawJSON(call.Intent); err != nil {
+			return nil, fmt.Errorf("%w: intent: %v", ErrBadRequest, err)
+		}
+	}
+	return &kernel.ToolCall{RequestID: call.RequestID, Capability: c.capRaw, Server: call.Server, Tool: call.Tool,
+		Operation: call.Operation, Arguments: args, GovernedIntent: intent}, nil
+}
+
+// signCall signs the proof at time at and encodes the body.
+func (c *Client) signCall(tc *kernel.ToolCall, at time.Time) ([]byte, error) {
+	ph, err := kernel.ParameterHash(tc.Server, tc.Tool, tc.Arguments, tc.GovernedIntent)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if tc.Proof, err = kernel.SignProof(*c.key, tc.RequestID, c.capID, tc.Server, tc.Tool, ph, at); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	return encodeJSON(tc)
+}
+
+// rawJSON encodes v (raw bytes pass through) and checks it is strict JSON
+// that chiod will hash the same way: no duplicate keys, no integers beyond
+// ±2^53. nil stays nil.
+func rawJSON(v any) (json.RawMessage, error) {
+	var raw []byte
+	switch a := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	default:
+		b, err := encodeJSON(v)
+		if err != nil {
+			return nil, err
+		}
+		raw = b
+	}
+	raw = bytes.TrimSpace(raw)
+	if err := canon.Check(raw); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(raw), nil
+}
+
+// encodeJSON is json.Marshal without HTML escaping: what is sent should
+// read as the caller wrote it (chiod hashes the canonical form either way).
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// retryable: the request never got an answer, or chiod answered that it
+// could not decide. Anything else will not change by asking again.
+func retryable(err error) bool {
+	var te *errTransport
+	var ae *APIError
+	return errors.As(err, &te) || errors.As(err, &ae) && ae.retryable()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

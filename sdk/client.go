@@ -1,0 +1,237 @@
+package chio
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/internal/keys"
+)
+
+// PrivateKey is an agent's or approver's Ed25519 key. The alias lets code
+// outside this module name the type; obtain one with [LoadKey] or [ParseKey].
+type PrivateKey = keys.PrivateKey
+
+// LoadKey reads a PKCS#8 PEM Ed25519 private key file (`chio keygen`).
+func LoadKey(path string) (PrivateKey, error) { return keys.LoadPrivateKey(path) }
+
+// ParseKey decodes a PKCS#8 PEM Ed25519 private key.
+func ParseKey(pem []byte) (PrivateKey, error) { return keys.ParsePKCS8PEM(pem) }
+
+// DefaultURL is where chiod listens unless told otherwise.
+const DefaultURL = "http://127.0.0.1:7420"
+
+// Limits on what chiod sends back: untrusted input meets a limit first.
+const maxResponseBytes = 16 << 20
+
+// Client talks to one chiod as one agent. It is safe for concurrent use.
+// Every field is set once by NewClient.
+type Client struct {
+	base   string
+	http   *http.Client
+	key    *keys.PrivateKey // nil: no agent key (approver tooling, bearer reads)
+	capRaw []byte           // the capability exactly as issued
+	capID  string
+	bearer string // reader/admin token, sent only on read routes
+}
+
+// Option configures a Client.
+type Option func(*Client) error
+
+// WithKey sets the agent key that signs calls and Chio-Proof headers.
+func WithKey(k PrivateKey) Option {
+	return func(c *Client) error { c.key = &k; return nil }
+}
+
+// WithKeyFile loads the agent key from a PKCS#8 PEM file.
+func WithKeyFile(path string) Option {
+	return func(c *Client) error {
+		k, err := keys.LoadPrivateKey(path)
+		if err != nil {
+			return err
+		}
+		c.key = &k
+		return nil
+	}
+}
+
+// WithCapability sets the capability (the JSON object chiod issued).
+func WithCapability(raw []byte) Option {
+	return func(c *Client) error {
+		raw = bytes.TrimSpace(raw)
+		var head struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.ID == "" {
+			return fmt.Errorf("%w: not a capability (want a JSON object with an id)", ErrBadRequest)
+		}
+		c.capRaw, c.capID = bytes.Clone(raw), head.ID
+		return nil
+	}
+}
+
+// WithCapabilityFile reads the capability from a file (`chio capability issue --out`).
+func WithCapabilityFile(path string) Option {
+	return func(c *Client) error {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("chio: capability: %w", err)
+		}
+		return WithCapability(raw)(c)
+	}
+}
+
+// WithHTTPClient replaces the HTTP client. It must not set a Timeout
+// shorter than a long-poll (about 45 s): Await bounds each request itself.
+func WithHTTPClient(h *http.Client) Option {
+	return func(c *Client) error {
+		if h == nil {
+			return errors.New("chio: nil http client")
+		}
+		c.http = h
+		return nil
+	}
+}
+
+// WithBearer sets a reader or admin token (CHIO_READ_TOKEN /
+// CHIO_ADMIN_TOKEN). Agents do not need one: they read their own calls
+// with Chio-Proof. Approver tooling and [Client.Pending] do.
+func WithBearer(token string) Option {
+	return func(c *Client) error { c.bearer = token; return nil }
+}
+
+// NewClient returns a client for the chiod at baseURL. A key and a
+// capability are needed to call tools; either may be absent for approver
+// or reader tooling.
+func NewClient(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: url %q must be http(s)://host[:port]", ErrBadRequest, baseURL)
+	}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{}}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	// A capability for another key would only fail later, call by call, as
+	// "unauthorized": say what is wrong now.
+	if c.key != nil && c.capRaw != nil {
+		var head struct {
+			Subject string `json:"subject"`
+		}
+		_ = json.Unmarshal(c.capRaw, &head)
+		if head.Subject != c.key.Public().String() {
+			return nil, fmt.Errorf("%w: the capability's subject %q is not this key (%s)", ErrBadRequest, head.Subject, c.key.Public())
+		}
+	}
+	return c, nil
+}
+
+// FromEnv builds a client from CHIO_URL (default DefaultURL), CHIO_KEY (key
+// file) and CHIO_CAPABILITY (capability file), as the `chio` CLI does.
+// Bearer tokens are not read from the environment: pass WithBearer, so an
+// agent never runs with an operator's token by accident. opts apply last.
+func FromEnv(opts ...Option) (*Client, error) {
+	u := os.Getenv("CHIO_URL")
+	if u == "" {
+		u = DefaultURL
+	}
+	var env []Option
+	if f := os.Getenv("CHIO_KEY"); f != "" {
+		env = append(env, WithKeyFile(f))
+	}
+	if f := os.Getenv("CHIO_CAPABILITY"); f != "" {
+		env = append(env, WithCapabilityFile(f))
+	}
+	return NewClient(u, append(env, opts...)...)
+}
+
+// PublicKey is the agent key's text form ("" without a key).
+func (c *Client) PublicKey() string {
+	if c.key == nil {
+		return ""
+	}
+	return c.key.Public().String()
+}
+
+// errTransport marks a request that never got an HTTP answer: the only
+// failure after which the request may be sent again unchanged.
+type errTransport struct{ err error }
+
+func (e *errTransport) Error() string { return "chio: cannot reach chiod: " + e.err.Error() }
+func (e *errTransport) Unwrap() error { return e.err }
+
+// send performs one request. Statuses in ok decode into out; any other
+// status is an *APIError. body is sent exactly as given.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr http.Header, out any, ok ...int) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, &errTransport{err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return 0, &errTransport{err}
+	}
+	if len(data) > maxResponseBytes {
+		return resp.StatusCode, fmt.Errorf("chio: response larger than %d bytes", maxResponseBytes)
+	}
+	for _, s := range ok {
+		if resp.StatusCode == s {
+			if out != nil {
+				if err := json.Unmarshal(data, out); err != nil {
+					return resp.StatusCode, fmt.Errorf("chio: bad response from chiod (%d): %w", resp.StatusCode, err)
+				}
+			}
+			return resp.StatusCode, nil
+		}
+	}
+	ae := &APIError{Status: resp.StatusCode}
+	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
+		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
+		if len(ae.Message) > 200 {
+			ae.Message = ae.Message[:200]
+		}
+	}
+	return resp.StatusCode, ae
+}
+
+// readAuth authorizes a read of id: the bearer if one is set, and a
+// Chio-Proof by the agent key if one is set (chiod uses the bearer first).
+func (c *Client) readAuth(id string) (http.Header, error) {
+	h := http.Header{}
+	if c.bearer != "" {
+		h.Set("Authorization", "Bearer "+c.bearer)
+	}
+	if c.key != nil {
+		h.Set(statusProofHeader, signStatusProof(*c.key, id, time.Now()))
+	}
+	if len(h) == 0 {
+		return nil, fmt.Errorf("%w: reading %s needs the agent key (WithKey) or a bearer (WithBearer)", ErrUnauthorized, id)
+	}
+	return h, nil
+}

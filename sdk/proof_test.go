@@ -1,0 +1,25 @@
+package chio
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chiokernel/chio/internal/httpapi"
+	"github.com/chiokernel/chio/internal/keys"
+)
+
+// The SDK restates the Chio-Proof format rather than link the server; this
+// pins the two together.
+func TestStatusProofVerifiesWithServer(t *testing.T) {
+	k := keys.FromSeed(make([]byte, 32))
+	at := time.Unix(1_800_000_000, 0)
+	for _, id := range []string{"req-1", "ar-0190f0e0-0000-7000-8000-000000000000", `odd "quoted" id`} {
+		h := signStatusProof(k, id, at)
+		if err := httpapi.VerifyStatusProof(h, k.Public(), id, at); err != nil {
+			t.Errorf("%q: %v", id, err)
+		}
+		if err := httpapi.VerifyStatusProof(h, k.Public(), id+"x", at); err == nil {
+			t.Errorf("%q: proof verified for another id", id)
+		}
+	}
+}
