@@ -193,6 +193,19 @@ func TestApproveExecutesOnceWithChainedReceipts(t *testing.T) {
 	}
 }
 
+func TestRetryOfParkedCallAnswersTheSame(t *testing.T) {
+	f := lifecycle(t, "deny")
+	call := f.call(t, "issue_refund", `{"customer_id":"c","amount":450,"currency":"USD"}`, `{"purpose":"p","max_amount":{"units":450,"currency":"USD"}}`)
+	first, err := f.k.Submit(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.k.Submit(context.Background(), call)
+	if err != nil || again.Deadline != first.Deadline || again.Summary != first.Summary || again.ApprovalRequestID != first.ApprovalRequestID || again.ReceiptID != first.ReceiptID || again.Status != first.Status {
+		t.Fatalf("retry answered %+v, first %+v (%v)", again, first, err)
+	}
+}
+
 func TestHumanDenial(t *testing.T) {
 	f := lifecycle(t, "deny")
 	out := f.refund(t, 450)

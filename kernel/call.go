@@ -145,7 +145,9 @@ func VerifyProof(subject keys.PublicKey, p Proof, requestID, capabilityID, serve
 // validRequestID keeps request ids printable and bounded: they key the
 // store and travel in headers.
 func validRequestID(id string) bool {
-	if id == "" || len(id) > MaxRequestIDLen {
+	// "ar-" is reserved for approval ids: tools that take either kind of id
+	// (chio await, the SDK's Await) tell them apart by it.
+	if id == "" || len(id) > MaxRequestIDLen || strings.HasPrefix(id, "ar-") {
 		return false
 	}
 	for _, r := range id {

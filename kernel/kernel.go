@@ -188,7 +188,7 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	if existing != nil {
-		return sameCall(existing, vc, paramHash)
+		return k.sameCall(existing, vc, paramHash)
 	}
 	// From here on the call has effects (a dispatch, a durable receipt): a
 	// client that disconnects must not cancel them half way.
@@ -262,16 +262,23 @@ func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outc
 	if err != nil {
 		return nil, fmt.Errorf("%w: duplicate request_id whose first call left no record", ErrUnavailable)
 	}
-	return sameCall(rec, vc, paramHash)
+	return k.sameCall(rec, vc, paramHash)
 }
 
 // sameCall returns a stored outcome to an idempotent retry, and refuses a
 // request_id reused for a different call.
-func sameCall(rec *CallRecord, vc verifiedCap, paramHash string) (*Outcome, error) {
+func (k *Kernel) sameCall(rec *CallRecord, vc verifiedCap, paramHash string) (*Outcome, error) {
 	if rec.ParameterHash != paramHash || rec.Subject != vc.subject.String() || rec.CapabilityID != vc.cap.ID {
 		return nil, ErrRequestUsed
 	}
-	return OutcomeOf(rec), nil
+	out := OutcomeOf(rec)
+	// A retry of a parked call gets the same answer as the first attempt.
+	if rec.Status == StatusPendingApproval && rec.ApprovalID != "" {
+		if req, err := k.Approval(rec.ApprovalID); err == nil {
+			out.Deadline, out.Summary = req.ExpiresAt, req.Summary
+		}
+	}
+	return out, nil
 }
 
 // OutcomeOf renders a stored call record as an outcome.

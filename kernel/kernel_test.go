@@ -225,6 +225,7 @@ func TestAuthenticationFailuresLeaveNoTrace(t *testing.T) {
 		{"integer above 2^53", func(c *kernel.ToolCall) { c.Arguments = json.RawMessage(`{"n":9007199254740993}`) }, kernel.ErrBadCall},
 		{"duplicate argument key", func(c *kernel.ToolCall) { c.Arguments = json.RawMessage(`{"a":1,"a":2}`) }, kernel.ErrBadCall},
 		{"bad request id", func(c *kernel.ToolCall) { c.RequestID = "a b" }, kernel.ErrBadCall},
+		{"request id with the approval prefix", func(c *kernel.ToolCall) { c.RequestID = "ar-123"; f.sign(t, c, f.agent, f.clock.Now()) }, kernel.ErrBadCall},
 		{"arguments not an object", func(c *kernel.ToolCall) { c.Arguments = json.RawMessage(`[1]`) }, kernel.ErrBadCall},
 	}
 	for _, c := range cases {

@@ -195,10 +195,11 @@ func runDecision(e *Env, args []string, decision string) int {
 	r := addRemote(fs, e)
 	keyFile := fs.String("key", "", "approver private key (PKCS#8 PEM)")
 	ttl := fs.Duration("ttl", 10*time.Minute, "token lifetime (max 1h)")
-	var note, amend *string
+	var note, amend, answers *string
 	if decision == approval.DecisionApproved {
 		note = fs.String("note", "", "note for the agent and the receipt")
 		amend = fs.String("amend", "", "approve an edited call: the amended arguments (JSON object)")
+		answers = fs.String("answers", "", `answer a question request: {"question_id":"answer" or ["choice",…]}`)
 	} else {
 		note = fs.String("reason", "", "why (required; signed, shown to the agent and in the receipt)")
 	}
@@ -209,7 +210,7 @@ func runDecision(e *Env, args []string, decision string) int {
 	switch {
 	case len(pos) != 1 || *keyFile == "":
 		if decision == approval.DecisionApproved {
-			return fail(e, usageError("usage: chio approval approve ID --key FILE [--note TEXT] [--amend JSON] [--ttl 10m]"))
+			return fail(e, usageError("usage: chio approval approve ID --key FILE [--note TEXT] [--amend JSON] [--answers JSON] [--ttl 10m]"))
 		}
 		return fail(e, usageError("usage: chio approval deny ID --key FILE --reason TEXT"))
 	case decision == approval.DecisionDenied && strings.TrimSpace(*note) == "":
@@ -245,6 +246,17 @@ func runDecision(e *Env, args []string, decision string) int {
 	}
 	tok := approval.NewToken(&v.Request, key.Public(), decision, time.Now(), *ttl)
 	tok.Note, tok.AmendedArguments = *note, amended
+	if answers != nil && *answers != "" {
+		var qs []approval.Question
+		if err := json.Unmarshal(v.Request.Questions, &qs); err != nil || len(qs) == 0 {
+			return fail(e, usageError("--answers is only for question requests"))
+		}
+		// Checked here too so a typo is a usage error, not a refused token.
+		if err := approval.ValidateAnswers(qs, json.RawMessage(*answers)); err != nil {
+			return fail(e, usageError("--answers: "+err.Error()))
+		}
+		tok.Answers = json.RawMessage(*answers)
+	}
 	raw, err := tok.Sign(key)
 	if err != nil {
 		return fail(e, err)

@@ -52,6 +52,15 @@ display_name = "Finance Lead"
 [[grants.approval.approvers]]
 public_key = "%[2]s"
 display_name = "CFO"
+
+[[grants]]
+id = "ask"
+server = "demo"
+tool = "ask"
+[grants.approval]
+[[grants.approval.approvers]]
+public_key = "%[1]s"
+display_name = "Finance Lead"
 `
 
 const approvalAdminToken = "admin-secret"
@@ -107,7 +116,7 @@ func newApprovalWorld(t *testing.T) *approvalWorld {
 	srv := httptest.NewServer(api)
 	w.url = srv.URL
 	t.Cleanup(func() { api.CloseStreams(); srv.Close(); disp.Close(); store.Close() })
-	if w.capRaw, _, err = w.k.IssueCapability(w.agent.Public(), []string{"echo", "refunds"}, time.Hour); err != nil {
+	if w.capRaw, _, err = w.k.IssueCapability(w.agent.Public(), []string{"echo", "refunds", "ask"}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -375,5 +384,23 @@ func TestApprovalBatch(t *testing.T) {
 				t.Fatalf("exit %d, stderr %s", code, se)
 			}
 		})
+	}
+}
+
+func TestApproveWithAnswers(t *testing.T) {
+	w := newApprovalWorld(t)
+	out := w.submit(t, "ask", `{"questions":[{"id":"region","text":"Which region?","type":"single","options":["eu","us"]}]}`, "")
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("%+v", out)
+	}
+	if _, _, code := w.run(adminEnv(), "approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"), "--answers", `{"region":"mars"}`); code != cli.ExitUsage {
+		t.Fatalf("bad answer: exit %d", code)
+	}
+	if _, errOut, code := w.run(adminEnv(), "approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"), "--answers", `{"region":"eu"}`); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rec, _ := w.k.Call(out.RequestID)
+	if rec.Status != kernel.StatusAllowed || !strings.Contains(string(rec.Output), `"region":"eu"`) {
+		t.Fatalf("%+v %s", rec, rec.Output)
 	}
 }
