@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -13,23 +14,52 @@ import (
 )
 
 func init() {
-	register("receipt list", "list receipts: --decision --guard --server --tool --meta --since --until --limit", runReceiptList)
+	register("receipt list", "list receipts: --decision --guard --server --tool --meta --since --until --limit --order", runReceiptList)
 	register("receipt show", "show one receipt", runReceiptShow)
+}
+
+// filterFlags are the filters `receipt list` and `receipt stats` share;
+// they map one to one onto GET /v1/receipts query parameters.
+type filterFlags struct {
+	decision, guard, server, tool, subject, requestID, since, until *string
+	meta                                                            multi
+}
+
+func addFilterFlags(fs *flag.FlagSet) *filterFlags {
+	f := &filterFlags{
+		decision:  fs.String("decision", "", "allow | deny | cancelled | incomplete"),
+		guard:     fs.String("guard", "", "denying guard (e.g. human-approval, approval-timeout)"),
+		server:    fs.String("server", "", "tool server"),
+		tool:      fs.String("tool", "", "tool name"),
+		subject:   fs.String("subject", "", "agent key"),
+		requestID: fs.String("request-id", "", "one call's request id"),
+		since:     fs.String("since", "", "24h, 7d or RFC 3339"),
+		until:     fs.String("until", "", "24h, 7d or RFC 3339"),
+	}
+	fs.Var(&f.meta, "meta", "KEY or KEY=VALUE in metadata (repeatable)")
+	return f
+}
+
+func (f *filterFlags) values() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"decision": *f.decision, "guard": *f.guard, "server": *f.server,
+		"tool": *f.tool, "subject": *f.subject, "request_id": *f.requestID, "since": *f.since, "until": *f.until} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	for _, m := range f.meta {
+		q.Add("meta", m)
+	}
+	return q
 }
 
 func runReceiptList(e *Env, args []string) int {
 	fs := newFlags(e, "receipt list")
 	r := addRemote(fs, e)
-	var meta multi
-	decision := fs.String("decision", "", "allow | deny | cancelled | incomplete")
-	guard := fs.String("guard", "", "denying guard")
-	server := fs.String("server", "", "tool server")
-	tool := fs.String("tool", "", "tool name")
-	subject := fs.String("subject", "", "agent key")
-	since := fs.String("since", "", "24h or RFC 3339")
-	until := fs.String("until", "", "24h or RFC 3339")
-	fs.Var(&meta, "meta", "KEY or KEY=VALUE in metadata (repeatable)")
+	filters := addFilterFlags(fs)
 	limit := fs.Int("limit", 100, "at most this many receipts")
+	order := fs.String("order", "asc", "asc (oldest first) or desc (newest first)")
 	if _, err := parse(fs, args); err != nil {
 		return ExitUsage
 	}
@@ -39,16 +69,11 @@ func runReceiptList(e *Env, args []string) int {
 	if *limit < 1 {
 		return fail(e, usageError("--limit must be ≥ 1"))
 	}
-	q := url.Values{}
-	for k, v := range map[string]string{"decision": *decision, "guard": *guard, "server": *server,
-		"tool": *tool, "subject": *subject, "since": *since, "until": *until} {
-		if v != "" {
-			q.Set(k, v)
-		}
+	if *order != "asc" && *order != "desc" {
+		return fail(e, usageError("--order must be asc or desc"))
 	}
-	for _, m := range meta {
-		q.Add("meta", m)
-	}
+	q := filters.values()
+	q.Set("order", *order)
 	ctx, cancel := ctxTimeout(5 * time.Minute)
 	defer cancel()
 	var all []json.RawMessage

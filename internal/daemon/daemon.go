@@ -25,6 +25,7 @@ import (
 	"github.com/chiokernel/chio/internal/store/boltstore"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
 )
 
 // Options are chiod's flags.
@@ -75,11 +76,17 @@ func Run(ctx context.Context, o Options) error {
 	var metrics *httpapi.Metrics
 	var store *boltstore.Store
 	metrics = httpapi.NewMetrics(func() float64 { return float64(store.QueueDepth()) })
-	store, err = boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: metrics.Commit})
+	rlog := newReceiptLog(p, key, o.Clock, log)
+	store, err = boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: metrics.Commit, Log: rlog})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	stopLog, err := startReceiptLog(ctx, rlog, store)
+	if err != nil {
+		return err
+	}
+	defer stopLog() // before store.Close: the last checkpoint rides the commit queue
 	disp, err := dispatch.New(p.Servers, dataDir)
 	if err != nil {
 		return err
@@ -195,4 +202,34 @@ First call, in another shell:
   chio call demo echo --args '{"hello":"world"}' --capability agent.cap --key agent.pem
 See README.md "Quick start" for a denied and a pending call.
 `, addr, p.Source, addr, token)
+}
+
+// newReceiptLog is the Merkle log over the receipts, checkpointed per
+// [receipts] checkpoint_every / checkpoint_interval_seconds. The store loads
+// it when it opens and feeds it every commit.
+func newReceiptLog(p *policy.Policy, key keys.PrivateKey, clk clock.Clock, log *slog.Logger) *receipt.Log {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return receipt.NewLog(key, receipt.LogOptions{
+		Every:    uint64(p.Receipts.CheckpointEvery),
+		Interval: time.Duration(p.Receipts.CheckpointIntervalSeconds) * time.Second,
+		Now:      clk.Now,
+		OnError:  func(err error) { log.Error("checkpoint failed", "err", err) },
+	})
+}
+
+// startReceiptLog checks the store's leaves against the latest signed
+// checkpoint (a store that no longer matches what the kernel signed refuses
+// to start: fail closed) and starts the checkpoint signer. The returned stop
+// signs a final checkpoint.
+func startReceiptLog(ctx context.Context, l *receipt.Log, store *boltstore.Store) (func(), error) {
+	if err := l.Start(ctx, store); err != nil {
+		return nil, fmt.Errorf("refusing to start: %w", err)
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.Close(sctx)
+	}, nil
 }

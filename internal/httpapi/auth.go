@@ -17,8 +17,16 @@ const (
 
 // bearerRole compares the presented token against the configured ones in
 // constant time. An unset token never matches (no empty-token bypass).
+// Without an Authorization header, a valid approver session (session.go)
+// counts as a reader, never more: sessions never reach admin routes.
 func (s *Server) bearerRole(r *http.Request) role {
 	h := r.Header.Get("Authorization")
+	if h == "" {
+		if _, ok := s.SessionApprover(r); ok {
+			return roleReader
+		}
+		return roleNone
+	}
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || tok == "" {
 		return roleNone
@@ -36,7 +44,7 @@ func (s *Server) bearerRole(r *http.Request) role {
 func (s *Server) requireRole(min role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.bearerRole(r) < min {
-			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
+			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token or approver session is required"))
 			return
 		}
 		h(w, r)

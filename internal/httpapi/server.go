@@ -1,19 +1,18 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/receipt"
 )
 
 // Config wires a Server.
@@ -29,6 +28,10 @@ type Config struct {
 type Server struct {
 	cfg Config
 	mux *http.ServeMux
+	// closing ends SSE streams and long-polls at shutdown (CloseStreams).
+	closing   chan struct{}
+	closeOnce sync.Once
+	sessions  *sessions // approver sessions (session.go)
 }
 
 // New builds the handler with every route of SPEC §6 this build serves.
@@ -42,11 +45,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{}), sessions: newSessions()}
 	s.mux.HandleFunc("POST /v1/calls", s.postCall)
-	s.mux.HandleFunc("GET /v1/calls/{id}", s.requireRole(roleReader, s.getCall))
-	s.mux.HandleFunc("GET /v1/receipts", s.requireRole(roleReader, s.listReceipts))
-	s.mux.HandleFunc("GET /v1/receipts/{id}", s.requireRole(roleReader, s.getReceipt))
+	s.registerApprovals()
+	s.receiptRoutes() // receipts.go
+	s.sessionRoutes() // session.go
 	s.mux.HandleFunc("POST /v1/capabilities", s.requireRole(roleAdmin, s.issueCapability))
 	s.mux.HandleFunc("POST /v1/capabilities/{id}/revoke", s.requireRole(roleAdmin, s.revokeCapability))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -58,6 +61,13 @@ func New(cfg Config) (*Server, error) {
 
 // Handle lets later layers (approvals, channels) add routes.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// WriteError answers err with SPEC §6's error envelope and status, mapped
+// exactly as the API's own routes map it (channel endpoints use it).
+func WriteError(w http.ResponseWriter, err error) { writeErr(w, err) }
+
+// Error builds an API error with an explicit status and code for WriteError.
+func Error(status int, code, msg string) error { return apiErr(status, code, msg) }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -114,131 +124,6 @@ func StatusFor(status string) int {
 		return http.StatusForbidden
 	}
 	return http.StatusOK
-}
-
-func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
-	var rec *kernel.CallRecord
-	err := s.cfg.Store.View(func(tx kernel.ReadTx) error {
-		var err error
-		rec, err = tx.Call(r.PathValue("id"))
-		return err
-	})
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, kernel.OutcomeOf(rec))
-}
-
-func (s *Server) getReceipt(w http.ResponseWriter, r *http.Request) {
-	var raw []byte
-	err := s.cfg.Store.View(func(tx kernel.ReadTx) error {
-		var err error
-		raw, err = tx.Receipt(r.PathValue("id"))
-		raw = bytes.Clone(raw) // bbolt memory is valid only inside the tx
-		return err
-	})
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(raw) // the stored, signed bytes exactly
-}
-
-// ReceiptPage is GET /v1/receipts' answer. Receipts are the stored bytes.
-type ReceiptPage struct {
-	Receipts   []json.RawMessage `json:"receipts"`
-	Count      int               `json:"count"`
-	NextCursor string            `json:"next_cursor,omitempty"`
-}
-
-// FilterFromQuery parses the list filters shared by HTTP and the CLI.
-func FilterFromQuery(q map[string][]string, now time.Time) (receipt.Filter, error) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	f := receipt.Filter{Decision: get("decision"), Guard: get("guard"), Server: get("server"),
-		Tool: get("tool"), Subject: get("subject"), RequestID: get("request_id")}
-	var err error
-	if f.Since, err = receipt.ParseTimeBound(get("since"), now); err != nil {
-		return f, err
-	}
-	if u := get("until"); u != "" {
-		if f.Until, err = receipt.ParseTimeBound(u, now); err != nil {
-			return f, err
-		}
-	}
-	for _, m := range q["meta"] {
-		mf, err := receipt.ParseMeta(m)
-		if err != nil {
-			return f, err
-		}
-		f.Meta = append(f.Meta, mf)
-	}
-	switch f.Decision {
-	case "", receipt.Allow, receipt.Deny, receipt.Cancelled, receipt.Incomplete:
-	default:
-		return f, errors.New("decision must be allow, deny, cancelled or incomplete")
-	}
-	return f, nil
-}
-
-func (s *Server) listReceipts(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f, err := FilterFromQuery(q, s.cfg.Kernel.Clock().Now())
-	if err != nil {
-		writeErr(w, apiErr(http.StatusBadRequest, CodeBadRequest, err.Error()))
-		return
-	}
-	limit := DefaultListLimit
-	if l := q.Get("limit"); l != "" {
-		if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > MaxListLimit {
-			writeErr(w, apiErr(http.StatusBadRequest, CodeBadRequest, "limit must be 1.."+strconv.Itoa(MaxListLimit)))
-			return
-		}
-	}
-	var from uint64 = 1
-	if c := q.Get("cursor"); c != "" {
-		n, err := strconv.ParseUint(c, 10, 64)
-		if err != nil {
-			writeErr(w, apiErr(http.StatusBadRequest, CodeBadRequest, "bad cursor"))
-			return
-		}
-		from = n + 1
-	}
-	page := ReceiptPage{Receipts: []json.RawMessage{}}
-	var parseErr error
-	err = s.cfg.Store.View(func(tx kernel.ReadTx) error {
-		return tx.Receipts(from, tx.LastSeq(), func(seq uint64, raw []byte) bool {
-			rc, err := receipt.Parse(raw)
-			if err != nil {
-				parseErr = err // a stored receipt that does not parse is corruption: say so
-				return false
-			}
-			if !f.Match(rc) {
-				return true
-			}
-			if len(page.Receipts) == limit {
-				page.NextCursor = strconv.FormatUint(seq-1, 10)
-				return false
-			}
-			page.Receipts = append(page.Receipts, bytes.Clone(raw))
-			return true
-		})
-	})
-	if err == nil {
-		err = parseErr
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	page.Count = len(page.Receipts)
-	writeJSON(w, http.StatusOK, page)
 }
 
 // CapabilityRequest is POST /v1/capabilities' body.

@@ -7,3 +7,7 @@ const (
 	// latency stays bounded under overload.
 	MaxBatch = 4096
 )
+
+// MaxIndexedValue bounds an indexed value (a sub-bucket name). Longer
+// values are not indexed; filters on them fall back to decoding receipts.
+const MaxIndexedValue = 512

@@ -34,8 +34,9 @@ var (
 	bucketConsumed   = []byte("consumed")    // token id → approval id: the replay authority
 	bucketBatches    = []byte("batches")     // batch id → approval.Batch JSON
 	bucketInFlight   = []byte("dispatching") // request id → {} while status is dispatching
-	allBuckets       = [][]byte{bucketCalls, bucketRevoked, bucketCounters, bucketReceipts, bucketReceiptIDs,
-		bucketLeaves, bucketApprovals, bucketPending, bucketConsumed, bucketBatches, bucketInFlight}
+	allBuckets       = append([][]byte{bucketCalls, bucketRevoked, bucketCounters, bucketReceipts, bucketReceiptIDs,
+		bucketLeaves, bucketApprovals, bucketPending, bucketConsumed, bucketBatches, bucketInFlight,
+		bucketCheckpoints}, indexBuckets...)
 )
 
 // Options configures Open. The zero value is valid.
@@ -47,6 +48,10 @@ type Options struct {
 	Observe func(batch int, d time.Duration)
 	// NoSync disables fsync: ONLY for benchmarks that measure the rest.
 	NoSync bool
+	// Log, if set, is loaded with every stored leaf hash at Open (before
+	// any commit) and fed each commit's leaves after it is durable, so its
+	// Merkle tree always equals the durable log. Start it with Log.Start.
+	Log *receipt.Log
 }
 
 // Store is a bbolt-backed kernel.Store.
@@ -102,6 +107,15 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = catchUp(db) // a store written before the indexes existed
+	}
+	if err == nil && opts.Log != nil {
+		var leaves [][32]byte
+		if leaves, err = loadLeaves(db, s.lastSeq.Load()); err == nil {
+			opts.Log.Load(leaves)
+		}
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: init: %w", err)
@@ -248,6 +262,9 @@ func (s *Store) commit(batch []*op) {
 			return
 		}
 		s.lastSeq.Store(t.last)
+		if s.opts.Log != nil && len(t.leaves) > 0 {
+			s.opts.Log.Append(t.appended[0].Receipt.Seq, t.leaves)
+		}
 		if s.opts.OnCommit != nil && len(t.appended) > 0 {
 			s.opts.OnCommit(t.appended)
 		}
@@ -296,12 +313,19 @@ func (s *Store) writeReceipts(t *tx) error {
 	}
 	wg.Wait()
 	rb, ib, lb := t.btx.Bucket(bucketReceipts), t.btx.Bucket(bucketReceiptIDs), t.btx.Bucket(bucketLeaves)
+	rb.FillPercent, lb.FillPercent = appendFill, appendFill // seq keys only grow
+	ix := newIndexer(t.btx)
+	t.leaves = make([][32]byte, 0, n)
 	for i, a := range t.appended {
 		if errs[i] != nil {
 			return errs[i]
 		}
 		k := seqKey(a.Receipt.Seq)
 		leaf := receiptLeaf(a.Raw)
+		t.leaves = append(t.leaves, leaf)
+		if err := ix.add(a.Receipt.Seq, a.Receipt); err != nil {
+			return err
+		}
 		if err := rb.Put(k, a.Raw); err != nil {
 			return err
 		}
@@ -312,7 +336,7 @@ func (s *Store) writeReceipts(t *tx) error {
 			return err
 		}
 	}
-	return nil
+	return ix.flush()
 }
 
 // receiptLeaf is RFC 6962's leaf hash over the stored bytes.
@@ -346,6 +370,7 @@ type tx struct {
 	last     uint64
 	writable bool
 	appended []*kernel.Appended
+	leaves   [][32]byte // of appended, once signed
 }
 
 func (t *tx) Call(id string) (*kernel.CallRecord, error) {

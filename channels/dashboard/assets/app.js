@@ -1,0 +1,696 @@
+// chio dashboard. No framework, no dependencies: everything here is served
+// by chiod from its own binary. The approver's private key is a
+// non-extractable WebCrypto key in IndexedDB; it signs in this page and is
+// never sent anywhere.
+'use strict';
+
+const TOKEN_DOMAIN = 'chio.approval-token.v1';
+const SESSION_DOMAIN = 'chio.session.v1';
+const TOKEN_TTL = 600; // seconds; the kernel caps tokens at 3600
+
+// ---------------------------------------------------------------------------
+// RFC 8785 (JCS). Object members sorted by UTF-16 code units (what
+// Array.prototype.sort does by default), strings and numbers written by
+// JSON.stringify: ECMAScript's Number-to-String is exactly RFC 8785's number
+// form, and JSON.stringify escapes exactly what RFC 8785 requires. That is
+// sufficient for the objects signed here (tokens, session proofs), whose
+// integers are far below 2^53; the server re-checks every byte it receives.
+// ---------------------------------------------------------------------------
+function jcs(v) {
+  if (v === null || typeof v === 'boolean' || typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error('JCS: non-finite number');
+    return JSON.stringify(v);
+  }
+  if (Array.isArray(v)) return '[' + v.map(jcs).join(',') + ']';
+  if (typeof v === 'object') {
+    const names = Object.keys(v).filter((k) => v[k] !== undefined).sort();
+    return '{' + names.map((k) => JSON.stringify(k) + ':' + jcs(v[k])).join(',') + '}';
+  }
+  throw new Error('JCS: unsupported value');
+}
+
+const enc = new TextEncoder();
+const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, '0')).join('');
+
+function signedMessage(domain, canonical) {
+  const d = enc.encode(domain), c = enc.encode(canonical);
+  const m = new Uint8Array(d.length + 1 + c.length);
+  m.set(d, 0); m[d.length] = 0; m.set(c, d.length + 1);
+  return m;
+}
+
+// UUIDv7: 48-bit unix ms, version 7, variant 10, random rest.
+function uuidv7() {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  let ms = Date.now();
+  for (let i = 5; i >= 0; i--) { b[i] = ms % 256; ms = Math.floor(ms / 256); }
+  b[6] = (b[6] & 0x0f) | 0x70;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = hex(b);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+// ---------------------------------------------------------------------------
+// Key storage: IndexedDB holds {privateKey: CryptoKey (non-extractable),
+// publicKey: "ed25519:<hex>"}.
+// ---------------------------------------------------------------------------
+const DB_NAME = 'chio-dashboard', STORE = 'keys', SLOT = 'approver';
+
+function db() {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(DB_NAME, 1);
+    req.onupgradeneeded = () => req.result.createObjectStore(STORE);
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+async function idb(mode, fn) {
+  const d = await db();
+  return new Promise((resolve, reject) => {
+    const tx = d.transaction(STORE, mode);
+    const r = fn(tx.objectStore(STORE));
+    tx.oncomplete = () => { d.close(); resolve(r && r.result); };
+    tx.onerror = () => { d.close(); reject(tx.error); };
+  });
+}
+
+const loadKey = () => idb('readonly', (s) => s.get(SLOT));
+const saveKey = (k) => idb('readwrite', (s) => s.put(k, SLOT));
+const forgetKey = () => idb('readwrite', (s) => s.delete(SLOT));
+
+function pemToDer(pem) {
+  const m = /-----BEGIN PRIVATE KEY-----([\s\S]*?)-----END PRIVATE KEY-----/.exec(pem);
+  if (!m) throw new Error('not a PKCS#8 PEM file (expected "-----BEGIN PRIVATE KEY-----")');
+  const bin = atob(m[1].replace(/\s+/g, ''));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+function b64urlToHex(s) {
+  const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/'));
+  return hex(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+}
+
+// importPem reads the public key once through a throw-away extractable
+// import (WebCrypto cannot derive it from a non-extractable key), then keeps
+// only a non-extractable copy.
+async function importPem(pem) {
+  const der = pemToDer(pem);
+  const alg = { name: 'Ed25519' };
+  let tmp;
+  try {
+    tmp = await crypto.subtle.importKey('pkcs8', der, alg, true, ['sign']);
+  } catch (e) {
+    throw new Error('this file is not an Ed25519 PKCS#8 key (' + (e.message || e.name) + ')');
+  }
+  const jwk = await crypto.subtle.exportKey('jwk', tmp);
+  const privateKey = await crypto.subtle.importKey('pkcs8', der, alg, false, ['sign']);
+  const k = { privateKey, publicKey: 'ed25519:' + b64urlToHex(jwk.x), created: Date.now() };
+  await saveKey(k);
+  return k;
+}
+
+async function generateKey() {
+  const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify']);
+  const raw = await crypto.subtle.exportKey('raw', pair.publicKey);
+  const k = { privateKey: pair.privateKey, publicKey: 'ed25519:' + hex(raw), created: Date.now(), generated: true };
+  await saveKey(k);
+  return k;
+}
+
+async function sign(domain, obj) {
+  const sig = await crypto.subtle.sign({ name: 'Ed25519' }, state.key.privateKey, signedMessage(domain, jcs(obj)));
+  return hex(sig);
+}
+
+// ---------------------------------------------------------------------------
+// HTTP
+// ---------------------------------------------------------------------------
+class APIError extends Error {
+  constructor(status, code, message) {
+    super(code ? `${code}: ${message}` : message);
+    this.status = status; this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  let resp;
+  try {
+    resp = await fetch(path, init);
+  } catch (e) {
+    throw new APIError(0, 'unavailable', 'chiod cannot be reached (' + e.message + ')');
+  }
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  if (!resp.ok) {
+    if (data && data.error) throw new APIError(resp.status, data.error, data.message || '');
+    throw new APIError(resp.status, '', `HTTP ${resp.status}: ${text.slice(0, 200)}`);
+  }
+  return data;
+}
+
+// ---------------------------------------------------------------------------
+// State
+// ---------------------------------------------------------------------------
+const state = {
+  key: null,            // {privateKey, publicKey}
+  me: null,             // {approver, display_name}
+  offset: 0,            // server clock − browser clock, seconds
+  pending: new Map(),   // approval_id → request
+  cards: new Map(),     // approval_id → {el, ...}
+  es: null,
+  view: 'pending',
+  focus: '',            // #request=… deep link
+  email: '',            // #email=… link
+};
+
+const $ = (id) => document.getElementById(id);
+const now = () => Date.now() / 1000 + state.offset;
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function showError(msg) {
+  const b = $('global-error');
+  b.textContent = msg;
+  b.hidden = !msg;
+}
+
+function shortKey(k) {
+  if (!k) return '';
+  const h = k.replace(/^ed25519:/, '');
+  return `ed25519:${h.slice(0, 8)}…${h.slice(-6)}`;
+}
+
+function fmtDuration(s) {
+  s = Math.max(0, Math.floor(s));
+  const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+  if (d > 0) return `${d}d ${h}h`;
+  if (h > 0) return `${h}h ${String(m).padStart(2, '0')}m`;
+  return `${m}:${String(sec).padStart(2, '0')}`;
+}
+
+function fmtTime(unixSec) {
+  return new Date(unixSec * 1000).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+function parseJSON(raw) {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw === 'string') { try { return JSON.parse(raw); } catch { return null; } }
+  return raw;
+}
+
+// ---------------------------------------------------------------------------
+// Session
+// ---------------------------------------------------------------------------
+async function signIn() {
+  const ch = await api('GET', '/v1/session/challenge');
+  state.offset = (ch.expires_at - 60) - Date.now() / 1000;
+  const pub = state.key.publicKey;
+  const signature = await sign(SESSION_DOMAIN, { challenge: ch.challenge, public_key: pub });
+  state.me = await api('POST', '/v1/session', { public_key: pub, challenge: ch.challenge, signature });
+  return state.me;
+}
+
+// withSession retries once after signing in again when the session lapsed.
+async function withSession(fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e.status === 401 && state.key) { await signIn(); return fn(); }
+    throw e;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Tokens
+// ---------------------------------------------------------------------------
+async function signToken(req, decision, extra) {
+  const issued = Math.floor(now());
+  const tok = {
+    schema: TOKEN_DOMAIN,
+    id: 'at-' + uuidv7(),
+    approver: state.key.publicKey,
+    subject: req.subject_id,
+    governed_intent_hash: req.parameter_hash,
+    request_id: req.approval_id,
+    issued_at: issued,
+    expires_at: issued + TOKEN_TTL,
+    decision,
+  };
+  if (extra.note) tok.note = extra.note;
+  if (extra.amended_arguments !== undefined) tok.amended_arguments = extra.amended_arguments;
+  if (extra.answers !== undefined) tok.answers = extra.answers;
+  tok.signature = await sign(TOKEN_DOMAIN, tok);
+  return jcs(tok);
+}
+
+async function decide(req, decision, extra) {
+  const token = await signToken(req, decision, extra);
+  if (state.email) {
+    return api('POST', '/email/a/' + encodeURIComponent(state.email), '{"token":' + token + '}');
+  }
+  return api('POST', '/approvals/' + encodeURIComponent(req.approval_id) + '/respond',
+    '{"channel":"dashboard","token":' + token + '}');
+}
+
+// ---------------------------------------------------------------------------
+// Cards
+// ---------------------------------------------------------------------------
+const KIND_LABEL = { tool_call: 'Tool call', confirm: 'Confirm', question: 'Question' };
+
+function detail(label, value, cls) {
+  if (value === undefined || value === null || value === '') return null;
+  return el('div', { class: 'detail ' + (cls || '') }, el('dt', { text: label }), el('dd', {}, value));
+}
+
+function questionForm(req) {
+  const qs = parseJSON(req.questions) || [];
+  const form = el('div', { class: 'questions' });
+  for (const q of qs) {
+    const name = 'q-' + req.approval_id + '-' + q.id;
+    const field = el('fieldset', { class: 'question', 'data-qid': q.id, 'data-type': q.type },
+      el('legend', { text: q.text }));
+    if (q.type === 'text') {
+      field.append(el('textarea', { rows: 2, class: 'answer-text', 'aria-label': q.text }));
+    } else {
+      const type = q.type === 'multi' ? 'checkbox' : 'radio';
+      for (const opt of q.options || []) {
+        field.append(el('label', { class: 'choice' }, el('input', { type, name, value: opt }), el('span', { text: opt })));
+      }
+      if (q.allow_other) {
+        field.append(el('label', { class: 'choice other' }, el('span', { text: 'Other:' }),
+          el('input', { type: 'text', class: 'answer-other', 'aria-label': 'Other answer' })));
+      }
+    }
+    form.append(field);
+  }
+  return form;
+}
+
+function collectAnswers(card) {
+  const answers = {};
+  for (const f of card.querySelectorAll('fieldset.question')) {
+    const id = f.dataset.qid, type = f.dataset.type;
+    if (type === 'text') {
+      answers[id] = f.querySelector('textarea').value.trim();
+      if (!answers[id]) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
+      continue;
+    }
+    const picks = Array.from(f.querySelectorAll('input[type=radio]:checked, input[type=checkbox]:checked'), (i) => i.value);
+    const other = f.querySelector('.answer-other');
+    if (other && other.value.trim()) picks.push(other.value.trim());
+    if (picks.length === 0) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
+    answers[id] = type === 'multi' ? picks : picks[0];
+  }
+  return answers;
+}
+
+function renderCard(req) {
+  const intent = parseJSON(req.governed_intent);
+  const args = parseJSON(req.arguments);
+  const approved = (req.votes || []).filter((v) => v.decision === 'approved').length;
+  const kind = req.kind || 'tool_call';
+  const canAmend = kind === 'tool_call' && req.arguments !== undefined && req.arguments !== null && (req.quorum || 1) <= 1;
+  const trusted = !state.key || (req.trusted_approvers || []).includes(state.key.publicKey);
+  const voted = state.key && (req.votes || []).some((v) => v.approver === state.key.publicKey);
+
+  const amount = intent && intent.max_amount ? `${intent.max_amount.units} ${intent.max_amount.currency}` : '';
+  const pips = el('span', { class: 'pips' });
+  for (let i = 0; i < (req.quorum || 1); i++) pips.append(el('span', { class: 'pip' + (i < approved ? ' on' : '') }));
+
+  const deadline = el('span', { class: 'countdown', 'data-deadline': req.expires_at });
+  const bar = el('div', { class: 'deadline-bar' }, el('span', { 'data-deadline': req.expires_at, 'data-created': req.created_at }));
+
+  const note = el('textarea', { class: 'note', rows: 2, placeholder: 'Note for the agent and the audit trail (optional)', 'aria-label': 'Note', maxlength: 2000 });
+  const err = el('div', { class: 'card-error', role: 'alert', hidden: true });
+  const ok = el('div', { class: 'card-ok', role: 'status', hidden: true });
+
+  const amendBox = canAmend ? el('div', { class: 'amend', hidden: true },
+    el('label', { class: 'amend-label', text: 'Amended arguments (JSON) — you approve this instead of the original call' }),
+    el('textarea', { class: 'amend-args mono', rows: 6, spellcheck: 'false' }, JSON.stringify(args, null, 2)),
+  ) : null;
+
+  const card = el('article', { class: 'card kind-' + kind, 'data-id': req.approval_id, id: 'req-' + req.approval_id });
+  const setBusy = (b) => card.querySelectorAll('button, textarea, input').forEach((x) => { x.disabled = b; });
+
+  async function act(decision, mode) {
+    err.hidden = true;
+    const extra = { note: note.value.trim() };
+    try {
+      if (mode === 'amend') extra.amended_arguments = JSON.parse(card.querySelector('.amend-args').value);
+    } catch (e) {
+      err.textContent = 'The amended arguments are not valid JSON: ' + e.message;
+      err.hidden = false;
+      return;
+    }
+    if (kind === 'question' && decision === 'approved') {
+      try { extra.answers = collectAnswers(card); } catch (e) {
+        err.textContent = 'Please ' + e.message + '.'; err.hidden = false; return;
+      }
+    }
+    setBusy(true);
+    try {
+      const res = await decide(req, decision, extra);
+      const done = res.outcome === 'approved' || res.outcome === 'denied';
+      const what = !done ? `Vote recorded — ${res.approvals} of ${res.quorum} approvals so far` :
+        res.outcome === 'approved' ? (mode === 'amend' ? 'Approved with amendments' : 'Approved') : 'Denied';
+      ok.textContent = done ? `${what}. Receipt ${res.receipt_id || '—'}` : what;
+      ok.hidden = false;
+      card.classList.add('decided');
+      if (done && !state.email) removeCard(req.approval_id);
+    } catch (e) {
+      err.textContent = e.message;
+      err.hidden = false;
+      setBusy(false);
+    }
+  }
+
+  const isConfirm = kind === 'confirm';
+  const approveBtn = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'approve', onclick: () => act('approved') },
+    isConfirm ? 'Confirm' : kind === 'question' ? 'Send answers' : 'Approve');
+  const denyBtn = el('button', { type: 'button', class: 'btn btn-deny', 'data-action': 'deny', onclick: () => act('denied') },
+    isConfirm ? 'Decline' : 'Deny');
+  let amendBtn = null, amendSubmit = null;
+  if (canAmend) {
+    amendSubmit = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'amend-submit', hidden: true, onclick: () => act('approved', 'amend') }, 'Approve amended');
+    amendBtn = el('button', { type: 'button', class: 'btn btn-secondary', 'data-action': 'amend', onclick: () => {
+      amendBox.hidden = !amendBox.hidden;
+      amendSubmit.hidden = amendBox.hidden;
+      approveBtn.hidden = !amendBox.hidden;
+      amendBtn.textContent = amendBox.hidden ? 'Amend…' : 'Cancel amend';
+    } }, 'Amend…');
+  }
+
+  card.append(...[
+    el('div', { class: 'card-head' },
+      el('span', { class: 'badge badge-kind', text: KIND_LABEL[kind] || kind }),
+      el('span', { class: 'tool mono', text: `${req.tool_server} · ${req.tool_name}` }),
+      req.tier > 0 ? el('span', { class: 'badge badge-tier', text: `Escalated · tier ${req.tier + 1}` }) : el('span', { class: 'badge badge-tier0', text: 'Tier 1' }),
+      el('span', { class: 'spacer' }),
+      el('span', { class: 'deadline' }, el('span', { class: 'muted', text: 'decide within ' }), deadline),
+    ),
+    bar,
+    el('h3', { class: 'summary', text: req.summary }),
+    el('dl', { class: 'details' },
+      detail('Purpose', intent && intent.purpose),
+      detail('Amount', amount, 'amount'),
+      detail('Agent', el('code', { title: req.subject_id, text: shortKey(req.subject_id) })),
+      detail('Policy', el('code', { text: req.policy_id })),
+      detail('Quorum', el('span', { class: 'quorum' }, pips, ` ${approved} of ${req.quorum || 1} approval${(req.quorum || 1) > 1 ? 's' : ''}`)),
+      detail('Triggered by', (req.triggered_by || []).join(', ')),
+      detail('Action', intent && intent.action_category),
+      detail('Request', el('code', { class: 'reqid', text: req.approval_id })),
+    ),
+    args !== null && kind !== 'question' ? el('details', { class: 'args', open: kind === 'confirm' || undefined },
+      el('summary', { text: kind === 'confirm' ? 'Details' : 'Arguments' }),
+      el('pre', { class: 'mono', text: JSON.stringify(args, null, 2) })) : null,
+    kind === 'question' ? questionForm(req) : null,
+    amendBox,
+    note,
+    !trusted ? el('p', { class: 'warn', text: 'Your key is not among the trusted approvers of this request; the kernel will refuse your decision.' }) : null,
+    voted ? el('p', { class: 'muted', text: 'You already voted on this request.' }) : null,
+    el('div', { class: 'actions' }, approveBtn, amendSubmit, amendBtn, el('span', { class: 'spacer' }), denyBtn),
+    err, ok,
+  ].filter(Boolean));
+  return card;
+}
+
+function upsert(req) {
+  if (!req || req.status !== 'pending') { if (req) removeCard(req.approval_id); return; }
+  state.pending.set(req.approval_id, req);
+  const old = state.cards.get(req.approval_id);
+  if (old) {
+    // Keep what the approver typed: only refresh when progress changed.
+    const prev = old.req;
+    if ((prev.votes || []).length === (req.votes || []).length && prev.tier === req.tier && prev.expires_at === req.expires_at) return;
+    const fresh = renderCard(req);
+    const n = old.el.querySelector('.note'), fn = fresh.querySelector('.note');
+    if (n && fn) fn.value = n.value;
+    old.el.replaceWith(fresh);
+    state.cards.set(req.approval_id, { el: fresh, req });
+  } else {
+    const card = renderCard(req);
+    card.classList.add('enter');
+    state.cards.set(req.approval_id, { el: card, req });
+    // Oldest first, like GET /approvals/pending.
+    const list = $('cards');
+    const after = Array.from(list.children).find((c) => (state.pending.get(c.dataset.id) || {}).created_at > req.created_at);
+    list.insertBefore(card, after || null);
+  }
+  refreshCounts();
+  tick();
+  focusDeepLink();
+}
+
+function removeCard(id) {
+  state.pending.delete(id);
+  const c = state.cards.get(id);
+  if (c) {
+    state.cards.delete(id);
+    // A card just decided here stays a moment so its result can be read.
+    const linger = c.el.classList.contains('decided') ? 1500 : 0;
+    setTimeout(() => { c.el.classList.add('leave'); setTimeout(() => c.el.remove(), 250); }, linger);
+  }
+  refreshCounts();
+}
+
+function refreshCounts() {
+  $('pending-count').textContent = String(state.pending.size);
+  $('empty').hidden = state.pending.size > 0 || !!state.email;
+  document.title = state.pending.size ? `(${state.pending.size}) chio · approvals` : 'chio · approvals';
+}
+
+function tick() {
+  const t = now();
+  for (const e of document.querySelectorAll('.countdown[data-deadline]')) {
+    const left = Number(e.dataset.deadline) - t;
+    e.textContent = left > 0 ? fmtDuration(left) : 'expired';
+    e.classList.toggle('soon', left < 120);
+  }
+  for (const e of document.querySelectorAll('.deadline-bar span[data-deadline]')) {
+    const total = Number(e.dataset.deadline) - Number(e.dataset.created);
+    const left = Number(e.dataset.deadline) - t;
+    e.style.width = total > 0 ? `${Math.max(0, Math.min(100, (left / total) * 100))}%` : '0%';
+    e.classList.toggle('soon', left < 120);
+  }
+}
+
+function focusDeepLink() {
+  if (!state.focus) return;
+  const c = state.cards.get(state.focus);
+  if (c) {
+    c.el.classList.add('focused');
+    c.el.scrollIntoView({ block: 'center' });
+    state.focus = '';
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Live stream
+// ---------------------------------------------------------------------------
+function setLive(s) {
+  const l = $('live');
+  l.dataset.state = s;
+  $('live-text').textContent = { live: 'live', connecting: 'connecting', down: 'reconnecting' }[s] || s;
+}
+
+function connect() {
+  if (state.es) state.es.close();
+  setLive('connecting');
+  const es = new EventSource('/approvals/stream');
+  state.es = es;
+  es.onopen = () => { setLive('live'); showError(''); };
+  const onApproval = (ev) => {
+    let e;
+    try { e = JSON.parse(ev.data); } catch { return; }
+    if (!e.approval) return;
+    if (e.type === 'approval.resolved') { removeCard(e.approval.approval_id); scheduleHistory(); } else upsert(e.approval);
+  };
+  for (const t of ['approval.requested', 'approval.escalated', 'approval.resolved']) es.addEventListener(t, onApproval);
+  es.onerror = async () => {
+    if (es.readyState !== EventSource.CLOSED) { setLive('down'); return; }
+    // Closed for good (e.g. 401 after the session lapsed): sign in again.
+    setLive('down');
+    try {
+      await signIn();
+      setTimeout(connect, 500);
+    } catch (e) {
+      showError('Lost the live stream: ' + e.message);
+      setTimeout(connect, 5000);
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------
+// History: final receipts of approval requests, newest first.
+// ---------------------------------------------------------------------------
+let historyTimer = null;
+function scheduleHistory() {
+  clearTimeout(historyTimer);
+  historyTimer = setTimeout(() => loadHistory().catch((e) => showError('History: ' + e.message)), 300);
+}
+
+const requestCache = new Map();
+let historySeq = 0;
+async function loadHistory() {
+  const seq = ++historySeq;
+  const page = await withSession(() => api('GET', '/v1/receipts?meta=approval_request_id&order=desc&limit=100'));
+  const finals = (page.receipts || []).filter((r) => r.decision && r.decision.verdict !== 'incomplete').slice(0, 40);
+  const rows = await Promise.all(finals.map(async (r) => {
+    const id = r.metadata && r.metadata.approval_request_id;
+    let req = requestCache.get(id);
+    if (!req && id) {
+      try { req = (await api('GET', '/approvals/' + encodeURIComponent(id))).request; requestCache.set(id, req); } catch { req = null; }
+    }
+    return { r, req };
+  }));
+  if (seq !== historySeq) return; // a newer load is under way
+  const body = $('history-rows');
+  body.replaceChildren();
+  for (const { r, req } of rows) {
+    const m = r.metadata || {};
+    const verdict = r.decision.verdict;
+    const label = m.auto_approved ? 'auto-approved' : verdict === 'allow' ? 'approved' : verdict === 'deny' ? (r.decision.guard === 'approval-timeout' ? 'timed out' : 'denied') : verdict;
+    body.append(el('tr', { 'data-id': m.approval_request_id || '' },
+      el('td', { class: 'nowrap', text: fmtTime(r.timestamp / 1000) }),
+      el('td', {}, el('div', { class: 'h-summary', text: req ? req.summary : `${r.tool_server} · ${r.tool_name}` }),
+        m.note ? el('div', { class: 'h-note', text: '“' + m.note + '”' }) : null,
+        m.amended ? el('div', { class: 'h-note', text: 'amended arguments' }) : null),
+      el('td', {}, el('span', { class: 'pill pill-' + label.replace(/\s+/g, '-'), text: label })),
+      el('td', { text: m.approver_display_name || (m.approver ? shortKey(m.approver) : '—') }),
+      el('td', { text: m.channel || '—' }),
+      el('td', {}, el('a', { href: '/v1/receipts/' + encodeURIComponent(r.id), target: '_blank', rel: 'noopener', class: 'mono receipt-link', text: r.id.slice(0, 16) + '…' })),
+    ));
+  }
+  $('history-empty').hidden = rows.length > 0;
+}
+
+function switchView(v) {
+  state.view = v;
+  $('view-pending').hidden = v !== 'pending';
+  $('view-history').hidden = v !== 'history';
+  $('tab-pending').classList.toggle('active', v === 'pending');
+  $('tab-history').classList.toggle('active', v === 'history');
+  if (v === 'history') scheduleHistory();
+}
+
+// ---------------------------------------------------------------------------
+// Email links: one request, read through the link, decided by POSTing the
+// signed token to the link. No session needed.
+// ---------------------------------------------------------------------------
+async function startEmail() {
+  $('view-pending').hidden = false;
+  $('tabs').hidden = true;
+  const info = await api('GET', '/email/a/' + encodeURIComponent(state.email));
+  const req = info.request;
+  if (req.status !== 'pending') {
+    showError(`This request is already ${req.status}.`);
+    return;
+  }
+  upsert(req);
+  const b = $('live');
+  b.dataset.state = 'live';
+  $('live-text').textContent = 'email link';
+}
+
+// ---------------------------------------------------------------------------
+// Start-up
+// ---------------------------------------------------------------------------
+function showSetup() {
+  $('setup').hidden = false;
+  $('who').hidden = true;
+  $('tabs').hidden = true;
+  $('view-pending').hidden = true;
+  $('view-history').hidden = true;
+}
+
+async function onKey(k) {
+  state.key = k;
+  $('setup').hidden = true;
+  $('registered').hidden = true;
+  showError('');
+  $('who').hidden = false;
+  $('who-key').textContent = shortKey(k.publicKey);
+  $('who-key').title = k.publicKey;
+  $('who-name').textContent = '';
+  if (state.email) {
+    try { await startEmail(); } catch (e) { showError(e.message); }
+    return;
+  }
+  try {
+    const me = await signIn();
+    $('who-name').textContent = me.display_name || 'Approver';
+  } catch (e) {
+    showError('Sign-in refused — ' + e.message);
+    $('my-pubkey').textContent = k.publicKey;
+    $('registered').hidden = false;
+    return;
+  }
+  $('tabs').hidden = false;
+  switchView('pending');
+  refreshCounts();
+  connect();
+}
+
+async function main() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  state.focus = h.get('request') || '';
+  state.email = h.get('email') || '';
+  if (!window.isSecureContext || !crypto.subtle) {
+    showError('This page must be opened over HTTPS or on localhost: browsers only sign in a secure context.');
+    return;
+  }
+  $('key-file').addEventListener('change', async (ev) => {
+    const f = ev.target.files[0];
+    if (!f) return;
+    try { onKey(await importPem(await f.text())); } catch (e) { showError('Import failed: ' + e.message); }
+    ev.target.value = '';
+  });
+  $('key-import').addEventListener('click', async () => {
+    try { onKey(await importPem($('key-pem').value)); $('key-pem').value = ''; } catch (e) { showError('Import failed: ' + e.message); }
+  });
+  $('key-generate').addEventListener('click', async () => {
+    try { onKey(await generateKey()); } catch (e) { showError('Could not generate a key: ' + e.message); }
+  });
+  const forget = async () => {
+    if (state.es) state.es.close();
+    try { await api('DELETE', '/v1/session'); } catch { /* already gone */ }
+    await forgetKey();
+    location.reload();
+  };
+  $('signout').addEventListener('click', forget);
+  $('forget-key').addEventListener('click', forget);
+  $('retry-signin').addEventListener('click', () => onKey(state.key));
+  $('copy-key').addEventListener('click', () => navigator.clipboard && navigator.clipboard.writeText($('my-pubkey').textContent));
+  $('tab-pending').addEventListener('click', () => switchView('pending'));
+  $('tab-history').addEventListener('click', () => switchView('history'));
+  setInterval(tick, 1000);
+
+  let k = null;
+  try { k = await loadKey(); } catch (e) { showError('IndexedDB is unavailable: ' + e.message); }
+  if (k && k.privateKey) onKey(k); else showSetup();
+}
+
+main();

@@ -1,0 +1,164 @@
+package email
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	htmltemplate "html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/httpapi"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// MaxPostBody bounds POST /email/a/{link}.
+const MaxPostBody = approval.MaxTokenBytes + 1024
+
+// pageCSP allows the dashboard's stylesheet and nothing else.
+const pageCSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+// Kernel is what the link endpoints need from the kernel.
+type Kernel interface {
+	Approval(id string) (*approval.Request, error)
+	Respond(ctx context.Context, approvalID string, tokenRaw []byte, outcome, channel string) (*kernel.RespondResult, error)
+}
+
+var _ Kernel = (*kernel.Kernel)(nil)
+
+// Handler serves GET and POST /email/a/{link}; mount it at LinkPath.
+func (c *Channel) Handler(k Kernel) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		link, ok := strings.CutPrefix(r.URL.Path, LinkPath)
+		if !ok || link == "" || strings.Contains(link, "/") {
+			httpapi.WriteError(w, httpapi.Error(http.StatusNotFound, httpapi.CodeNotFound, "no such link"))
+			return
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			c.show(w, r, k, link)
+		case http.MethodPost:
+			c.decide(w, r, k, link)
+		default:
+			w.Header().Set("Allow", "GET, HEAD, POST")
+			httpapi.WriteError(w, httpapi.Error(http.StatusMethodNotAllowed, httpapi.CodeBadRequest, "GET shows the request, POST decides"))
+		}
+	})
+}
+
+// linkErr maps a link problem to the envelope: 410 spent or expired, 409
+// in use, 403 anything else.
+func linkErr(err error) error {
+	switch {
+	case errors.Is(err, errExpiredLink), errors.Is(err, errUsedLink):
+		return httpapi.Error(http.StatusGone, httpapi.CodeApprovalRejected, err.Error())
+	case errors.Is(err, errBusyLink):
+		return httpapi.Error(http.StatusConflict, httpapi.CodeConflict, err.Error())
+	}
+	return httpapi.Error(http.StatusForbidden, httpapi.CodeApprovalRejected, err.Error())
+}
+
+// LinkView is GET /email/a/{link}'s JSON answer.
+type LinkView struct {
+	Request       *approval.Request `json:"request"`
+	Approver      string            `json:"approver"`
+	LinkExpiresAt int64             `json:"link_expires_at"`
+}
+
+// show is read-only: it neither decides nor spends the link.
+func (c *Channel) show(w http.ResponseWriter, r *http.Request, k Kernel, link string) {
+	cl, _, err := c.parseLink(link)
+	if err != nil {
+		httpapi.WriteError(w, linkErr(err))
+		return
+	}
+	req, err := k.Approval(cl.ApprovalID)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(LinkView{Request: req, Approver: cl.Approver, LinkExpiresAt: cl.Expires})
+		return
+	}
+	v := newView(req, c.o.Now())
+	v.Dashboard = "/dashboard/#email=" + url.QueryEscape(link)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", pageCSP)
+	w.Header().Set("X-Frame-Options", "DENY")
+	_ = pageTmpl.Execute(w, v)
+}
+
+// decide presents the approver's signed token, spending the link on success.
+func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link string) {
+	cl, id, err := c.parseLink(link)
+	if err != nil {
+		httpapi.WriteError(w, linkErr(err))
+		return
+	}
+	var body struct {
+		Token json.RawMessage `json:"token"`
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxPostBody)
+	raw, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = canon.Unmarshal(raw, &body)
+	}
+	if err != nil || len(body.Token) == 0 || string(body.Token) == "null" {
+		httpapi.WriteError(w, httpapi.Error(http.StatusBadRequest, httpapi.CodeBadRequest, `body must be {"token": <signed approval token>}`))
+		return
+	}
+	var head struct {
+		Approver  string `json:"approver"`
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(body.Token, &head) != nil || head.Approver != cl.Approver || head.RequestID != cl.ApprovalID {
+		httpapi.WriteError(w, httpapi.Error(http.StatusForbidden, httpapi.CodeApprovalRejected,
+			"the token must be signed by this link's approver for this link's request"))
+		return
+	}
+	if err := c.reserve(id, time.Unix(cl.Expires, 0)); err != nil {
+		httpapi.WriteError(w, linkErr(err))
+		return
+	}
+	res, err := k.Respond(context.WithoutCancel(r.Context()), cl.ApprovalID, body.Token, "", Name)
+	if err != nil {
+		c.release(id) // nothing was decided: the approver may try again
+		httpapi.WriteError(w, err)
+		return
+	}
+	c.spend(id)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>chio · {{.Summary}}</title><link rel="stylesheet" href="/dashboard/style.css"></head>
+<body><header class="topbar"><div class="brand"><span class="brand-name">chio</span><span class="brand-sub">approval request</span></div></header>
+<main><article class="card kind-{{.Kind}}">
+<div class="card-head"><span class="badge badge-kind">{{.Kind}}</span><span class="tool mono">{{.Tool}}</span><span class="spacer"></span>
+<span class="deadline"><span class="muted">status </span><strong>{{.Status}}</strong></span></div>
+<h3 class="summary">{{.Summary}}</h3>
+<dl class="details">
+{{if .Purpose}}<div class="detail"><dt>Purpose</dt><dd>{{.Purpose}}</dd></div>{{end}}
+{{if .Amount}}<div class="detail amount"><dt>Amount</dt><dd>{{.Amount}}</dd></div>{{end}}
+<div class="detail"><dt>Agent</dt><dd><code title="{{.Agent}}">{{.AgentShort}}</code></dd></div>
+<div class="detail"><dt>Policy</dt><dd><code>{{.Policy}}</code></dd></div>
+<div class="detail"><dt>Quorum</dt><dd>{{.Quorum}}</dd></div>
+<div class="detail"><dt>Deadline</dt><dd>{{.Deadline}} ({{.Left}})</dd></div>
+</dl>
+{{if eq .Status "pending"}}<div class="actions"><a class="btn btn-primary" href="{{.Dashboard}}" id="open-dashboard">Review &amp; sign in the dashboard</a></div>
+<p class="muted">This page decides nothing. The dashboard signs your decision with your own key, in your browser.</p>
+{{else}}<p class="muted">This request is {{.Status}}; nothing is left to decide.</p>{{end}}
+</article></main></body></html>
+`))

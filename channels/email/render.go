@@ -1,0 +1,212 @@
+package email
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	htmltemplate "html/template"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/textproto"
+	"strings"
+	"text/template"
+	"time"
+	"unicode"
+
+	"github.com/chiokernel/chio/approval"
+)
+
+// view is what the message and the link page show.
+type view struct {
+	Name       string
+	Summary    string
+	Purpose    string
+	Amount     string
+	Agent      string
+	AgentShort string
+	Tool       string
+	Policy     string
+	Kind       string
+	Deadline   string // RFC 1123, UTC
+	Left       string // "59m", "2h 5m"
+	Quorum     string
+	Status     string
+	Link       string
+	Dashboard  string
+	ApprovalID string
+	Escalated  bool
+	Tier       int
+}
+
+func newView(req *approval.Request, now time.Time) view {
+	v := view{
+		Summary: clean(req.Summary, 500), Agent: req.SubjectID, AgentShort: short(req.SubjectID),
+		Tool: req.ToolServer + " · " + req.ToolName, Policy: req.PolicyID, Kind: req.Kind,
+		Deadline: time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC1123), Status: req.Status,
+		ApprovalID: req.ApprovalID, Tier: req.Tier + 1,
+	}
+	v.Left = fmtLeft(time.Unix(req.ExpiresAt, 0).Sub(now))
+	approved, _ := req.Counts()
+	v.Quorum = fmt.Sprintf("%d of %d approvals", approved, max(req.Quorum, 1))
+	var intent struct {
+		Purpose   string `json:"purpose"`
+		MaxAmount *struct {
+			Units    json.Number `json:"units"`
+			Currency string      `json:"currency"`
+		} `json:"max_amount"`
+	}
+	if len(req.GovernedIntent) > 0 && json.Unmarshal(req.GovernedIntent, &intent) == nil {
+		v.Purpose = clean(intent.Purpose, 500)
+		if intent.MaxAmount != nil {
+			v.Amount = clean(intent.MaxAmount.Units.String()+" "+intent.MaxAmount.Currency, 60)
+		}
+	}
+	return v
+}
+
+func fmtLeft(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "expired"
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dm", max(int(d.Minutes()), 1))
+	}
+}
+
+// clean strips control characters (agent-supplied text ends up in headers
+// and plain text) and bounds the length.
+func clean(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return strings.TrimSpace(s)
+}
+
+func short(key string) string {
+	h := strings.TrimPrefix(key, "ed25519:")
+	if len(h) < 16 {
+		return key
+	}
+	return "ed25519:" + h[:8] + "…" + h[len(h)-6:]
+}
+
+func subject(v view) string {
+	prefix := "Approval needed"
+	if v.Escalated {
+		prefix = "Escalated: approval needed"
+	}
+	return clean(prefix+": "+v.Summary, 160)
+}
+
+var textTmpl = template.Must(template.New("text").Parse(`Hello {{.Name}},
+
+An agent is waiting for your decision{{if .Escalated}} (escalated, tier {{.Tier}}){{end}}:
+
+  {{.Summary}}
+
+{{if .Purpose}}  Purpose:   {{.Purpose}}
+{{end}}{{if .Amount}}  Amount:    {{.Amount}}
+{{end}}  Agent:     {{.Agent}}
+  Tool:      {{.Tool}}
+  Policy:    {{.Policy}}
+  Quorum:    {{.Quorum}}
+  Deadline:  {{.Deadline}} (in {{.Left}})
+
+Review it and sign your decision with your own key:
+
+  {{.Link}}
+
+Opening the link decides nothing; you approve or deny on the page, which
+signs in your browser. The link works once, until the deadline.
+
+Request {{.ApprovalID}}
+-- 
+chio
+`))
+
+var htmlTmpl = htmltemplate.Must(htmltemplate.New("html").Parse(`<!doctype html>
+<html><body style="margin:0;padding:24px;background:#f4f5f8;font-family:system-ui,-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;color:#161a23">
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0"><tr><td align="center">
+<table role="presentation" width="560" cellpadding="0" cellspacing="0" style="background:#fff;border:1px solid #e3e6ee;border-radius:12px;padding:24px">
+<tr><td>
+<p style="margin:0 0 4px;font-size:12px;letter-spacing:.06em;text-transform:uppercase;color:#4f46e5;font-weight:700">{{if .Escalated}}Escalated · tier {{.Tier}}{{else}}Approval needed{{end}}</p>
+<h1 style="margin:0 0 16px;font-size:19px;line-height:1.3">{{.Summary}}</h1>
+<table role="presentation" cellpadding="4" cellspacing="0" style="font-size:14px">
+{{if .Purpose}}<tr><td style="color:#7a8296">Purpose</td><td>{{.Purpose}}</td></tr>{{end}}
+{{if .Amount}}<tr><td style="color:#7a8296">Amount</td><td><strong style="font-size:16px">{{.Amount}}</strong></td></tr>{{end}}
+<tr><td style="color:#7a8296">Agent</td><td><code title="{{.Agent}}">{{.AgentShort}}</code></td></tr>
+<tr><td style="color:#7a8296">Tool</td><td><code>{{.Tool}}</code></td></tr>
+<tr><td style="color:#7a8296">Policy</td><td><code>{{.Policy}}</code></td></tr>
+<tr><td style="color:#7a8296">Quorum</td><td>{{.Quorum}}</td></tr>
+<tr><td style="color:#7a8296">Deadline</td><td>{{.Deadline}} (in {{.Left}})</td></tr>
+</table>
+<p style="margin:20px 0"><a href="{{.Link}}" style="display:inline-block;background:#4f46e5;color:#fff;text-decoration:none;font-weight:600;padding:10px 20px;border-radius:8px">Review &amp; decide</a></p>
+<p style="margin:0;color:#7a8296;font-size:12.5px">Opening the link decides nothing: you approve or deny on the page, which signs with your own key in your browser. The link works once, until the deadline.<br>Request <code>{{.ApprovalID}}</code></p>
+</td></tr></table>
+</td></tr></table>
+</body></html>
+`))
+
+// writeMIME writes headers and a multipart/alternative body.
+func writeMIME(w io.Writer, from, to, subj, host string, v view) error {
+	var text, html bytes.Buffer
+	if err := textTmpl.Execute(&text, v); err != nil {
+		return err
+	}
+	if err := htmlTmpl.Execute(&html, v); err != nil {
+		return err
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for _, part := range []struct {
+		ctype string
+		data  []byte
+	}{{"text/plain; charset=utf-8", text.Bytes()}, {"text/html; charset=utf-8", html.Bytes()}} {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Type", part.ctype)
+		h.Set("Content-Transfer-Encoding", "quoted-printable")
+		pw, err := mw.CreatePart(h)
+		if err != nil {
+			return err
+		}
+		qp := quotedprintable.NewWriter(pw)
+		if _, err := qp.Write(part.data); err != nil {
+			return err
+		}
+		if err := qp.Close(); err != nil {
+			return err
+		}
+	}
+	if err := mw.Close(); err != nil {
+		return err
+	}
+	var id [12]byte
+	_, _ = rand.Read(id[:])
+	hdr := []string{
+		"From: " + from,
+		"To: " + to,
+		"Subject: " + mime.QEncoding.Encode("utf-8", subj),
+		"Date: " + time.Now().UTC().Format(time.RFC1123Z),
+		"Message-ID: <" + hex.EncodeToString(id[:]) + "@" + host + ">",
+		"MIME-Version: 1.0",
+		"Auto-Submitted: auto-generated",
+		"Content-Type: multipart/alternative; boundary=" + mw.Boundary(),
+	}
+	if _, err := io.WriteString(w, strings.Join(hdr, "\r\n")+"\r\n\r\n"); err != nil {
+		return err
+	}
+	_, err := w.Write(body.Bytes())
+	return err
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/receipt"
+)
+
+func init() {
+	register("receipt export", "write every receipt, checkpoint and approval token to a JSONL file (--out FILE) for offline verification", runReceiptExport)
+}
+
+func runReceiptExport(e *Env, args []string) int {
+	fs := newFlags(e, "receipt export")
+	r := addRemote(fs, e)
+	out := fs.String("out", "", "file to write (JSON Lines)")
+	if _, err := parse(fs, args); err != nil {
+		return ExitUsage
+	}
+	if *out == "" {
+		return fail(e, usageError("usage: chio receipt export --out FILE"))
+	}
+	ctx, cancel := ctxTimeout(time.Hour)
+	defer cancel()
+	body, err := r.stream(ctx, "/v1/export")
+	if err != nil {
+		return fail(e, err)
+	}
+	defer body.Close()
+	// Write beside the target and rename once complete, so an interrupted
+	// export never leaves a file that looks whole.
+	tmp, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".*")
+	if err != nil {
+		return fail(e, err)
+	}
+	defer os.Remove(tmp.Name())
+	head, lines, err := copyLines(tmp, body)
+	if err == nil {
+		err = tmp.Close()
+	} else {
+		tmp.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), *out)
+	}
+	if err != nil {
+		return fail(e, fmt.Errorf("export: %w", err))
+	}
+	fmt.Fprintf(e.Stdout, "wrote %d lines (%d receipts) to %s\n", lines, head.Receipts, *out)
+	fmt.Fprintf(e.Stderr, "verify offline with: chio receipt verify --file %s --kernel-key KEY\n"+
+		"(the file names kernel key %s; take KEY from a source you trust, not from the file)\n", *out, head.KernelKey)
+	return ExitOK
+}
+
+// copyLines copies the export and reads its header on the way.
+func copyLines(w io.Writer, r io.Reader) (receipt.ExportHeader, int, error) {
+	var head receipt.ExportHeader
+	br := bufio.NewReaderSize(r, 1<<20)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	n := 0
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull { // a long line: copy it in pieces
+			if _, werr := bw.Write(line); werr != nil {
+				return head, n, werr
+			}
+			continue
+		}
+		if len(line) > 0 {
+			if n == 0 && json.Unmarshal(line, &head) != nil {
+				return head, n, fmt.Errorf("the server's answer is not an export")
+			}
+			if _, werr := bw.Write(line); werr != nil {
+				return head, n, werr
+			}
+			n++
+		}
+		if err == io.EOF {
+			if head.Format != receipt.ExportFormat {
+				return head, n, fmt.Errorf("the server's answer is not a %s export", receipt.ExportFormat)
+			}
+			return head, n, bw.Flush()
+		}
+		if err != nil {
+			return head, n, err
+		}
+	}
+}
+
+// stream GETs path with the reader/admin token and returns the body of a
+// 200 answer for the caller to read (and close).
+func (r *remote) stream(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", r.base()+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if t := r.e.Getenv("CHIO_ADMIN_TOKEN"); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	} else if t := r.e.Getenv("CHIO_READ_TOKEN"); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach chiod at %s: %w", r.base(), err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp.Body, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	ae := &apiError{Status: resp.StatusCode}
+	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
+		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
+	}
+	return nil, ae
+}

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/receipt"
+)
+
+func init() {
+	register("receipt verify", "verify ID (signature + Merkle proof), --all (the whole log) or --file EXPORT (offline)", runReceiptVerify)
+}
+
+func runReceiptVerify(e *Env, args []string) int {
+	fs := newFlags(e, "receipt verify")
+	r := addRemote(fs, e)
+	all := fs.Bool("all", false, "verify the whole log served by chiod")
+	file := fs.String("file", "", "verify an export file offline (needs --kernel-key)")
+	keyText := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) you trust; default: ask the server")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	modes := len(pos)
+	if *all {
+		modes++
+	}
+	if *file != "" {
+		modes++
+	}
+	if modes != 1 || len(pos) > 1 {
+		return fail(e, usageError("usage: chio receipt verify ID | --all | --file EXPORT --kernel-key ed25519:…"))
+	}
+	if *file != "" {
+		if *keyText == "" {
+			return fail(e, usageError("--file needs --kernel-key: an export cannot vouch for its own key"))
+		}
+		key, err := keys.ParsePublicKey(*keyText)
+		if err != nil {
+			return fail(e, usageError("--kernel-key: "+err.Error()))
+		}
+		f, err := os.Open(*file)
+		if err != nil {
+			return fail(e, err)
+		}
+		defer f.Close()
+		return verifyExport(e, r, f, key, *file)
+	}
+	ctx, cancel := ctxTimeout(time.Hour)
+	defer cancel()
+	key, err := trustedKernelKey(ctx, e, r, *keyText)
+	if err != nil {
+		return fail(e, err)
+	}
+	if *all {
+		body, err := r.stream(ctx, "/v1/export")
+		if err != nil {
+			return fail(e, err)
+		}
+		defer body.Close()
+		return verifyExport(e, r, body, key, r.base()+"/v1/export")
+	}
+	return verifyOne(ctx, e, r, pos[0], key)
+}
+
+// trustedKernelKey is --kernel-key, or else the server's own word for it,
+// which the auditor is told is what they are trusting.
+func trustedKernelKey(ctx context.Context, e *Env, r *remote, text string) (keys.PublicKey, error) {
+	if text != "" {
+		k, err := keys.ParsePublicKey(text)
+		if err != nil {
+			return k, usageError("--kernel-key: " + err.Error())
+		}
+		return k, nil
+	}
+	var h struct {
+		KernelKey string `json:"kernel_key"`
+	}
+	if _, err := r.do(ctx, "GET", "/healthz", nil, &h); err != nil {
+		return keys.PublicKey{}, err
+	}
+	k, err := keys.ParsePublicKey(h.KernelKey)
+	if err != nil {
+		return k, fmt.Errorf("the server's kernel_key: %w", err)
+	}
+	fmt.Fprintf(e.Stderr, "chio: trusting kernel key from the server: %s\n"+
+		"      (pass --kernel-key with a key obtained independently to detect a server that lies)\n", k)
+	return k, nil
+}
+
+// ProofCheck is `verify ID`'s result.
+type proofCheck struct {
+	ReceiptID  string `json:"receipt_id"`
+	Seq        uint64 `json:"seq"`
+	KernelKey  string `json:"kernel_key"`
+	TreeSize   uint64 `json:"tree_size"`
+	RootHash   string `json:"root_hash"`
+	Checkpoint int64  `json:"checkpoint_timestamp"`
+	OK         bool   `json:"ok"`
+	Error      string `json:"error,omitempty"`
+}
+
+func verifyOne(ctx context.Context, e *Env, r *remote, id string, key keys.PublicKey) int {
+	var resp struct {
+		Receipt    json.RawMessage        `json:"receipt"`
+		Checkpoint json.RawMessage        `json:"checkpoint"`
+		Proof      receipt.InclusionProof `json:"proof"`
+	}
+	if _, err := r.do(ctx, "GET", "/v1/receipts/"+url.PathEscape(id)+"/proof", nil, &resp); err != nil {
+		return fail(e, err)
+	}
+	res := proofCheck{ReceiptID: id, KernelKey: key.String()}
+	err := func() error {
+		rc, err := receipt.Verify(resp.Receipt, key)
+		if err != nil {
+			return fmt.Errorf("receipt signature: %w", err)
+		}
+		res.Seq = rc.Seq
+		if rc.ID != id {
+			return fmt.Errorf("the server answered receipt %s for %s", rc.ID, id)
+		}
+		cp, err := receipt.VerifyCheckpoint(resp.Checkpoint, key)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		res.TreeSize, res.RootHash, res.Checkpoint = cp.TreeSize, cp.RootHash, cp.Timestamp
+		p := resp.Proof
+		if p.TreeSize != cp.TreeSize || p.LeafIndex != rc.Seq-1 {
+			return fmt.Errorf("proof is for leaf %d of a tree of %d, want leaf %d (seq %d) of the checkpoint's %d", p.LeafIndex, p.TreeSize, rc.Seq-1, rc.Seq, cp.TreeSize)
+		}
+		root, err := cp.Root()
+		if err != nil {
+			return err
+		}
+		if err := p.Verify(resp.Receipt, root); err != nil {
+			return fmt.Errorf("inclusion proof: %w", err)
+		}
+		return nil
+	}()
+	res.OK = err == nil
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if r.output != "table" {
+		printJSON(e.Stdout, res, r.output == "jsonl")
+	} else if res.OK {
+		fmt.Fprintf(e.Stdout, "OK  receipt %s (seq %d)\n    signature: valid, kernel key %s\n    included in checkpoint tree_size %d, root %s, signed %s\n",
+			id, res.Seq, key, res.TreeSize, res.RootHash, time.UnixMilli(res.Checkpoint).UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(e.Stdout, "FAIL receipt %s: %s\n", id, res.Error)
+	}
+	if !res.OK {
+		return ExitError
+	}
+	return ExitOK
+}
+
+func verifyExport(e *Env, r *remote, in io.Reader, key keys.PublicKey, source string) int {
+	rep, err := receipt.VerifyExport(in, receipt.VerifyOptions{KernelKey: key})
+	if err != nil {
+		return fail(e, err)
+	}
+	if r.output != "table" {
+		printJSON(e.Stdout, rep, r.output == "jsonl")
+	} else {
+		printReport(e.Stdout, rep, source)
+	}
+	if !rep.OK() {
+		return ExitError
+	}
+	return ExitOK
+}
+
+func printReport(w io.Writer, rep *receipt.VerifyReport, source string) {
+	for _, p := range rep.Problems {
+		fmt.Fprintln(w, "FAIL", p)
+	}
+	if n := rep.ProblemCount - len(rep.Problems); n > 0 {
+		fmt.Fprintf(w, "FAIL … and %d more problems\n", n)
+	}
+	fmt.Fprintf(w, "source:      %s\nkernel key:  %s\n", source, rep.KernelKey)
+	fmt.Fprintf(w, "receipts:    %d (seq 1..%d), signatures checked\n", rep.Receipts, rep.LastSeq)
+	if cp := rep.Latest; cp != nil {
+		fmt.Fprintf(w, "checkpoints: %d valid; latest tree_size %d, root %s matches the recomputed Merkle root\n", rep.Checkpoints, cp.TreeSize, cp.RootHash)
+		if rep.Uncovered > 0 {
+			fmt.Fprintf(w, "             %d newer receipts are not covered by a checkpoint yet\n", rep.Uncovered)
+		}
+	}
+	fmt.Fprintf(w, "approvals:   %d chains linked, %d pending; %d approval tokens and %d batch tokens verified\n",
+		rep.Chains, rep.Pending, rep.Tokens, rep.BatchTokens)
+	if rep.OK() {
+		fmt.Fprintln(w, "OK: every check passed")
+	} else {
+		fmt.Fprintf(w, "FAILED: %d problems\n", rep.ProblemCount)
+	}
+}

@@ -1,0 +1,219 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/cli"
+	"github.com/chiokernel/chio/internal/dispatch"
+	"github.com/chiokernel/chio/internal/httpapi"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
+)
+
+const auditCLIPolicy = `
+[[servers]]
+id = "demo"
+transport = "builtin"
+[[servers.tools]]
+name = "echo"
+[[servers.tools]]
+name = "issue_refund"
+action = "charge"
+
+[[grants]]
+id = "echo"
+server = "demo"
+tool = "echo"
+
+[[grants]]
+id = "refunds"
+server = "demo"
+tool = "issue_refund"
+[grants.constraints]
+require_approval_always = true
+[grants.approval]
+timeout_seconds = 600
+[[grants.approval.approvers]]
+public_key = "%s"
+display_name = "Finance Lead"
+`
+
+// auditWorld: a kernel with a Merkle log on a real store, served over HTTP,
+// holding allowed calls, one refund approved and one denied by a human.
+type auditWorld struct {
+	url, dir   string
+	kernelKey  keys.PublicKey
+	approvedID string // receipt id of the approved refund's allow
+}
+
+func newAuditWorld(t *testing.T) *auditWorld {
+	t.Helper()
+	dir := t.TempDir()
+	kkey := keys.FromSeed(bytes.Repeat([]byte{21}, 32))
+	approver := keys.FromSeed(bytes.Repeat([]byte{22}, 32))
+	agent := keys.FromSeed(bytes.Repeat([]byte{23}, 32))
+	p, err := policy.Parse([]byte(fmt.Sprintf(auditCLIPolicy, approver.Public())), "audit.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := receipt.NewLog(kkey, receipt.LogOptions{Interval: time.Hour})
+	store, err := boltstore.Open(filepath.Join(dir, "chio.db"), kkey, boltstore.Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := log.Start(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	disp, err := dispatch.New(p.Servers, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernel.New(kernel.Config{Key: kkey, Policy: p, Store: store, Dispatcher: disp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.New(httpapi.Config{Kernel: k, Store: store, AdminToken: "admin", ReadToken: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() { srv.Close(); log.Close(ctx); store.Close(); disp.Close() })
+	capRaw, c, err := k.IssueCapability(agent.Public(), []string{"echo", "refunds"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(id, tool string) *kernel.Outcome {
+		tc := &kernel.ToolCall{RequestID: id, Capability: capRaw, Server: "demo", Tool: tool, Arguments: json.RawMessage(`{"x":1}`)}
+		ph, _ := kernel.ParameterHash("demo", tool, tc.Arguments, nil)
+		tc.Proof, _ = kernel.SignProof(agent, id, c.ID, "demo", tool, ph, time.Now())
+		out, err := k.Submit(ctx, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	w := &auditWorld{url: srv.URL, dir: dir, kernelKey: kkey.Public()}
+	for i := 0; i < 3; i++ {
+		call(fmt.Sprintf("echo-%d", i), "echo")
+	}
+	for i, decision := range []string{approval.DecisionApproved, approval.DecisionDenied} {
+		out := call(fmt.Sprintf("refund-%d", i), "issue_refund")
+		req, err := k.Approval(out.ApprovalRequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := approval.NewToken(req, approver.Public(), decision, time.Now(), 10*time.Minute).Sign(approver)
+		res, err := k.Respond(ctx, req.ApprovalID, raw, "", kernel.ChannelAPI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if decision == approval.DecisionApproved {
+			w.approvedID = res.ReceiptID
+		}
+	}
+	return w
+}
+
+// chio runs the CLI against w with the reader token.
+func (w *auditWorld) chio(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := map[string]string{"CHIO_URL": w.url, "CHIO_READ_TOKEN": "reader"}
+	code := cli.Main(args, &cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }})
+	return out.String(), errOut.String(), code
+}
+
+func TestReceiptAuditCommands(t *testing.T) {
+	w := newAuditWorld(t)
+
+	// The seed's four audit commands.
+	out, _, code := w.chio(t, "receipt", "list", "--decision", "incomplete", "--meta", "approval_request_id", "--since", "24h")
+	if code != 0 || strings.Count(out, "incomplete") != 2 {
+		t.Fatalf("pending approvals: %d\n%s", code, out)
+	}
+	out, _, code = w.chio(t, "receipt", "list", "--decision", "deny", "--guard", "human-approval")
+	if code != 0 || !strings.Contains(out, "human-approval") || strings.Count(out, "\n") != 2 {
+		t.Fatalf("human denials: %d\n%s", code, out)
+	}
+	out, _, code = w.chio(t, "receipt", "stats", "--decision", "allow", "--meta", "approver", "--group-by", "metadata.approver_display_name")
+	if code != 0 || !strings.Contains(out, "Finance Lead") || !strings.Contains(out, "total 1 receipts") {
+		t.Fatalf("approver latency: %d\n%s", code, out)
+	}
+	out, _, code = w.chio(t, "receipt", "list", "--decision", "allow", "--meta", "auto_approved=true")
+	if code != 0 || strings.Count(out, "\n") != 1 { // the header only
+		t.Fatalf("auto-approved: %d\n%s", code, out)
+	}
+	out, _, code = w.chio(t, "receipt", "stats", "--group-by", "decision", "--output", "json")
+	var st receipt.StatsResult
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Total != 7 || st.GroupBy != "decision" {
+		t.Fatalf("stats json: %d\n%s", code, out)
+	}
+	if _, errOut, code := w.chio(t, "receipt", "stats", "--group-by", "seq"); code != cli.ExitUsage || !strings.Contains(errOut, "group_by must be") {
+		t.Fatalf("bad group-by: %d %s", code, errOut)
+	}
+
+	// verify ID: with the server's key (said so), and with a key in hand.
+	out, errOut, code := w.chio(t, "receipt", "verify", w.approvedID)
+	if code != 0 || !strings.Contains(out, "OK  receipt "+w.approvedID) || !strings.Contains(out, "included in checkpoint tree_size 7") ||
+		!strings.Contains(errOut, "trusting kernel key from the server: "+w.kernelKey.String()) {
+		t.Fatalf("verify id: %d\n%s\n%s", code, out, errOut)
+	}
+	other := keys.FromSeed(bytes.Repeat([]byte{99}, 32)).Public().String()
+	out, errOut, code = w.chio(t, "receipt", "verify", w.approvedID, "--kernel-key", other)
+	if code != cli.ExitError || !strings.Contains(out, "FAIL receipt "+w.approvedID+": receipt signature") || strings.Contains(errOut, "trusting") {
+		t.Fatalf("verify id with another key: %d\n%s\n%s", code, out, errOut)
+	}
+
+	// verify --all against the live log.
+	out, _, code = w.chio(t, "receipt", "verify", "--all", "--kernel-key", w.kernelKey.String())
+	if code != 0 || !strings.Contains(out, "OK: every check passed") || !strings.Contains(out, "receipts:    7 (seq 1..7)") ||
+		!strings.Contains(out, "2 chains linked") || !strings.Contains(out, "2 approval tokens") {
+		t.Fatalf("verify --all: %d\n%s", code, out)
+	}
+
+	// export, then verify offline; then a tampered copy fails with where.
+	file := filepath.Join(w.dir, "audit.jsonl")
+	out, errOut, code = w.chio(t, "receipt", "export", "--out", file)
+	if code != 0 || !strings.Contains(out, "(7 receipts)") || !strings.Contains(errOut, "--kernel-key") {
+		t.Fatalf("export: %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = w.chio(t, "receipt", "verify", "--file", file, "--kernel-key", w.kernelKey.String())
+	if code != 0 || !strings.Contains(out, "OK: every check passed") {
+		t.Fatalf("verify --file: %d\n%s", code, out)
+	}
+	if _, errOut, code := w.chio(t, "receipt", "verify", "--file", file); code != cli.ExitUsage || !strings.Contains(errOut, "--file needs --kernel-key") {
+		t.Fatalf("verify --file without a key: %d %s", code, errOut)
+	}
+	data, _ := os.ReadFile(file)
+	lines := bytes.Split(data, []byte("\n"))
+	lines[3] = bytes.Replace(lines[3], []byte(`"seq":3`), []byte(`"seq":9`), 1) // line 4 is seq 3
+	bad := filepath.Join(w.dir, "tampered.jsonl")
+	os.WriteFile(bad, bytes.Join(lines, []byte("\n")), 0o600)
+	out, _, code = w.chio(t, "receipt", "verify", "--file", bad, "--kernel-key", w.kernelKey.String())
+	if code != cli.ExitError || !strings.Contains(out, "FAIL line 4: receipt ") || !strings.Contains(out, "(seq 9): signature does not verify") ||
+		!strings.Contains(out, "FAILED:") {
+		t.Fatalf("tampered file: %d\n%s", code, out)
+	}
+	out, _, _ = w.chio(t, "receipt", "verify", "--file", bad, "--kernel-key", w.kernelKey.String(), "--output", "json")
+	var rep receipt.VerifyReport
+	if json.Unmarshal([]byte(out), &rep) != nil || rep.OK() || rep.Problems[0].Line != 4 || rep.Problems[0].Seq != 9 {
+		t.Fatalf("json report: %s", out)
+	}
+	if _, errOut, code := w.chio(t, "receipt", "verify"); code != cli.ExitUsage || !strings.Contains(errOut, "usage:") {
+		t.Fatalf("verify without a mode: %d %s", code, errOut)
+	}
+}

@@ -1,0 +1,265 @@
+package httpapi
+
+// Approver sessions (SPEC §6): an approver proves they hold a key listed in
+// the policy in force by signing a single-use server challenge, and gets a
+// short-lived, HttpOnly, SameSite=Strict cookie. A session is a reader: it
+// may read approvals, receipts, checkpoints and the event stream, never an
+// admin route. It never decides anything either: deciding still takes a
+// signed approval token.
+//
+//	GET    /v1/session/challenge  → {challenge, expires_at}
+//	POST   /v1/session            {public_key, challenge, signature} → {approver, display_name}
+//	GET    /v1/session            → {approver, display_name, expires_at} of the current session
+//	DELETE /v1/session            → logs out
+//
+// signature = Ed25519 by public_key over
+// "chio.session.v1" || 0x00 || JCS({"challenge": …, "public_key": …}), 128 lowercase hex.
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/signed"
+)
+
+// Session parameters.
+const (
+	SessionDomain     = "chio.session.v1"
+	SessionCookie     = "chio_session"
+	ChallengeTTL      = 60 * time.Second
+	SessionTTL        = 12 * time.Hour
+	MaxChallenges     = 10000 // outstanding challenges, at most
+	MaxSessions       = 10000 // live sessions, at most
+	MaxSessionBody    = 4 << 10
+	sessionRandomSize = 32
+)
+
+type approverSession struct {
+	approver  string
+	expiresAt time.Time
+}
+
+// sessions holds challenges and sessions in memory: a restart logs every
+// approver out, which costs them one signature.
+type sessions struct {
+	mu         sync.Mutex
+	challenges map[string]time.Time // challenge → expiry
+	live       map[string]approverSession
+}
+
+func newSessions() *sessions {
+	return &sessions{challenges: map[string]time.Time{}, live: map[string]approverSession{}}
+}
+
+func randomToken() (string, error) {
+	var b [sessionRandomSize]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// issue stores a fresh challenge. When the store is full of live
+// challenges it refuses rather than grow or evict one a client holds.
+func (ss *sessions) issue(now time.Time) (string, time.Time, error) {
+	c, err := randomToken()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	exp := now.Add(ChallengeTTL)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.challenges) >= MaxChallenges {
+		for k, e := range ss.challenges {
+			if !now.Before(e) {
+				delete(ss.challenges, k)
+			}
+		}
+		if len(ss.challenges) >= MaxChallenges {
+			return "", time.Time{}, apiErr(http.StatusServiceUnavailable, CodeUnavailable, "too many outstanding challenges; retry later")
+		}
+	}
+	ss.challenges[c] = exp
+	return c, exp, nil
+}
+
+// take consumes a challenge: it is gone whether or not it was still valid.
+func (ss *sessions) take(c string, now time.Time) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	exp, ok := ss.challenges[c]
+	delete(ss.challenges, c)
+	return ok && now.Before(exp)
+}
+
+func (ss *sessions) start(approver string, now time.Time) (string, time.Time, error) {
+	id, err := randomToken()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	exp := now.Add(SessionTTL)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.live) >= MaxSessions {
+		for k, s := range ss.live {
+			if !now.Before(s.expiresAt) {
+				delete(ss.live, k)
+			}
+		}
+		if len(ss.live) >= MaxSessions {
+			return "", time.Time{}, apiErr(http.StatusServiceUnavailable, CodeUnavailable, "too many sessions; retry later")
+		}
+	}
+	ss.live[id] = approverSession{approver: approver, expiresAt: exp}
+	return id, exp, nil
+}
+
+func (ss *sessions) get(id string, now time.Time) (approverSession, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.live[id]
+	if ok && !now.Before(s.expiresAt) {
+		delete(ss.live, id)
+		return approverSession{}, false
+	}
+	return s, ok
+}
+
+func (ss *sessions) end(id string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.live, id)
+}
+
+// sessionRoutes registers the routes of this file.
+func (s *Server) sessionRoutes() {
+	s.mux.HandleFunc("GET /v1/session/challenge", s.sessionChallenge)
+	s.mux.HandleFunc("POST /v1/session", s.sessionLogin)
+	s.mux.HandleFunc("GET /v1/session", s.sessionInfo)
+	s.mux.HandleFunc("DELETE /v1/session", s.sessionLogout)
+}
+
+// SessionApprover returns the approver key of r's valid session cookie, if
+// any, and only while that key is still an approver in the policy in force.
+func (s *Server) SessionApprover(r *http.Request) (string, bool) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" || len(c.Value) > 64 {
+		return "", false
+	}
+	sess, ok := s.sessions.get(c.Value, s.cfg.Kernel.Clock().Now())
+	if !ok {
+		return "", false
+	}
+	if _, ok := s.approverName(sess.approver); !ok {
+		return "", false // removed from the policy since signing in
+	}
+	return sess.approver, true
+}
+
+// approverName reports whether key is an approver of the policy in force,
+// and its first display name.
+func (s *Server) approverName(key string) (string, bool) {
+	p := s.cfg.Kernel.Policy()
+	for i := range p.Grants {
+		if a := p.Grants[i].Approval; a != nil {
+			for _, ap := range a.Approvers {
+				if ap.PublicKey.String() == key {
+					return ap.DisplayName, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+func (s *Server) sessionChallenge(w http.ResponseWriter, r *http.Request) {
+	c, exp, err := s.sessions.issue(s.cfg.Kernel.Clock().Now())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"challenge": c, "expires_at": exp.Unix()})
+}
+
+// SessionLogin is POST /v1/session's body.
+type SessionLogin struct {
+	PublicKey string `json:"public_key"`
+	Challenge string `json:"challenge"`
+	Signature string `json:"signature"`
+}
+
+var errSessionRefused = apiErr(http.StatusUnauthorized, CodeUnauthorized, "session refused: the challenge is unknown, used or expired, or the signature does not verify")
+
+func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
+	var in SessionLogin
+	if err := decode(w, r, MaxSessionBody, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	now := s.cfg.Kernel.Clock().Now()
+	// The challenge is spent by any attempt, so a failed one cannot be retried.
+	if in.Challenge == "" || len(in.Challenge) > 64 || !s.sessions.take(in.Challenge, now) {
+		writeErr(w, errSessionRefused)
+		return
+	}
+	pub, err := keys.ParsePublicKey(in.PublicKey)
+	if err != nil {
+		writeErr(w, apiErr(http.StatusBadRequest, CodeBadRequest, "public_key: "+err.Error()))
+		return
+	}
+	sig, err := hex.DecodeString(in.Signature)
+	if err != nil || len(sig) != ed25519.SignatureSize || hex.EncodeToString(sig) != in.Signature {
+		writeErr(w, apiErr(http.StatusBadRequest, CodeBadRequest, "signature must be 128 lowercase hex digits"))
+		return
+	}
+	payload, err := canon.Marshal(map[string]string{"challenge": in.Challenge, "public_key": in.PublicKey})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if !ed25519.Verify(pub.Ed25519(), signed.Message(SessionDomain, payload), sig) {
+		writeErr(w, errSessionRefused)
+		return
+	}
+	name, ok := s.approverName(pub.String())
+	if !ok {
+		writeErr(w, apiErr(http.StatusForbidden, CodeApprovalRejected, "this key is not an approver in the policy in force"))
+		return
+	}
+	id, exp, err := s.sessions.start(pub.String(), now)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: id, Path: "/", MaxAge: int(SessionTTL / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"approver": pub.String(), "display_name": name, "expires_at": exp.Unix()})
+}
+
+func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
+	key, ok := s.SessionApprover(r)
+	if !ok {
+		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "no approver session"))
+		return
+	}
+	name, _ := s.approverName(key)
+	writeJSON(w, http.StatusOK, map[string]any{"approver": key, "display_name": name})
+}
+
+func (s *Server) sessionLogout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		s.sessions.end(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	writeJSON(w, http.StatusOK, map[string]any{"logged_out": true})
+}

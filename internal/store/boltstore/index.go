@@ -1,0 +1,216 @@
+package boltstore
+
+// Secondary indexes over the receipt log, written in the same commit as the
+// receipts they index, so a query never sees a receipt without its index
+// entries or the reverse.
+//
+// Layout (every seq key is 8 bytes big-endian, so bbolt keeps it in order):
+//
+//	ix_ts                 seq → timestamp (unix ms, 8 bytes): every receipt
+//	ix_d / <verdict>      seq → timestamp   (sub-bucket per decision verdict)
+//	ix_g / <guard>        seq → timestamp   (denying guard)
+//	ix_s / <tool_server>  seq → timestamp
+//	ix_t / <tool_name>    seq → timestamp
+//	ix_u / <subject>      seq → timestamp   (agent key)
+//	ix_m / <metadata key> seq → timestamp   (key presence: approver, auto_approved, …)
+//	ix_count              <dim> 0x00 <value> → number of entries (picks the most selective)
+//	ix_blocks             seq>>10 → min ts, max ts of that block of 1024 seqs
+//	ix_meta               "through" → last indexed seq
+//
+// A query walks the smallest matching sub-bucket in seq order (so cursor
+// paging stays by seq), restricted to the seq blocks whose time span meets
+// the --since/--until window; it checks the time from the entry's value,
+// the other equality filters by membership in their sub-buckets (one Get
+// each), and decodes a receipt only when a filter needs more (a metadata
+// value, a request id) or the caller wants the fields (stats).
+//
+// Timestamps are only nearly increasing in seq (a receipt is stamped when
+// decided and numbered when committed), which is why time is a filter on
+// blocks and entries, not a seq range.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/chiokernel/chio/receipt"
+)
+
+var (
+	bucketIxTS     = []byte("ix_ts")
+	bucketIxCount  = []byte("ix_count")
+	bucketIxBlocks = []byte("ix_blocks")
+	bucketIxMeta   = []byte("ix_meta")
+	keyThrough     = []byte("through")
+
+	// Dimensions: the byte names the count key, the bucket holds one
+	// sub-bucket per value.
+	dimVerdict = dim{'d', []byte("ix_d")}
+	dimGuard   = dim{'g', []byte("ix_g")}
+	dimServer  = dim{'s', []byte("ix_s")}
+	dimTool    = dim{'t', []byte("ix_t")}
+	dimSubject = dim{'u', []byte("ix_u")}
+	dimMeta    = dim{'m', []byte("ix_m")}
+	allDims    = []dim{dimVerdict, dimGuard, dimServer, dimTool, dimSubject, dimMeta}
+
+	indexBuckets = [][]byte{bucketIxTS, bucketIxCount, bucketIxBlocks, bucketIxMeta,
+		dimVerdict.bucket, dimGuard.bucket, dimServer.bucket, dimTool.bucket, dimSubject.bucket, dimMeta.bucket}
+)
+
+type dim struct {
+	id     byte
+	bucket []byte
+}
+
+const (
+	// blockShift sizes the time blocks: 1024 seqs each.
+	blockShift = 10
+	// appendFill packs pages of append-only buckets (bbolt's default 0.5
+	// leaves them half empty when keys only ever grow).
+	appendFill = 0.95
+)
+
+func countKey(d dim, value string) []byte {
+	return append([]byte{d.id, 0}, value...)
+}
+
+// indexable reports whether a value gets a sub-bucket. Longer values are
+// not indexed, and filters on them are checked on the decoded receipt.
+func indexable(v string) bool { return v != "" && len(v) <= MaxIndexedValue }
+
+// indexer writes one commit's index entries.
+type indexer struct {
+	btx    *bolt.Tx
+	ts     *bolt.Bucket
+	subs   map[string]*bolt.Bucket
+	counts map[string]uint64
+	blocks map[uint64][2]int64
+	last   uint64
+}
+
+func newIndexer(btx *bolt.Tx) *indexer {
+	ts := btx.Bucket(bucketIxTS)
+	ts.FillPercent = appendFill
+	return &indexer{btx: btx, ts: ts, subs: map[string]*bolt.Bucket{}, counts: map[string]uint64{}, blocks: map[uint64][2]int64{}}
+}
+
+func (ix *indexer) add(seq uint64, r *receipt.Receipt) error {
+	k, v := seqKey(seq), seqKey(uint64(r.Timestamp))
+	if err := ix.ts.Put(k, v); err != nil {
+		return err
+	}
+	put := func(d dim, value string) error {
+		if !indexable(value) {
+			return nil
+		}
+		ck := string(countKey(d, value))
+		sub := ix.subs[ck]
+		if sub == nil {
+			var err error
+			if sub, err = ix.btx.Bucket(d.bucket).CreateBucketIfNotExists([]byte(value)); err != nil {
+				return fmt.Errorf("boltstore: index %s: %w", d.bucket, err)
+			}
+			sub.FillPercent = appendFill
+			ix.subs[ck] = sub
+		}
+		ix.counts[ck]++
+		return sub.Put(k, v)
+	}
+	for _, e := range []struct {
+		d dim
+		v string
+	}{{dimVerdict, r.Decision.Verdict}, {dimGuard, r.Decision.Guard}, {dimServer, r.ToolServer},
+		{dimTool, r.ToolName}, {dimSubject, r.Subject}} {
+		if err := put(e.d, e.v); err != nil {
+			return err
+		}
+	}
+	for key := range r.Metadata {
+		if err := put(dimMeta, key); err != nil {
+			return err
+		}
+	}
+	b := seq >> blockShift
+	span, ok := ix.blocks[b]
+	if !ok {
+		span = [2]int64{math.MaxInt64, math.MinInt64}
+		if old := ix.btx.Bucket(bucketIxBlocks).Get(seqKey(b)); len(old) == 16 {
+			span = [2]int64{int64(binary.BigEndian.Uint64(old)), int64(binary.BigEndian.Uint64(old[8:]))}
+		}
+	}
+	ix.blocks[b] = [2]int64{min(span[0], r.Timestamp), max(span[1], r.Timestamp)}
+	ix.last = max(ix.last, seq)
+	return nil
+}
+
+// flush writes the commit's counters, block spans and high-water mark.
+func (ix *indexer) flush() error {
+	cb := ix.btx.Bucket(bucketIxCount)
+	for k, n := range ix.counts {
+		var cur uint64
+		if v := cb.Get([]byte(k)); len(v) == 8 {
+			cur = binary.BigEndian.Uint64(v)
+		}
+		if err := cb.Put([]byte(k), seqKey(cur+n)); err != nil {
+			return err
+		}
+	}
+	bb := ix.btx.Bucket(bucketIxBlocks)
+	for b, span := range ix.blocks {
+		v := make([]byte, 16)
+		binary.BigEndian.PutUint64(v, uint64(span[0]))
+		binary.BigEndian.PutUint64(v[8:], uint64(span[1]))
+		if err := bb.Put(seqKey(b), v); err != nil {
+			return err
+		}
+	}
+	if ix.last == 0 {
+		return nil
+	}
+	return ix.btx.Bucket(bucketIxMeta).Put(keyThrough, seqKey(ix.last))
+}
+
+// catchUp indexes (and leaf-hashes) receipts stored by a build that did not
+// keep these indexes, in bounded transactions, before the store serves.
+func catchUp(db *bolt.DB) error {
+	for {
+		done := true
+		err := db.Update(func(btx *bolt.Tx) error {
+			var through uint64
+			if v := btx.Bucket(bucketIxMeta).Get(keyThrough); len(v) == 8 {
+				through = binary.BigEndian.Uint64(v)
+			}
+			ix := newIndexer(btx)
+			lb := btx.Bucket(bucketLeaves)
+			c := btx.Bucket(bucketReceipts).Cursor()
+			n := 0
+			for k, raw := c.Seek(seqKey(through + 1)); k != nil; k, raw = c.Next() {
+				if n == 20000 {
+					done = false
+					break
+				}
+				seq := binary.BigEndian.Uint64(k)
+				r, err := receipt.Decode(raw)
+				if err != nil {
+					return fmt.Errorf("boltstore: indexing seq %d: %w", seq, err)
+				}
+				if err := ix.add(seq, r); err != nil {
+					return err
+				}
+				if lb.Get(k) == nil {
+					leaf := receipt.LeafHash(raw)
+					if err := lb.Put(k, leaf[:]); err != nil {
+						return err
+					}
+				}
+				n++
+			}
+			return ix.flush()
+		})
+		if err != nil || done {
+			return err
+		}
+	}
+}

@@ -1,0 +1,689 @@
+package receipt
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"sync"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/signed"
+)
+
+// Signature domains of the approvers' tokens (approval/token.go owns the
+// types; the auditor needs only these fields and the rule of SPEC §2).
+const (
+	approvalTokenSchema = "chio.approval-token.v1"
+	batchTokenSchema    = "chio.batch-approval.v1"
+)
+
+// MaxExportLine bounds one line of an export before anything parses it.
+const MaxExportLine = 16 << 20
+
+// VerifyOptions configures VerifyExport.
+type VerifyOptions struct {
+	// KernelKey is the key the auditor trusts. Required: the key an export
+	// names for itself proves nothing.
+	KernelKey keys.PublicKey
+	// Workers checks signatures in parallel; 0 means GOMAXPROCS.
+	Workers int
+	// MaxProblems caps how many problems are listed (all are counted);
+	// 0 means 200.
+	MaxProblems int
+}
+
+// Problem is one failed check and where it was found.
+type Problem struct {
+	Line      int    `json:"line,omitempty"` // line in the export, 1-based
+	Seq       uint64 `json:"seq,omitempty"`
+	ReceiptID string `json:"receipt_id,omitempty"`
+	Message   string `json:"message"`
+}
+
+func (p Problem) String() string {
+	s := ""
+	if p.Line > 0 {
+		s = fmt.Sprintf("line %d: ", p.Line)
+	}
+	if p.ReceiptID != "" {
+		s += fmt.Sprintf("receipt %s (seq %d): ", p.ReceiptID, p.Seq)
+	}
+	return s + p.Message
+}
+
+// VerifyReport is what VerifyExport found.
+type VerifyReport struct {
+	KernelKey    string      `json:"kernel_key"`
+	Receipts     uint64      `json:"receipts"`
+	LastSeq      uint64      `json:"last_seq"`
+	Checkpoints  int         `json:"checkpoints"`
+	Latest       *Checkpoint `json:"latest_checkpoint,omitempty"`
+	Uncovered    uint64      `json:"uncovered"` // receipts after the latest checkpoint
+	Chains       int         `json:"approval_chains"`
+	Pending      int         `json:"pending_approvals"` // incomplete, no final receipt yet
+	Tokens       int         `json:"approval_tokens"`
+	BatchTokens  int         `json:"batch_tokens"`
+	Problems     []Problem   `json:"problems"`
+	ProblemCount int         `json:"problem_count"`
+}
+
+// OK reports whether every check passed.
+func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
+
+// VerifyExport checks an export (see ExportFormat) end to end:
+//
+//   - every receipt's signature, by the trusted kernel key, over the bytes
+//     in the file;
+//   - seqs run 1, 2, 3, … with no hole, repeat or reordering, ids are unique,
+//     and the header's receipt count matches;
+//   - every checkpoint's signature, and its root equals the RFC 6962 root
+//     recomputed from the receipts at its tree_size;
+//   - approval chains: each receipt with previous_receipt_id points to an
+//     earlier incomplete receipt with the same request_id and
+//     approval_request_id, and each incomplete receipt has at most one final;
+//   - approval evidence: each token's signature by its approver, request_id =
+//     approval_request_id, governed_intent_hash = the incomplete receipt's
+//     parameter_hash, subject = the call's subject, approver ∈
+//     trusted_approvers (or the kernel itself for an auto_approved receipt),
+//     and the deciding token's decision and approver match the final receipt;
+//     each batch-approved receipt's batch token is signed by its approver.
+//
+// It returns an error only when the input cannot be read; every failed check
+// is a Problem in the report.
+func VerifyExport(in io.Reader, opts VerifyOptions) (*VerifyReport, error) {
+	if opts.KernelKey.IsZero() {
+		return nil, errors.New("verify: a trusted kernel key is required")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.MaxProblems <= 0 {
+		opts.MaxProblems = 200
+	}
+	v := &verifier{opts: opts, rep: &VerifyReport{KernelKey: opts.KernelKey.String(), Problems: []Problem{}},
+		ids: map[string]int{}, incomplete: map[string]*chainLink{}, byApproval: map[string]*chainLink{},
+		approvals: map[string]*evidenceItem{}, batches: map[string]*evidenceItem{}, autoFinal: map[string]bool{}, expect: 1}
+	// Pipeline: the reader cuts chunks, workers check whole chunks in
+	// parallel (signatures dominate), and this goroutine folds them in file
+	// order as each completes, so no core waits for the order-dependent part.
+	work := make(chan *chunk, v.opts.Workers)
+	order := make(chan *chunk, 2*v.opts.Workers)
+	readErr := make(chan error, 1)
+	go func() { readErr <- readChunks(in, work, order) }()
+	var wg sync.WaitGroup
+	for w := 0; w < v.opts.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				for i := range c.items {
+					checkLine(&c.items[i], v.opts.KernelKey)
+				}
+				close(c.done)
+			}
+		}()
+	}
+	for c := range order {
+		<-c.done
+		for i := range c.items {
+			v.sequential(&c.items[i])
+		}
+	}
+	wg.Wait()
+	if err := <-readErr; err != nil {
+		return nil, err
+	}
+	v.finish()
+	return v.rep, nil
+}
+
+type chunk struct {
+	items []item
+	done  chan struct{} // closed once every item is checked
+}
+
+// chunkLines is how many lines are verified in parallel at a time (a
+// variable so tests can exercise chunk edges cheaply).
+var chunkLines = 4096
+
+func readChunks(in io.Reader, work, order chan<- *chunk) error {
+	defer close(order)
+	defer close(work)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 1<<20), MaxExportLine)
+	// Lines are copied into large shared buffers, not one allocation each:
+	// a million small objects are what the garbage collector pays for.
+	var arena []byte
+	c := &chunk{items: make([]item, 0, chunkLines), done: make(chan struct{})}
+	send := func() {
+		order <- c // first: the folder must learn the order before a worker can finish
+		work <- c
+		c = &chunk{items: make([]item, 0, chunkLines), done: make(chan struct{})}
+	}
+	for line := 1; sc.Scan(); line++ {
+		b := sc.Bytes()
+		if cap(arena)-len(arena) < len(b) {
+			arena = make([]byte, 0, max(4<<20, len(b)))
+		}
+		start := len(arena)
+		arena = append(arena, b...)
+		c.items = append(c.items, item{line: line, raw: arena[start:len(arena):len(arena)]})
+		if len(c.items) == chunkLines {
+			send()
+		}
+	}
+	if len(c.items) > 0 {
+		send()
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("verify: reading export: %w", err)
+	}
+	return nil
+}
+
+type kind int
+
+const (
+	kindBad kind = iota
+	kindHeader
+	kindReceipt
+	kindCheckpoint
+	kindApproval
+	kindBatch
+)
+
+// item is one line, checked in parallel, then folded in order.
+type item struct {
+	line int
+	raw  []byte
+	kind kind
+	err  error // the line's own check failed
+
+	rc     *Receipt // parsed (verified unless err)
+	leaf   [32]byte
+	cp     *Checkpoint
+	header *ExportHeader
+	ev     *evidenceItem
+}
+
+// tokenView is what the auditor reads from approval and batch tokens.
+type tokenView struct {
+	Schema             string `json:"schema"`
+	ID                 string `json:"id"`
+	Approver           string `json:"approver"`
+	Subject            string `json:"subject"`
+	GovernedIntentHash string `json:"governed_intent_hash"`
+	RequestID          string `json:"request_id"`
+	Decision           string `json:"decision"`
+}
+
+type checkedToken struct {
+	tok  tokenView
+	vote string // approver the evidence lists
+	err  error  // malformed or signature
+}
+
+type evidenceItem struct {
+	line    int
+	id      string
+	trusted map[string]bool
+	tokens  []checkedToken
+	used    bool
+}
+
+// checkLine classifies a line and checks what needs no context: signatures.
+func checkLine(it *item, key keys.PublicKey) {
+	// Stored receipts are canonical, so they begin with their first member
+	// in sorted order; that skips one decoding pass for nearly every line.
+	// Anything else that starts this way and is not a valid receipt is
+	// reported as a malformed receipt, which it is.
+	if bytes.HasPrefix(it.raw, []byte(`{"action":`)) {
+		checkReceipt(it, key)
+		return
+	}
+	var env struct {
+		Schema string `json:"schema"`
+		Type   string `json:"type"`
+		Format string `json:"format"`
+	}
+	if err := jsonv2.Unmarshal(it.raw, &env); err != nil {
+		it.err = fmt.Errorf("not a JSON object: %v", err)
+		return
+	}
+	switch {
+	case env.Format != "":
+		it.kind = kindHeader
+		var h ExportHeader
+		if err := canon.Unmarshal(it.raw, &h); err != nil {
+			it.err = fmt.Errorf("malformed export header: %v", err)
+			return
+		}
+		it.header = &h
+	case env.Schema == Schema:
+		checkReceipt(it, key)
+	case env.Schema == CheckpointSchema:
+		it.kind = kindCheckpoint
+		it.cp, it.err = VerifyCheckpoint(it.raw, key)
+		if it.err != nil {
+			var c Checkpoint
+			if jsonv2.Unmarshal(it.raw, &c) == nil {
+				it.cp = &c
+			}
+		}
+	case env.Type == EvidenceApproval:
+		it.kind = kindApproval
+		var ev ApprovalEvidence
+		if err := canon.Unmarshal(it.raw, &ev); err != nil {
+			it.err = fmt.Errorf("malformed approval evidence: %v", err)
+			return
+		}
+		it.ev = &evidenceItem{line: it.line, id: ev.ApprovalRequestID, trusted: map[string]bool{}}
+		for _, k := range ev.TrustedApprovers {
+			it.ev.trusted[k] = true
+		}
+		for _, vote := range ev.Votes {
+			it.ev.tokens = append(it.ev.tokens, checkToken(vote.Token, approvalTokenSchema, vote.Approver))
+		}
+	case env.Type == EvidenceBatch:
+		it.kind = kindBatch
+		var ev BatchEvidence
+		if err := canon.Unmarshal(it.raw, &ev); err != nil {
+			it.err = fmt.Errorf("malformed batch evidence: %v", err)
+			return
+		}
+		it.ev = &evidenceItem{line: it.line, id: ev.BatchApprovalID,
+			tokens: []checkedToken{checkToken(ev.Token, batchTokenSchema, "")}}
+	default:
+		it.err = errors.New("unknown record (neither receipt, checkpoint, evidence nor header)")
+	}
+}
+
+func checkReceipt(it *item, key keys.PublicKey) {
+	it.kind = kindReceipt
+	it.leaf = LeafHash(it.raw)
+	it.rc, it.err = VerifyStored(it.raw, key)
+	if it.err != nil {
+		it.rc, _ = Decode(it.raw) // for seq and id in the report, if it decodes at all
+	}
+}
+
+// checkToken parses a token strictly and checks its signature by the key
+// it names as approver; whether that approver is trusted is checked later.
+func checkToken(raw []byte, schema, listed string) checkedToken {
+	var ct checkedToken
+	ct.vote = listed
+	if err := canon.Check(raw); err != nil {
+		ct.err = fmt.Errorf("malformed token: %v", err)
+		return ct
+	}
+	if err := jsonv2.Unmarshal(raw, &ct.tok); err != nil || ct.tok.Schema != schema || ct.tok.ID == "" {
+		ct.err = fmt.Errorf("malformed token (want schema %s)", schema)
+		return ct
+	}
+	if listed != "" && listed != ct.tok.Approver {
+		ct.err = fmt.Errorf("evidence lists approver %s but token %s names %s", listed, ct.tok.ID, ct.tok.Approver)
+		return ct
+	}
+	pub, err := keys.ParsePublicKey(ct.tok.Approver)
+	if err != nil {
+		ct.err = fmt.Errorf("token %s: approver key: %v", ct.tok.ID, err)
+		return ct
+	}
+	if err := signed.Verify(raw, schema, pub); err != nil {
+		ct.err = fmt.Errorf("token %s: signature by approver %s does not verify (%v)", ct.tok.ID, ct.tok.Approver, err)
+	}
+	return ct
+}
+
+// chainLink is an incomplete receipt and what followed it.
+type chainLink struct {
+	line                          int
+	id                            string
+	seq                           uint64
+	requestID, approvalID, params string
+	subject                       string
+	final                         string // id of the final receipt, once seen
+}
+
+// final is a receipt that decides an approval or uses a batch.
+type final struct {
+	line     int
+	rc       *Receipt
+	link     *chainLink
+	tokenID  string
+	batchID  string
+	approver string
+	auto     bool
+}
+
+type verifier struct {
+	opts       VerifyOptions
+	rep        *VerifyReport
+	header     *ExportHeader
+	lines      int
+	leaves     [][32]byte
+	expect     uint64 // next seq
+	prevSeq    uint64
+	ids        map[string]int // receipt id → line
+	incomplete map[string]*chainLink
+	byApproval map[string]*chainLink
+	finals     []final
+	cps        []*item
+	approvals  map[string]*evidenceItem
+	evOrder    []*evidenceItem // approval evidence in file order
+	batches    map[string]*evidenceItem
+	autoFinal  map[string]bool // final receipt id → auto_approved
+}
+
+func (v *verifier) problem(line int, rc *Receipt, format string, args ...any) {
+	v.rep.ProblemCount++
+	if len(v.rep.Problems) >= v.opts.MaxProblems {
+		return
+	}
+	p := Problem{Line: line, Message: fmt.Sprintf(format, args...)}
+	if rc != nil {
+		p.Seq, p.ReceiptID = rc.Seq, rc.ID
+	}
+	v.rep.Problems = append(v.rep.Problems, p)
+}
+
+// sequential folds one checked line into the order-dependent checks.
+func (v *verifier) sequential(it *item) {
+	v.lines = it.line
+	if it.line == 1 && it.kind != kindHeader {
+		v.problem(1, nil, "missing export header (want format %s)", ExportFormat)
+	}
+	switch it.kind {
+	case kindBad:
+		v.problem(it.line, nil, "%v", it.err)
+	case kindHeader:
+		switch {
+		case it.line != 1:
+			v.problem(it.line, nil, "export header after line 1")
+		case it.err != nil:
+			v.problem(it.line, nil, "%v", it.err)
+		case it.header.Format != ExportFormat:
+			v.problem(it.line, nil, "export format %q, want %s", it.header.Format, ExportFormat)
+		default:
+			v.header = it.header
+			if it.header.KernelKey != v.opts.KernelKey.String() {
+				v.problem(it.line, nil, "export names kernel key %s, verifying against the trusted key %s", it.header.KernelKey, v.opts.KernelKey)
+			}
+		}
+	case kindReceipt:
+		v.receipt(it)
+	case kindCheckpoint:
+		cp := *it
+		cp.raw = nil // keep the result, not the chunk's buffer
+		v.cps = append(v.cps, &cp)
+	case kindApproval, kindBatch:
+		if it.err != nil {
+			v.problem(it.line, nil, "%v", it.err)
+			return
+		}
+		m := v.approvals
+		if it.kind == kindBatch {
+			m = v.batches
+		}
+		if prev, dup := m[it.ev.id]; dup {
+			v.problem(it.line, nil, "evidence for %s repeated (first at line %d)", it.ev.id, prev.line)
+			return
+		}
+		m[it.ev.id] = it.ev
+		if it.kind == kindApproval {
+			v.evOrder = append(v.evOrder, it.ev)
+		}
+	}
+}
+
+func (v *verifier) receipt(it *item) {
+	rc := it.rc
+	v.rep.Receipts++
+	v.leaves = append(v.leaves, it.leaf)
+	if it.err != nil {
+		if errors.Is(it.err, signed.ErrBadSignature) {
+			v.problem(it.line, rc, "signature does not verify with the kernel key (%v)", it.err)
+		} else {
+			v.problem(it.line, rc, "malformed receipt: %v", it.err)
+		}
+		if rc == nil { // undecodable: assume it holds the next seq, so one bad line is one problem
+			v.prevSeq = v.expect
+			v.expect++
+			return
+		}
+	}
+	switch {
+	case rc.Seq == v.expect:
+	case rc.Seq > v.expect:
+		v.problem(it.line, rc, "seq gap: expected seq %d, found %d (receipts %d..%d are missing)", v.expect, rc.Seq, v.expect, rc.Seq-1)
+	default:
+		v.problem(it.line, rc, "out of order: seq %d after seq %d", rc.Seq, v.prevSeq)
+	}
+	v.prevSeq = rc.Seq
+	if rc.Seq >= v.expect {
+		v.expect = rc.Seq + 1
+	}
+	v.rep.LastSeq = max(v.rep.LastSeq, rc.Seq)
+	if first, dup := v.ids[rc.ID]; dup {
+		v.problem(it.line, rc, "duplicate receipt id (first at line %d)", first)
+	} else {
+		v.ids[rc.ID] = it.line
+	}
+	if it.err != nil {
+		return // an unauthenticated receipt says nothing about chains
+	}
+	v.chain(it.line, rc)
+}
+
+func metaStr(r *Receipt, k string) string {
+	if v, ok := r.Metadata[k]; ok {
+		return MetaString(v)
+	}
+	return ""
+}
+
+// chain records incomplete receipts and links finals to them.
+func (v *verifier) chain(line int, rc *Receipt) {
+	arid := metaStr(rc, "approval_request_id")
+	if rc.Decision.Verdict == Incomplete {
+		if arid == "" {
+			return // an incomplete receipt not awaiting approval (none today)
+		}
+		l := &chainLink{line: line, id: rc.ID, seq: rc.Seq, requestID: rc.RequestID, approvalID: arid,
+			params: rc.ParameterHash, subject: rc.Subject}
+		v.incomplete[rc.ID] = l
+		if prev, dup := v.byApproval[arid]; dup {
+			v.problem(line, rc, "approval_request_id %s already has an incomplete receipt %s", arid, prev.id)
+		} else {
+			v.byApproval[arid] = l
+		}
+		return
+	}
+	f := final{line: line, rc: rc, tokenID: metaStr(rc, "approval_token_id"), batchID: metaStr(rc, "batch_approval_id"),
+		approver: metaStr(rc, "approver"), auto: metaStr(rc, "auto_approved") == "true"}
+	prev := metaStr(rc, "previous_receipt_id")
+	switch {
+	case prev == "" && arid != "":
+		v.problem(line, rc, "approval_request_id %s but no previous_receipt_id: the chain is broken", arid)
+	case prev != "":
+		l := v.incomplete[prev]
+		switch {
+		case l == nil:
+			v.problem(line, rc, "broken approval chain: previous_receipt_id %s is not an earlier incomplete receipt in the log", prev)
+		case l.requestID != rc.RequestID:
+			v.problem(line, rc, "broken approval chain: request_id %s differs from %s on incomplete receipt %s", rc.RequestID, l.requestID, l.id)
+		case l.approvalID != arid:
+			v.problem(line, rc, "broken approval chain: approval_request_id %q differs from %s on incomplete receipt %s", arid, l.approvalID, l.id)
+		case l.final != "":
+			v.problem(line, rc, "incomplete receipt %s already has a final receipt %s", l.id, l.final)
+		default:
+			l.final = rc.ID
+			f.link = l
+			v.rep.Chains++
+		}
+	}
+	if f.tokenID != "" || f.batchID != "" {
+		v.finals = append(v.finals, f)
+		if f.auto {
+			v.autoFinal[rc.ID] = true
+		}
+	}
+}
+
+// finish runs the checks that need the whole file.
+func (v *verifier) finish() {
+	if v.lines == 0 {
+		v.problem(0, nil, "empty export")
+		return
+	}
+	if v.header != nil && v.header.Receipts != v.rep.Receipts {
+		v.problem(1, nil, "header announces %d receipts, the file holds %d", v.header.Receipts, v.rep.Receipts)
+	}
+	for _, l := range v.incomplete {
+		if l.final == "" {
+			v.rep.Pending++
+		}
+	}
+	v.merkle()
+	for _, f := range v.finals {
+		if f.batchID != "" {
+			v.batch(f)
+		} else {
+			v.approval(f)
+		}
+	}
+	for _, ev := range v.evOrder {
+		v.evidence(ev)
+	}
+}
+
+func (v *verifier) merkle() {
+	tree := NewTreeFromLeaves(v.leaves)
+	n := uint64(len(v.leaves))
+	sort.SliceStable(v.cps, func(i, j int) bool { return v.cps[i].line < v.cps[j].line })
+	for _, it := range v.cps {
+		if it.err != nil {
+			size := "?"
+			if it.cp != nil {
+				size = fmt.Sprint(it.cp.TreeSize)
+			}
+			v.problem(it.line, nil, "checkpoint tree_size %s: %v", size, it.err)
+			continue
+		}
+		v.rep.Checkpoints++
+		cp := it.cp
+		if cp.TreeSize > n {
+			v.problem(it.line, nil, "checkpoint tree_size %d covers more receipts than the export holds (%d)", cp.TreeSize, n)
+			continue
+		}
+		root, _ := tree.Root(cp.TreeSize)
+		if want, _ := cp.Root(); root != want {
+			v.problem(it.line, nil, "checkpoint tree_size %d: root_hash %s does not match the root recomputed from the receipts (%s)", cp.TreeSize, cp.RootHash, HashHex(root))
+			continue
+		}
+		if v.rep.Latest == nil || cp.TreeSize > v.rep.Latest.TreeSize {
+			v.rep.Latest = cp
+		}
+	}
+	if v.rep.Latest == nil {
+		if n > 0 {
+			v.problem(0, nil, "no valid signed checkpoint in the export: the Merkle log could not be checked")
+		}
+		return
+	}
+	v.rep.Uncovered = n - v.rep.Latest.TreeSize
+}
+
+func (v *verifier) approval(f final) {
+	ev := v.approvals[metaStr(f.rc, "approval_request_id")]
+	if ev == nil {
+		v.problem(f.line, f.rc, "no approval evidence for approval_request_id %s (token %s)", metaStr(f.rc, "approval_request_id"), f.tokenID)
+		return
+	}
+	ev.used = true
+	for _, ct := range ev.tokens {
+		if ct.err != nil || ct.tok.ID != f.tokenID {
+			continue
+		}
+		want := "approved"
+		if f.rc.Decision.Verdict == Deny && f.rc.Decision.Guard == "human-approval" {
+			want = "denied"
+		}
+		if f.rc.Decision.Verdict == Allow || want == "denied" {
+			if ct.tok.Decision != want {
+				v.problem(f.line, f.rc, "receipt is %s but the deciding token %s says %q", f.rc.Decision.Verdict, ct.tok.ID, ct.tok.Decision)
+			}
+		}
+		if f.approver != "" && f.approver != ct.tok.Approver {
+			v.problem(f.line, f.rc, "receipt names approver %s but token %s is signed by %s", f.approver, ct.tok.ID, ct.tok.Approver)
+		}
+		if ct.tok.Approver == v.opts.KernelKey.String() && !f.auto {
+			v.problem(f.line, f.rc, "token %s is signed by the kernel key but the receipt is not flagged auto_approved", ct.tok.ID)
+		}
+		return
+	}
+	v.problem(f.line, f.rc, "approval evidence for %s (line %d) holds no valid token %s", ev.id, ev.line, f.tokenID)
+}
+
+// evidence checks every token of one approval request against the chain.
+func (v *verifier) evidence(ev *evidenceItem) {
+	link := v.byApproval[ev.id]
+	autoOK := link != nil && v.autoFinal[link.final]
+	for _, ct := range ev.tokens {
+		if ct.err != nil {
+			v.problem(ev.line, nil, "approval %s: %v", ev.id, ct.err)
+			continue
+		}
+		v.rep.Tokens++
+		t := ct.tok
+		if t.RequestID != ev.id {
+			v.problem(ev.line, nil, "approval %s: token %s is for approval request %s", ev.id, t.ID, t.RequestID)
+		}
+		if !ev.trusted[t.Approver] && !(autoOK && t.Approver == v.opts.KernelKey.String()) {
+			v.problem(ev.line, nil, "approval %s: approver %s of token %s is not in trusted_approvers", ev.id, t.Approver, t.ID)
+		}
+		if link == nil {
+			v.problem(ev.line, nil, "approval %s: no incomplete receipt in the log for this request", ev.id)
+			continue
+		}
+		if t.GovernedIntentHash != link.params {
+			v.problem(ev.line, nil, "approval %s: token %s binds governed_intent_hash %s, but incomplete receipt %s has parameter_hash %s", ev.id, t.ID, t.GovernedIntentHash, link.id, link.params)
+		}
+		if t.Subject != link.subject {
+			v.problem(ev.line, nil, "approval %s: token %s is for subject %s, the call's subject is %s", ev.id, t.ID, t.Subject, link.subject)
+		}
+	}
+}
+
+func (v *verifier) batch(f final) {
+	ev := v.batches[f.batchID]
+	if ev == nil {
+		v.problem(f.line, f.rc, "no batch evidence for batch_approval_id %s", f.batchID)
+		return
+	}
+	ct := ev.tokens[0]
+	if ct.err != nil {
+		if !ev.used {
+			v.problem(ev.line, nil, "batch %s: %v", ev.id, ct.err)
+		}
+		ev.used = true
+		return
+	}
+	if !ev.used {
+		v.rep.BatchTokens++
+		ev.used = true
+		if ct.tok.ID != ev.id {
+			v.problem(ev.line, nil, "batch evidence %s holds token %s", ev.id, ct.tok.ID)
+		}
+	}
+	if f.approver != ct.tok.Approver {
+		v.problem(f.line, f.rc, "receipt names approver %s but batch token %s is signed by %s", f.approver, ct.tok.ID, ct.tok.Approver)
+	}
+}
