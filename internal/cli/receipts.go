@@ -76,7 +76,7 @@ func runReceiptList(e *Env, args []string) int {
 	q.Set("order", *order)
 	ctx, cancel := ctxTimeout(5 * time.Minute)
 	defer cancel()
-	var all []json.RawMessage
+	all := []json.RawMessage{}
 	for len(all) < *limit {
 		q.Set("limit", strconv.Itoa(min(*limit-len(all), 1000)))
 		var page struct {
