@@ -105,3 +105,7 @@ func defaultPublicURL(k Kernel) string {
 	}
 	return scheme + net.JoinHostPort(host, port)
 }
+
+// DefaultPublicURL is the public_url a [kernel] table gets when it sets
+// none (chiod re-derives it when -listen overrides the address).
+func DefaultPublicURL(k Kernel) string { return defaultPublicURL(k) }

@@ -18,6 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiokernel/chio/channels"
+	"github.com/chiokernel/chio/channels/dashboard"
+	"github.com/chiokernel/chio/channels/email"
+	slackch "github.com/chiokernel/chio/channels/slack"
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/dispatch"
 	"github.com/chiokernel/chio/internal/httpapi"
@@ -49,11 +53,23 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
+	publicURLDefaulted := p.Kernel.PublicURL == policy.DefaultPublicURL(p.Kernel)
 	if o.Listen != "" {
 		p.Kernel.Listen = o.Listen
 	}
 	if o.DataDir != "" {
 		p.Kernel.DataDir = o.DataDir
+	}
+	// Bind first: with -listen 127.0.0.1:0 the real address is known before
+	// channels build links from the public URL.
+	ln, err := net.Listen("tcp", p.Kernel.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	if o.Listen != "" && publicURLDefaulted {
+		p.Kernel.Listen = ln.Addr().String() // the real port when -listen asked for :0
+		p.Kernel.PublicURL = policy.DefaultPublicURL(p.Kernel)
 	}
 	dataDir := p.Kernel.DataDir
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
@@ -100,8 +116,24 @@ func Run(ctx context.Context, o Options) error {
 		}
 		authorities = append(authorities, ak)
 	}
-	k, err := kernel.New(kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
-		Clock: o.Clock, Authorities: authorities, Observer: metrics})
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	var k *kernel.Kernel
+	push, err := buildChannels(p, key, dataDir, o.Clock, log, func() *policy.Policy { return k.Policy() })
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	defer push.close() // before store.Close: clicks still voting finish first
+	// Notifications go out after each request is durable, through a hub that
+	// retries with backoff and records failures on the request; a channel
+	// that is down never blocks or approves anything.
+	hub := channels.NewHub(channels.HubOptions{Channels: push.list,
+		OnFailure: func(id, ch, msg string) { _ = k.RecordNotifyFailure(context.Background(), id, ch, msg) },
+		Metric:    func(ch, res string) { metrics.Notify.WithLabelValues(ch, res).Inc() }})
+	defer hub.Close()
+	k, err = kernel.New(kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
+		Clock: o.Clock, Authorities: authorities, Observer: metrics, Notifier: hub})
 	if err != nil {
 		return err
 	}
@@ -115,11 +147,24 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", p.Kernel.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+	if p.Channels.Dashboard == nil || p.Channels.Dashboard.Enabled {
+		dash, err := dashboard.New(dashboard.Options{})
+		if err != nil {
+			return err
+		}
+		api.Handle(dashboard.Prefix, dash)
 	}
+	if push.slack != nil {
+		api.Handle("POST "+slackch.InteractionsPath, push.slack.InteractionsHandler(k))
+	}
+	if push.email != nil {
+		api.Handle(email.LinkPath, push.email.Handler(k))
+	}
+	stopReload := watchReload(o.ConfigPath, k, log)
+	defer stopReload()
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	// SSE streams and long-polls would otherwise hold shutdown open.
+	srv.RegisterOnShutdown(api.CloseStreams)
 	errc := make(chan error, 1)
 	go func() {
 		if p.Kernel.TLSCertFile != "" {
