@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -56,51 +55,15 @@ func (a *apiError) Error() string { return fmt.Sprintf("%s (%d): %s", a.Code, a.
 // and decodes a JSON answer into out. Statuses in ok are successes; others
 // decode as *apiError.
 func (r *remote) do(ctx context.Context, method, path string, body any, out any, ok ...int) (int, error) {
-	var rd io.Reader
+	var raw []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, err
 		}
-		rd = bytes.NewReader(b)
+		raw = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, r.base()+path, rd)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if t := r.e.Getenv("CHIO_ADMIN_TOKEN"); t != "" {
-		req.Header.Set("Authorization", "Bearer "+t)
-	} else if t := r.e.Getenv("CHIO_READ_TOKEN"); t != "" {
-		req.Header.Set("Authorization", "Bearer "+t)
-	}
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("cannot reach chiod at %s: %w", r.base(), err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if len(ok) == 0 {
-		ok = []int{http.StatusOK}
-	}
-	for _, s := range ok {
-		if resp.StatusCode == s {
-			if out != nil {
-				if err := json.Unmarshal(data, out); err != nil {
-					return resp.StatusCode, fmt.Errorf("bad response from chiod: %w", err)
-				}
-			}
-			return resp.StatusCode, nil
-		}
-	}
-	ae := &apiError{Status: resp.StatusCode}
-	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
-		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
-	}
-	return resp.StatusCode, ae
+	return r.send(ctx, method, path, raw, nil, out, ok...)
 }
 
 func ctxTimeout(d time.Duration) (context.Context, context.CancelFunc) {
