@@ -299,7 +299,7 @@ func (s *Store) writeReceipts(t *tx) error {
 		return nil
 	}
 	errs := make([]error, n)
-	workers := min(runtime.GOMAXPROCS(0), (n+31)/32)
+	workers := min(runtime.GOMAXPROCS(0), (n+3)/4)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
