@@ -417,9 +417,11 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	if revoked {
 		return deny(GuardCapability, "capability revoked during the approval wait")
 	}
-	grant, ok := p.Grant(rec.GrantID)
+	// The grant must still cover this exact call under the policy in force:
+	// a reload may have narrowed its tool pattern or operations.
+	grant, ok := p.Match(func(id string) bool { return id == rec.GrantID }, rec.Server, rec.Tool, rec.Operation)
 	if !ok {
-		return deny(GuardScope, "grant no longer in the policy")
+		return deny(GuardScope, "grant "+rec.GrantID+" no longer covers this call")
 	}
 	if now.Unix() >= rec.CapabilityExpiresAt {
 		return deny(GuardCapability, "capability expired during the approval wait")
@@ -441,9 +443,6 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	tool, _ := p.Tool(rec.Server, rec.Tool)
 	call := &ToolCall{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Operation: rec.Operation, Arguments: args, GovernedIntent: rec.Intent}
 	rq := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: rec.Operation, Subject: rec.Subject, Intent: intent, Now: now}
-	if grant.Server != rec.Server {
-		rq.Grant = nil
-	}
 	if d := k.pipeline.Evaluate(rq, false); d.Verdict == Deny {
 		return deny(d.Guard, d.Reason)
 	}

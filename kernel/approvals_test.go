@@ -501,6 +501,29 @@ func TestPolicyReloadedDuringWaitCounts(t *testing.T) {
 	}
 }
 
+func TestResumeRematchesTheGrantAfterReload(t *testing.T) {
+	f := lifecycle(t, "deny")
+	out := f.refund(t, 450)
+	// The reloaded policy narrows the grant to another tool.
+	narrowed := strings.Replace(f.policyText, `id = "refunds"
+server = "demo"
+tool = "issue_refund"`, `id = "refunds"
+server = "demo"
+tool = "echo"`, 1)
+	p, err := policy.Parse([]byte(narrowed), "narrow.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.k.SetPolicy(p)
+	res, err := f.k.Respond(context.Background(), out.ApprovalRequestID, f.token(t, out.ApprovalRequestID, financeLead, "approved", nil), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.receipt(t, res.ReceiptID); r.Decision.Guard != kernel.GuardScope || f.disp.count(out.RequestID) != 0 {
+		t.Fatalf("narrowed grant still executed: %+v", r.Decision)
+	}
+}
+
 func TestBatchApprovalExhaustedMidway(t *testing.T) {
 	f := lifecycle(t, "deny")
 	calls := int64(2)

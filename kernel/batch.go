@@ -82,6 +82,9 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 	for _, ap := range g.Approval.Approvers {
 		trusted[ap.PublicKey.String()] = true
 	}
+	for _, r := range g.Approval.Requesters { // separation of duties holds for standing approvals too
+		delete(trusted, r)
+	}
 	var amount *approval.Amount
 	if intent != nil && intent.MaxAmount != nil {
 		amount = &approval.Amount{Units: intent.MaxAmount.Units, Currency: intent.MaxAmount.Currency}
