@@ -173,8 +173,9 @@ func walkStrings(v any, depth int, f func(string) bool) bool {
 			}
 		}
 	case map[string]any:
-		for _, e := range t {
-			if !walkStrings(e, depth+1, f) {
+		for k, e := range t {
+			// Keys can carry paths too ({"/etc/passwd": "…"}).
+			if !f(strings.ReplaceAll(k, "\\", "/")) || !walkStrings(e, depth+1, f) {
 				return false
 			}
 		}
@@ -223,11 +224,21 @@ func checkApprovalFirstN(r *Request) (Result, error) {
 
 func checkApprovalActions(r *Request) (Result, error) {
 	cats := r.Grant.Constraints.RequireApprovalForActions
-	if len(cats) == 0 || r.Tool == nil {
+	if len(cats) == 0 {
 		return allow()
+	}
+	// A tool the policy does not declare has no known category: a pattern
+	// grant must not let it skip approval, so an unknown tool asks. (A
+	// declared tool without a category was classified by the platform team.)
+	if r.Tool == nil {
+		return Result{PendingApproval, GuardApprovalActions, fmt.Sprintf("tool %q declares no category; approval required", r.Call.Tool)}, nil
 	}
 	if slices.Contains(cats, r.Tool.Category) {
 		return Result{PendingApproval, GuardApprovalActions, fmt.Sprintf("tool category %q requires approval", r.Tool.Category)}, nil
+	}
+	// The agent may also declare a category; it can only add a requirement.
+	if r.Intent != nil && r.Intent.ActionCategory != "" && slices.Contains(cats, r.Intent.ActionCategory) {
+		return Result{PendingApproval, GuardApprovalActions, fmt.Sprintf("declared action category %q requires approval", r.Intent.ActionCategory)}, nil
 	}
 	return allow()
 }

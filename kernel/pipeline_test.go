@@ -70,6 +70,14 @@ func TestGuardsTable(t *testing.T) {
 		}(), Allow, "", ""},
 		{"category pends", req(grantWith(policy.Constraints{RequireApprovalForActions: []string{"financial"}}), `{}`, nil), PendingApproval, "", GuardApprovalActions},
 		{"other category allows", req(grantWith(policy.Constraints{RequireApprovalForActions: []string{"infrastructure"}}), `{}`, nil), Allow, "", ""},
+		{"undeclared tool has no category: asks", func() *Request {
+			r := req(grantWith(policy.Constraints{RequireApprovalForActions: []string{"infrastructure"}}), `{}`, nil)
+			r.Tool = nil
+			return r
+		}(), PendingApproval, "", GuardApprovalActions},
+		{"agent-declared category asks", req(grantWith(policy.Constraints{RequireApprovalForActions: []string{"infrastructure"}}), `{}`,
+			&GovernedIntent{Purpose: "p", ActionCategory: "infrastructure"}), PendingApproval, "", GuardApprovalActions},
+		{"forbidden path in an object key", req(grantWith(policy.Constraints{ForbiddenPaths: []string{"/etc/**"}}), `{"/etc/shadow":true}`, nil), Deny, GuardForbiddenPaths, ""},
 		// Deny dominates PendingApproval, whatever the order of guards.
 		{"deny dominates pending", req(grantWith(policy.Constraints{RequireApprovalAlways: true, ForbiddenPaths: []string{"/etc/**"}}), `{"p":"/etc/x"}`, nil), Deny, GuardForbiddenPaths, ""},
 		{"deny dominates threshold", req(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 1}, GovernedIntentRequired: true, MaxCallsPerMinute: 1}), `{}`, amount(5)), PendingApproval, "", GuardApprovalAbove},
