@@ -90,3 +90,19 @@ func str(b []byte, name, value string, comma bool) []byte {
 	b, _ = jsontext.AppendQuote(b, value)
 	return b
 }
+
+// Validate reports whether r can be signed: shape, UTF-8, number ranges and
+// canonical metadata. The store calls it for each appended receipt so that a
+// bad receipt fails only the decision that produced it.
+func Validate(r *Receipt) error {
+	if err := r.validateShape(); err != nil {
+		return err
+	}
+	if r.Seq > maxSafe || r.Timestamp > maxSafe || r.Timestamp < -maxSafe {
+		return fmt.Errorf("%w: seq or timestamp beyond 2^53", ErrInvalid)
+	}
+	if _, err := canon.Marshal(r.Metadata); err != nil {
+		return fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
+	}
+	return nil
+}

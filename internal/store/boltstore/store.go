@@ -237,7 +237,16 @@ func (s *Store) commit(batch []*op) {
 		var ferr error
 		for i, o := range live {
 			mark := len(t.appended)
-			if ferr = runOp(o, t); ferr != nil {
+			if ferr = runOp(o, t); ferr == nil {
+				// A receipt that could not be signed fails its own decision,
+				// not the batch (and never poisons the store).
+				for _, a := range t.appended[mark:] {
+					if ferr = receipt.Validate(a.Receipt); ferr != nil {
+						break
+					}
+				}
+			}
+			if ferr != nil {
 				t.appended = t.appended[:mark]
 				failedAt = i
 				break

@@ -257,3 +257,33 @@ func TestFullQueueFailsClosed(t *testing.T) {
 		t.Fatalf("full=%d ok=%d", nFull, nOK)
 	}
 }
+
+func TestUnsignableReceiptFailsOnlyItsDecision(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "u.db"))
+	defer s.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = s.Update(context.Background(), func(tx kernel.Tx) error {
+				r := newReceipt(i)
+				if i == 3 {
+					r.Decision = receipt.Decision{Verdict: receipt.Deny} // deny without a guard cannot be signed
+				}
+				tx.AppendReceipt(r)
+				return nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i == 3) != (err != nil) {
+			t.Fatalf("%d: %v", i, err)
+		}
+	}
+	if _, err := appendOne(s, 99); err != nil {
+		t.Fatalf("store poisoned by one bad receipt: %v", err)
+	}
+}
