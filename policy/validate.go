@@ -7,6 +7,7 @@ import (
 	"net/mail"
 	"net/url"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -566,8 +567,8 @@ func (v *validator) custodial(base []string, a *Approval) {
 		v.at(base, k("slack_custodial"), "slack_custodial = true but no channel of this grant is \"slack\"")
 	}
 	for j, ap := range a.Approvers {
-		if ap.Contact.Slack == "" {
-			v.at(base, k("approvers", idx(j)), "slack_custodial = true needs contact.slack for approver %q (chiod signs for that Slack user)", ap.DisplayName)
+		if c := strings.TrimSpace(ap.Contact.Slack); !slackUserIDRE.MatchString(c) {
+			v.at(base, k("approvers", idx(j)), "slack_custodial = true needs contact.slack set to approver %q's Slack user id (U… or W…): chiod signs for that user, and handles can be renamed", ap.DisplayName)
 		}
 	}
 }
@@ -639,3 +640,6 @@ func validPort(p string, zeroOK bool) bool {
 	n, err := strconv.Atoi(p)
 	return err == nil && n <= 65535 && (n > 0 || zeroOK && n == 0) && p[0] != '+' && p[0] != '-'
 }
+
+// slackUserIDRE is an immutable Slack user id (custodial signing keys on it).
+var slackUserIDRE = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)

@@ -170,7 +170,7 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"dashboard disabled", approvalHead + "channels = [\"poll\", \"dashboard\"]  # <-\n" + approverA + "[channels.dashboard]\nenabled = false\n", `but [channels.dashboard] has enabled = false`},
 	{"requester bad key", approvalHead + "requesters = [\"ed25519:zz\"]  # <-\n" + approverA, "requester is not an acceptable Ed25519 public key"},
 	{"requester is approver", approvalHead + "requesters = [\"KEY_C\", \"KEY_A\"]  # <-\n" + approverA, `is also the key of approver "A"`},
-	{"slack_custodial without contact", approvalHead + "slack_custodial = true\nchannels = [\"slack\"]\n[[grants.approval.approvers]]  # <-\npublic_key = \"KEY_A\"\ndisplay_name = \"A\"\n[channels.slack]\nbot_token_env = \"T\"\nsigning_secret_env = \"S\"\nchannel = \"#a\"\n", `needs contact.slack for approver "A"`},
+	{"slack_custodial without contact", approvalHead + "slack_custodial = true\nchannels = [\"slack\"]\n[[grants.approval.approvers]]  # <-\npublic_key = \"KEY_A\"\ndisplay_name = \"A\"\n[channels.slack]\nbot_token_env = \"T\"\nsigning_secret_env = \"S\"\nchannel = \"#a\"\n", `needs contact.slack set to approver "A"`},
 
 	// [grants.approval.escalation].
 	{"terminal_action escalate", approvalHead + approverA + "[grants.approval.escalation]\nterminal_action = \"escalate\"  # <-\n", `terminal_action = "escalate": use "deny" or "auto_approve_advisory"`},

@@ -133,7 +133,7 @@ func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
 		review.Text = plain("View in dashboard")
 		blocks = append(blocks, slackapi.NewActionBlock(BlockActions, review))
 	}
-	text := clip(strings.TrimPrefix(strings.TrimPrefix(title, ":bell: "), ":")+": "+req.Summary, maxFallback)
+	text := clip(strings.TrimPrefix(strings.TrimPrefix(title, ":bell: "), ":")+": "+escape(req.Summary), maxFallback)
 	return blocks, text
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -273,19 +274,22 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 func matchApprover(a *policy.Approval, req *approval.Request, u SlackUser) (policy.Approver, bool) {
 	var found []policy.Approver
 	for _, ap := range a.Approvers {
+		// A custodial click signs with the approver's key, so only the
+		// immutable Slack user id identifies them there; handles can be
+		// renamed or shared and are accepted only for non-signing replies.
+		if a.SlackCustodial && !slackUserID.MatchString(strings.TrimSpace(ap.Contact.Slack)) {
+			continue
+		}
 		if MatchSlackUser(ap.Contact.Slack, u) && req.Trusts(ap.PublicKey.String()) {
 			found = append(found, ap)
 		}
 	}
-	for _, ap := range found {
-		if !req.HasVoted(ap.PublicKey.String()) {
-			return ap, true
-		}
+	// One Slack user mapped to several approvers would let one person fill a
+	// quorum: refuse rather than pick.
+	if len(found) != 1 {
+		return policy.Approver{}, false
 	}
-	if len(found) > 0 {
-		return found[0], true
-	}
-	return policy.Approver{}, false
+	return found[0], true
 }
 
 func slackWho(u SlackUser) string {

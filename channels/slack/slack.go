@@ -9,7 +9,7 @@
 // summary, amount and purpose from the governed intent, the requesting
 // agent (short key), the tool, the deadline, quorum progress and the kind,
 // with Approve / Deny buttons (value = the approval id) and a "Review &
-// sign" link button to PUBLIC_URL/dashboard/#/approvals/<id>. A question
+// sign" link button to PUBLIC_URL/dashboard/#request=<id>. A question
 // request has no Approve button: its answers are given in the dashboard.
 // approval.escalated and approval.resolved update that message in place
 // (chat.update): the new tier, or who decided what and the receipt.
@@ -201,7 +201,7 @@ func (c *Channel) Close() error {
 
 // DashboardURL is where an approver reviews and signs the request.
 func (c *Channel) DashboardURL(approvalID string) string {
-	return c.publicURL + "/dashboard/#/approvals/" + approvalID
+	return c.publicURL + "/dashboard/#request=" + approvalID
 }
 
 func (c *Channel) lock(id string) func() {

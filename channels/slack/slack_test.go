@@ -79,7 +79,7 @@ contact = { slack = "ULEAD01" }
 [[grants.approval.approvers]]
 public_key = "%[2]s"
 display_name = "CFO"
-contact = { slack = "@cfo" }
+contact = { slack = "UCFO" }
 
 [[grants]]
 id = "echo"
@@ -429,7 +429,7 @@ func TestMessagePostedWithBlocks(t *testing.T) {
 	if btn(1)["action_id"] != slack.ActionDeny || btn(1)["value"] != id || btn(1)["style"] != "danger" {
 		t.Errorf("deny button: %v", btn(1))
 	}
-	if btn(2)["url"] != publicURL+"/dashboard/#/approvals/"+id || btn(2)["text"].(map[string]any)["text"] != "Review & sign" {
+	if btn(2)["url"] != publicURL+"/dashboard/#request="+id || btn(2)["text"].(map[string]any)["text"] != "Review & sign" {
 		t.Errorf("review button: %v", btn(2))
 	}
 	// The reference is durable: one file under the data dir.
@@ -594,7 +594,7 @@ func TestRefusedClicksChangeNothing(t *testing.T) {
 			t.Fatalf("got %d", code)
 		}
 		if e := w.ephemeralTo("UCFO"); len(e) != 1 || !strings.Contains(e[0], "no custodial key") ||
-			!strings.Contains(e[0], publicURL+"/dashboard/#/approvals/"+id) {
+			!strings.Contains(e[0], publicURL+"/dashboard/#request="+id) {
 			t.Fatalf("ephemeral: %v", e)
 		}
 		w.assertUntouched(t, id, out.RequestID)
@@ -638,7 +638,7 @@ func TestNonCustodialClickAnswersWithLink(t *testing.T) {
 		t.Fatalf("ephemeral: %v", e)
 	}
 	for _, m := range e {
-		if !strings.Contains(m, "signed with your own key") || !strings.Contains(m, "<"+publicURL+"/dashboard/#/approvals/"+id+"|Review & sign in the dashboard>") {
+		if !strings.Contains(m, "signed with your own key") || !strings.Contains(m, "<"+publicURL+"/dashboard/#request="+id+"|Review & sign in the dashboard>") {
 			t.Fatalf("ephemeral: %q", m)
 		}
 	}

@@ -173,7 +173,7 @@ func TestSlackCustodialEndToEnd(t *testing.T) {
 		t.Fatalf("no Slack message for %s\n%s", id, d.log())
 	}
 	if msg.Get("channel") != "#approvals" || !strings.Contains(msg.Get("blocks"), slack.ActionApprove) ||
-		!strings.Contains(msg.Get("blocks"), "/dashboard/#/approvals/"+id) {
+		!strings.Contains(msg.Get("blocks"), "/dashboard/#request="+id) {
 		t.Fatalf("message: %v", msg)
 	}
 
