@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-const readToken = "example-read-token"
+const readToken = "example-read-token-0123456789abcdef"
 
 func run(m *testing.M) int {
 	tmp, err := os.MkdirTemp("", "chio-sdk-example")
@@ -43,7 +43,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build chiod: %v\n%s", err, out)
 		return 1
 	}
-	const admin = "example-admin-token"
+	const admin = "example-admin-token-0123456789abcdef"
 	d := exec.Command(bin, "-config", filepath.Join(root, "examples", "policies", "quickstart.toml"),
 		"-listen", "127.0.0.1:0", "-data-dir", filepath.Join(tmp, "data"))
 	d.Env = append(os.Environ(), "CHIO_ADMIN_TOKEN="+admin, "CHIO_READ_TOKEN="+readToken)

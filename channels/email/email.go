@@ -232,11 +232,11 @@ func (c *Channel) parseLink(link string) (linkClaims, string, error) {
 	if !ok {
 		return cl, "", errBadLink
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil || !hmac.Equal(got, c.mac(payload)) {
 		return cl, "", errBadLink
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(payload)
 	if err != nil || json.Unmarshal(raw, &cl) != nil || cl.ApprovalID == "" || cl.Approver == "" {
 		return cl, "", errBadLink
 	}

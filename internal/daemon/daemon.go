@@ -32,6 +32,11 @@ import (
 	"github.com/chiokernel/chio/receipt"
 )
 
+// MinTokenLen is the shortest bearer token chiod accepts from the
+// environment: the tokens are compared in constant time but not rate
+// limited, so they must be unguessable.
+const MinTokenLen = 32
+
 // Options are chiod's flags.
 type Options struct {
 	ConfigPath string
@@ -142,8 +147,12 @@ func Run(ctx context.Context, o Options) error {
 	if err := k.Recover(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
+	readToken := os.Getenv("CHIO_READ_TOKEN")
+	if readToken != "" && len(readToken) < MinTokenLen {
+		return fmt.Errorf("refusing to start: CHIO_READ_TOKEN is shorter than %d characters", MinTokenLen)
+	}
 	api, err := httpapi.New(httpapi.Config{Kernel: k, Store: store, AdminToken: adminToken,
-		ReadToken: os.Getenv("CHIO_READ_TOKEN"), Metrics: metrics})
+		ReadToken: readToken, Metrics: metrics})
 	if err != nil {
 		return err
 	}
@@ -214,6 +223,9 @@ func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
 // (generating it, mode 0600, on first start) and that file's path.
 func adminToken(dataDir string) (string, string, error) {
 	if t := os.Getenv("CHIO_ADMIN_TOKEN"); t != "" {
+		if len(t) < MinTokenLen {
+			return "", "", fmt.Errorf("refusing to start: CHIO_ADMIN_TOKEN is shorter than %d characters", MinTokenLen)
+		}
 		return t, "", nil
 	}
 	path := filepath.Join(dataDir, "admin.token")

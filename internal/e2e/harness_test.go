@@ -66,7 +66,7 @@ var addrRE = regexp.MustCompile(`"chiod serving" addr=(\S+)`)
 // serves. The admin token is fixed through the environment.
 func startDaemon(t testing.TB, config, dataDir string) *daemon {
 	t.Helper()
-	d := &daemon{dataDir: dataDir, token: "test-admin-token", logs: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan struct{})}
+	d := &daemon{dataDir: dataDir, token: "test-admin-token-0123456789abcdef0123", logs: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(filepath.Join(binDir, "chiod"), "-config", config, "-listen", "127.0.0.1:0", "-data-dir", dataDir)
 	d.cmd.Env = append(os.Environ(), "CHIO_ADMIN_TOKEN="+d.token)
 	stderr, _ := d.cmd.StderrPipe()

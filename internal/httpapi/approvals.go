@@ -426,7 +426,7 @@ type CallApproval struct {
 
 func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	bearer := s.bearerRole(r) >= roleReader
+	bearer := s.tokenRole(r) >= roleReader
 	if !bearer && r.Header.Get(StatusProofHeader) == "" {
 		writeErr(w, errNeedAuth)
 		return

@@ -20,9 +20,20 @@ const (
 // Without an Authorization header, a valid approver session (session.go)
 // counts as a reader, never more: sessions never reach admin routes.
 func (s *Server) bearerRole(r *http.Request) role {
+	return s.role(r, true)
+}
+
+// tokenRole is bearerRole without approver sessions: for routes SPEC §6
+// reserves to tokens (a call's status and output belong to its agent and
+// to operators, not to every approver).
+func (s *Server) tokenRole(r *http.Request) role {
+	return s.role(r, false)
+}
+
+func (s *Server) role(r *http.Request, sessions bool) role {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		if _, ok := s.SessionApprover(r); ok {
+		if _, ok := s.SessionApprover(r); ok && sessions {
 			return roleReader
 		}
 		return roleNone

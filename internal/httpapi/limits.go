@@ -42,4 +42,6 @@ const (
 	MaxChannelLen = 32
 	// MaxIDLen bounds ids taken from URL paths before any lookup.
 	MaxIDLen = 128
+	// BodyReadTimeout bounds how long reading one request body may take.
+	BodyReadTimeout = 30 * time.Second
 )

@@ -76,6 +76,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // readBody enforces the size limit before anything parses the body.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	// A time limit too: a client trickling a large body a byte at a time
+	// would otherwise hold a connection and a goroutine indefinitely. (Not a
+	// server-wide ReadTimeout, which would cut SSE streams and long-polls.)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError

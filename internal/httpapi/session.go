@@ -21,6 +21,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -240,7 +241,7 @@ func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: id, Path: "/", MaxAge: int(SessionTTL / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r),
 	})
 	writeJSON(w, http.StatusOK, map[string]any{"approver": pub.String(), "display_name": name, "expires_at": exp.Unix()})
 }
@@ -260,6 +261,12 @@ func (s *Server) sessionLogout(w http.ResponseWriter, r *http.Request) {
 		s.sessions.end(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	writeJSON(w, http.StatusOK, map[string]any{"logged_out": true})
+}
+
+// secureCookie: Secure when this request is TLS, or when chiod is published
+// over HTTPS behind a TLS-terminating proxy.
+func (s *Server) secureCookie(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(s.cfg.Kernel.Policy().Kernel.PublicURL, "https://")
 }

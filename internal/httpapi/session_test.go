@@ -102,6 +102,11 @@ func TestApproverSession(t *testing.T) {
 				t.Fatalf("GET %s with session: %d %v", p, code, m)
 			}
 		}
+		// A call's status and output belong to its agent and to token holders,
+		// not to every approver.
+		if code, m, _ := c.do("GET", "/v1/calls/"+pending.RequestID, ""); code != 401 {
+			t.Fatalf("call status with a session: %d %v", code, m)
+		}
 		// Never an admin route.
 		if code, m, _ := c.do("POST", "/v1/capabilities", `{"subject":"`+keyOther.Public().String()+`","grants":["echo"],"ttl":"1h"}`); code != 401 {
 			t.Fatalf("admin route with a session: %d %v", code, m)
