@@ -63,6 +63,17 @@ func TestLinks(t *testing.T) {
 	}
 	_ = c.reserve(id, now.Add(time.Hour))
 	c.spend(id)
+	// The MAC's last base64 character carries spare bits: every other
+	// spelling of it must be refused, not treated as a fresh link.
+	for _, ch := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" {
+		alt := link[:len(link)-1] + string(ch)
+		if alt == link {
+			continue
+		}
+		if _, _, err := c.parseLink(alt); err == nil {
+			t.Fatalf("variant %q of a spent link accepted", alt)
+		}
+	}
 	if _, _, err := c.parseLink(link); !errors.Is(err, errUsedLink) {
 		t.Fatalf("spent: %v", err)
 	}
