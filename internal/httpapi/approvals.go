@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/chiokernel/chio/approval"
@@ -491,6 +492,12 @@ func inFlight(status string) bool {
 // re-reading the record, so a transition between the two cannot be missed.
 // The wait is transport time, not decision time: it uses the real clock.
 func (s *Server) waitForCall(ctx context.Context, rec *kernel.CallRecord, wait time.Duration) (*kernel.CallRecord, error) {
+	// One agent (one replayable proof) must not take every subscriber slot
+	// from the dashboards and other agents.
+	if !s.waiters.acquire(rec.Subject) {
+		return nil, apiErr(http.StatusTooManyRequests, CodeUnavailable, "too many concurrent waits for this agent; retry later")
+	}
+	defer s.waiters.release(rec.Subject)
 	events, cancel, ok := s.cfg.Kernel.Subscribe()
 	if !ok {
 		return nil, apiErr(http.StatusServiceUnavailable, CodeUnavailable, "too many waiters; retry later")
@@ -575,4 +582,31 @@ func decidingVote(req *approval.Request) *approval.Vote {
 		}
 	}
 	return nil
+}
+
+// waiterLimit counts concurrent long-polls per agent key.
+type waiterLimit struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *waiterLimit) acquire(subject string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	if w.n[subject] >= MaxWaitsPerAgent {
+		return false
+	}
+	w.n[subject]++
+	return true
+}
+
+func (w *waiterLimit) release(subject string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[subject]--; w.n[subject] <= 0 {
+		delete(w.n, subject)
+	}
 }

@@ -44,4 +44,7 @@ const (
 	MaxIDLen = 128
 	// BodyReadTimeout bounds how long reading one request body may take.
 	BodyReadTimeout = 30 * time.Second
+	// MaxWaitsPerAgent bounds one agent's concurrent long-polls (they share
+	// the kernel's subscriber pool with dashboards and SSE clients).
+	MaxWaitsPerAgent = 64
 )

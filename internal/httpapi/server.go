@@ -31,7 +31,8 @@ type Server struct {
 	// closing ends SSE streams and long-polls at shutdown (CloseStreams).
 	closing   chan struct{}
 	closeOnce sync.Once
-	sessions  *sessions // approver sessions (session.go)
+	sessions  *sessions   // approver sessions (session.go)
+	waiters   waiterLimit // long-polls per agent
 }
 
 // New builds the handler with every route of SPEC §6 this build serves.
