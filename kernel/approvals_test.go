@@ -15,6 +15,7 @@ import (
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
@@ -132,19 +133,7 @@ func (f *lf) refund(t *testing.T, amount int) *kernel.Outcome {
 
 func (f *lf) token(t *testing.T, id string, k keys.PrivateKey, decision string, mutate func(*approval.Token)) []byte {
 	t.Helper()
-	req, err := f.k.Approval(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := approval.NewToken(req, k.Public(), decision, f.clock.Now(), 10*time.Minute)
-	if mutate != nil {
-		mutate(tok)
-	}
-	raw, err := tok.Sign(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	return testkit.SignToken(t, f.k, f.clock.Now(), id, k, decision, mutate)
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {

@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
@@ -86,78 +85,32 @@ type fixture struct {
 	capRaw []byte
 	cap    *kernel.Capability
 	path   string
+	w      *testkit.World
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	kkey := keys.FromSeed(make([]byte, 32))
-	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
 	approver := keys.FromSeed([]byte("approver-approver-approver-32byt"))
-	p, err := policy.Parse([]byte(fmt.Sprintf(testPolicy, approver.Public())), "test.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{clock: clock.NewFake(time.Unix(1_800_000_000, 0)), disp: &fakeDispatcher{}, kkey: kkey, agent: agent,
-		path: filepath.Join(t.TempDir(), "chio.db")}
-	f.store, err = boltstore.Open(f.path, kkey, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.store.Close() })
-	f.k, err = kernel.New(kernel.Config{Key: kkey, Policy: p, Store: f.store, Dispatcher: f.disp, Clock: f.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.capRaw, f.cap, err = f.k.IssueCapability(agent.Public(), []string{"echo", "refunds", "files"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := &fixture{clock: clock.NewFake(time.Unix(1_800_000_000, 0)), disp: &fakeDispatcher{}}
+	f.w = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(testPolicy, approver.Public()), Clock: f.clock, Dispatcher: f.disp,
+		KernelKey: testkit.Key(keys.FromSeed(make([]byte, 32))), Agent: testkit.Key(keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))),
+		Grants: []string{"echo", "refunds", "files"}})
+	f.k, f.store, f.kkey, f.agent, f.capRaw, f.cap, f.path = f.w.Kernel, f.w.Store, f.w.KernelKey, f.w.Agent, f.w.CapRaw, f.w.Cap, f.w.StorePath
 	return f
 }
 
-var reqN atomic.Int64
-
 func (f *fixture) call(t testing.TB, tool, args, intent string) *kernel.ToolCall {
 	t.Helper()
-	c := &kernel.ToolCall{RequestID: fmt.Sprintf("req-%d", reqN.Add(1)), Capability: f.capRaw, Server: "demo",
-		Tool: tool, Arguments: json.RawMessage(args)}
-	if intent != "" {
-		c.GovernedIntent = json.RawMessage(intent)
-	}
-	f.sign(t, c, f.agent, f.clock.Now())
-	return c
+	return testkit.NewCall(t, f.agent, f.capRaw, "demo", tool, args, intent, f.clock.Now())
 }
 
 func (f *fixture) sign(t testing.TB, c *kernel.ToolCall, k keys.PrivateKey, at time.Time) {
-	ph, err := kernel.ParameterHash(c.Server, c.Tool, c.Arguments, c.GovernedIntent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var head struct{ ID string }
-	json.Unmarshal(c.Capability, &head)
-	c.Proof, err = kernel.SignProof(k, c.RequestID, head.ID, c.Server, c.Tool, ph, at)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.Sign(t, c, k, at)
 }
 
 func (f *fixture) receipt(t testing.TB, id string) *receipt.Receipt {
 	t.Helper()
-	var raw []byte
-	f.store.View(func(tx kernel.ReadTx) error {
-		var err error
-		raw, err = tx.Receipt(id)
-		if err != nil {
-			t.Fatalf("receipt %s: %v", id, err)
-		}
-		raw = append([]byte(nil), raw...)
-		return nil
-	})
-	r, err := receipt.Verify(raw, f.kkey.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return testkit.ReadReceipt(t, f.store, f.kkey.Public(), id)
 }
 
 func TestAllowDenyPendingReceipts(t *testing.T) {

@@ -24,9 +24,9 @@ import (
 	"github.com/chiokernel/chio/channels"
 	"github.com/chiokernel/chio/channels/slack"
 	"github.com/chiokernel/chio/internal/clock"
-	"github.com/chiokernel/chio/internal/dispatch"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 )
@@ -159,7 +159,7 @@ type world struct {
 	agent     keys.PrivateKey
 	capRaw    []byte
 	dataDir   string
-	seq       atomic.Int64
+	tw        *testkit.World
 }
 
 func newWorld(t *testing.T) *world {
@@ -185,47 +185,17 @@ func newWorld(t *testing.T) *world {
 	}
 	hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{w.ch},
 		Backoff: channels.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
-	kkey, _ := keys.Generate(nil)
-	w.store, err = boltstore.Open(filepath.Join(w.dataDir, "chio.db"), kkey, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	disp, err := dispatch.New(p.Servers, w.dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.k, err = kernel.New(kernel.Config{Key: kkey, Policy: p, Store: w.store, Dispatcher: disp, Clock: w.clk, Notifier: hub})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w.tw = testkit.NewWorld(t, testkit.Options{Policy: p, DataDir: w.dataDir, Clock: w.clk, Notifier: hub,
+		Agent: testkit.Key(w.agent), Grants: []string{"refunds", "echo"}, RequestPrefix: "req-slack-"})
+	w.k, w.store, w.capRaw = w.tw.Kernel, w.tw.Store, w.tw.CapRaw
 	w.handler = w.ch.InteractionsHandler(w.k)
-	t.Cleanup(func() { hub.Close(); w.ch.Close(); disp.Close(); w.store.Close() })
-	if w.capRaw, _, err = w.k.IssueCapability(w.agent.Public(), []string{"refunds", "echo"}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { hub.Close(); w.ch.Close() })
 	return w
 }
 
 func (w *world) submit(t *testing.T, tool, args, intent string) *kernel.Outcome {
 	t.Helper()
-	c := &kernel.ToolCall{RequestID: fmt.Sprintf("req-slack-%d", w.seq.Add(1)), Capability: w.capRaw, Server: "demo", Tool: tool,
-		Arguments: json.RawMessage(args)}
-	if intent != "" {
-		c.GovernedIntent = json.RawMessage(intent)
-	}
-	ph, err := kernel.ParameterHash(c.Server, c.Tool, c.Arguments, c.GovernedIntent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var head struct{ ID string }
-	json.Unmarshal(c.Capability, &head)
-	if c.Proof, err = kernel.SignProof(w.agent, c.RequestID, head.ID, c.Server, c.Tool, ph, w.clk.Now()); err != nil {
-		t.Fatal(err)
-	}
-	out, err := w.k.Submit(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := w.tw.Submit(t, tool, args, intent)
 	if out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("want pending, got %+v", out)
 	}

@@ -2,24 +2,18 @@ package cli_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chiokernel/chio/internal/cli"
 	"github.com/chiokernel/chio/internal/clock"
-	"github.com/chiokernel/chio/internal/dispatch"
-	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 )
 
 const approvalPolicy = `
@@ -73,7 +67,7 @@ type approvalWorld struct {
 	dir    string
 	agent  keys.PrivateKey
 	capRaw []byte
-	seq    atomic.Int64
+	tw     *testkit.World
 }
 
 func newApprovalWorld(t *testing.T) *approvalWorld {
@@ -92,58 +86,17 @@ func newApprovalWorld(t *testing.T) *approvalWorld {
 	lead, cfo := gen("lead"), gen("cfo")
 	gen("stranger")
 	w.agent = gen("agent")
-	p, err := policy.Parse([]byte(fmt.Sprintf(approvalPolicy, lead.Public(), cfo.Public())), "cli.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kkey, _ := keys.Generate(nil)
-	store, err := boltstore.Open(filepath.Join(w.dir, "chio.db"), kkey, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	disp, err := dispatch.New(p.Servers, w.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.k, err = kernel.New(kernel.Config{Key: kkey, Policy: p, Store: store, Dispatcher: disp, Clock: clock.Real{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := httpapi.New(httpapi.Config{Kernel: w.k, Store: store, AdminToken: approvalAdminToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	w.url = srv.URL
-	t.Cleanup(func() { api.CloseStreams(); srv.Close(); disp.Close(); store.Close() })
-	if w.capRaw, _, err = w.k.IssueCapability(w.agent.Public(), []string{"echo", "refunds", "ask"}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	w.tw = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(approvalPolicy, lead.Public(), cfo.Public()), PolicyName: "cli.toml",
+		DataDir: w.dir, Clock: clock.Real{}, Agent: testkit.Key(w.agent), Grants: []string{"echo", "refunds", "ask"},
+		RequestPrefix: "req-cli-", Serve: true, AdminToken: approvalAdminToken})
+	w.k, w.url, w.capRaw = w.tw.Kernel, w.tw.URL, w.tw.CapRaw
 	return w
 }
 
 // submit makes a call as the agent, straight through the kernel.
 func (w *approvalWorld) submit(t *testing.T, tool, args, intent string) *kernel.Outcome {
 	t.Helper()
-	c := &kernel.ToolCall{RequestID: fmt.Sprintf("req-cli-%d", w.seq.Add(1)), Capability: w.capRaw, Server: "demo", Tool: tool,
-		Arguments: json.RawMessage(args)}
-	if intent != "" {
-		c.GovernedIntent = json.RawMessage(intent)
-	}
-	ph, err := kernel.ParameterHash(c.Server, c.Tool, c.Arguments, c.GovernedIntent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var head struct{ ID string }
-	json.Unmarshal(c.Capability, &head)
-	if c.Proof, err = kernel.SignProof(w.agent, c.RequestID, head.ID, c.Server, c.Tool, ph, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	out, err := w.k.Submit(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return w.tw.Submit(t, tool, args, intent)
 }
 
 func (w *approvalWorld) refund(t *testing.T, amount int) *kernel.Outcome {

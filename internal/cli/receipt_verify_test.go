@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +13,9 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/cli"
-	"github.com/chiokernel/chio/internal/dispatch"
-	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -65,59 +61,23 @@ func newAuditWorld(t *testing.T) *auditWorld {
 	kkey := keys.FromSeed(bytes.Repeat([]byte{21}, 32))
 	approver := keys.FromSeed(bytes.Repeat([]byte{22}, 32))
 	agent := keys.FromSeed(bytes.Repeat([]byte{23}, 32))
-	p, err := policy.Parse([]byte(fmt.Sprintf(auditCLIPolicy, approver.Public())), "audit.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := receipt.NewLog(kkey, receipt.LogOptions{Interval: time.Hour})
-	store, err := boltstore.Open(filepath.Join(dir, "chio.db"), kkey, boltstore.Options{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tw := testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(auditCLIPolicy, approver.Public()), PolicyName: "audit.toml",
+		DataDir: dir, KernelKey: testkit.Key(kkey), Agent: testkit.Key(agent), Grants: []string{"echo", "refunds"},
+		Log: receipt.NewLog(kkey, receipt.LogOptions{Interval: time.Hour}), Serve: true, AdminToken: "admin", ReadToken: "reader"})
 	ctx := context.Background()
-	if err := log.Start(ctx, store); err != nil {
-		t.Fatal(err)
-	}
-	disp, err := dispatch.New(p.Servers, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := kernel.New(kernel.Config{Key: kkey, Policy: p, Store: store, Dispatcher: disp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := httpapi.New(httpapi.Config{Kernel: k, Store: store, AdminToken: "admin", ReadToken: "reader"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() { srv.Close(); log.Close(ctx); store.Close(); disp.Close() })
-	capRaw, c, err := k.IssueCapability(agent.Public(), []string{"echo", "refunds"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
 	call := func(id, tool string) *kernel.Outcome {
-		tc := &kernel.ToolCall{RequestID: id, Capability: capRaw, Server: "demo", Tool: tool, Arguments: json.RawMessage(`{"x":1}`)}
-		ph, _ := kernel.ParameterHash("demo", tool, tc.Arguments, nil)
-		tc.Proof, _ = kernel.SignProof(agent, id, c.ID, "demo", tool, ph, time.Now())
-		out, err := k.Submit(ctx, tc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		tc := &kernel.ToolCall{RequestID: id, Capability: tw.CapRaw, Server: "demo", Tool: tool, Arguments: json.RawMessage(`{"x":1}`)}
+		testkit.Sign(t, tc, agent, time.Now())
+		return tw.SubmitCall(t, tc)
 	}
-	w := &auditWorld{url: srv.URL, dir: dir, kernelKey: kkey.Public()}
+	w := &auditWorld{url: tw.URL, dir: dir, kernelKey: kkey.Public()}
 	for i := 0; i < 3; i++ {
 		call(fmt.Sprintf("echo-%d", i), "echo")
 	}
 	for i, decision := range []string{approval.DecisionApproved, approval.DecisionDenied} {
 		out := call(fmt.Sprintf("refund-%d", i), "issue_refund")
-		req, err := k.Approval(out.ApprovalRequestID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := approval.NewToken(req, approver.Public(), decision, time.Now(), 10*time.Minute).Sign(approver)
-		res, err := k.Respond(ctx, req.ApprovalID, raw, "", kernel.ChannelAPI)
+		raw := tw.Token(t, out.ApprovalRequestID, approver, decision, nil)
+		res, err := tw.Kernel.Respond(ctx, out.ApprovalRequestID, raw, "", kernel.ChannelAPI)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,9 +23,8 @@ import (
 	"github.com/chiokernel/chio/channels/dashboard"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -147,41 +146,24 @@ type liveKernel struct {
 func startLiveKernel(t *testing.T, channels, extraTOML string, notifier func(*kernel.Kernel) kernel.Notifier, mount func(*liveKernel)) *liveKernel {
 	t.Helper()
 	lk := &liveKernel{token: "admin-e2e", caps: map[string]json.RawMessage{}}
-	// The URL is known only once listening: start the listener, then the policy.
-	lk.srv = httptest.NewUnstartedServer(nil)
-	lk.url = "http://" + lk.srv.Listener.Addr().String()
-	p, err := policy.Parse([]byte(fmt.Sprintf(channelsPolicy, lk.url, channels, extraTOML)), "channels.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kkey, _ := keys.Generate(nil)
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "chio.db"), kkey, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var nf kernel.Notifier
 	late := &lateNotifier{}
 	if notifier != nil {
 		nf = late
 	}
-	lk.k, err = kernel.New(kernel.Config{Key: kkey, Policy: p, Store: store, Dispatcher: echoDispatcher{}, Notifier: nf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if notifier != nil {
-		late.set(notifier(lk.k))
-	}
-	lk.api, err = httpapi.New(httpapi.Config{Kernel: lk.k, Store: store, AdminToken: lk.token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mount != nil {
-		mount(lk)
-	}
-	lk.srv.Config.Handler = lk.api
-	lk.srv.Start()
-	t.Cleanup(func() { lk.api.CloseStreams(); lk.srv.Close(); store.Close() })
-	lk.agent, _ = keys.Generate(nil)
+	// The URL is known only once listening: testkit starts the listener, then the policy.
+	w := testkit.NewWorld(t, testkit.Options{PolicyFor: func(url string) string { return fmt.Sprintf(channelsPolicy, url, channels, extraTOML) },
+		PolicyName: "channels.toml", Dispatcher: echoDispatcher{}, Notifier: nf, Serve: true, AdminToken: lk.token,
+		BeforeServe: func(w *testkit.World) {
+			lk.k, lk.api, lk.srv, lk.url = w.Kernel, w.API, w.Srv, w.URL
+			if notifier != nil {
+				late.set(notifier(lk.k))
+			}
+			if mount != nil {
+				mount(lk)
+			}
+		}})
+	lk.agent = w.Agent
 	for _, g := range []string{"refunds", "refunds-edit", "db", "ask"} {
 		raw, _, err := lk.k.IssueCapability(lk.agent.Public(), []string{g}, time.Hour)
 		if err != nil {
@@ -221,15 +203,7 @@ func (lk *liveKernel) submit(t *testing.T, grant, tool, args, intent string) *ke
 	if intent != "" {
 		c.GovernedIntent = json.RawMessage(intent)
 	}
-	ph, err := kernel.ParameterHash(c.Server, c.Tool, c.Arguments, c.GovernedIntent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var head struct{ ID string }
-	json.Unmarshal(c.Capability, &head)
-	if c.Proof, err = kernel.SignProof(lk.agent, c.RequestID, head.ID, c.Server, c.Tool, ph, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Sign(t, c, lk.agent, time.Now())
 	out, err := lk.k.Submit(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,9 +17,8 @@ import (
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 )
 
 const approvalsPolicy = `
@@ -101,31 +99,16 @@ type approvalsFixture struct {
 	srv   *httptest.Server
 	api   *httpapi.Server
 	caps  map[string][]byte // agent public key → capability
-	seq   atomic.Int64
+	w     *testkit.World
 }
 
 func newApprovalsFixture(t *testing.T) *approvalsFixture {
 	t.Helper()
-	kkey := keys.FromSeed(make([]byte, 32))
-	p, err := policy.Parse([]byte(fmt.Sprintf(approvalsPolicy, keyAlice.Public(), keyBob.Public())), "test.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "chio.db"), kkey, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := &approvalsFixture{clock: clock.NewFake(time.Unix(1_800_000_000, 0)), caps: map[string][]byte{}}
-	f.k, err = kernel.New(kernel.Config{Key: kkey, Policy: p, Store: store, Dispatcher: &argsDispatcher{}, Clock: f.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.api, err = httpapi.New(httpapi.Config{Kernel: f.k, Store: store, AdminToken: approvalsAdmin, ReadToken: approvalsReader})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.srv = httptest.NewServer(f.api)
-	t.Cleanup(func() { f.api.CloseStreams(); f.srv.Close(); store.Close() })
+	f.w = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(approvalsPolicy, keyAlice.Public(), keyBob.Public()),
+		KernelKey: testkit.Key(keys.FromSeed(make([]byte, 32))), Clock: f.clock, Dispatcher: &argsDispatcher{},
+		Serve: true, AdminToken: approvalsAdmin, ReadToken: approvalsReader})
+	f.k, f.api, f.srv = f.w.Kernel, f.w.API, f.w.Srv
 	for _, a := range []keys.PrivateKey{keyAgent, keyOther} {
 		raw, _, err := f.k.IssueCapability(a.Public(), []string{"echo", "refunds", "deploys"}, time.Hour)
 		if err != nil {
@@ -139,25 +122,7 @@ func newApprovalsFixture(t *testing.T) *approvalsFixture {
 // submit makes a call by agent a directly through the kernel.
 func (f *approvalsFixture) submit(t *testing.T, a keys.PrivateKey, tool, args, intent string) *kernel.Outcome {
 	t.Helper()
-	c := &kernel.ToolCall{RequestID: fmt.Sprintf("req-%d", f.seq.Add(1)), Capability: f.caps[a.Public().String()],
-		Server: "pay", Tool: tool, Arguments: json.RawMessage(args)}
-	if intent != "" {
-		c.GovernedIntent = json.RawMessage(intent)
-	}
-	ph, err := kernel.ParameterHash(c.Server, c.Tool, c.Arguments, c.GovernedIntent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var head struct{ ID string }
-	json.Unmarshal(c.Capability, &head)
-	if c.Proof, err = kernel.SignProof(a, c.RequestID, head.ID, c.Server, c.Tool, ph, f.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	out, err := f.k.Submit(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return f.w.SubmitCall(t, f.w.CallAs(t, a, f.caps[a.Public().String()], "pay", tool, args, intent))
 }
 
 // pendingRefund parks a refund for a human and returns its outcome.
@@ -173,19 +138,7 @@ func (f *approvalsFixture) pendingRefund(t *testing.T) *kernel.Outcome {
 // token signs a decision on approvalID by k; mutate edits it before signing.
 func (f *approvalsFixture) token(t *testing.T, k keys.PrivateKey, approvalID, decision string, mutate func(*approval.Token)) json.RawMessage {
 	t.Helper()
-	req, err := f.k.Approval(approvalID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := approval.NewToken(req, k.Public(), decision, f.clock.Now(), 10*time.Minute)
-	if mutate != nil {
-		mutate(tok)
-	}
-	raw, err := tok.Sign(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	return f.w.Token(t, approvalID, k, decision, mutate)
 }
 
 // do sends a request; hdr may carry "Authorization" or "Chio-Proof".

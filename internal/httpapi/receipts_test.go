@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +16,8 @@ import (
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -69,73 +67,32 @@ type auditFixture struct {
 	log   *receipt.Log
 	clock *clock.Fake
 	srv   *httptest.Server
-	cap   []byte
-	capID string
-	n     int
+	w     *testkit.World
 }
 
 func newAuditFixture(t *testing.T) *auditFixture {
 	t.Helper()
-	p, err := policy.Parse([]byte(fmt.Sprintf(auditPolicy, auditApprover.Public())), "audit.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := &auditFixture{clock: clock.NewFake(time.Unix(1_800_000_000, 0))}
 	// Checkpoints come only from the routes (a proof of a receipt newer than
 	// the latest checkpoint, an export), so the test knows every size.
 	f.log = receipt.NewLog(auditKernelKey, receipt.LogOptions{Every: 1 << 40, Interval: time.Hour, Now: f.clock.Now})
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "chio.db"), auditKernelKey, boltstore.Options{Log: f.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.log.Start(context.Background(), store); err != nil {
-		t.Fatal(err)
-	}
-	if f.k, err = kernel.New(kernel.Config{Key: auditKernelKey, Policy: p, Store: store, Dispatcher: echoDispatcher{}, Clock: f.clock}); err != nil {
-		t.Fatal(err)
-	}
-	api, err := httpapi.New(httpapi.Config{Kernel: f.k, Store: store, AdminToken: "admin", ReadToken: "reader"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.srv = httptest.NewServer(api)
-	t.Cleanup(func() { f.srv.Close(); f.log.Close(context.Background()); store.Close() })
-	raw, c, err := f.k.IssueCapability(auditAgent.Public(), []string{"echo", "refunds"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.cap, f.capID = raw, c.ID
+	f.w = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(auditPolicy, auditApprover.Public()), PolicyName: "audit.toml",
+		KernelKey: testkit.Key(auditKernelKey), Agent: testkit.Key(auditAgent), Grants: []string{"echo", "refunds"},
+		Clock: f.clock, Dispatcher: echoDispatcher{}, Log: f.log, Server: "pay", Serve: true, AdminToken: "admin", ReadToken: "reader"})
+	f.k, f.srv = f.w.Kernel, f.w.Srv
 	return f
 }
 
 func (f *auditFixture) call(t *testing.T, tool string) *kernel.Outcome {
 	t.Helper()
-	f.n++
-	c := &kernel.ToolCall{RequestID: fmt.Sprintf("req-%d", f.n), Capability: f.cap, Server: "pay", Tool: tool, Arguments: json.RawMessage(`{"n":1}`)}
-	ph, _ := kernel.ParameterHash(c.Server, c.Tool, c.Arguments, nil)
-	var err error
-	if c.Proof, err = kernel.SignProof(auditAgent, c.RequestID, f.capID, c.Server, c.Tool, ph, f.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	out, err := f.k.Submit(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return f.w.Submit(t, tool, `{"n":1}`, "")
 }
 
 // decide answers a pending call as the approver.
 func (f *auditFixture) decide(t *testing.T, approvalID, decision string) *kernel.RespondResult {
 	t.Helper()
-	req, err := f.k.Approval(approvalID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	f.clock.Advance(1500 * time.Millisecond)
-	raw, err := approval.NewToken(req, auditApprover.Public(), decision, f.clock.Now(), 10*time.Minute).Sign(auditApprover)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := f.w.Token(t, approvalID, auditApprover, decision, nil)
 	res, err := f.k.Respond(context.Background(), approvalID, raw, "", kernel.ChannelAPI)
 	if err != nil {
 		t.Fatal(err)
