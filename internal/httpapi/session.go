@@ -17,8 +17,11 @@ package httpapi
 
 import (
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"net/http"
 	"strings"
@@ -32,14 +35,16 @@ import (
 
 // Session parameters.
 const (
-	SessionDomain     = "chio.session.v1"
-	SessionCookie     = "chio_session"
-	ChallengeTTL      = 60 * time.Second
-	SessionTTL        = 12 * time.Hour
-	MaxChallenges     = 10000 // outstanding challenges, at most
-	MaxSessions       = 10000 // live sessions, at most
-	MaxSessionBody    = 4 << 10
-	sessionRandomSize = 32
+	SessionDomain = "chio.session.v1"
+	SessionCookie = "chio_session"
+	ChallengeTTL  = 60 * time.Second
+	SessionTTL    = 12 * time.Hour
+	// MaxSpentChallenges bounds the memory of spent challenges (each lives
+	// at most ChallengeTTL); past it, sign-in fails closed until they expire.
+	MaxSpentChallenges = 1 << 20
+	MaxSessions        = 10000 // live sessions, at most
+	MaxSessionBody     = 4 << 10
+	sessionRandomSize  = 32
 )
 
 type approverSession struct {
@@ -47,16 +52,23 @@ type approverSession struct {
 	expiresAt time.Time
 }
 
-// sessions holds challenges and sessions in memory: a restart logs every
-// approver out, which costs them one signature.
+// sessions holds sessions in memory: a restart logs every approver out,
+// which costs them one signature. Challenges are stateless — an HMAC under a
+// per-process key over their expiry and a nonce — so anonymous GETs cost no
+// memory; only spent challenges are remembered, until they expire.
 type sessions struct {
-	mu         sync.Mutex
-	challenges map[string]time.Time // challenge → expiry
-	live       map[string]approverSession
+	mu    sync.Mutex
+	key   [32]byte
+	spent map[string]time.Time // challenge → expiry, for single use
+	live  map[string]approverSession
 }
 
 func newSessions() *sessions {
-	return &sessions{challenges: map[string]time.Time{}, live: map[string]approverSession{}}
+	ss := &sessions{spent: map[string]time.Time{}, live: map[string]approverSession{}}
+	if _, err := rand.Read(ss.key[:]); err != nil {
+		panic("httpapi: no randomness for session challenges: " + err.Error())
+	}
+	return ss
 }
 
 func randomToken() (string, error) {
@@ -67,37 +79,52 @@ func randomToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// issue stores a fresh challenge. When the store is full of live
-// challenges it refuses rather than grow or evict one a client holds.
-func (ss *sessions) issue(now time.Time) (string, time.Time, error) {
-	c, err := randomToken()
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	exp := now.Add(ChallengeTTL)
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if len(ss.challenges) >= MaxChallenges {
-		for k, e := range ss.challenges {
-			if !now.Before(e) {
-				delete(ss.challenges, k)
-			}
-		}
-		if len(ss.challenges) >= MaxChallenges {
-			return "", time.Time{}, apiErr(http.StatusServiceUnavailable, CodeUnavailable, "too many outstanding challenges; retry later")
-		}
-	}
-	ss.challenges[c] = exp
-	return c, exp, nil
+// challengeMAC binds a challenge's expiry and nonce to this process.
+func (ss *sessions) challengeMAC(body []byte) []byte {
+	m := hmac.New(sha256.New, ss.key[:])
+	m.Write(body)
+	return m.Sum(nil)[:16]
 }
 
-// take consumes a challenge: it is gone whether or not it was still valid.
+// issue returns a fresh challenge: expiry (8 bytes) || nonce (16) || MAC (16).
+func (ss *sessions) issue(now time.Time) (string, time.Time, error) {
+	exp := now.Add(ChallengeTTL)
+	body := make([]byte, 24, 40)
+	binary.BigEndian.PutUint64(body[:8], uint64(exp.Unix()))
+	if _, err := rand.Read(body[8:24]); err != nil {
+		return "", time.Time{}, err
+	}
+	return base64.RawURLEncoding.EncodeToString(append(body, ss.challengeMAC(body)...)), exp, nil
+}
+
+// take spends a challenge: it must be ours, unexpired and never presented
+// before. Any attempt spends it, whether or not its signature verifies.
 func (ss *sessions) take(c string, now time.Time) bool {
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(c)
+	if err != nil || len(raw) != 40 || !hmac.Equal(raw[24:], ss.challengeMAC(raw[:24])) {
+		return false
+	}
+	exp := time.Unix(int64(binary.BigEndian.Uint64(raw[:8])), 0)
+	if !now.Before(exp) {
+		return false
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	exp, ok := ss.challenges[c]
-	delete(ss.challenges, c)
-	return ok && now.Before(exp)
+	if _, used := ss.spent[c]; used {
+		return false
+	}
+	if len(ss.spent) >= MaxSpentChallenges {
+		for k, e := range ss.spent {
+			if !now.Before(e) {
+				delete(ss.spent, k)
+			}
+		}
+		if len(ss.spent) >= MaxSpentChallenges {
+			return false
+		}
+	}
+	ss.spent[c] = exp
+	return true
 }
 
 func (ss *sessions) start(approver string, now time.Time) (string, time.Time, error) {

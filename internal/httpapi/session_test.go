@@ -247,3 +247,27 @@ func TestApproverSession(t *testing.T) {
 		}
 	})
 }
+
+// Anonymous challenge requests cost no server memory, so a flood of them
+// cannot lock approvers out; a forged or altered challenge is refused.
+func TestChallengesAreStateless(t *testing.T) {
+	f := newApprovalsFixture(t)
+	c := newSessionClient(t, f)
+	for i := 0; i < 12000; i++ { // above the old 10,000-challenge store
+		c.challenge()
+	}
+	ch := c.challenge()
+	forged := ch[:len(ch)-2] + "AA"
+	if forged == ch {
+		forged = ch[:len(ch)-2] + "BB"
+	}
+	if code, _, _ := c.login(keyAlice, keyAlice.Public().String(), forged); code != 401 {
+		t.Fatalf("forged challenge: %d", code)
+	}
+	if code, m, _ := c.login(keyAlice, keyAlice.Public().String(), ch); code != 200 {
+		t.Fatalf("sign-in after a challenge flood: %d %v", code, m)
+	}
+	if code, _, _ := c.login(keyAlice, keyAlice.Public().String(), ch); code != 401 {
+		t.Fatalf("challenge reused: %d", code)
+	}
+}
