@@ -7,12 +7,9 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
 )
-
-func canonUnmarshal(raw []byte, v any) error { return canon.Unmarshal(raw, v) }
 
 // isPolicyApprover reports whether key approves under any grant.
 func isPolicyApprover(p *policy.Policy, key string) bool {

@@ -350,23 +350,9 @@ func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	switch {
-	case derr != nil:
-		// The call was allowed and attempted; the failure is on the record,
-		// never hidden and never turned into a second attempt.
-		rec.ToolError = "dispatch failed: " + derr.Error()
-	case res.ToolError != "":
-		rec.ToolError = res.ToolError
-	}
-	if rec.ToolError != "" {
-		meta["tool_error"] = rec.ToolError
-	}
-	if len(res.Output) > MaxToolOutputBytes {
-		rec.ToolError = "tool output too large"
-		meta["tool_error"] = rec.ToolError
-		res.Output = nil
-	}
-	rec.Output = res.Output
+	// The call was allowed and attempted; a failure is on the record, never
+	// hidden and never turned into a second attempt.
+	k.applyDispatch(rec, meta, res, derr)
 	rec.Status = StatusAllowed
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, meta, k.clock.Now())
 	if err := k.commitDecision(ctx, rec, r, rec.GrantID != ""); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -219,13 +220,14 @@ func (k *Kernel) Recover(ctx context.Context) error {
 		var tok *approval.Token
 		if n := len(req.Votes); n > 0 {
 			vote = &req.Votes[n-1]
-			tok = &approval.Token{ID: vote.TokenID}
-			if len(vote.Token) > 0 {
-				var t approval.Token
-				if canonUnmarshal(vote.Token, &t) == nil {
-					tok = &t
-				}
+			// The token was verified before it was stored; one that no longer
+			// parses is corruption, and guessing (e.g. dropping an amendment)
+			// would run a call nobody approved: refuse to start instead.
+			var t approval.Token
+			if err := canon.Unmarshal(vote.Token, &t); err != nil {
+				return fmt.Errorf("recover %s: stored approval token unreadable: %w", c.RequestID, err)
 			}
+			tok = &t
 		}
 		if _, err := k.resume(ctx, req, c, tok, vote, k.clock.Now()); err != nil {
 			return fmt.Errorf("recover %s: %w", c.RequestID, err)
