@@ -49,11 +49,21 @@ type Receipts struct {
 
 // Server is one [[servers]] entry.
 type Server struct {
-	ID             string `toml:"id" json:"id"`
-	Transport      string `toml:"transport" json:"transport"`             // "http" | "builtin"
-	URL            string `toml:"url" json:"url"`                         // http only
-	TimeoutSeconds int    `toml:"timeout_seconds" json:"timeout_seconds"` // default 10
-	Tools          []Tool `toml:"tools" json:"tools,omitempty"`
+	ID        string `toml:"id" json:"id"`
+	Transport string `toml:"transport" json:"transport"` // "http" | "builtin" | "mcp"
+	URL       string `toml:"url" json:"url"`             // http; mcp over Streamable HTTP
+	// Command starts a stdio MCP server (transport "mcp"); chiod supervises
+	// and restarts it. Exactly one of URL and Command for "mcp".
+	Command        []string `toml:"command" json:"command,omitempty"`
+	TimeoutSeconds int      `toml:"timeout_seconds" json:"timeout_seconds"` // one attempt; default 10
+	// Delivery is the default delivery semantics of this server's tools:
+	// "at_least_once" (default) | "at_most_once". A tool may override it.
+	Delivery string `toml:"delivery" json:"delivery"`
+	// RetryDeadlineSeconds bounds how long transient delivery failures are
+	// retried (with capped backoff) before the call ends as failed;
+	// default 30. A tool may override it.
+	RetryDeadlineSeconds int    `toml:"retry_deadline_seconds" json:"retry_deadline_seconds"`
+	Tools                []Tool `toml:"tools" json:"tools,omitempty"`
 }
 
 // Tool is one [[servers.tools]] entry.
@@ -61,6 +71,16 @@ type Tool struct {
 	Name     string `toml:"name" json:"name"`
 	Action   string `toml:"action" json:"action"`     // short verb for summaries; default "invoke"
 	Category string `toml:"category" json:"category"` // financial, communication, infrastructure, data_mutation, sensitive_data_access, or custom
+	// Amount and Currency are RFC 6901 JSON Pointers into the call's
+	// arguments ("/amount", "/payment/currency"): where the money lives.
+	// The kernel derives the amount from the arguments, never from the
+	// agent's governed intent alone.
+	Amount   string `toml:"amount" json:"amount,omitempty"`
+	Currency string `toml:"currency" json:"currency,omitempty"`
+	// Delivery overrides the server's delivery semantics ("" = inherit).
+	Delivery string `toml:"delivery" json:"delivery,omitempty"`
+	// RetryDeadlineSeconds overrides the server's (0 = inherit).
+	RetryDeadlineSeconds int `toml:"retry_deadline_seconds" json:"retry_deadline_seconds,omitempty"`
 }
 
 // Grant is one [[grants]] entry. Tool is a path.Match glob ("*", "read_*").
@@ -81,17 +101,32 @@ type Constraints struct {
 	RequireApprovalForActions []string   `toml:"require_approval_for_actions" json:"require_approval_for_actions,omitempty"`
 	GovernedIntentRequired    bool       `toml:"governed_intent_required" json:"governed_intent_required"`
 	// ForbiddenPaths are doublestar globs ("/etc/**") matched against every
-	// path-like string argument.
-	ForbiddenPaths    []string `toml:"forbidden_paths" json:"forbidden_paths,omitempty"`
-	MaxCallsPerMinute int      `toml:"max_calls_per_minute" json:"max_calls_per_minute"`
+	// path-like string argument, after normalization.
+	ForbiddenPaths []string `toml:"forbidden_paths" json:"forbidden_paths,omitempty"`
+	// ForbiddenPathsCaseInsensitive matches forbidden_paths ignoring case
+	// (for case-insensitive file systems).
+	ForbiddenPathsCaseInsensitive bool `toml:"forbidden_paths_case_insensitive" json:"forbidden_paths_case_insensitive"`
+	// AllowedPaths, when set, is an allow-list: every path-like string
+	// argument must match one of these globs after normalization.
+	AllowedPaths []string `toml:"allowed_paths" json:"allowed_paths,omitempty"`
+	// DenyWhen and RequireApprovalWhen are CEL expressions over args,
+	// intent, tool, server and subject, compiled at load. Any true deny_when
+	// denies; any true require_approval_when asks a human; an evaluation
+	// error is a deny.
+	DenyWhen            []string `toml:"deny_when" json:"deny_when,omitempty"`
+	RequireApprovalWhen []string `toml:"require_approval_when" json:"require_approval_when,omitempty"`
+	MaxCallsPerMinute   int      `toml:"max_calls_per_minute" json:"max_calls_per_minute"`
 	// OnTrigger routes a non-approval guard to approval instead of denial:
 	// guard name → "deny" (default) | "require_approval".
 	OnTrigger map[string]string `toml:"on_trigger" json:"on_trigger,omitempty"`
 }
 
-// Threshold is require_approval_above = { threshold_units = N }.
+// Threshold is require_approval_above = { threshold_units = N[, currency = "USD"] }.
+// It compares the amount derived from the arguments (the tool's `amount`
+// pointer); with Currency set, an amount in any other currency asks a human.
 type Threshold struct {
-	ThresholdUnits int64 `toml:"threshold_units" json:"threshold_units"`
+	ThresholdUnits int64  `toml:"threshold_units" json:"threshold_units"`
+	Currency       string `toml:"currency" json:"currency,omitempty"`
 }
 
 // Approval is [grants.approval].
