@@ -67,7 +67,7 @@ type Vote struct {
 	Note        string `json:"note,omitempty"`
 	Channel     string `json:"channel,omitempty"`
 	Custodial   bool   `json:"custodial,omitempty"`
-	At          int64  `json:"at"` // unix ms
+	At          int64  `json:"at"` // unix seconds, like every approval time
 	// Token is the signed token exactly as received: the auditor's offline
 	// proof that this key decided this request.
 	Token json.RawMessage `json:"token"`
@@ -75,11 +75,22 @@ type Vote struct {
 
 // Resolution is how a request ended.
 type Resolution struct {
-	Outcome   string `json:"outcome"` // approved | denied | expired | cancelled
-	Reason    string `json:"reason,omitempty"`
-	At        int64  `json:"resolved_at"` // unix ms
-	ReceiptID string `json:"receipt_id,omitempty"`
-	TokenID   string `json:"token_id,omitempty"`
+	Outcome string `json:"outcome"` // approved | denied | expired | cancelled
+	Reason  string `json:"reason,omitempty"`
+	// Guard names what decided the end: "human-approval" for a person,
+	// "approval-timeout", or the guard that refused an approved call when
+	// it resumed ("capability", "forbidden_paths", …). A guard is not a
+	// person: DecidedBy is set only when a human (or, for
+	// auto_approve_advisory, the kernel) signed the deciding token.
+	Guard     string `json:"guard,omitempty"`
+	DecidedBy string `json:"decided_by,omitempty"` // display name, or the key when the approver has none
+	// CallStatus is the parked call's final status once it is known:
+	// allowed (executed), denied, cancelled; ToolError when it ran and failed.
+	CallStatus string `json:"call_status,omitempty"`
+	ToolError  string `json:"tool_error,omitempty"`
+	At         int64  `json:"resolved_at"` // unix seconds
+	ReceiptID  string `json:"receipt_id,omitempty"`
+	TokenID    string `json:"token_id,omitempty"`
 }
 
 // Trusts reports whether key is in the request's trusted approver set.

@@ -32,10 +32,14 @@ const (
 type RespondResult struct {
 	ApprovalID string `json:"approval_id"`
 	Outcome    string `json:"outcome"` // approved | denied | pending (quorum not yet met)
-	ResolvedAt int64  `json:"resolved_at,omitempty"`
+	ResolvedAt int64  `json:"resolved_at,omitempty"` // unix seconds
 	ReceiptID  string `json:"receipt_id,omitempty"`
 	Approvals  int    `json:"approvals"`
 	Quorum     int    `json:"quorum"`
+	// Call is what became of the parked call once the request resolved:
+	// an approval does not mean the call ran (the capability may have been
+	// revoked during the wait, or the tool may have failed).
+	Call *Outcome `json:"call,omitempty"`
 }
 
 // suspend parks a call that needs a human. A matching standing (batch)
@@ -255,7 +259,7 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 		return nil, fmt.Errorf("%w: amended_arguments need an approval on a quorum-1 request", approval.ErrMalformedToken)
 	}
 	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
-		Decision: tok.Decision, Note: tok.Note, Channel: channel, Custodial: o.Custodial, At: now.UnixMilli(), Token: json.RawMessage(tokenRaw)}
+		Decision: tok.Decision, Note: tok.Note, Channel: channel, Custodial: o.Custodial, At: now.Unix(), Token: json.RawMessage(tokenRaw)}
 	return k.recordVote(ctx, req.ApprovalID, vote, tok, now)
 }
 
@@ -302,7 +306,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		switch {
 		case approved >= req.Quorum:
 			req.Status = approval.StatusApproved
-			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.UnixMilli(), TokenID: vote.TokenID}
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.Unix(), TokenID: vote.TokenID}
 			rec.Status = StatusDispatching
 			rec.UpdatedAt = now.UnixMilli()
 			if err := tx.PutCall(rec); err != nil {
@@ -315,7 +319,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			}
 			req.Status = approval.StatusDenied
 			denyReceipt = k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardHumanApproval, Reason: reason}, &vote, now)
-			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.UnixMilli(), TokenID: vote.TokenID, ReceiptID: denyReceipt.ID}
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: vote.TokenID, ReceiptID: denyReceipt.ID}
 			rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardHumanApproval, reason, denyReceipt.ID, now.UnixMilli()
 			tx.AppendReceipt(denyReceipt)
 			if err := tx.PutCall(rec); err != nil {
@@ -337,7 +341,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 	switch final.Status {
 	case approval.StatusDenied:
 		k.stopTimer(approvalID)
-		res.Outcome, res.ResolvedAt, res.ReceiptID = approval.StatusDenied, final.Resolution.At, final.Resolution.ReceiptID
+		res.Outcome, res.ResolvedAt, res.ReceiptID, res.Call = approval.StatusDenied, final.Resolution.At, final.Resolution.ReceiptID, OutcomeOf(rec)
 		k.announce(EventApprovalResolved, final)
 		k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(rec)})
 	case approval.StatusApproved:
@@ -346,7 +350,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		if err != nil {
 			return nil, err
 		}
-		res.Outcome, res.ResolvedAt, res.ReceiptID = approval.StatusApproved, now.UnixMilli(), out.ReceiptID
+		res.Outcome, res.ResolvedAt, res.ReceiptID, res.Call = approval.StatusApproved, now.Unix(), out.ReceiptID, out
 	default:
 		// Progress (quorum not yet met) updates live views only: channels
 		// were told about the request once and are not re-notified.
@@ -494,7 +498,7 @@ func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRec
 			return err
 		}
 		if cur.Resolution == nil {
-			cur.Resolution = &approval.Resolution{Outcome: cur.Status, At: now.UnixMilli()}
+			cur.Resolution = &approval.Resolution{Outcome: cur.Status, At: now.Unix()}
 		}
 		cur.Resolution.ReceiptID = r.ID
 		if rec.Status == StatusDenied {

@@ -138,7 +138,7 @@ func (k *Kernel) timeoutDeny(ctx context.Context, id string, now time.Time) erro
 		reason := fmt.Sprintf("no decision before the deadline (%s)", time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC3339))
 		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardApprovalTimeout, Reason: reason}, nil, now)
 		req.Status = approval.StatusExpired
-		req.Resolution = &approval.Resolution{Outcome: approval.StatusExpired, Reason: reason, At: now.UnixMilli(), ReceiptID: r.ID}
+		req.Resolution = &approval.Resolution{Outcome: approval.StatusExpired, Reason: reason, At: now.Unix(), ReceiptID: r.ID}
 		rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardApprovalTimeout, reason, r.ID, now.UnixMilli()
 		tx.AppendReceipt(r)
 		if err := tx.PutCall(rec); err != nil {
@@ -166,7 +166,7 @@ func (k *Kernel) autoApprove(ctx context.Context, req *approval.Request, now tim
 		return err
 	}
 	vote := approval.Vote{Approver: k.pub.String(), DisplayName: "chio kernel (auto_approve_advisory)", TokenID: tok.ID,
-		Decision: approval.DecisionApproved, Note: tok.Note, Channel: ChannelTimeout, At: now.UnixMilli(), Token: raw}
+		Decision: approval.DecisionApproved, Note: tok.Note, Channel: ChannelTimeout, At: now.Unix(), Token: raw}
 	// The kernel key is not in the trusted set; the vote is recorded
 	// directly, and only from this timeout path.
 	if err := k.forceQuorum(ctx, req.ApprovalID); err != nil {

@@ -164,7 +164,7 @@ func runApprovalShow(e *Env, args []string) int {
 	}
 	if res := v.Resolution; res != nil {
 		row("RESOLUTION", strings.TrimSpace(fmt.Sprintf("%s at %s %s", res.Outcome,
-			time.UnixMilli(res.At).UTC().Format(time.RFC3339), res.Reason)))
+			time.Unix(res.At, 0).UTC().Format(time.RFC3339), res.Reason)))
 	}
 	tw.Flush()
 	return ExitOK

@@ -314,7 +314,7 @@ func (g *gen) decide(tx kernel.Tx, t tool, subject, req string, ar *approval.Req
 		raw, err := tok.Sign(signer)
 		mustPut(err)
 		ar.Votes = append(ar.Votes, approval.Vote{Approver: tok.Approver, DisplayName: name, TokenID: tok.ID, Decision: decision,
-			Channel: channel, At: at.UnixMilli(), Token: raw})
+			Channel: channel, At: at.Unix(), Token: raw})
 		meta["approver"], meta["approver_display_name"], meta["approval_token_id"], meta["channel"] = tok.Approver, name, tok.ID, channel
 	}
 	status := approval.StatusApproved
@@ -340,7 +340,7 @@ func (g *gen) decide(tx kernel.Tx, t tool, subject, req string, ar *approval.Req
 	}
 	final := g.receipt(t, subject, req, at, d, meta)
 	ar.Status = status
-	ar.Resolution = &approval.Resolution{Outcome: status, At: at.UnixMilli(), ReceiptID: final.ID}
+	ar.Resolution = &approval.Resolution{Outcome: status, At: at.Unix(), ReceiptID: final.ID}
 	tx.AppendReceipt(final)
 	mustPut(tx.PutApproval(ar))
 	// The call is finished: the parked record is no longer pending.
