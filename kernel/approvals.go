@@ -31,7 +31,7 @@ const (
 // RespondResult is POST /approvals/{id}/respond's answer.
 type RespondResult struct {
 	ApprovalID string `json:"approval_id"`
-	Outcome    string `json:"outcome"` // approved | denied | pending (quorum not yet met)
+	Outcome    string `json:"outcome"`               // approved | denied | pending (quorum not yet met)
 	ResolvedAt int64  `json:"resolved_at,omitempty"` // unix seconds
 	ReceiptID  string `json:"receipt_id,omitempty"`
 	Approvals  int    `json:"approvals"`
