@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,11 @@ import (
 
 // MaxDepth bounds nesting of untrusted JSON before anything else parses it.
 const MaxDepth = 64
+
+// MaxNumberLen bounds a number literal. Shortest round-trip forms of
+// doubles need at most 24 characters; the rest is room for harmless
+// trailing zeros.
+const MaxNumberLen = 100
 
 // maxSafeInt is 2^53: the largest magnitude at which every integer is an
 // exactly representable IEEE-754 double (RFC 8785 §3.2.2.3, I-JSON).
@@ -26,6 +32,7 @@ var (
 	ErrUnsafeInteger = errors.New("integer outside ±2^53; send it as a string")
 	ErrTooDeep       = errors.New("JSON nested too deeply")
 	ErrNumberRange   = errors.New("number not representable as a double")
+	ErrInexact       = errors.New("number is not exactly the double it denotes; send it in its shortest form or as a string")
 	ErrTrailingData  = errors.New("trailing data after JSON value")
 )
 
@@ -82,8 +89,17 @@ func classify(err error) error {
 	return fmt.Errorf("%w: %v", ErrInvalid, err)
 }
 
-// checkNumber enforces the I-JSON number rules on a JSON number literal.
+// checkNumber enforces chio's number rule on a JSON number literal: the
+// value it spells must be exactly the IEEE double it parses to, and an
+// integral value must lie within ±2^53 — in every spelling. Otherwise the
+// parameter hash (over the canonical form of the double) and the tool (if
+// it read the original spelling) would see different numbers:
+// 9007199254740993.0 and 9.007199254740993e15 both parse to
+// 9007199254740992.
 func checkNumber(lit string) error {
+	if len(lit) > MaxNumberLen {
+		return fmt.Errorf("%w: literal longer than %d characters", ErrNumberRange, MaxNumberLen)
+	}
 	if !strings.ContainsAny(lit, ".eE") {
 		digits := strings.TrimPrefix(lit, "-")
 		if len(digits) > 16 { // 2^53 has 16 digits
@@ -95,10 +111,63 @@ func checkNumber(lit string) error {
 		}
 		return nil
 	}
-	if _, err := strconv.ParseFloat(lit, 64); err != nil {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return fmt.Errorf("%w: %s", ErrNumberRange, lit)
 	}
+	if f == math.Trunc(f) && math.Abs(f) > maxSafeInt {
+		return fmt.Errorf("%w: %s", ErrUnsafeInteger, lit)
+	}
+	// The shortest decimal that round-trips to f is what RFC 8785 writes;
+	// the literal must denote that same decimal value (1.50 and 15e-1 do;
+	// 0.1000000000000000055511151231257827 does not, though it parses to
+	// the same double as 0.1).
+	if decimalOf(lit) != decimalOf(strconv.FormatFloat(f, 'e', -1, 64)) {
+		return fmt.Errorf("%w: %s", ErrInexact, lit)
+	}
 	return nil
+}
+
+// decimalOf normalizes a JSON number literal (or Go's 'e' format) to
+// "sign digits exponent" with value = 0.digits × 10^exponent, digits
+// without leading or trailing zeros; every spelling of zero is "0". It
+// only shuffles characters: no big-number arithmetic an attacker could
+// inflate with a long exponent.
+func decimalOf(lit string) string {
+	neg := strings.HasPrefix(lit, "-")
+	lit = strings.TrimPrefix(lit, "-")
+	mant, expPart, _ := strings.Cut(strings.ToLower(lit), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	exp := int64(len(intPart)) + parseExp(expPart)
+	trimmed := strings.TrimLeft(digits, "0")
+	exp -= int64(len(digits) - len(trimmed))
+	trimmed = strings.TrimRight(trimmed, "0")
+	if trimmed == "" {
+		return "0"
+	}
+	sign := "+"
+	if neg {
+		sign = "-"
+	}
+	return sign + trimmed + "e" + strconv.FormatInt(exp, 10)
+}
+
+// parseExp reads an exponent, saturating far beyond any finite double's
+// range (the caller has already checked the value is finite).
+func parseExp(s string) int64 {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimLeft(s, "+-")
+	var n int64
+	for _, c := range s {
+		if n < 1e9 {
+			n = n*10 + int64(c-'0')
+		}
+	}
+	if neg {
+		return -n
+	}
+	return n
 }
 
 // Canonicalize checks raw strictly and returns its RFC 8785 form.
@@ -106,6 +175,13 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	if err := Check(raw); err != nil {
 		return nil, err
 	}
+	return format(raw)
+}
+
+// format is RFC 8785 serialization alone, without chio's stricter number
+// rule (the RFC's own examples spell numbers inexactly on purpose); only
+// tests call it directly, to check conformance with the RFC's vectors.
+func format(raw []byte) ([]byte, error) {
 	v := jsontext.Value(bytes.Clone(raw))
 	if err := v.Canonicalize(); err != nil {
 		return nil, classify(err)

@@ -25,9 +25,12 @@ func TestGoldenVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Canonicalize(raw)
+			// The RFC's examples spell some numbers inexactly on purpose
+			// (333333333.33333329); chio's Check refuses those (see
+			// TestInexactNumbersRefused), so the serializer is tested alone.
+			got, err := format(raw)
 			if err != nil {
-				t.Fatalf("Canonicalize: %v", err)
+				t.Fatalf("format: %v", err)
 			}
 			if string(got) != string(want) {
 				t.Errorf("got  %s\nwant %s", got, want)
@@ -51,7 +54,7 @@ func TestRFC8785Numbers(t *testing.T) {
 		v := math.Float64frombits(binary.BigEndian.Uint64(b))
 		// 'e' format keeps the literal out of the integer rule: these are doubles.
 		lit := strconv.FormatFloat(v, 'e', -1, 64)
-		got, err := Canonicalize([]byte("[" + lit + "]"))
+		got, err := format([]byte("[" + lit + "]"))
 		if err != nil {
 			t.Errorf("%s (%s): %v", f[0], lit, err)
 			continue
@@ -92,6 +95,63 @@ func TestStrictRejections(t *testing.T) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// Issue 10 (3): a number must be exactly the double it denotes, and an
+// integral value within ±2^53, whatever its spelling: otherwise the
+// parameter hash binds one number and the tool reads another.
+func TestInexactNumbersRefused(t *testing.T) {
+	refused := []struct {
+		in   string
+		want error
+	}{
+		{`{"n":9007199254740993.0}`, ErrInexact},                   // 2^53+1 parses to 2^53: the hash and the tool would differ
+		{`{"n":9.007199254740993e15}`, ErrInexact},                 // same value, exponent spelling
+		{`{"n":9007199254740992.5}`, ErrInexact},                   // rounds to 2^53
+		{`{"n":1e16}`, ErrUnsafeInteger},                           // exact double, but an integer beyond 2^53
+		{`{"n":1.7976931348623157e308}`, ErrUnsafeInteger},         // largest double: integral
+		{`{"n":-1e21}`, ErrUnsafeInteger},                          // negative side
+		{`{"n":0.1000000000000000055511151231257827}`, ErrInexact}, // the double 0.1, spelt exactly, is not the decimal 0.1
+		{`{"n":333333333.33333329}`, ErrInexact},                   // RFC 8785's own example
+		{`{"n":1e-400}`, ErrInexact},                               // underflows to 0
+		{`{"n":2e-324}`, ErrInexact},                               // rounds to 0
+		{`{"n":1.000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001}`, ErrNumberRange}, // too long
+	}
+	for _, c := range refused {
+		if _, err := Canonicalize([]byte(c.in)); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.in, err, c.want)
+		}
+		if err := Check([]byte(c.in)); err == nil {
+			t.Errorf("%s: Check accepted it", c.in)
+		}
+	}
+	accepted := map[string]string{
+		`[0.1]`:                     `[0.1]`,
+		`[1.50]`:                    `[1.5]`,
+		`[15e-1]`:                   `[1.5]`,
+		`[1.0]`:                     `[1]`,
+		`[9007199254740992.0]`:      `[9007199254740992]`,
+		`[-9.007199254740992e15]`:   `[-9007199254740992]`,
+		`[5e-324]`:                  `[5e-324]`,
+		`[4.9406564584124654e-324]`: ``, // not the shortest decimal of 5e-324: refused below
+		`[-0.0]`:                    `[0]`,
+		`[0e99999999999]`:           `[0]`,
+		`[333333333.3333333]`:       `[333333333.3333333]`,
+		`[1e-7]`:                    `[1e-7]`,
+		`[123.456e2]`:               `[12345.6]`,
+	}
+	for in, want := range accepted {
+		got, err := Canonicalize([]byte(in))
+		if want == "" {
+			if !errors.Is(err, ErrInexact) {
+				t.Errorf("%s: got %v, want ErrInexact", in, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != want {
+			t.Errorf("%s: got %s, %v; want %s", in, got, err, want)
+		}
 	}
 }
 
