@@ -3,6 +3,7 @@ package approval
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 )
 
 // Request kinds.
@@ -106,6 +107,22 @@ func (r *Request) Trusts(key string) bool {
 // Counts returns how many distinct approvers approved and denied.
 func (r *Request) Counts() (approved, denied int) {
 	for _, v := range r.Votes {
+		if v.Decision == DecisionApproved {
+			approved++
+		} else {
+			denied++
+		}
+	}
+	return
+}
+
+// CountsAmong counts distinct approvers who approved and denied, among
+// the keys in trusted only (a key no longer trusted no longer counts).
+func (r *Request) CountsAmong(trusted []string) (approved, denied int) {
+	for _, v := range r.Votes {
+		if !slices.Contains(trusted, v.Approver) {
+			continue
+		}
 		if v.Decision == DecisionApproved {
 			approved++
 		} else {

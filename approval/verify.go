@@ -28,6 +28,9 @@ var (
 	ErrRequestExpired  = errors.New("approval request deadline has passed")
 	ErrReplay          = errors.New("replay detected")
 	ErrDuplicateVote   = errors.New("replay detected: this approver already decided this request")
+	// ErrAmendmentRefused: the token's amended_arguments leave what the
+	// approver was shown or what the policy allows (the kernel checks it).
+	ErrAmendmentRefused = errors.New("amendment refused")
 )
 
 // Verify is the whole rule for accepting a human decision. It parses the

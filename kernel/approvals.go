@@ -85,11 +85,12 @@ func (k *Kernel) newApprovalRequest(rec *CallRecord, p *policy.Policy, g *policy
 		a = &policy.Approval{} // validation forbids this; an empty set fails closed
 	}
 	approvers, channels, timeout := tierView(a, 0)
+	tool, _ := p.Tool(rec.Server, rec.Tool)
 	req := &approval.Request{
 		ApprovalID: approval.NewRequestID(), Kind: approval.KindToolCall, PolicyID: g.ID,
 		SubjectID: rec.Subject, SubjectPublicKey: rec.Subject, CapabilityID: rec.CapabilityID,
 		ToolServer: rec.Server, ToolName: rec.Tool, Action: rec.Action, ParameterHash: rec.ParameterHash,
-		CreatedAt: now.Unix(), ExpiresAt: now.Add(timeout).Unix(), Summary: Summarize(rec, intent),
+		CreatedAt: now.Unix(), ExpiresAt: now.Add(timeout).Unix(), Summary: Summarize(rec, tool, intent),
 		GovernedIntent: rec.Intent, TrustedApprovers: approvers, TriggeredBy: d.TriggeredBy,
 		Quorum: max(a.Quorum, 1), DenyQuorum: max(a.DenyQuorum, 1), Status: approval.StatusPending,
 		Channels: channels, RequestID: rec.RequestID, Requesters: a.Requesters, Votes: []approval.Vote{},
@@ -103,7 +104,7 @@ func (k *Kernel) newApprovalRequest(rec *CallRecord, p *policy.Policy, g *policy
 	if a.ExposeArguments {
 		req.Arguments = rec.Arguments
 	}
-	if tool, _ := p.Tool(rec.Server, rec.Tool); tool.IsHITL() {
+	if tool.IsHITL() {
 		applyHITL(req, rec)
 	}
 	return req
@@ -242,6 +243,9 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	if req.Status != approval.StatusPending {
 		return nil, fmt.Errorf("%w: request is %s", ErrConflict, req.Status)
 	}
+	p := k.Policy()
+	// The approvers are the policy's now, not those copied at parking time.
+	req, _ = withApproversNow(p, req)
 	tok, err := approval.Verify(tokenRaw, req, now, outcome)
 	if err != nil {
 		return nil, err
@@ -255,8 +259,19 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 			return nil, err
 		}
 	}
-	if len(tok.AmendedArguments) > 0 && (req.Kind != approval.KindToolCall || tok.Decision != approval.DecisionApproved || req.Quorum > 1) {
-		return nil, fmt.Errorf("%w: amended_arguments need an approval on a quorum-1 request", approval.ErrMalformedToken)
+	if len(tok.AmendedArguments) > 0 {
+		if req.Kind != approval.KindToolCall || tok.Decision != approval.DecisionApproved || req.Quorum > 1 {
+			return nil, fmt.Errorf("%w: amended_arguments need an approval on a quorum-1 tool call", approval.ErrAmendmentRefused)
+		}
+		// Refused here, the token is not consumed and nothing changes; the
+		// same rules run again when the call resumes.
+		rec, err := k.Call(req.RequestID)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := k.checkAmendment(p, req, rec, tok.AmendedArguments); err != nil {
+			return nil, err
+		}
 	}
 	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
 		Decision: tok.Decision, Note: tok.Note, Channel: channel, Custodial: o.Custodial, At: now.Unix(), Token: json.RawMessage(tokenRaw)}
@@ -299,14 +314,18 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			return approval.ErrDuplicateVote
 		}
 		req.Votes = append(req.Votes, vote)
-		approved, denied := req.Counts()
+		// Votes count only while their keys are trusted by the policy in
+		// force (the kernel's own advisory vote is the timeout path's).
+		trusted, _, _ := approversNow(p, req)
+		approved, denied := req.CountsAmong(append(trusted, k.pub.String()))
 		if rec, err = tx.Call(req.RequestID); err != nil {
 			return err
 		}
 		switch {
 		case approved >= req.Quorum:
 			req.Status = approval.StatusApproved
-			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.Unix(), TokenID: vote.TokenID}
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.Unix(), TokenID: vote.TokenID,
+				DecidedBy: decidedBy(&vote)}
 			rec.Status = StatusDispatching
 			rec.UpdatedAt = now.UnixMilli()
 			if err := tx.PutCall(rec); err != nil {
@@ -319,7 +338,8 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			}
 			req.Status = approval.StatusDenied
 			denyReceipt = k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardHumanApproval, Reason: reason}, &vote, now)
-			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: vote.TokenID, ReceiptID: denyReceipt.ID}
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: vote.TokenID,
+				ReceiptID: denyReceipt.ID, Guard: GuardHumanApproval, DecidedBy: decidedBy(&vote), CallStatus: StatusDenied}
 			rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardHumanApproval, reason, denyReceipt.ID, now.UnixMilli()
 			tx.AppendReceipt(denyReceipt)
 			if err := tx.PutCall(rec); err != nil {
@@ -336,7 +356,8 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		return nil, err
 	}
 	k.consumed.Add(vote.TokenID, struct{}{})
-	approved, _ := final.Counts()
+	trusted, _, _ := approversNow(p, final)
+	approved, _ := final.CountsAmong(append(trusted, k.pub.String()))
 	res := &RespondResult{ApprovalID: approvalID, Outcome: approval.StatusPending, Approvals: approved, Quorum: final.Quorum}
 	switch final.Status {
 	case approval.StatusDenied:
@@ -399,150 +420,19 @@ func (k *Kernel) chainReceipt(rec *CallRecord, p *policy.Policy, req *approval.R
 	return k.newReceipt(rec, p, d, meta, now)
 }
 
-// resume runs an approved call: re-validate the capability and the
-// non-approval guards against the policy in force NOW, apply an amendment,
-// dispatch exactly once, and sign the chained allow (or deny) receipt.
-func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRecord, tok *approval.Token, vote *approval.Vote, now time.Time) (*Outcome, error) {
-	p := k.Policy()
-	var extra map[string]any
-	deny := func(guard, reason string) (*Outcome, error) {
-		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, vote, now)
-		rec.Status, rec.Guard, rec.Reason = StatusDenied, guard, reason
-		return k.finish(ctx, req, rec, r, now)
-	}
-	var revoked bool
-	if err := k.store.View(func(tx ReadTx) error {
-		var err error
-		revoked, err = tx.Revoked(rec.CapabilityID)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if revoked {
-		return deny(GuardCapability, "capability revoked during the approval wait")
-	}
-	// The grant must still cover this exact call under the policy in force:
-	// a reload may have narrowed its tool pattern or operations.
-	grant, ok := p.Match(func(id string) bool { return id == rec.GrantID }, rec.Server, rec.Tool, rec.Operation)
-	if !ok {
-		return deny(GuardScope, "grant "+rec.GrantID+" no longer covers this call")
-	}
-	if now.Unix() >= rec.CapabilityExpiresAt {
-		return deny(GuardCapability, "capability expired during the approval wait")
-	}
-	args := rec.Arguments
-	if tok != nil && len(tok.AmendedArguments) > 0 {
-		if err := canon.Check(tok.AmendedArguments); err != nil || tok.AmendedArguments[0] != '{' {
-			return deny(GuardPipeline, "amended_arguments must be a JSON object")
-		}
-		newHash, err := ParameterHash(rec.Server, rec.Tool, tok.AmendedArguments, rec.Intent)
-		if err != nil {
-			return deny(GuardPipeline, err.Error())
-		}
-		extra = map[string]any{"original_parameter_hash": rec.ParameterHash, "amended_parameter_hash": newHash, "amended": true}
-		args = tok.AmendedArguments
-		rec.Arguments, rec.ParameterHash = args, newHash
-	}
-	intent, _ := parseIntent(rec.Intent)
-	tool, _ := p.Tool(rec.Server, rec.Tool)
-	call := &ToolCall{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Operation: rec.Operation, Arguments: args, GovernedIntent: rec.Intent}
-	rq := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: rec.Operation, Subject: rec.Subject, Intent: intent, Now: now}
-	if d := k.pipeline.Evaluate(rq, false); d.Verdict == Deny {
-		return deny(d.Guard, d.Reason)
-	}
-	var res DispatchResult
-	var derr error
-	if req.Kind == approval.KindToolCall {
-		res, derr = k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Arguments: args})
-	} else {
-		res.Output = hitlOutput(req, tok, vote)
-	}
-	r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Allow}, vote, k.clock.Now())
-	for key, v := range extra {
-		r.Metadata[key] = v
-	}
-	if vote != nil && vote.Approver == k.pub.String() {
-		r.Metadata["auto_approved"] = true
-		r.Metadata["review_required"] = true
-	}
-	k.applyDispatch(rec, r.Metadata, res, derr)
-	rec.Status = StatusAllowed
-	return k.finish(ctx, req, rec, r, now)
-}
-
-// applyDispatch records a dispatch result on the call and receipt metadata.
-func (k *Kernel) applyDispatch(rec *CallRecord, meta map[string]any, res DispatchResult, derr error) {
-	switch {
-	case derr != nil:
-		rec.ToolError = "dispatch failed: " + derr.Error()
-	case res.ToolError != "":
-		rec.ToolError = res.ToolError
-	}
-	if len(res.Output) > MaxToolOutputBytes {
-		rec.ToolError, res.Output = "tool output too large", nil
-	}
-	if rec.ToolError != "" {
-		meta["tool_error"] = rec.ToolError
-	}
-	rec.Output = res.Output
-}
-
-// finish commits the chain's final receipt and the call record.
-func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRecord, r *receipt.Receipt, now time.Time) (*Outcome, error) {
-	rec.ReceiptID, rec.UpdatedAt = r.ID, r.Timestamp
-	countKey := firstNKey(rec.GrantID, rec.Subject)
-	count := rec.Status == StatusAllowed && k.tracksFirstN(rec.GrantID)
-	err := k.store.Update(ctx, func(tx Tx) error {
-		cur, err := tx.Approval(req.ApprovalID)
-		if err != nil {
-			return err
-		}
-		if cur.Resolution == nil {
-			cur.Resolution = &approval.Resolution{Outcome: cur.Status, At: now.Unix()}
-		}
-		cur.Resolution.ReceiptID = r.ID
-		if rec.Status == StatusDenied {
-			cur.Resolution.Reason = rec.Reason
-		}
-		if count {
-			n, err := tx.Counter(countKey)
-			if err != nil {
-				return err
-			}
-			if err := tx.SetCounter(countKey, n+1); err != nil {
-				return err
-			}
-		}
-		tx.AppendReceipt(r)
-		if err := tx.PutCall(rec); err != nil {
-			return err
-		}
-		*req = *cur
-		return tx.PutApproval(cur)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if count {
-		k.firstNCounter(countKey).Add(1)
-	}
-	out := OutcomeOf(rec)
-	k.announce(EventApprovalResolved, req)
-	k.events.publish(Event{Type: EventCallCompleted, Call: out})
-	return out, nil
-}
-
 // Summarize is the one-line description approvers see instead of raw
-// arguments (they see arguments only with expose_arguments).
-func Summarize(rec *CallRecord, intent *GovernedIntent) string {
+// arguments (they see arguments only with expose_arguments). The money
+// comes from the arguments when the tool declares where it lives (never
+// only from the agent's word), and leads, so a clipped summary keeps it.
+func Summarize(rec *CallRecord, tool *policy.Tool, intent *GovernedIntent) string {
 	s := fmt.Sprintf("Agent wants to %s %s on %s", rec.Action, rec.Tool, rec.Server)
-	if intent != nil {
-		if intent.MaxAmount != nil {
-			s += fmt.Sprintf(" for %d %s", intent.MaxAmount.Units, intent.MaxAmount.Currency)
-		}
-		if intent.Purpose != "" {
-			s += ": " + intent.Purpose
-		}
+	if a, err := DeriveAmount(tool, rec.Arguments); err == nil && a != nil {
+		s += fmt.Sprintf(" for %d %s", a.Units, a.Currency)
+	} else if intent != nil && intent.MaxAmount != nil {
+		s += fmt.Sprintf(" for up to %d %s (declared by the agent)", intent.MaxAmount.Units, intent.MaxAmount.Currency)
 	}
-	return s
+	if intent != nil && intent.Purpose != "" {
+		s += ": " + intent.Purpose
+	}
+	return clip(s, MaxSummaryLen)
 }

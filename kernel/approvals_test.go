@@ -37,6 +37,11 @@ public_url = "http://127.0.0.1:7420"
 [[servers]]
 id = "demo"
 transport = "builtin"
+[[servers.tools]]
+name = "issue_refund"
+action = "charge"
+amount = "/amount"
+currency = "/currency"
 
 [[grants]]
 id = "refunds"
@@ -48,6 +53,7 @@ governed_intent_required = true
 [grants.approval]
 timeout_seconds = 600
 timeout_action = "%[6]s"
+expose_arguments = true
 [[grants.approval.approvers]]
 public_key = "%[1]s"
 display_name = "Finance Lead"
@@ -93,6 +99,7 @@ tool = "delete_file"
 require_approval_always = true
 forbidden_paths = ["/etc/**"]
 [grants.approval]
+expose_arguments = true
 [[grants.approval.approvers]]
 public_key = "%[1]s"
 display_name = "Finance Lead"
@@ -473,9 +480,9 @@ func TestPolicyReloadedDuringWaitCounts(t *testing.T) {
 	// The platform team tightens the policy while the request waits.
 	tight := strings.Replace(f.policyText, `forbidden_paths = ["/etc/**"]
 [grants.approval]
-[[grants.approval.approvers]]`, `forbidden_paths = ["/etc/**", "/srv/**"]
+expose_arguments = true`, `forbidden_paths = ["/etc/**", "/srv/**"]
 [grants.approval]
-[[grants.approval.approvers]]`, 1)
+expose_arguments = true`, 1)
 	p, err := policy.Parse([]byte(tight), "tight.toml")
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,10 +68,15 @@ func (k *Kernel) RevokeBatch(ctx context.Context, id string) error {
 	})
 }
 
-// tryBatch allows a pending call under a standing approval: the batch is
-// looked up, re-checked and its counters updated in the same commit as the
-// allow receipt — dispatch happens first, so the counters are claimed in a
-// reservation commit before dispatch. Quorum > 1 grants never use batches.
+// errNoBatch aborts a batch claim's transaction when no standing approval
+// covers the call (the call is parked for a human instead).
+var errNoBatch = errors.New("no standing approval covers the call")
+
+// tryBatch allows a pending call under a standing approval. Finding the
+// covering batch, counting this call against it, and the allow decision
+// are ONE durable commit made before dispatch: two concurrent calls cannot
+// both use the last slot, and a slot is never spent without a decision.
+// Quorum > 1 grants never use batches.
 func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, now time.Time) (*Outcome, bool, error) {
 	if g.Approval == nil || g.Approval.Quorum > 1 {
 		return nil, false, nil
@@ -86,37 +92,36 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 	if intent != nil && intent.MaxAmount != nil {
 		amount = &approval.Amount{Units: intent.MaxAmount.Units, Currency: intent.MaxAmount.Currency}
 	}
-	var used *approval.Batch
-	// Claim: find a covering batch and count this call against it durably
-	// BEFORE dispatching, so two concurrent calls cannot both use the last
-	// slot. If the call then fails to commit, the slot stays spent (fail
-	// closed: a batch may under-serve, never over-serve).
-	err := k.store.Update(ctx, func(tx Tx) error {
-		used = nil
-		return tx.Batches(func(b *approval.Batch) bool {
+	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, map[string]any{"channel": ChannelBatch}, now)
+	claim := func(tx Tx) error {
+		var used *approval.Batch
+		err := tx.Batches(func(b *approval.Batch) bool {
 			if trusted[b.Token.Approver] && b.Token.Approver != rec.Subject && b.Covers(rec.Subject, rec.Server, rec.Tool, amount, now.Unix()) {
-				b.Use(amount)
-				if tx.PutBatch(b) == nil {
-					used = b
-				}
+				used = b
 				return false
 			}
 			return true
 		})
-	})
-	if err != nil || used == nil {
-		return nil, false, err
+		if err != nil {
+			return err
+		}
+		if used == nil {
+			return errNoBatch
+		}
+		used.Use(amount)
+		r.Metadata["batch_approval_id"] = used.Token.ID
+		r.Metadata["approver"] = used.Token.Approver
+		r.Metadata["approver_display_name"] = k.displayNameIn(g, used.Token.Approver)
+		return tx.PutBatch(used)
 	}
-	meta := map[string]any{"batch_approval_id": used.Token.ID, "approver": used.Token.Approver,
-		"approver_display_name": k.displayNameIn(g, used.Token.Approver), "channel": ChannelBatch}
-	res, derr := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Arguments: rec.Arguments})
-	k.applyDispatch(rec, meta, res, derr)
-	rec.Status = StatusAllowed
-	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, meta, k.clock.Now())
-	if err := k.commitDecision(ctx, rec, r, true); err != nil {
+	switch err := k.commitAllow(ctx, p, rec, r, true, claim); {
+	case errors.Is(err, errNoBatch):
+		return nil, false, nil
+	case err != nil:
 		return nil, true, err
 	}
-	return OutcomeOf(rec), true, nil
+	out, err := k.deliver(ctx, rec)
+	return out, true, err
 }
 
 func (k *Kernel) displayNameIn(g *policy.Grant, key string) string {

@@ -43,6 +43,9 @@ type Config struct {
 	Stopwatch func() time.Duration
 	// ReplayCacheSize sizes the consumed-token LRU; 0 = ConsumedCacheSize.
 	ReplayCacheSize int
+	// Schemas validates amended arguments against tools' input schemas;
+	// nil: no tool declares one.
+	Schemas SchemaValidator
 }
 
 // Kernel decides tool calls. It is safe for concurrent use.
@@ -67,6 +70,17 @@ type Kernel struct {
 	// consumed caches spent token ids in front of the durable consumed set
 	// (the authority): an eviction or restart only costs a store read.
 	consumed *lru.Cache[string, struct{}]
+	// delivering holds request ids being sent right now, so recovery never
+	// sends a call a live path is sending; unsettled holds tool answers
+	// whose commit failed (request id → settlement), for recovery to record.
+	delivering sync.Map
+	unsettled  sync.Map
+	recovery   recoveryState
+	schemas    SchemaValidator
+	// stop is closed by Close: deliveries stop retrying and leave their
+	// calls in flight for the next start instead of recording a failure.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 type verifiedCap struct {
@@ -76,16 +90,19 @@ type verifiedCap struct {
 
 // Outcome is the kernel's answer to a call.
 type Outcome struct {
-	Status            string          `json:"status"`
-	RequestID         string          `json:"request_id"`
-	ReceiptID         string          `json:"receipt_id"`
-	Output            json.RawMessage `json:"output,omitempty"`
-	ToolError         string          `json:"tool_error,omitempty"`
-	Reason            string          `json:"reason,omitempty"`
-	Guard             string          `json:"guard,omitempty"`
-	ApprovalRequestID string          `json:"approval_request_id,omitempty"`
-	Deadline          int64           `json:"deadline,omitempty"`
-	Summary           string          `json:"summary,omitempty"`
+	Status    string          `json:"status"`
+	RequestID string          `json:"request_id"`
+	ReceiptID string          `json:"receipt_id"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	ToolError string          `json:"tool_error,omitempty"`
+	// Execution says what happened at the tool once an allowed call is
+	// settled: succeeded | tool_error | not_delivered | unknown.
+	Execution         string `json:"execution,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+	Guard             string `json:"guard,omitempty"`
+	ApprovalRequestID string `json:"approval_request_id,omitempty"`
+	Deadline          int64  `json:"deadline,omitempty"`
+	Summary           string `json:"summary,omitempty"`
 }
 
 // New validates cfg and builds a Kernel.
@@ -108,7 +125,7 @@ func New(cfg Config) (*Kernel, error) {
 	k := &Kernel{
 		key: cfg.Key, pub: cfg.Key.Public(), store: cfg.Store, dispatcher: cfg.Dispatcher,
 		clock: cfg.Clock, observer: cfg.Observer, caps: caps, rate: newRateWindow(),
-		events: newBroker(), notifier: cfg.Notifier, timers: map[string]clock.Timer{}, consumed: consumed,
+		events: newBroker(), notifier: cfg.Notifier, timers: map[string]clock.Timer{}, consumed: consumed, schemas: cfg.Schemas, stop: make(chan struct{}),
 		trusted: append([]keys.PublicKey{cfg.Key.Public()}, cfg.Authorities...),
 		pipeline: &Pipeline{
 			Guards: append(BuiltinGuards(), cfg.Guards...), Budget: GuardBudget, Stopwatch: cfg.Stopwatch,
@@ -116,6 +133,21 @@ func New(cfg Config) (*Kernel, error) {
 	}
 	k.policy.Store(cfg.Policy)
 	return k, nil
+}
+
+// Close stops retries and recovery from starting new work: a delivery that
+// fails from now on leaves its call in flight (durably dispatching) for the
+// next start, rather than recording a failure caused by the shutdown.
+// Call it before closing the Dispatcher and the Store.
+func (k *Kernel) Close() { k.stopOnce.Do(func() { close(k.stop) }) }
+
+func (k *Kernel) stopping() bool {
+	select {
+	case <-k.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // Policy returns the policy in force.
@@ -216,11 +248,23 @@ func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, strin
 	if len(call.Arguments) > MaxArgumentsBytes {
 		return verifiedCap{}, "", fmt.Errorf("%w: arguments larger than %d bytes", ErrBadCall, MaxArgumentsBytes)
 	}
-	if err := canon.Check(call.Arguments); err != nil {
-		return verifiedCap{}, "", fmt.Errorf("%w: arguments: %v", ErrBadCall, err)
+	// From here on the call carries its canonical bytes: they are what
+	// parameter_hash covers, what approvers are shown, and exactly what the
+	// tool receives (no second reading of the agent's spelling).
+	args, err := canon.Canonicalize(call.Arguments)
+	if err != nil {
+		return verifiedCap{}, "", fmt.Errorf("%w: arguments: %w", ErrBadCall, err)
 	}
-	if call.Arguments[0] != '{' {
+	if args[0] != '{' {
 		return verifiedCap{}, "", fmt.Errorf("%w: arguments must be a JSON object", ErrBadCall)
+	}
+	call.Arguments = args
+	if len(call.GovernedIntent) > 0 {
+		intent, err := canon.Canonicalize(call.GovernedIntent)
+		if err != nil {
+			return verifiedCap{}, "", fmt.Errorf("%w: governed_intent: %w", ErrBadCall, err)
+		}
+		call.GovernedIntent = intent
 	}
 	vc, err := k.capability(call.Capability)
 	if err != nil {
@@ -286,6 +330,7 @@ func OutcomeOf(rec *CallRecord) *Outcome {
 	return &Outcome{
 		Status: rec.Status, RequestID: rec.RequestID, ReceiptID: rec.ReceiptID, Output: rec.Output,
 		ToolError: rec.ToolError, Reason: rec.Reason, Guard: rec.Guard, ApprovalRequestID: rec.ApprovalID,
+		Execution: rec.Execution,
 	}
 }
 
@@ -341,65 +386,34 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 	case PendingApproval:
 		return k.suspend(ctx, rec, p, grant, intent, d, now)
 	}
-	return k.execute(ctx, rec, p, nil, now)
+	return k.execute(ctx, rec, p, now)
 }
 
-// execute dispatches an allowed call once and commits its allow receipt.
-func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy, meta map[string]any, now time.Time) (*Outcome, error) {
-	res, derr := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Arguments: rec.Arguments})
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	// The call was allowed and attempted; a failure is on the record, never
-	// hidden and never turned into a second attempt.
-	k.applyDispatch(rec, meta, res, derr)
-	rec.Status = StatusAllowed
-	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, meta, k.clock.Now())
-	if err := k.commitDecision(ctx, rec, r, rec.GrantID != ""); err != nil {
+// execute runs a call the pipeline allowed: the allow decision is made
+// durable first (write-ahead), then the call is delivered and settled.
+func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy, now time.Time) (*Outcome, error) {
+	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, nil, now)
+	if err := k.commitAllow(ctx, p, rec, r, true, nil); err != nil {
 		return nil, err
 	}
-	return OutcomeOf(rec), nil
+	return k.deliver(ctx, rec)
 }
 
 func (k *Kernel) deny(ctx context.Context, rec *CallRecord, p *policy.Policy, guard, reason string, now time.Time) (*Outcome, error) {
 	rec.Status, rec.Guard, rec.Reason = StatusDenied, guard, reason
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, nil, now)
-	if err := k.commitDecision(ctx, rec, r, false); err != nil {
-		return nil, err
-	}
-	return OutcomeOf(rec), nil
-}
-
-// commitDecision durably stores the receipt and call record together; the
-// caller answers only after this returns nil.
-func (k *Kernel) commitDecision(ctx context.Context, rec *CallRecord, r *receipt.Receipt, countFirstN bool) error {
-	rec.ReceiptID = r.ID
-	rec.UpdatedAt = r.Timestamp
-	key := firstNKey(rec.GrantID, rec.Subject)
-	countFirstN = countFirstN && k.tracksFirstN(rec.GrantID)
+	rec.ReceiptID, rec.UpdatedAt = r.ID, r.Timestamp
 	err := k.store.Update(ctx, func(tx Tx) error {
 		if _, err := tx.Call(rec.RequestID); err == nil {
 			return ErrRequestUsed // a record appeared since we looked: never overwrite
-		}
-		if countFirstN {
-			n, err := tx.Counter(key)
-			if err != nil {
-				return err
-			}
-			if err := tx.SetCounter(key, n+1); err != nil {
-				return err
-			}
 		}
 		tx.AppendReceipt(r)
 		return tx.PutCall(rec)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if countFirstN {
-		k.firstNCounter(key).Add(1)
-	}
-	return nil
+	return OutcomeOf(rec), nil
 }
 
 func (k *Kernel) newReceipt(rec *CallRecord, p *policy.Policy, d receipt.Decision, meta map[string]any, at time.Time) *receipt.Receipt {

@@ -25,4 +25,20 @@ const (
 	ConsumedCacheSize = 65536
 	// MaxToolOutputBytes bounds a tool output kept in the call record.
 	MaxToolOutputBytes = 1 << 20
+	// MaxToolErrorLen bounds a tool error kept on the call and receipts.
+	MaxToolErrorLen = 2048
+	// DefaultRetryDeadline bounds retries of transient delivery failures
+	// when the policy sets no retry_deadline_seconds.
+	DefaultRetryDeadline = 30 * time.Second
+	// RetryBackoffMin and RetryBackoffMax bound the (jittered, doubling)
+	// wait between delivery attempts.
+	RetryBackoffMin = 100 * time.Millisecond
+	RetryBackoffMax = 2 * time.Second
+	// RecoveryWorkers bounds how many in-flight calls recovery finishes at
+	// once (chiod serves meanwhile).
+	RecoveryWorkers = 8
+	// MaxSummaryLen bounds the one-line summary approvers are shown.
+	MaxSummaryLen = 512
+	// MaxCancelReasonLen bounds a cancellation's reason.
+	MaxCancelReasonLen = 1024
 )

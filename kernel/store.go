@@ -22,8 +22,21 @@ const (
 	StatusAllowed         = "allowed"          // executed; Output is set
 	StatusDenied          = "denied"           // by a guard, a human or a timeout
 	StatusPendingApproval = "pending_approval" // parked, waiting for a human
-	StatusDispatching     = "dispatching"      // approved, tool call in flight
-	StatusCancelled       = "cancelled"
+	// StatusDispatching: allowed or approved, not yet settled. With
+	// DecisionReceiptID set the allow receipt is durable and the tool may
+	// have seen the call; without it (an approval whose resume checks have
+	// not run yet) nothing has been sent.
+	StatusDispatching = "dispatching"
+	StatusCancelled   = "cancelled"
+)
+
+// Executions say what became of an allowed call at the tool
+// (CallRecord.Execution, Outcome.Execution).
+const (
+	ExecutionSucceeded    = "succeeded"
+	ExecutionToolError    = "tool_error"    // the tool ran and reported a failure
+	ExecutionNotDelivered = "not_delivered" // the tool certainly never saw the call
+	ExecutionUnknown      = "unknown"       // the tool may or may not have run it
 )
 
 // CallRecord is the durable state of one tool call, keyed by request_id. It
@@ -51,6 +64,15 @@ type CallRecord struct {
 	ToolError           string          `json:"tool_error,omitempty"`
 	CreatedAt           int64           `json:"created_at"` // unix ms
 	UpdatedAt           int64           `json:"updated_at"` // unix ms
+
+	// Write-ahead dispatch. DecisionReceiptID is the allow receipt made
+	// durable before the tool saw the call; Delivery is the tool's declared
+	// semantics, fixed at that moment; Execution and Attempts are filled
+	// in when the call settles.
+	DecisionReceiptID string `json:"decision_receipt_id,omitempty"`
+	Delivery          string `json:"delivery,omitempty"`
+	Execution         string `json:"execution,omitempty"`
+	Attempts          int    `json:"attempts,omitempty"`
 }
 
 // ReadTx is a consistent read view of the store.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -138,7 +137,8 @@ func (k *Kernel) timeoutDeny(ctx context.Context, id string, now time.Time) erro
 		reason := fmt.Sprintf("no decision before the deadline (%s)", time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC3339))
 		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardApprovalTimeout, Reason: reason}, nil, now)
 		req.Status = approval.StatusExpired
-		req.Resolution = &approval.Resolution{Outcome: approval.StatusExpired, Reason: reason, At: now.Unix(), ReceiptID: r.ID}
+		req.Resolution = &approval.Resolution{Outcome: approval.StatusExpired, Reason: reason, At: now.Unix(), ReceiptID: r.ID,
+			Guard: GuardApprovalTimeout, CallStatus: StatusDenied}
 		rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardApprovalTimeout, reason, r.ID, now.UnixMilli()
 		tx.AppendReceipt(r)
 		if err := tx.PutCall(rec); err != nil {
@@ -190,48 +190,4 @@ func (k *Kernel) forceQuorum(ctx context.Context, id string) error {
 		req.Quorum = 1
 		return tx.PutApproval(req)
 	})
-}
-
-// Recover is called once at start-up: it re-arms every pending request's
-// timer (a deadline that passed while the kernel was down fires now) and
-// finishes calls that were approved but whose execution was not recorded
-// (re-dispatched with the same idempotency key).
-func (k *Kernel) Recover(ctx context.Context) error {
-	var pending []*approval.Request
-	var inflight []*CallRecord
-	err := k.store.View(func(tx ReadTx) error {
-		if err := tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true }); err != nil {
-			return err
-		}
-		return tx.Dispatching(func(c *CallRecord) bool { inflight = append(inflight, c); return true })
-	})
-	if err != nil {
-		return err
-	}
-	for _, r := range pending {
-		k.armTimer(r.ApprovalID, r.ExpiresAt)
-	}
-	for _, c := range inflight {
-		req, err := k.Approval(c.ApprovalID)
-		if err != nil {
-			return fmt.Errorf("recover %s: %w", c.RequestID, err)
-		}
-		var vote *approval.Vote
-		var tok *approval.Token
-		if n := len(req.Votes); n > 0 {
-			vote = &req.Votes[n-1]
-			// The token was verified before it was stored; one that no longer
-			// parses is corruption, and guessing (e.g. dropping an amendment)
-			// would run a call nobody approved: refuse to start instead.
-			var t approval.Token
-			if err := canon.Unmarshal(vote.Token, &t); err != nil {
-				return fmt.Errorf("recover %s: stored approval token unreadable: %w", c.RequestID, err)
-			}
-			tok = &t
-		}
-		if _, err := k.resume(ctx, req, c, tok, vote, k.clock.Now()); err != nil {
-			return fmt.Errorf("recover %s: %w", c.RequestID, err)
-		}
-	}
-	return nil
 }

@@ -40,6 +40,7 @@ require_approval_above = { threshold_units = 200 }
 governed_intent_required = true
 [grants.approval]
 timeout_seconds = 600
+expose_arguments = true
 [[grants.approval.approvers]]
 public_key = "%[1]s"
 display_name = "Finance Lead"

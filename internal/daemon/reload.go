@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -29,7 +30,11 @@ func watchReload(path string, k *kernel.Kernel, log *slog.Logger) (stop func()) 
 					log.Error("policy reload refused; keeping the policy in force", "err", err)
 					continue
 				}
-				k.SetPolicy(next)
+				// Pending approvals are reconciled with the new approvers: a
+				// key removed from a grant stops counting at once.
+				if err := k.ApplyPolicy(context.Background(), next); err != nil {
+					log.Error("reconciling pending approvals with the reloaded policy failed", "err", err)
+				}
 				log.Info("policy reloaded ([kernel] and [channels] changes take effect at restart)", "policy_hash", next.Hash)
 			}
 		}

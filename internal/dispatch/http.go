@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/chiokernel/chio/kernel"
 )
@@ -43,16 +47,30 @@ func newHTTPClient() *http.Client {
 	}
 }
 
-// httpBody is the JSON a tool server receives.
-type httpBody struct {
-	RequestID string          `json:"request_id"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
+// encodeBody writes the JSON a tool server receives,
+// {"request_id","tool","arguments"}, with the arguments spliced in as the
+// exact canonical bytes parameter_hash covers (encoding/json would
+// re-escape them: "<" becomes "\u003c").
+func encodeBody(req kernel.DispatchRequest) ([]byte, error) {
+	args := req.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("null")
+	}
+	if !json.Valid(args) {
+		return nil, errors.New("arguments are not valid JSON")
+	}
+	b := make([]byte, 0, len(args)+len(req.RequestID)+len(req.Tool)+48)
+	b = append(b, `{"request_id":`...)
+	b, _ = jsontext.AppendQuote(b, req.RequestID)
+	b = append(b, `,"tool":`...)
+	b, _ = jsontext.AppendQuote(b, req.Tool)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	return append(b, '}'), nil
 }
 
 func (r *Router) dispatchHTTP(ctx context.Context, rt route, req kernel.DispatchRequest) (kernel.DispatchResult, error) {
-	// Marshal validates Arguments and turns absent arguments into null.
-	body, err := json.Marshal(httpBody{RequestID: req.RequestID, Tool: req.Tool, Arguments: req.Arguments})
+	body, err := encodeBody(req)
 	if err != nil {
 		return kernel.DispatchResult{}, fmt.Errorf("encode request: %w", err)
 	}
@@ -66,9 +84,13 @@ func (r *Router) dispatchHTTP(ctx context.Context, rt route, req kernel.Dispatch
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set("Idempotency-Key", req.RequestID)
 
+	if req.Attempt > 0 {
+		hreq.Header.Set("Chio-Attempt", strconv.Itoa(req.Attempt))
+	}
+
 	resp, err := r.client.Do(hreq)
 	if err != nil {
-		return kernel.DispatchResult{}, err
+		return kernel.DispatchResult{}, classifyTransportError(err)
 	}
 	defer resp.Body.Close()
 	// Read one byte past the limit so "exactly at the limit" and "over it"
@@ -78,7 +100,9 @@ func (r *Router) dispatchHTTP(ctx context.Context, rt route, req kernel.Dispatch
 		return kernel.DispatchResult{}, fmt.Errorf("read response: %w", err)
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-
+	if derr := classifyStatus(resp, data); derr != nil {
+		return kernel.DispatchResult{}, derr
+	}
 	if !ok {
 		// The server answered: the tool ran and failed or refused. That is a
 		// result for the receipt, not a delivery failure.

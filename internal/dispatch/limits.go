@@ -14,4 +14,8 @@ const (
 	// maxToolErrorBody is how much of a non-2xx body goes into ToolError;
 	// it ends up in a receipt, so it stays short.
 	maxToolErrorBody = 512
+
+	// MaxRetryAfter caps a server's Retry-After (the kernel also stops at
+	// the tool's retry deadline).
+	MaxRetryAfter = 60 * time.Second
 )

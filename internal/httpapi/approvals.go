@@ -36,6 +36,7 @@ func (s *Server) registerApprovals() {
 	s.mux.HandleFunc("POST /approvals/batch/respond", s.batchRespond)
 	s.mux.HandleFunc("GET /approvals/{id}", s.getApproval)
 	s.mux.HandleFunc("POST /approvals/{id}/respond", s.respond)
+	s.mux.HandleFunc("POST /approvals/{id}/cancel", s.cancelApproval) // cancel.go
 	s.mux.HandleFunc("GET /v1/calls/{id}", s.getCall)
 }
 
@@ -513,8 +514,15 @@ func (s *Server) waitForCall(ctx context.Context, rec *kernel.CallRecord, wait t
 	for {
 		select {
 		case e, open := <-events:
-			if !open || concerns(e, id, approvalID) {
+			if !open {
 				return s.cfg.Kernel.Call(id)
+			}
+			// An approval resolves before its call is delivered and settled:
+			// keep waiting while the call is still in flight.
+			if concerns(e, id, approvalID) {
+				if cur, err := s.cfg.Kernel.Call(id); err != nil || !inFlight(cur.Status) {
+					return cur, err
+				}
 			}
 		case <-timer.C:
 			return s.cfg.Kernel.Call(id)

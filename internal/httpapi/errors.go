@@ -57,7 +57,8 @@ func classify(err error) *APIError {
 		return apiErr(http.StatusUnauthorized, CodeUnauthorized, err.Error())
 	case errors.Is(err, kernel.ErrBadCall), errors.Is(err, canon.ErrInvalid),
 		errors.Is(err, canon.ErrDuplicateKey), errors.Is(err, canon.ErrUnsafeInteger),
-		errors.Is(err, canon.ErrTooDeep), errors.Is(err, canon.ErrNumberRange), errors.Is(err, canon.ErrTrailingData):
+		errors.Is(err, canon.ErrTooDeep), errors.Is(err, canon.ErrNumberRange), errors.Is(err, canon.ErrTrailingData),
+		errors.Is(err, canon.ErrInexact):
 		return apiErr(http.StatusBadRequest, CodeBadRequest, err.Error())
 	case errors.Is(err, kernel.ErrRequestUsed), errors.Is(err, kernel.ErrConflict):
 		return apiErr(http.StatusConflict, CodeConflict, err.Error())
@@ -76,7 +77,7 @@ var approvalRejections = []error{
 	approval.ErrWrongSubject, approval.ErrUntrustedSigner, approval.ErrNoApprovers,
 	approval.ErrSelfApproval, approval.ErrNotYetValid, approval.ErrTokenExpired,
 	approval.ErrLifetimeTooLong, approval.ErrBadSignature, approval.ErrOutcomeMismatch,
-	approval.ErrRequestExpired, approval.ErrBatchWindow,
+	approval.ErrRequestExpired, approval.ErrBatchWindow, approval.ErrAmendmentRefused,
 }
 
 func isApprovalRejection(err error) bool {

@@ -1,0 +1,75 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chiokernel/chio/kernel"
+)
+
+// What a failed HTTP delivery tells the kernel (see kernel.DeliveryError):
+//
+//	connection refused, DNS failure, dial timeout  not delivered, retryable
+//	429, 503 (the server refused before running)   not delivered, retryable, Retry-After
+//	502, 504 (a gateway answered)                  maybe delivered, retryable
+//	timeout or reset after the request was sent    maybe delivered, retryable
+//	any other non-2xx                              the tool ran and failed (ToolError)
+//
+// The kernel retries within the tool's retry deadline; at_most_once tools
+// are retried only when the call certainly was not delivered.
+
+// classifyTransportError describes an error from http.Client.Do.
+func classifyTransportError(err error) error {
+	var op *net.OpError
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &op) && op.Op == "dial", errors.As(err, &dns), errors.Is(err, syscall.ECONNREFUSED):
+		// No connection was made: the request never left.
+		return &kernel.DeliveryError{Err: err, NotDelivered: true, Retryable: true}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		strings.Contains(err.Error(), "EOF"):
+		// The request may have been read and acted on before the failure.
+		return &kernel.DeliveryError{Err: err, Retryable: true}
+	}
+	var ue interface{ Timeout() bool }
+	if errors.As(err, &ue) && ue.Timeout() {
+		return &kernel.DeliveryError{Err: err, Retryable: true}
+	}
+	return &kernel.DeliveryError{Err: err}
+}
+
+// classifyStatus turns the statuses that mean "not run (yet)" into a
+// DeliveryError; nil for every other status.
+func classifyStatus(resp *http.Response, body []byte) error {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return &kernel.DeliveryError{Err: fmt.Errorf("http %d: %s", resp.StatusCode, snippet(body)),
+			NotDelivered: true, Retryable: true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return &kernel.DeliveryError{Err: fmt.Errorf("http %d: %s", resp.StatusCode, snippet(body)),
+			Retryable: true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	}
+	return nil
+}
+
+// retryAfter parses Retry-After (delta seconds or an HTTP date); 0 when
+// absent or unreadable. It is capped: a server cannot park a call for a day.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, 0), MaxRetryAfter)
+}

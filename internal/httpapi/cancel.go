@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/signed"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// POST /approvals/{id}/cancel ends a parked call before a human decided.
+// Who may: the admin bearer, or the parked call's own agent with a
+// Chio-Proof in the cancel domain over the approval id, the time and the
+// reason. A read proof (chio.call-status.v1) cannot stand in for it: a
+// header seen on a status read must not be enough to cancel.
+
+// CancelProofSchema is the signature domain of an agent's cancel proof.
+const CancelProofSchema = "chio.cancel.v1"
+
+// CancelBody is POST /approvals/{id}/cancel's body.
+type CancelBody struct {
+	Reason string `json:"reason"`
+}
+
+func cancelProofMessage(approvalID, reason string, issuedAt int64) ([]byte, error) {
+	payload, err := canon.Marshal(map[string]any{"approval_id": approvalID, "issued_at": issuedAt, "reason": reason})
+	if err != nil {
+		return nil, err
+	}
+	return signed.Message(CancelProofSchema, payload), nil
+}
+
+// SignCancelProof returns the Chio-Proof by which the agent holding key
+// cancels approvalID for reason at time at.
+func SignCancelProof(key keys.PrivateKey, approvalID, reason string, at time.Time) string {
+	msg, err := cancelProofMessage(approvalID, reason, at.Unix())
+	if err != nil {
+		return ""
+	}
+	return strconv.FormatInt(at.Unix(), 10) + "." + hex.EncodeToString(key.SignRaw(msg))
+}
+
+// VerifyCancelProof checks a cancel Chio-Proof: the header shape and time
+// window of VerifyStatusProof, in the cancel domain.
+func VerifyCancelProof(header string, subject keys.PublicKey, approvalID, reason string, now time.Time) error {
+	if len(header) > maxStatusProofLen {
+		return fmt.Errorf("%w: longer than %d bytes", ErrStatusProof, maxStatusProofLen)
+	}
+	ts, sigHex, ok := strings.Cut(header, ".")
+	if !ok || !decimal(ts) || len(sigHex) != 2*ed25519.SignatureSize || strings.ToLower(sigHex) != sigHex {
+		return fmt.Errorf("%w: want <issued_at>.<128 lowercase hex>", ErrStatusProof)
+	}
+	at, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: issued_at: %v", ErrStatusProof, err)
+	}
+	if skew := now.Sub(time.Unix(at, 0)); skew > MaxStatusProofSkew || skew < -MaxStatusProofSkew {
+		return fmt.Errorf("%w: issued_at %d is %s from now (max %s)", ErrStatusProof, at, skew.Round(time.Second), MaxStatusProofSkew)
+	}
+	sig, err := hex.DecodeString(sigHex)
+	if err != nil {
+		return fmt.Errorf("%w: signature: %v", ErrStatusProof, err)
+	}
+	msg, err := cancelProofMessage(approvalID, reason, at)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStatusProof, err)
+	}
+	if subject.IsZero() || !ed25519.Verify(subject.Ed25519(), msg, sig) {
+		return fmt.Errorf("%w: signature does not verify for this id, reason and key", ErrStatusProof)
+	}
+	return nil
+}
+
+func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body CancelBody
+	if err := decode(w, r, MaxAdminBody, &body); err != nil {
+		writeErr(w, err)
+		return
+	}
+	by := kernel.CancelledByAdmin
+	if s.bearerRole(r) < roleAdmin {
+		if r.Header.Get(StatusProofHeader) == "" {
+			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "the admin token or the call's agent's Chio-Proof is required"))
+			return
+		}
+		// An unknown id answers like a bad proof: the header is no oracle.
+		subject := ""
+		if req, err := s.cfg.Kernel.Approval(id); err == nil {
+			subject = req.SubjectPublicKey
+		}
+		pub, err := keys.ParsePublicKey(subject)
+		if err == nil {
+			err = VerifyCancelProof(r.Header.Get(StatusProofHeader), pub, id, body.Reason, s.cfg.Kernel.Clock().Now())
+		}
+		if err != nil {
+			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "Chio-Proof does not verify for this id and reason"))
+			return
+		}
+		by = kernel.CancelledByAgent
+	}
+	out, err := s.cfg.Kernel.Cancel(r.Context(), id, body.Reason, by)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}

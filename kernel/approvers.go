@@ -1,0 +1,122 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// GuardApprovalPolicy ends a parked call whose grant no longer names any
+// approver who may decide it (a policy reload removed them all).
+const GuardApprovalPolicy = "approval-policy"
+
+// Who may decide a parked call is read from the policy in force at vote
+// time, never from the copy stored when the call was parked: a key removed
+// from the grant (and reloaded) stops counting at once, for requests
+// parked before too.
+
+// approversNow returns the approvers and requesters the policy in force
+// gives req (its grant's view at req's escalation tier); ok is false when
+// the grant is gone or no longer has approvers.
+func approversNow(p *policy.Policy, req *approval.Request) (trusted, requesters []string, ok bool) {
+	g, found := p.Grant(req.PolicyID)
+	if !found || g.Approval == nil {
+		return nil, nil, false
+	}
+	trusted, _, _ = tierView(g.Approval, req.Tier)
+	requesters = g.Approval.Requesters
+	// The agent can never approve its own call, and a requester never
+	// approves under this grant: a set of only such keys decides nothing.
+	for _, key := range trusted {
+		if key != req.SubjectID && !slices.Contains(requesters, key) {
+			return trusted, requesters, true
+		}
+	}
+	return trusted, requesters, false
+}
+
+// withApproversNow returns a copy of req whose trusted set and requesters
+// are the policy's now (what Verify and the quorum count check against).
+func withApproversNow(p *policy.Policy, req *approval.Request) (*approval.Request, bool) {
+	trusted, requesters, ok := approversNow(p, req)
+	cur := *req
+	cur.TrustedApprovers, cur.Requesters = trusted, requesters
+	return &cur, ok
+}
+
+// ApplyPolicy puts p in force and reconciles every pending request with
+// it: their trusted approvers are updated, and a request left with no
+// approver who may decide it ends with a deny receipt (guard
+// approval-policy), so the agent is answered rather than left to time out.
+func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
+	k.SetPolicy(p)
+	var pending []*approval.Request
+	if err := k.store.View(func(tx ReadTx) error {
+		return tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true })
+	}); err != nil {
+		return err
+	}
+	for _, req := range pending {
+		if err := k.reconcile(ctx, p, req.ApprovalID); err != nil {
+			slog.Error("reconciling a pending approval with the reloaded policy failed", "approval_id", req.ApprovalID, "err", err)
+		}
+	}
+	return nil
+}
+
+// reconcile updates one pending request to the approvers of policy p.
+func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) error {
+	now := k.clock.Now()
+	var final *approval.Request
+	var rec *CallRecord
+	var ended, changed bool
+	err := k.store.Update(ctx, func(tx Tx) error {
+		ended, changed = false, false
+		req, err := tx.Approval(id)
+		if err != nil {
+			return err
+		}
+		if req.Status != approval.StatusPending {
+			return nil
+		}
+		trusted, requesters, ok := approversNow(p, req)
+		if ok {
+			changed = !slices.Equal(trusted, req.TrustedApprovers) || !slices.Equal(requesters, req.Requesters)
+			req.TrustedApprovers, req.Requesters = trusted, requesters
+			final = req
+			return tx.PutApproval(req)
+		}
+		if rec, err = tx.Call(req.RequestID); err != nil {
+			return err
+		}
+		reason := fmt.Sprintf("no approver of grant %s may decide this call under the policy in force", req.PolicyID)
+		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardApprovalPolicy, Reason: reason}, nil, now)
+		req.Status, req.TrustedApprovers = approval.StatusDenied, trusted
+		req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), ReceiptID: r.ID,
+			Guard: GuardApprovalPolicy, CallStatus: StatusDenied}
+		rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardApprovalPolicy, reason, r.ID, now.UnixMilli()
+		tx.AppendReceipt(r)
+		if err := tx.PutCall(rec); err != nil {
+			return err
+		}
+		ended, final = true, req
+		return tx.PutApproval(req)
+	})
+	switch {
+	case err != nil:
+		return err
+	case ended:
+		k.stopTimer(id)
+		k.announce(EventApprovalResolved, final)
+		k.completed(rec)
+	case changed:
+		snap := *final
+		k.events.publish(Event{Type: EventApprovalRequested, Approval: &snap})
+	}
+	return nil
+}

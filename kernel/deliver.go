@@ -1,0 +1,287 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// Write-ahead dispatch. An allowed call moves through three durable states:
+//
+//	decided    the allow receipt and the call record (status dispatching)
+//	           are committed; nothing has been sent yet
+//	in flight  the tool may have seen the call (no durable mark: a crash
+//	           here looks exactly like "decided")
+//	settled    the call record carries the execution; a failure also has
+//	           an incomplete receipt chained to the allow receipt
+//
+// A crash leaves a call decided/in flight; Recover re-sends it with the
+// same Idempotency-Key (at_least_once) or settles it as unknown
+// (at_most_once). Nothing is sent before the decision is durable: a store
+// that cannot commit never dispatches.
+
+// deliveryPlan is how one tool's calls are delivered.
+type deliveryPlan struct {
+	semantics string        // AtLeastOnce | AtMostOnce
+	deadline  time.Duration // how long transient failures are retried
+}
+
+// planFor reads the tool's declared delivery from the policy in force; a
+// tool the policy does not declare takes its server's settings.
+func planFor(p *policy.Policy, server, tool string) deliveryPlan {
+	pl := deliveryPlan{semantics: AtLeastOnce, deadline: DefaultRetryDeadline}
+	if s, ok := p.Server(server); ok {
+		if s.Delivery != "" {
+			pl.semantics = s.Delivery
+		}
+		if s.RetryDeadlineSeconds > 0 {
+			pl.deadline = time.Duration(s.RetryDeadlineSeconds) * time.Second
+		}
+	}
+	if t, ok := p.Tool(server, tool); ok {
+		if t.Delivery != "" {
+			pl.semantics = t.Delivery
+		}
+		if t.RetryDeadlineSeconds > 0 {
+			pl.deadline = time.Duration(t.RetryDeadlineSeconds) * time.Second
+		}
+	}
+	return pl
+}
+
+// commitAllow makes an allow decision durable BEFORE the tool sees the
+// call: the signed allow receipt and the call record (status dispatching)
+// in one group commit. fresh is true for a new call (no record may exist
+// yet); otherwise the record must be an approved call whose decision has
+// not been taken. extra runs in the same transaction (a standing
+// approval's counters, the approval's resolution).
+func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRecord, r *receipt.Receipt, fresh bool, extra func(Tx) error) error {
+	// rec changes only if the commit succeeds (a batch claim that finds no
+	// standing approval falls back to parking this same record).
+	next := *rec
+	next.Delivery = planFor(p, rec.Server, rec.Tool).semantics
+	r.Metadata["delivery"] = next.Delivery
+	next.Status = StatusDispatching
+	next.DecisionReceiptID, next.ReceiptID, next.UpdatedAt = r.ID, r.ID, r.Timestamp
+	key := firstNKey(rec.GrantID, rec.Subject)
+	count := k.tracksFirstN(rec.GrantID)
+	err := k.store.Update(ctx, func(tx Tx) error {
+		cur, err := tx.Call(rec.RequestID)
+		switch {
+		case fresh && err == nil:
+			return ErrRequestUsed // a record appeared since we looked: never overwrite
+		case fresh && !errors.Is(err, ErrNotFound):
+			return err
+		case !fresh && err != nil:
+			return err
+		case !fresh && (cur.Status != StatusDispatching || cur.DecisionReceiptID != ""):
+			return fmt.Errorf("%w: call %s is %s", ErrConflict, rec.RequestID, cur.Status)
+		}
+		if extra != nil {
+			if err := extra(tx); err != nil {
+				return err
+			}
+		}
+		if count {
+			if err := bumpCounter(tx, key); err != nil {
+				return err
+			}
+		}
+		tx.AppendReceipt(r)
+		return tx.PutCall(&next)
+	})
+	if err != nil {
+		return err
+	}
+	*rec = next
+	if count {
+		k.firstNCounter(key).Add(1)
+	}
+	return nil
+}
+
+func bumpCounter(tx Tx, key string) error {
+	n, err := tx.Counter(key)
+	if err != nil {
+		return err
+	}
+	return tx.SetCounter(key, n+1)
+}
+
+// deliver sends a decided call to its tool (retrying what is transient,
+// per the tool's delivery semantics) and settles it. An approved call's
+// request (rec.ApprovalID) learns the call's fate in its resolution.
+func (k *Kernel) deliver(ctx context.Context, rec *CallRecord) (*Outcome, error) {
+	if _, busy := k.delivering.LoadOrStore(rec.RequestID, struct{}{}); busy {
+		// Recovery (after a store heal) and a live delivery never both send.
+		return nil, fmt.Errorf("%w: call %s is being delivered", ErrConflict, rec.RequestID)
+	}
+	defer k.delivering.Delete(rec.RequestID)
+	res, derr := k.sendWithRetry(ctx, rec)
+	if derr != nil && k.stopping() {
+		return nil, fmt.Errorf("%w: shutting down; call %s stays in flight and is finished at the next start", ErrUnavailable, rec.RequestID)
+	}
+	return k.settle(ctx, rec, res, derr)
+}
+
+// sendWithRetry makes delivery attempts until one produces a tool result,
+// a failure is permanent, or the tool's retry deadline would pass. Under
+// at_most_once only failures that certainly did not reach the tool are
+// retried.
+func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord) (DispatchResult, error) {
+	plan := planFor(k.Policy(), rec.Server, rec.Tool)
+	if rec.Delivery != "" {
+		plan.semantics = rec.Delivery // fixed when the decision was taken
+	}
+	deadline := k.clock.Now().Add(plan.deadline)
+	backoff := RetryBackoffMin
+	for attempt := 1; ; attempt++ {
+		rec.Attempts = attempt
+		res, err := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server,
+			Tool: rec.Tool, Arguments: rec.Arguments, Attempt: attempt})
+		if err == nil {
+			return res, nil
+		}
+		var de *DeliveryError
+		if !errors.As(err, &de) || !de.Retryable || (plan.semantics == AtMostOnce && !de.NotDelivered) {
+			return res, err
+		}
+		// Full jitter around the current step, so tools coming back are not
+		// hit by every parked retry at once; Retry-After wins when longer.
+		wait := backoff/2 + rand.N(backoff/2+1)
+		if de.RetryAfter > wait {
+			wait = de.RetryAfter
+		}
+		if k.clock.Now().Add(wait).After(deadline) {
+			return res, fmt.Errorf("gave up after %d attempts (retry deadline %s): %w", attempt, plan.deadline, err)
+		}
+		if err := k.sleep(ctx, wait); err != nil {
+			return res, err
+		}
+		backoff = min(backoff*2, RetryBackoffMax)
+	}
+}
+
+// sleep waits d on the kernel's clock.
+func (k *Kernel) sleep(ctx context.Context, d time.Duration) error {
+	done := make(chan struct{})
+	t := k.clock.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	case <-k.stop:
+		t.Stop()
+		return ErrUnavailable
+	}
+}
+
+// settle records what became of a delivered call. Success is a call record
+// update; a failure also gets an incomplete receipt chained to the allow
+// receipt, so the log says the allowed effect did not (or may not) happen.
+func (k *Kernel) settle(ctx context.Context, rec *CallRecord, res DispatchResult, derr error) (*Outcome, error) {
+	now := k.clock.Now()
+	rec.Output, rec.ToolError = res.Output, ""
+	var de *DeliveryError
+	switch {
+	case derr == nil && len(res.Output) > MaxToolOutputBytes:
+		rec.Execution, rec.ToolError, rec.Output = ExecutionToolError, "tool output too large", nil
+	case derr == nil && res.ToolError != "":
+		rec.Execution, rec.ToolError = ExecutionToolError, res.ToolError
+	case derr == nil:
+		rec.Execution = ExecutionSucceeded
+	case errors.Is(derr, ErrUnknownServer) || errors.As(derr, &de) && de.NotDelivered:
+		rec.Execution, rec.ToolError, rec.Output = ExecutionNotDelivered, "not delivered: "+derr.Error(), nil
+	default:
+		rec.Execution, rec.ToolError, rec.Output = ExecutionUnknown, "outcome unknown: "+derr.Error(), nil
+	}
+	rec.ToolError = clip(rec.ToolError, MaxToolErrorLen)
+	rec.Status, rec.UpdatedAt = StatusAllowed, now.UnixMilli()
+	var r *receipt.Receipt
+	if rec.Execution != ExecutionSucceeded {
+		p := k.Policy()
+		r = k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Incomplete, Reason: rec.ToolError}, map[string]any{
+			"previous_receipt_id": rec.DecisionReceiptID, "execution": rec.Execution,
+			"tool_error": rec.ToolError, "attempts": rec.Attempts, "delivery": rec.Delivery,
+		}, now)
+		rec.ReceiptID = r.ID
+	}
+	s := settlement{rec: rec, receipt: r}
+	if err := k.commitSettlement(ctx, s); err != nil {
+		// The tool has answered but the store cannot say so yet: keep the
+		// answer so that recovery (after the store heals) records it rather
+		// than guessing. A crash loses it; then the delivery rules apply.
+		k.unsettled.Store(rec.RequestID, s)
+		return nil, err
+	}
+	return k.completed(rec), nil
+}
+
+// settlement is a settled call waiting for its commit.
+type settlement struct {
+	rec     *CallRecord
+	receipt *receipt.Receipt // nil on success
+}
+
+func (k *Kernel) commitSettlement(ctx context.Context, s settlement) error {
+	rec := s.rec
+	return k.store.Update(ctx, func(tx Tx) error {
+		cur, err := tx.Call(rec.RequestID)
+		if err != nil {
+			return err
+		}
+		if cur.Status != StatusDispatching || cur.DecisionReceiptID != rec.DecisionReceiptID {
+			return fmt.Errorf("%w: call %s is %s", ErrConflict, rec.RequestID, cur.Status)
+		}
+		if rec.ApprovalID != "" {
+			req, err := tx.Approval(rec.ApprovalID)
+			if err != nil {
+				return err
+			}
+			if req.Resolution != nil {
+				req.Resolution.CallStatus, req.Resolution.ToolError = rec.Status, rec.ToolError
+			}
+			if err := tx.PutApproval(req); err != nil {
+				return err
+			}
+		}
+		if s.receipt != nil {
+			tx.AppendReceipt(s.receipt)
+		}
+		return tx.PutCall(rec)
+	})
+}
+
+// completed publishes a settled call and renders its outcome.
+func (k *Kernel) completed(rec *CallRecord) *Outcome {
+	out := OutcomeOf(rec)
+	k.events.publish(Event{Type: EventCallCompleted, Call: out})
+	return out
+}
+
+// clip shortens s to at most n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// decidedBy names who signed the deciding vote (empty for none).
+func decidedBy(vote *approval.Vote) string {
+	if vote == nil {
+		return ""
+	}
+	return nameOr(vote.DisplayName, vote.Approver)
+}

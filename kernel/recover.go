@@ -1,0 +1,164 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// GuardRecovery denies an approved call that cannot be resumed safely
+// after a restart (its stored approval token no longer parses).
+const GuardRecovery = "recovery"
+
+// recoveryState tracks calls that recovery is finishing.
+type recoveryState struct {
+	once     sync.Once
+	sem      chan struct{}
+	wg       sync.WaitGroup
+	queued   sync.Map // request id → struct{}: already being recovered
+	inFlight atomic.Int64
+	failed   atomic.Int64
+}
+
+// RecoveryStatus is what /readyz and /metrics report about recovery.
+type RecoveryStatus struct {
+	InFlight int64 `json:"in_flight"` // calls recovery is finishing now
+	Failed   int64 `json:"failed"`    // attempts that failed (they are retried after the store heals or at the next start)
+}
+
+// Recovery reports recovery's progress.
+func (k *Kernel) Recovery() RecoveryStatus {
+	return RecoveryStatus{InFlight: k.recovery.inFlight.Load(), Failed: k.recovery.failed.Load()}
+}
+
+// WaitRecovery blocks until the calls recovery has started are finished.
+func (k *Kernel) WaitRecovery(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { k.recovery.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Recover is called once at start-up. It re-arms every pending request's
+// deadline (one that passed while the kernel was down fires now), then
+// finishes calls left in flight IN THE BACKGROUND: chiod serves at once,
+// and a hanging tool server cannot hold start-up.
+func (k *Kernel) Recover(ctx context.Context) error {
+	var pending []*approval.Request
+	err := k.store.View(func(tx ReadTx) error {
+		return tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true })
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range pending {
+		k.armTimer(r.ApprovalID, r.ExpiresAt)
+	}
+	return k.RecoverInFlight(context.WithoutCancel(ctx))
+}
+
+// RecoverInFlight finishes, at most RecoveryWorkers at a time, every call
+// left dispatching: by a crash, or by a store that failed and has healed.
+// Calls a live path is sending, or recovery already holds, are skipped.
+func (k *Kernel) RecoverInFlight(ctx context.Context) error {
+	k.recovery.once.Do(func() { k.recovery.sem = make(chan struct{}, RecoveryWorkers) })
+	var inflight []*CallRecord
+	err := k.store.View(func(tx ReadTx) error {
+		return tx.Dispatching(func(c *CallRecord) bool { inflight = append(inflight, c); return true })
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range inflight {
+		if _, busy := k.delivering.Load(c.RequestID); busy {
+			continue
+		}
+		if _, dup := k.recovery.queued.LoadOrStore(c.RequestID, struct{}{}); dup {
+			continue
+		}
+		k.recovery.wg.Add(1)
+		k.recovery.inFlight.Add(1)
+		go func(c *CallRecord) {
+			defer k.recovery.wg.Done()
+			defer k.recovery.inFlight.Add(-1)
+			defer k.recovery.queued.Delete(c.RequestID)
+			k.recovery.sem <- struct{}{}
+			defer func() { <-k.recovery.sem }()
+			if err := k.recoverCall(ctx, c); err != nil {
+				k.recovery.failed.Add(1)
+				slog.Error("recovering an in-flight call failed; it stays in flight and is retried when the store heals or chiod restarts",
+					"request_id", c.RequestID, "err", err)
+			}
+		}(c)
+	}
+	return nil
+}
+
+// recoverCall finishes one call found dispatching.
+func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
+	if c.DecisionReceiptID == "" {
+		return k.recoverApproved(ctx, c)
+	}
+	// The tool already answered and only the commit failed: record that
+	// answer rather than guess.
+	if v, ok := k.unsettled.LoadAndDelete(c.RequestID); ok {
+		s := v.(settlement)
+		if err := k.commitSettlement(ctx, s); err != nil {
+			k.unsettled.Store(c.RequestID, s)
+			return err
+		}
+		k.completed(s.rec)
+		return nil
+	}
+	if c.Delivery == AtMostOnce {
+		// It may have reached the tool: never send it again.
+		_, err := k.settle(ctx, c, DispatchResult{}, &DeliveryError{
+			Err: errors.New("chiod stopped while the call was in flight; at_most_once calls are never re-sent"),
+		})
+		return err
+	}
+	// at_least_once: the same Idempotency-Key lets the tool deduplicate.
+	_, err := k.deliver(ctx, c)
+	return err
+}
+
+// recoverApproved resumes a call whose approval is durable but whose
+// decision was not taken yet: the checks run again, now.
+func (k *Kernel) recoverApproved(ctx context.Context, c *CallRecord) error {
+	req, err := k.Approval(c.ApprovalID)
+	if err != nil {
+		return fmt.Errorf("approval %s: %w", c.ApprovalID, err)
+	}
+	var vote *approval.Vote
+	var tok *approval.Token
+	if n := len(req.Votes); n > 0 {
+		vote = &req.Votes[n-1]
+		// The token was verified before it was stored; one that no longer
+		// parses is corruption, and guessing (e.g. dropping an amendment)
+		// would run a call nobody approved: deny it instead.
+		var t approval.Token
+		if err := canon.Unmarshal(vote.Token, &t); err != nil {
+			now := k.clock.Now()
+			p := k.Policy()
+			reason := "the stored approval token is unreadable; the call is not run: " + err.Error()
+			r := k.chainReceipt(c, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardRecovery, Reason: reason}, vote, now)
+			c.Status, c.Guard, c.Reason = StatusDenied, GuardRecovery, reason
+			_, err := k.finish(ctx, req, c, r, now)
+			return err
+		}
+		tok = &t
+	}
+	_, err = k.resume(ctx, req, c, tok, vote, k.clock.Now())
+	return err
+}

@@ -1,0 +1,137 @@
+package kernel
+
+import (
+	"context"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// resume runs an approved call: re-validate the capability, the grant and
+// the non-approval guards against the policy in force NOW, apply an
+// amendment (checked again like a new call), make the chained allow
+// receipt durable, then deliver the call (write-ahead, see deliver.go).
+// A check that fails ends the chain with a deny receipt by that guard: an
+// approval is not a promise that the call runs.
+func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRecord, tok *approval.Token, vote *approval.Vote, now time.Time) (*Outcome, error) {
+	p := k.Policy()
+	deny := func(guard, reason string) (*Outcome, error) {
+		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, vote, now)
+		rec.Status, rec.Guard, rec.Reason = StatusDenied, guard, reason
+		return k.finish(ctx, req, rec, r, now)
+	}
+	var revoked bool
+	if err := k.store.View(func(tx ReadTx) error {
+		var err error
+		revoked, err = tx.Revoked(rec.CapabilityID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if revoked {
+		return deny(GuardCapability, "capability revoked during the approval wait")
+	}
+	// The grant must still cover this exact call under the policy in force:
+	// a reload may have narrowed its tool pattern or operations.
+	grant, ok := p.Match(func(id string) bool { return id == rec.GrantID }, rec.Server, rec.Tool, rec.Operation)
+	if !ok {
+		return deny(GuardScope, "grant "+rec.GrantID+" no longer covers this call")
+	}
+	if now.Unix() >= rec.CapabilityExpiresAt {
+		return deny(GuardCapability, "capability expired during the approval wait")
+	}
+	var amended map[string]any
+	if tok != nil && len(tok.AmendedArguments) > 0 {
+		a, err := k.checkAmendment(p, req, rec, tok.AmendedArguments)
+		if err != nil {
+			return deny(GuardAmendment, err.Error())
+		}
+		amended = a.meta
+		rec.Arguments, rec.ParameterHash = a.args, a.hash
+	}
+	intent, _ := parseIntent(rec.Intent)
+	tool, _ := p.Tool(rec.Server, rec.Tool)
+	call := &ToolCall{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Operation: rec.Operation,
+		Arguments: rec.Arguments, GovernedIntent: rec.Intent}
+	rq := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: rec.Operation, Subject: rec.Subject, Intent: intent, Now: now}
+	if d := k.pipeline.Evaluate(rq, false); d.Verdict == Deny {
+		return deny(d.Guard, d.Reason)
+	}
+	r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Allow}, vote, k.clock.Now())
+	for key, v := range amended {
+		r.Metadata[key] = v
+	}
+	if vote != nil && vote.Approver == k.pub.String() {
+		r.Metadata["auto_approved"] = true
+		r.Metadata["review_required"] = true
+	}
+	if req.Kind != approval.KindToolCall {
+		// confirm / ask: the signed answer is the output; nothing is sent.
+		rec.Output, rec.Status, rec.Execution = hitlOutput(req, tok, vote), StatusAllowed, ExecutionSucceeded
+		return k.finish(ctx, req, rec, r, now)
+	}
+	var resolved *approval.Request
+	err := k.commitAllow(ctx, p, rec, r, false, func(tx Tx) error {
+		cur, err := tx.Approval(req.ApprovalID)
+		if err != nil {
+			return err
+		}
+		if cur.Resolution == nil {
+			cur.Resolution = &approval.Resolution{Outcome: cur.Status, At: now.Unix()}
+		}
+		cur.Resolution.ReceiptID = r.ID
+		resolved = cur
+		return tx.PutApproval(cur)
+	})
+	if err != nil {
+		return nil, err
+	}
+	*req = *resolved
+	k.announce(EventApprovalResolved, req)
+	return k.deliver(ctx, rec)
+}
+
+// finish commits the chain's final receipt when no delivery follows (a
+// deny on resume, an answered confirm / ask), with the call record and the
+// request's resolution.
+func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRecord, r *receipt.Receipt, now time.Time) (*Outcome, error) {
+	rec.ReceiptID, rec.UpdatedAt = r.ID, r.Timestamp
+	countKey := firstNKey(rec.GrantID, rec.Subject)
+	count := rec.Status == StatusAllowed && k.tracksFirstN(rec.GrantID)
+	err := k.store.Update(ctx, func(tx Tx) error {
+		cur, err := tx.Approval(req.ApprovalID)
+		if err != nil {
+			return err
+		}
+		if cur.Resolution == nil {
+			cur.Resolution = &approval.Resolution{Outcome: cur.Status, At: now.Unix()}
+		}
+		res := cur.Resolution
+		res.ReceiptID, res.CallStatus = r.ID, rec.Status
+		if rec.Status == StatusDenied {
+			// The human approved; a guard refused when the call resumed. The
+			// resolution names the guard, never the approver, as the decider.
+			res.Reason, res.Guard = rec.Reason, rec.Guard
+		}
+		if count {
+			if err := bumpCounter(tx, countKey); err != nil {
+				return err
+			}
+		}
+		tx.AppendReceipt(r)
+		if err := tx.PutCall(rec); err != nil {
+			return err
+		}
+		*req = *cur
+		return tx.PutApproval(cur)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if count {
+		k.firstNCounter(countKey).Add(1)
+	}
+	k.announce(EventApprovalResolved, req)
+	return k.completed(rec), nil
+}
