@@ -66,7 +66,11 @@ func newAuditWorld(t *testing.T) *auditWorld {
 		Log: receipt.NewLog(kkey, receipt.LogOptions{Interval: time.Hour}), Serve: true, AdminToken: "admin", ReadToken: "reader"})
 	ctx := context.Background()
 	call := func(id, tool string) *kernel.Outcome {
-		tc := &kernel.ToolCall{RequestID: id, Capability: tw.CapRaw, Server: "demo", Tool: tool, Arguments: json.RawMessage(`{"x":1}`)}
+		args := `{"x":1}`
+		if tool == "issue_refund" { // valid arguments: the approved refund runs and succeeds
+			args = `{"customer_id":"cust-1","amount":450,"currency":"USD"}`
+		}
+		tc := &kernel.ToolCall{RequestID: id, Capability: tw.CapRaw, Server: "demo", Tool: tool, Arguments: json.RawMessage(args)}
 		testkit.Sign(t, tc, agent, time.Now())
 		return tw.SubmitCall(t, tc)
 	}
