@@ -98,7 +98,11 @@ func Run(ctx context.Context, o Options) error {
 	var store *boltstore.Store
 	metrics = httpapi.NewMetrics(func() float64 { return float64(store.QueueDepth()) })
 	rlog := newReceiptLog(p, key, o.Clock, log)
-	store, err = boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: metrics.Commit, Log: rlog})
+	var k *kernel.Kernel
+	store, err = boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: metrics.Commit, Log: rlog,
+		// A store that failed and healed lets the kernel finish the calls
+		// the failure left in flight.
+		OnHeal: func() { _ = k.RecoverInFlight(context.Background()) }})
 	if err != nil {
 		return err
 	}
@@ -124,7 +128,6 @@ func Run(ctx context.Context, o Options) error {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	var k *kernel.Kernel
 	push, err := buildChannels(p, key, dataDir, o.Clock, log, func() *policy.Policy { return k.Policy() })
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
@@ -142,8 +145,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// Deliveries stop retrying before the dispatcher and the store close: a
+	// call cut off by the shutdown stays in flight for the next start.
+	defer k.Close()
 	// Re-arm every pending approval's deadline (those that passed while we
-	// were down fire now) and finish approved calls cut off by a crash.
+	// were down fire now); calls cut off by a crash are finished in the
+	// background while chiod serves.
 	if err := k.Recover(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
@@ -152,7 +159,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("refusing to start: CHIO_READ_TOKEN is shorter than %d characters", MinTokenLen)
 	}
 	api, err := httpapi.New(httpapi.Config{Kernel: k, Store: store, AdminToken: adminToken,
-		ReadToken: readToken, Metrics: metrics})
+		ReadToken: readToken, Metrics: metrics, Ready: store.Ready})
 	if err != nil {
 		return err
 	}

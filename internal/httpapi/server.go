@@ -22,6 +22,9 @@ type Config struct {
 	AdminToken string // required: admin routes never run unauthenticated
 	ReadToken  string // optional reader token
 	Metrics    *Metrics
+	// Ready reports whether the store can commit (GET /readyz); nil means
+	// always ready.
+	Ready func() error
 }
 
 // Server is chiod's HTTP handler.
@@ -53,9 +56,7 @@ func New(cfg Config) (*Server, error) {
 	s.sessionRoutes() // session.go
 	s.mux.HandleFunc("POST /v1/capabilities", s.requireRole(roleAdmin, s.issueCapability))
 	s.mux.HandleFunc("POST /v1/capabilities/{id}/revoke", s.requireRole(roleAdmin, s.revokeCapability))
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "kernel_key": cfg.Kernel.PublicKey().String()})
-	})
+	s.healthRoutes() // health.go
 	s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
 	return s, nil
 }

@@ -72,6 +72,9 @@ type Options struct {
 	// BeforeServe, if set, runs after the API is built and before the
 	// server starts (to mount extra routes).
 	BeforeServe func(*World)
+	// WrapStore, if set, wraps the bbolt store the kernel uses (fault
+	// injection); World.Store stays the bbolt store underneath.
+	WrapStore func(kernel.Store) kernel.Store
 }
 
 // World is a kernel on a bbolt store with its keys and capability.
@@ -171,10 +174,15 @@ func NewWorld(t testing.TB, opts Options) *World {
 		w.Dispatcher = disp
 		cleanups = append(cleanups, func() { disp.Close() })
 	}
-	if w.Kernel, err = kernel.New(kernel.Config{Key: w.KernelKey, Policy: w.Policy, Store: w.Store, Dispatcher: w.Dispatcher,
+	var ks kernel.Store = w.Store
+	if opts.WrapStore != nil {
+		ks = opts.WrapStore(ks)
+	}
+	if w.Kernel, err = kernel.New(kernel.Config{Key: w.KernelKey, Policy: w.Policy, Store: ks, Dispatcher: w.Dispatcher,
 		Clock: opts.Clock, Notifier: opts.Notifier}); err != nil {
 		t.Fatal(err)
 	}
+	cleanups = append(cleanups, w.Kernel.Close)
 	if opts.Serve {
 		w.AdminToken, w.ReadToken = opts.AdminToken, opts.ReadToken
 		if w.AdminToken == "" {

@@ -20,7 +20,7 @@ var _ receipt.Exporter = (*Store)(nil)
 // carry approval evidence are found through the metadata-key index, so only
 // those few are decoded.
 func (s *Store) Export(ctx context.Context, w io.Writer) error {
-	return s.db.View(func(btx *bolt.Tx) error {
+	return s.view(func(btx *bolt.Tx) error {
 		var last uint64
 		if k, _ := btx.Bucket(bucketReceipts).Cursor().Last(); k != nil {
 			last = binary.BigEndian.Uint64(k)

@@ -1,6 +1,10 @@
 package boltstore
 
+import "time"
+
 const (
+	// DefaultHealInterval is how often a failed store tries to reopen.
+	DefaultHealInterval = 2 * time.Second
 	// QueueCapacity bounds pending Update calls before new ones fail closed.
 	QueueCapacity = 16384
 	// MaxBatch bounds how many Update calls share one commit, so one commit's

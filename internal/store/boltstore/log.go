@@ -37,7 +37,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, size uint64, raw []byte) erro
 // LatestCheckpoint returns the stored checkpoint of the largest tree size.
 func (s *Store) LatestCheckpoint() ([]byte, error) {
 	var out []byte
-	err := s.db.View(func(btx *bolt.Tx) error {
+	err := s.view(func(btx *bolt.Tx) error {
 		if _, v := btx.Bucket(bucketCheckpoints).Cursor().Last(); v != nil {
 			out = bytes.Clone(v)
 		}
@@ -48,7 +48,7 @@ func (s *Store) LatestCheckpoint() ([]byte, error) {
 
 // Checkpoints visits stored checkpoints from tree size from, ascending.
 func (s *Store) Checkpoints(from uint64, fn func(size uint64, raw []byte) bool) error {
-	return s.db.View(func(btx *bolt.Tx) error {
+	return s.view(func(btx *bolt.Tx) error {
 		c := btx.Bucket(bucketCheckpoints).Cursor()
 		for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
 			if !fn(binary.BigEndian.Uint64(k), v) {

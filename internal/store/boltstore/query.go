@@ -19,7 +19,7 @@ var _ receipt.Index = (*Store)(nil)
 // QueryReceipts answers q from the indexes (see index.go) in one read
 // transaction.
 func (s *Store) QueryReceipts(q receipt.Query, fn func(seq uint64, raw []byte, r *receipt.Receipt) bool) error {
-	return s.db.View(func(btx *bolt.Tx) error { return runQuery(btx, q, nil, fn) })
+	return s.view(func(btx *bolt.Tx) error { return runQuery(btx, q, nil, fn) })
 }
 
 // seqRange is an inclusive range of seqs.

@@ -52,11 +52,22 @@ type Options struct {
 	// any commit) and fed each commit's leaves after it is durable, so its
 	// Merkle tree always equals the durable log. Start it with Log.Start.
 	Log *receipt.Log
+	// OnHeal, if set, is called after a failed store has reopened and
+	// committed a probe: calls left in flight by the failure can now be
+	// finished (kernel.RecoverInFlight).
+	OnHeal func()
+	// HealInterval is how often a failed store tries to reopen; 0 means
+	// DefaultHealInterval.
+	HealInterval time.Duration
 }
 
 // Store is a bbolt-backed kernel.Store.
 type Store struct {
+	// dbMu guards db: readers and the committer hold it shared; healing
+	// (closing and reopening the file after a failed commit) holds it alone.
+	dbMu    sync.RWMutex
 	db      *bolt.DB
+	path    string
 	key     keys.PrivateKey
 	opts    Options
 	queue   chan *op
@@ -82,19 +93,14 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("boltstore: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: 2 * time.Second, // another chiod holds the lock: say so, don't hang
-		// A large initial mmap means long audit reads never block the writer
-		// on a remap.
-		InitialMmapSize: 1 << 30,
-		FreelistType:    bolt.FreelistMapType,
-		NoFreelistSync:  true,
-		NoSync:          opts.NoSync,
-	})
+	db, err := openDB(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	s := &Store{db: db, key: key, opts: opts, queue: make(chan *op, QueueCapacity),
+	if opts.HealInterval <= 0 {
+		opts.HealInterval = DefaultHealInterval
+	}
+	s := &Store{db: db, path: path, key: key, opts: opts, queue: make(chan *op, QueueCapacity),
 		closing: make(chan struct{}), done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
@@ -122,6 +128,25 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 	}
 	go s.commitLoop()
 	return s, nil
+}
+
+func openDB(path string, opts Options) (*bolt.DB, error) {
+	return bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: 2 * time.Second, // another chiod holds the lock: say so, don't hang
+		// A large initial mmap means long audit reads never block the writer
+		// on a remap.
+		InitialMmapSize: 1 << 30,
+		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  true,
+		NoSync:          opts.NoSync,
+	})
+}
+
+// view runs fn in a read-only bbolt transaction.
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	return s.db.View(fn)
 }
 
 // QueueDepth reports how many Update calls wait for the committer.
@@ -153,7 +178,7 @@ func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(kernel.ReadTx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&tx{btx: btx, s: s, last: s.lastSeq.Load()}) })
+	return s.view(func(btx *bolt.Tx) error { return fn(&tx{btx: btx, s: s, last: s.lastSeq.Load()}) })
 }
 
 // Close stops accepting work, drains and commits everything queued, then
@@ -169,6 +194,8 @@ func (s *Store) Close() error {
 	close(s.closing)
 	s.closeMu.Unlock()
 	<-s.done
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
 	return s.db.Close()
 }
 
@@ -225,6 +252,8 @@ func (s *Store) commit(batch []*op) {
 		}
 		return
 	}
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
 	live := batch
 	for {
 		btx, err := s.db.Begin(true)
@@ -360,7 +389,9 @@ func receiptLeaf(raw []byte) [32]byte {
 
 func (s *Store) fail(batch []*op, err error) {
 	e := fmt.Errorf("commit failed: %w", err)
-	s.failed.CompareAndSwap(nil, &e)
+	if s.failed.CompareAndSwap(nil, &e) {
+		go s.heal()
+	}
 	for _, o := range batch {
 		o.done <- fmt.Errorf("%w: %v", kernel.ErrUnavailable, e)
 	}
