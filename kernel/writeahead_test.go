@@ -400,4 +400,3 @@ func TestToolReceivesTheCanonicalBytes(t *testing.T) {
 		}
 	}
 }
-
