@@ -33,7 +33,8 @@ type Resolution struct {
 	ReceiptID  string // the final receipt
 
 	Output    json.RawMessage // when allowed
-	ToolError string          // allowed, but the tool failed
+	ToolError string          // allowed, but the tool failed (or was not reached)
+	Execution string          // allowed: succeeded | tool_error | not_delivered | unknown
 	Reason    string          // when denied or cancelled
 	Guard     string          // e.g. "human-approval", "approval-timeout"
 
@@ -51,6 +52,7 @@ type callState struct {
 	ReceiptID         string          `json:"receipt_id"`
 	Output            json.RawMessage `json:"output"`
 	ToolError         string          `json:"tool_error"`
+	Execution         string          `json:"execution"`
 	Reason            string          `json:"reason"`
 	Guard             string          `json:"guard"`
 	ApprovalRequestID string          `json:"approval_request_id"`
@@ -76,7 +78,7 @@ func final(status string) bool {
 func (s *callState) result() (Result, error) {
 	switch s.Status {
 	case StatusAllowed:
-		return &Allowed{RequestID: s.RequestID, ReceiptID: s.ReceiptID, Output: s.Output, ToolError: s.ToolError}, nil
+		return &Allowed{RequestID: s.RequestID, ReceiptID: s.ReceiptID, Output: s.Output, ToolError: s.ToolError, Execution: s.Execution}, nil
 	case kernel.StatusPendingApproval, kernel.StatusDispatching:
 		// Dispatching: approved, tool running; still nothing to show.
 		p := &PendingApproval{RequestID: s.RequestID, ApprovalID: s.ApprovalRequestID, Summary: s.Summary, ReceiptID: s.ReceiptID}
@@ -92,11 +94,51 @@ func (s *callState) result() (Result, error) {
 
 func (s *callState) resolution() *Resolution {
 	r := &Resolution{Status: s.Status, RequestID: s.RequestID, ApprovalID: s.ApprovalRequestID, ReceiptID: s.ReceiptID,
-		Output: s.Output, ToolError: s.ToolError, Reason: s.Reason, Guard: s.Guard}
+		Output: s.Output, ToolError: s.ToolError, Execution: s.Execution, Reason: s.Reason, Guard: s.Guard}
 	if a := s.Approval; a != nil {
 		r.Approver, r.ApproverName, r.Note, r.AmendedArguments = a.Approver, a.ApproverDisplayName, a.Note, a.AmendedArguments
 	}
 	return r
+}
+
+// result maps a final resolution to the typed result CallTool returns.
+func (r *Resolution) result() Result {
+	if r.Status == StatusAllowed {
+		return &Allowed{RequestID: r.RequestID, ReceiptID: r.ReceiptID, Output: r.Output, ToolError: r.ToolError, Execution: r.Execution}
+	}
+	return &Denied{RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard}
+}
+
+// Cancel withdraws a parked call before a human decided it: the call ends
+// cancelled, with a `cancelled` receipt, and awaiters see it. The agent's
+// key signs the cancellation (a read proof cannot stand in for it); a
+// client with WithBearer(admin token) cancels as an operator instead.
+// Cancelling a request already decided is ErrConflict.
+func (c *Client) Cancel(ctx context.Context, approvalID, reason string) (*Resolution, error) {
+	if !strings.HasPrefix(approvalID, "ar-") {
+		return nil, fmt.Errorf("%w: %q is not an approval id (ar-…)", ErrBadRequest, approvalID)
+	}
+	if strings.TrimSpace(reason) == "" {
+		return nil, fmt.Errorf("%w: a cancellation needs a reason", ErrBadRequest)
+	}
+	body, err := encodeJSON(map[string]string{"reason": reason})
+	if err != nil {
+		return nil, err
+	}
+	hdr := http.Header{}
+	switch {
+	case c.key != nil:
+		hdr.Set(statusProofHeader, signCancelProof(*c.key, approvalID, reason, time.Now()))
+	case c.bearer != "":
+		hdr.Set("Authorization", "Bearer "+c.bearer)
+	default:
+		return nil, fmt.Errorf("%w: cancelling needs the agent key or an admin token", ErrUnauthorized)
+	}
+	var st callState
+	if _, err := c.send(ctx, http.MethodPost, "/approvals/"+url.PathEscape(approvalID)+"/cancel", body, hdr, &st, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return st.resolution(), nil
 }
 
 // Await blocks until the call named by id (an approval id "ar-…" or a

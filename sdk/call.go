@@ -40,13 +40,20 @@ type Call struct {
 // Result is what a call came to: *Allowed, *PendingApproval or *Denied.
 type Result interface{ isResult() }
 
-// Allowed: the tool ran. ToolError is set when it ran and failed.
+// Allowed: the call was allowed and sent to its tool. Check ToolError:
+// set when the tool failed, was never reached, or its outcome is unknown
+// (Execution says which); Output is meaningful only when ToolError is "".
 type Allowed struct {
 	RequestID string
 	ReceiptID string
 	Output    json.RawMessage
 	ToolError string
+	// Execution: "succeeded", "tool_error", "not_delivered" or "unknown".
+	Execution string
 }
+
+// Failed reports whether the tool did not succeed.
+func (a *Allowed) Failed() bool { return a.ToolError != "" }
 
 // PendingApproval: the call is parked until a human decides. Keep
 // ApprovalID (or RequestID) and pass it to [Client.Await], from this
@@ -127,6 +134,16 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
 		}
 		backoff *= 2
+	}
+	if out.Status == kernel.StatusDispatching && out.ApprovalRequestID == "" {
+		// Allowed and in flight (a retry while chiod finishes the call it
+		// already decided): wait for its outcome rather than report a
+		// human wait that is not happening.
+		r, err := c.Await(ctx, tc.RequestID)
+		if err != nil {
+			return nil, err
+		}
+		return r.result(), nil
 	}
 	res, err := out.result()
 	if p, ok := res.(*PendingApproval); ok && p.Deadline.IsZero() {

@@ -197,3 +197,28 @@ func answerNext(kind string, opts ...chio.TokenOption) {
 	}
 	log.Fatalf("no %s request appeared", kind)
 }
+
+// An agent withdraws a call it parked: the call ends cancelled, with a
+// signed `cancelled` receipt, and anyone awaiting it learns so.
+func ExampleClient_Cancel() {
+	ctx := context.Background()
+	client, err := chio.FromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := client.CallTool(ctx, refund())
+	if err != nil {
+		log.Fatal(err)
+	}
+	pending := res.(*chio.PendingApproval)
+	if _, err := client.Cancel(ctx, pending.ApprovalID, "customer withdrew the request"); err != nil {
+		log.Fatal(err)
+	}
+	done, err := client.Await(ctx, pending.ApprovalID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(done.Status+":", done.Reason)
+	// Output:
+	// cancelled: customer withdrew the request
+}

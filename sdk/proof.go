@@ -17,6 +17,7 @@ import (
 const (
 	statusProofHeader = "Chio-Proof"
 	statusProofSchema = "chio.call-status.v1"
+	cancelProofSchema = "chio.cancel.v1"
 )
 
 // signStatusProof returns `<issued_at>.<hex signature>` over
@@ -27,5 +28,17 @@ func signStatusProof(key keys.PrivateKey, id string, at time.Time) string {
 		return "" // cannot happen for a string and an int; "" never verifies
 	}
 	sig := key.SignRaw(signed.Message(statusProofSchema, payload))
+	return strconv.FormatInt(at.Unix(), 10) + "." + hex.EncodeToString(sig)
+}
+
+// signCancelProof returns the Chio-Proof by which an agent cancels its own
+// parked call: over "chio.cancel.v1" || 0x00 ||
+// JCS({"approval_id","issued_at","reason"}). A read proof cannot cancel.
+func signCancelProof(key keys.PrivateKey, approvalID, reason string, at time.Time) string {
+	payload, err := canon.Marshal(map[string]any{"approval_id": approvalID, "issued_at": at.Unix(), "reason": reason})
+	if err != nil {
+		return ""
+	}
+	sig := key.SignRaw(signed.Message(cancelProofSchema, payload))
 	return strconv.FormatInt(at.Unix(), 10) + "." + hex.EncodeToString(sig)
 }
