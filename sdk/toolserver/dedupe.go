@@ -1,0 +1,270 @@
+// Package toolserver is for authors of tool servers behind chio.
+//
+// chio sends every call with an Idempotency-Key header (the call's request
+// id). A tool declared at_least_once (the default) may receive the same
+// key more than once: after chiod crashed while the call was in flight, or
+// after a transient failure (a refused connection, a 502/503/429). The
+// tool must perform the effect once per key. Dedupe does that for an HTTP
+// handler: the first delivery of a key runs the handler and records its
+// answer durably (an fsync'd bbolt file) before replying; later deliveries
+// get the recorded answer and do not run the handler again.
+//
+// One window remains and no middleware can close it: a crash of the TOOL
+// SERVER after the effect and before the answer is recorded. Dedupe then
+// knows the key was in progress but not whether the effect happened, and
+// answers such a key 409 (outcome unknown) instead of running it again,
+// unless Options.RerunInterrupted says the handler is safe to repeat. For
+// exactly-once effects, commit the effect and the key in ONE transaction
+// of your own database (a unique constraint on Key(r)); Dedupe then only
+// saves you the repeated work.
+package toolserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Header names.
+const (
+	// IdempotencyKeyHeader carries chio's request id.
+	IdempotencyKeyHeader = "Idempotency-Key"
+	// ReplayedHeader is set on an answer replayed from the record.
+	ReplayedHeader = "Idempotent-Replayed"
+)
+
+// Limits on what Dedupe accepts and keeps.
+const (
+	MaxKeyLen       = 256
+	MaxRequestBytes = 1 << 20 // chio's arguments are at most 256 KiB
+	MaxRecordedBody = 1 << 20 // chio reads at most 1 MiB of an answer
+)
+
+// Options configures Dedupe. The zero value is valid.
+type Options struct {
+	// RerunInterrupted runs the handler again for a key whose earlier
+	// delivery was cut off by a crash of this server (effect unknown).
+	// Leave it false unless repeating the handler is harmless.
+	RerunInterrupted bool
+	// AllowMissingKey passes requests without an Idempotency-Key to the
+	// handler undeduplicated; by default they are refused with 400.
+	AllowMissingKey bool
+}
+
+var bucketKeys = []byte("idempotency_keys")
+
+// record is what is kept per key.
+type record struct {
+	State       string `json:"state"`       // "in_progress" | "done"
+	Fingerprint string `json:"fingerprint"` // SHA-256 of method, path and body
+	Status      int    `json:"status,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+	Body        []byte `json:"body,omitempty"`
+	At          int64  `json:"at"`
+}
+
+// Dedupe is the middleware. Construct it with Open; Close releases the file.
+type Dedupe struct {
+	db   *bolt.DB
+	opts Options
+	mu   sync.Mutex
+	busy map[string]bool // keys running in this process
+}
+
+// Open opens (creating) the record file at path.
+func Open(path string, opts Options) (*Dedupe, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("toolserver: open %s: %w", path, err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketKeys)
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("toolserver: init: %w", err)
+	}
+	return &Dedupe{db: db, opts: opts, busy: map[string]bool{}}, nil
+}
+
+// Close closes the record file.
+func (d *Dedupe) Close() error { return d.db.Close() }
+
+type keyCtx struct{}
+
+// Key returns the idempotency key of a request passed through Dedupe, for
+// handlers that record it with their effect in their own transaction.
+func Key(r *http.Request) string {
+	k, _ := r.Context().Value(keyCtx{}).(string)
+	return k
+}
+
+// Wrap returns h deduplicated by Idempotency-Key.
+func (d *Dedupe) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(IdempotencyKeyHeader)
+		if key == "" && d.opts.AllowMissingKey {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if key == "" || len(key) > MaxKeyLen {
+			httpError(w, http.StatusBadRequest, "an Idempotency-Key header of 1.."+fmt.Sprint(MaxKeyLen)+" bytes is required")
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+		if err != nil {
+			httpError(w, http.StatusRequestEntityTooLarge, "request body too large or unreadable")
+			return
+		}
+		fp := fingerprint(r, body)
+		if !d.claim(key) {
+			// The same key is running right now: it was not run again.
+			w.Header().Set("Retry-After", "1")
+			httpError(w, http.StatusServiceUnavailable, "a delivery of this Idempotency-Key is in progress")
+			return
+		}
+		defer d.release(key)
+		rec, err := d.begin(key, fp)
+		switch {
+		case err != nil:
+			httpError(w, http.StatusServiceUnavailable, "idempotency record unavailable: "+err.Error())
+			return
+		case rec != nil && rec.Fingerprint != fp:
+			httpError(w, http.StatusUnprocessableEntity, "Idempotency-Key reused for a different request")
+			return
+		case rec != nil && rec.State == "done":
+			replay(w, rec)
+			return
+		case rec != nil: // in_progress from an earlier process: interrupted
+			if !d.opts.RerunInterrupted {
+				httpError(w, http.StatusConflict, "an earlier delivery of this Idempotency-Key was interrupted by a crash of the tool server; its outcome is unknown and it is not run again")
+				return
+			}
+		}
+		rw := &recorder{ResponseWriter: w, status: http.StatusOK}
+		r = r.WithContext(context.WithValue(r.Context(), keyCtx{}, key))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(rw, r)
+		switch {
+		case rw.overflow:
+			return // the answer is not replayable; the record stays in_progress
+		case rw.status == http.StatusTooManyRequests || rw.status == http.StatusServiceUnavailable:
+			// "Not now": the handler did not run the effect; a later
+			// delivery must run it, not replay the refusal.
+			_ = d.forget(key)
+			return
+		}
+		_ = d.finish(key, &record{State: "done", Fingerprint: fp, Status: rw.status,
+			ContentType: rw.Header().Get("Content-Type"), Body: rw.buf.Bytes(), At: time.Now().Unix()})
+	})
+}
+
+func (d *Dedupe) claim(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy[key] {
+		return false
+	}
+	d.busy[key] = true
+	return true
+}
+
+func (d *Dedupe) release(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.busy, key)
+}
+
+// begin returns the existing record of key, or durably marks key in
+// progress and returns nil. Only one goroutine per key gets here (claim).
+func (d *Dedupe) begin(key, fp string) (*record, error) {
+	var existing *record
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		if v := b.Get([]byte(key)); v != nil {
+			var rec record
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("corrupt record for key: %w", err)
+			}
+			if rec.State == "done" || rec.Fingerprint != fp {
+				existing = &rec
+				return nil
+			}
+			existing = &rec // in_progress, left by a crash (this process holds the claim)
+			return nil
+		}
+		v, _ := json.Marshal(record{State: "in_progress", Fingerprint: fp, At: time.Now().Unix()})
+		return b.Put([]byte(key), v)
+	})
+	return existing, err
+}
+
+func (d *Dedupe) finish(key string, rec *record) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return d.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketKeys).Put([]byte(key), v) })
+}
+
+func (d *Dedupe) forget(key string) error {
+	return d.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketKeys).Delete([]byte(key)) })
+}
+
+func fingerprint(r *http.Request, body []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", r.Method, r.URL.Path)
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func replay(w http.ResponseWriter, rec *record) {
+	if rec.ContentType != "" {
+		w.Header().Set("Content-Type", rec.ContentType)
+	}
+	w.Header().Set(ReplayedHeader, "true")
+	w.WriteHeader(rec.Status)
+	_, _ = w.Write(rec.Body)
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// recorder keeps a copy of the answer (up to MaxRecordedBody) while it is
+// written through.
+type recorder struct {
+	http.ResponseWriter
+	status   int
+	wrote    bool
+	buf      bytes.Buffer
+	overflow bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.wrote = true
+	if r.buf.Len()+len(p) > MaxRecordedBody {
+		r.overflow = true
+	} else {
+		r.buf.Write(p)
+	}
+	return r.ResponseWriter.Write(p)
+}
