@@ -22,6 +22,9 @@ type Config struct {
 	AdminToken string // required: admin routes never run unauthenticated
 	ReadToken  string // optional reader token
 	Metrics    *Metrics
+	// StreamWriteTimeout bounds one SSE frame's write; zero means
+	// StreamWriteTimeout (limits.go). Tests shorten it.
+	StreamWriteTimeout time.Duration
 }
 
 // Server is chiod's HTTP handler.
@@ -31,8 +34,9 @@ type Server struct {
 	// closing ends SSE streams and long-polls at shutdown (CloseStreams).
 	closing   chan struct{}
 	closeOnce sync.Once
-	sessions  *sessions   // approver sessions (session.go)
-	waiters   waiterLimit // long-polls per agent
+	sessions  *sessions // approver sessions (session.go)
+	waiters   slots     // long-polls per agent (calls.go)
+	streams   slots     // SSE streams per credential (stream.go)
 }
 
 // New builds the handler with every route of SPEC §6 this build serves.
@@ -45,6 +49,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = StreamWriteTimeout
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{}), sessions: newSessions()}
 	s.mux.HandleFunc("POST /v1/calls", s.postCall)
