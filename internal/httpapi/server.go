@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -52,6 +53,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = StreamWriteTimeout
+	}
+	if err := cfg.Metrics.watchSubscribers(cfg.Kernel); err != nil {
+		return nil, fmt.Errorf("httpapi: metrics already serve another server: %w", err)
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{}), sessions: newSessions()}
 	s.mux.HandleFunc("POST /v1/calls", s.postCall)

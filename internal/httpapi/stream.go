@@ -39,12 +39,14 @@ type StreamTruncated struct {
 func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 	cred, share := s.streamCredential(r)
 	if !s.streams.acquire(cred, share) {
+		s.cfg.Metrics.streamsRefused.WithLabelValues("credential").Inc()
 		refuseStream(w, http.StatusTooManyRequests, fmt.Sprintf("this credential already has %d open event streams; close one or retry later", share))
 		return
 	}
 	defer s.streams.release(cred)
 	events, cancel, ok := s.cfg.Kernel.Subscribe(kernel.PoolStream)
 	if !ok {
+		s.cfg.Metrics.streamsRefused.WithLabelValues("global").Inc()
 		refuseStream(w, http.StatusServiceUnavailable, "too many event streams are open; retry later")
 		return
 	}
