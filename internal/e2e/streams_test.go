@@ -225,8 +225,9 @@ func TestStreamFloodStaysBounded(t *testing.T) {
 			t.Fatalf("call: exit %d %q %s", code, id, errOut)
 		}
 		await := d.startBackground(t, work, []string{"CHIO_KEY=" + filepath.Join(work, "agent.pem")}, "await", id, "--timeout", "60s")
-		// The await is parked on a long-poll before the approval is given.
-		time.Sleep(300 * time.Millisecond)
+		// The await is parked on a long-poll, while every stream slot is
+		// taken, before the approval is given.
+		waitFor(t, "chio await to long-poll", func() bool { return streamGauge(t, d, "wait") == 1 })
 		leadKey := filepath.Join(repoRoot(), "examples", "keys", "finance-lead.pem")
 		start := time.Now()
 		if out, errOut, code := d.chio(t, work, "approval", "approve", id, "--key", leadKey); code != 0 {
