@@ -601,7 +601,7 @@ func TestRestartRearmsTimersAndFiresMissedDeadlines(t *testing.T) {
 
 func TestEventsPublished(t *testing.T) {
 	f := lifecycle(t, "deny")
-	events, cancel, ok := f.k.Subscribe()
+	events, cancel, ok := f.k.Subscribe(kernel.PoolWait)
 	if !ok {
 		t.Fatal("subscribe")
 	}

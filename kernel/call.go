@@ -158,14 +158,28 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// parseIntent strictly decodes a governed intent (nil when absent).
+// parseIntent strictly decodes a governed intent (nil when absent). The
+// strings in it are shown to approvers (and every live view replays them),
+// so each has a cap; the parameter hash covers them, so an over-long value
+// is refused, never truncated.
 func parseIntent(raw json.RawMessage) (*GovernedIntent, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
+	if len(raw) > MaxIntentBytes {
+		return nil, fmt.Errorf("%w: governed_intent is %d bytes; the limit is %d", ErrBadCall, len(raw), MaxIntentBytes)
+	}
 	var gi GovernedIntent
 	if err := canon.Unmarshal(raw, &gi); err != nil {
 		return nil, fmt.Errorf("%w: governed_intent: %v", ErrBadCall, err)
+	}
+	switch {
+	case len(gi.Purpose) > MaxPurposeLen:
+		return nil, fmt.Errorf("%w: governed_intent.purpose is %d bytes; the limit is %d", ErrBadCall, len(gi.Purpose), MaxPurposeLen)
+	case len(gi.ActionCategory) > MaxActionCategoryLen:
+		return nil, fmt.Errorf("%w: governed_intent.action_category is %d bytes; the limit is %d", ErrBadCall, len(gi.ActionCategory), MaxActionCategoryLen)
+	case len(gi.Context) > MaxIntentContextBytes:
+		return nil, fmt.Errorf("%w: governed_intent.context is %d bytes; the limit is %d", ErrBadCall, len(gi.Context), MaxIntentContextBytes)
 	}
 	if gi.MaxAmount != nil && (gi.MaxAmount.Units < 0 || gi.MaxAmount.Currency == "") {
 		return nil, fmt.Errorf("%w: governed_intent.max_amount needs units ≥ 0 and a currency", ErrBadCall)

@@ -1,6 +1,10 @@
 package kernel
 
-import "time"
+import (
+	"time"
+
+	"github.com/chiokernel/chio/policy"
+)
 
 const (
 	// MaxProofSkew is how far a call proof's issued_at may sit from now.
@@ -41,4 +45,37 @@ const (
 	MaxSummaryLen = 512
 	// MaxCancelReasonLen bounds a cancellation's reason.
 	MaxCancelReasonLen = 1024
+
+	// MaxIntentBytes bounds a governed intent as received, before it is
+	// parsed: it is stored and replayed to every approver view as sent, so
+	// its padding counts too.
+	MaxIntentBytes = 8 << 10
+	// MaxPurposeLen bounds governed_intent.purpose (bytes). Approvers read it
+	// in Slack, email and the dashboard; the parameter hash covers it, so an
+	// over-long purpose is refused, never truncated.
+	MaxPurposeLen = 1 << 10
+	// MaxIntentContextBytes bounds governed_intent.context as received.
+	MaxIntentContextBytes = 4 << 10
+	// MaxActionCategoryLen bounds governed_intent.action_category: the
+	// longest category a policy can name (tools and
+	// require_approval_for_actions use policy labels).
+	MaxActionCategoryLen = policy.MaxNameLen
+)
+
+// Event subscribers (events.go). Live views and long-polls draw from
+// separate pools, so a flood of one can never starve the other.
+const (
+	// MaxStreamSubscribers bounds live views (SSE streams) across every
+	// credential; httpapi bounds each credential's share far below it.
+	MaxStreamSubscribers = 256
+	// StreamBuffer is how many events a live view may fall behind before it
+	// is dropped (it reconnects and re-reads state). Buffered events are
+	// shared, encoded once per publish, so this bounds references, not copies.
+	StreamBuffer = 64
+	// MaxWaitSubscribers bounds long-polls (GET /v1/calls/{id}?wait=, chio
+	// await, the SDK's Await).
+	MaxWaitSubscribers = 4096
+	// WaitBuffer is a long-poll's buffer: it drains continuously and only
+	// looks for its own call, and a drop only makes it re-read its call.
+	WaitBuffer = 16
 )

@@ -32,19 +32,43 @@ const (
 	// StreamKeepalive is how often an idle SSE stream gets a comment, so
 	// proxies and clients can tell a quiet stream from a dead one.
 	StreamKeepalive = 15 * time.Second
-	// StreamWriteTimeout bounds one SSE write: a client that stops reading
-	// is dropped instead of pinning a goroutine forever.
-	StreamWriteTimeout = 30 * time.Second
-	// MaxStreamSnapshot bounds the pending requests replayed to a new SSE
-	// subscriber.
-	MaxStreamSnapshot = 1000
+	// StreamWriteTimeout bounds one SSE frame's write: a client that stops
+	// reading is cut instead of pinning a goroutine and a frame forever.
+	// At this bound a 256 KiB frame needs ~26 KB/s from the client.
+	StreamWriteTimeout = 10 * time.Second
 	// MaxChannelLen bounds the client-declared channel name in receipts.
 	MaxChannelLen = 32
 	// MaxIDLen bounds ids taken from URL paths before any lookup.
 	MaxIDLen = 128
 	// BodyReadTimeout bounds how long reading one request body may take.
 	BodyReadTimeout = 30 * time.Second
-	// MaxWaitsPerAgent bounds one agent's concurrent long-polls (they share
-	// the kernel's subscriber pool with dashboards and SSE clients).
+	// MaxWaitsPerAgent bounds one agent's concurrent long-polls, so one
+	// agent cannot take the kernel's whole pool of waiters
+	// (kernel.MaxWaitSubscribers; SSE streams have a pool of their own).
 	MaxWaitsPerAgent = 64
+)
+
+// The SSE stream (stream.go). Every connect costs a replay and every live
+// stream a subscriber slot, so both are bounded per connect and per
+// credential; the kernel bounds all streams together
+// (kernel.MaxStreamSubscribers).
+const (
+	// MaxStreamReplay bounds the pending requests replayed to a new stream,
+	// oldest first. A client that is told the replay was truncated pages
+	// GET /approvals/pending.
+	MaxStreamReplay = 100
+	// MaxStreamReplayBytes bounds a replay's encoded bytes. The oldest
+	// request is always sent, so a replay is at most this or one request,
+	// whichever is larger (a request is bounded by the kernel's caps on
+	// arguments and intent).
+	MaxStreamReplayBytes = 256 << 10
+	// MaxStreamsPerApprover bounds one approver's concurrent streams, over
+	// all of their sessions (signing in again costs only a signature).
+	MaxStreamsPerApprover = 8
+	// MaxStreamsPerToken bounds concurrent streams per bearer token (admin,
+	// reader). Tokens are shared by operators and tools, hence more than an
+	// approver's share, still far below the kernel's total.
+	MaxStreamsPerToken = 32
+	// StreamRetryAfter is the Retry-After sent with a refused stream.
+	StreamRetryAfter = 10 * time.Second
 )

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/chiokernel/chio/kernel"
 )
 
 // Metrics are chiod's Prometheus series, on their own registry so tests and
@@ -17,6 +19,9 @@ type Metrics struct {
 	batchSize  prometheus.Histogram
 	commitTime prometheus.Histogram
 	Notify     *prometheus.CounterVec
+	// streamsRefused counts refused SSE streams by reason: "credential"
+	// (its share is taken, 429) or "global" (every stream slot is, 503).
+	streamsRefused *prometheus.CounterVec
 }
 
 // NewMetrics registers the series; queueDepth (may be nil) is sampled on scrape.
@@ -41,8 +46,11 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 		Notify: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "chio_channel_notifications_total", Help: "Channel notifications by channel and result.",
 		}, []string{"channel", "result"}),
+		streamsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chio_streams_refused_total", Help: "Refused event streams: credential (its share is taken) or global (every slot is).",
+		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.decisions, m.latency, m.batchSize, m.commitTime, m.Notify,
+	m.reg.MustRegister(m.decisions, m.latency, m.batchSize, m.commitTime, m.Notify, m.streamsRefused,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -50,6 +58,24 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 		}, queueDepth))
 	}
 	return m
+}
+
+// watchSubscribers samples the kernel's event subscribers per pool on
+// scrape. A Metrics serves one kernel: a second registration is an error.
+func (m *Metrics) watchSubscribers(k *kernel.Kernel) error {
+	for _, p := range []struct {
+		name string
+		pool kernel.Pool
+	}{{"stream", kernel.PoolStream}, {"wait", kernel.PoolWait}} {
+		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "chio_event_subscribers", Help: "Open event subscribers: SSE streams (stream) and long-polls (wait).",
+			ConstLabels: prometheus.Labels{"pool": p.name},
+		}, func() float64 { return float64(k.Subscribers(p.pool)) })
+		if err := m.reg.Register(g); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Decision implements kernel.Observer.

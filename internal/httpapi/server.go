@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -25,6 +26,9 @@ type Config struct {
 	// Ready reports whether the store can commit (GET /readyz); nil means
 	// always ready.
 	Ready func() error
+	// StreamWriteTimeout bounds one SSE frame's write; zero means
+	// StreamWriteTimeout (limits.go). Tests shorten it.
+	StreamWriteTimeout time.Duration
 }
 
 // Server is chiod's HTTP handler.
@@ -34,8 +38,9 @@ type Server struct {
 	// closing ends SSE streams and long-polls at shutdown (CloseStreams).
 	closing   chan struct{}
 	closeOnce sync.Once
-	sessions  *sessions   // approver sessions (session.go)
-	waiters   waiterLimit // long-polls per agent
+	sessions  *sessions // approver sessions (session.go)
+	waiters   slots     // long-polls per agent (calls.go)
+	streams   slots     // SSE streams per credential (stream.go)
 }
 
 // New builds the handler with every route of SPEC §6 this build serves.
@@ -48,6 +53,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = StreamWriteTimeout
+	}
+	if err := cfg.Metrics.watchSubscribers(cfg.Kernel); err != nil {
+		return nil, fmt.Errorf("httpapi: metrics already serve another server: %w", err)
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{}), sessions: newSessions()}
 	s.mux.HandleFunc("POST /v1/calls", s.postCall)

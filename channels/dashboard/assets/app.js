@@ -167,6 +167,7 @@ const state = {
   pending: new Map(),   // approval_id → request
   cards: new Map(),     // approval_id → {el, ...}
   es: null,
+  backoff: 0,           // ms before reconnecting a refused stream
   view: 'pending',
   focus: '',            // #request=… deep link
   email: '',            // #email=… link
@@ -193,6 +194,12 @@ function el(tag, attrs, ...children) {
 
 function showError(msg) {
   const b = $('global-error');
+  b.textContent = msg;
+  b.hidden = !msg;
+}
+
+function showNotice(msg) {
+  const b = $('stream-notice');
   b.textContent = msg;
   b.hidden = !msg;
 }
@@ -521,7 +528,7 @@ function connect() {
   setLive('connecting');
   const es = new EventSource('/approvals/stream');
   state.es = es;
-  es.onopen = () => { setLive('live'); showError(''); };
+  es.onopen = () => { setLive('live'); showError(''); showNotice(''); state.backoff = 0; };
   const onApproval = (ev) => {
     let e;
     try { e = JSON.parse(ev.data); } catch { return; }
@@ -529,16 +536,26 @@ function connect() {
     if (e.type === 'approval.resolved') { removeCard(e.approval.approval_id); scheduleHistory(); } else upsert(e.approval);
   };
   for (const t of ['approval.requested', 'approval.escalated', 'approval.resolved']) es.addEventListener(t, onApproval);
+  // chiod replays a bounded number of pending requests on connect; new ones
+  // still arrive live.
+  es.addEventListener('stream.truncated', (ev) => {
+    let e;
+    try { e = JSON.parse(ev.data); } catch { return; }
+    showNotice(`Showing the oldest ${e.replayed} pending requests: more are waiting than the live view loads at once. ` +
+      'Decide these and reload, or list every pending request with `chio approval list`.');
+  });
   es.onerror = async () => {
     if (es.readyState !== EventSource.CLOSED) { setLive('down'); return; }
-    // Closed for good (e.g. 401 after the session lapsed): sign in again.
+    // Closed for good (e.g. 401 after the session lapsed, or 429/503 when
+    // too many streams are open): sign in again, backing off each time.
     setLive('down');
+    state.backoff = Math.min(30000, (state.backoff || 250) * 2);
     try {
       await signIn();
-      setTimeout(connect, 500);
+      setTimeout(connect, state.backoff);
     } catch (e) {
       showError('Lost the live stream: ' + e.message);
-      setTimeout(connect, 5000);
+      setTimeout(connect, Math.max(5000, state.backoff));
     }
   };
 }

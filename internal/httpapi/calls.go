@@ -1,0 +1,205 @@
+package httpapi
+
+// GET /v1/calls/{id}: a call's state, and the long-poll (?wait=) that agents
+// (chio await, the SDK's Await) use to learn how a parked call ended.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// CallStatus is GET /v1/calls/{id}'s answer: the call's outcome, plus how
+// its approval ended when it had one.
+type CallStatus struct {
+	kernel.Outcome
+	Approval *CallApproval `json:"approval,omitempty"`
+}
+
+// CallApproval tells the agent what the human decided: the deciding
+// approver, their signed note, and the arguments they amended, if any.
+type CallApproval struct {
+	Status              string          `json:"status"`
+	Approvals           int             `json:"approvals"`
+	Quorum              int             `json:"quorum"`
+	Approver            string          `json:"approver,omitempty"`
+	ApproverDisplayName string          `json:"approver_display_name,omitempty"`
+	Note                string          `json:"note,omitempty"`
+	Amended             bool            `json:"amended"`
+	AmendedArguments    json.RawMessage `json:"amended_arguments,omitempty"`
+}
+
+func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	bearer := s.tokenRole(r) >= roleReader
+	if !bearer && r.Header.Get(StatusProofHeader) == "" {
+		writeErr(w, errNeedAuth)
+		return
+	}
+	rec, err := s.cfg.Kernel.Call(id)
+	if err != nil && (bearer || !errors.Is(err, kernel.ErrNotFound)) {
+		writeErr(w, err)
+		return
+	}
+	if !bearer {
+		subject := ""
+		if rec != nil {
+			subject = rec.Subject
+		}
+		if err := s.agentProof(r, id, subject); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	wait, err := parseWait(r.URL.Query().Get("wait"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if wait > 0 && inFlight(rec.Status) {
+		if rec, err = s.waitForCall(r.Context(), rec, wait); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	st, err := s.callStatus(rec)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// parseWait accepts a Go duration ("30s") or whole seconds ("30").
+func parseWait(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil && decimal(v) {
+		var n int
+		n, err = strconv.Atoi(v)
+		d = time.Duration(n) * time.Second
+	}
+	if err != nil || d < 0 || d > MaxCallWait {
+		return 0, apiErr(http.StatusBadRequest, CodeBadRequest, "wait must be a duration from 0 to "+MaxCallWait.String())
+	}
+	return d, nil
+}
+
+func inFlight(status string) bool {
+	return status == kernel.StatusPendingApproval || status == kernel.StatusDispatching
+}
+
+// waitForCall long-polls until the call leaves pending_approval or
+// dispatching, the wait passes, or the client goes. It subscribes BEFORE
+// re-reading the record, so a transition between the two cannot be missed.
+// The wait is transport time, not decision time: it uses the real clock.
+func (s *Server) waitForCall(ctx context.Context, rec *kernel.CallRecord, wait time.Duration) (*kernel.CallRecord, error) {
+	// One agent (one replayable proof) must not take every waiter slot
+	// from the other agents. Streams draw from another pool entirely, so
+	// no number of dashboards or SSE clients can starve a wait.
+	if !s.waiters.acquire(rec.Subject, MaxWaitsPerAgent) {
+		return nil, apiErr(http.StatusTooManyRequests, CodeUnavailable, "too many concurrent waits for this agent; retry later")
+	}
+	defer s.waiters.release(rec.Subject)
+	events, cancel, ok := s.cfg.Kernel.Subscribe(kernel.PoolWait)
+	if !ok {
+		return nil, apiErr(http.StatusServiceUnavailable, CodeUnavailable, "too many waiters; retry later")
+	}
+	defer cancel()
+	id, approvalID := rec.RequestID, rec.ApprovalID
+	cur, err := s.cfg.Kernel.Call(id)
+	if err != nil || !inFlight(cur.Status) {
+		return cur, err
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case e, open := <-events:
+			if !open {
+				return s.cfg.Kernel.Call(id)
+			}
+			// An approval resolves before its call is delivered and settled:
+			// keep waiting while the call is still in flight.
+			if concerns(e, id, approvalID) {
+				if cur, err := s.cfg.Kernel.Call(id); err != nil || !inFlight(cur.Status) {
+					return cur, err
+				}
+			}
+		case <-timer.C:
+			return s.cfg.Kernel.Call(id)
+		case <-s.closing:
+			return s.cfg.Kernel.Call(id)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// concerns reports whether e may have ended call id. Both events are
+// published only after the state they announce is durable.
+func concerns(e kernel.Event, id, approvalID string) bool {
+	switch e.Type {
+	case kernel.EventCallCompleted:
+		return e.Call != nil && e.Call.RequestID == id
+	case kernel.EventApprovalResolved:
+		return e.Approval != nil && approvalID != "" && e.Approval.ApprovalID == approvalID
+	}
+	return false
+}
+
+// callStatus renders a record, adding its approval's progress or result.
+func (s *Server) callStatus(rec *kernel.CallRecord) (*CallStatus, error) {
+	st := &CallStatus{Outcome: *kernel.OutcomeOf(rec)}
+	if rec.ApprovalID == "" {
+		return st, nil
+	}
+	req, err := s.cfg.Kernel.Approval(rec.ApprovalID)
+	if err != nil {
+		// The record names a request the store cannot produce: say the
+		// kernel is unwell rather than 404 for a call that exists.
+		return nil, fmt.Errorf("%w: approval %s of call %s: %v", kernel.ErrUnavailable, rec.ApprovalID, rec.RequestID, err)
+	}
+	approved, _ := req.Counts()
+	ca := &CallApproval{Status: req.Status, Approvals: approved, Quorum: req.Quorum}
+	if rec.Status == kernel.StatusPendingApproval {
+		st.Deadline, st.Summary = req.ExpiresAt, req.Summary
+	}
+	if v := decidingVote(req); v != nil {
+		ca.Approver, ca.ApproverDisplayName, ca.Note = v.Approver, v.DisplayName, v.Note
+		if len(v.Token) > 0 {
+			var tok approval.Token
+			if err := canon.Unmarshal(v.Token, &tok); err != nil {
+				return nil, fmt.Errorf("%w: stored token of %s: %v", kernel.ErrUnavailable, req.ApprovalID, err)
+			}
+			if len(tok.AmendedArguments) > 0 {
+				ca.Amended, ca.AmendedArguments = true, tok.AmendedArguments
+			}
+		}
+	}
+	st.Approval = ca
+	return st, nil
+}
+
+// decidingVote is the vote whose token resolved the request, if any.
+func decidingVote(req *approval.Request) *approval.Vote {
+	if req.Resolution == nil || req.Resolution.TokenID == "" {
+		return nil
+	}
+	for i := range req.Votes {
+		if req.Votes[i].TokenID == req.Resolution.TokenID {
+			return &req.Votes[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package httpapi
+
+// GET /approvals/stream: Server-Sent Events for live views (the dashboard,
+// chio approval watch). Whatever a client does — open many streams, never
+// read them — what chiod holds for it is bounded: a slot per stream (per
+// credential and in total), a replay bounded in count and bytes, events
+// shared with every other stream, and one frame in flight, for at most
+// StreamWriteTimeout.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// EventStreamTruncated tells a client that the replay of pending requests
+// stopped at its limits: more are pending than the stream replayed, and
+// GET /approvals/pending lists them.
+const EventStreamTruncated = "stream.truncated"
+
+// StreamTruncated is the data of a stream.truncated event.
+type StreamTruncated struct {
+	Type           string `json:"type"`
+	Replayed       int    `json:"replayed"`
+	MaxReplay      int    `json:"max_replay"`
+	MaxReplayBytes int    `json:"max_replay_bytes"`
+	Message        string `json:"message"`
+}
+
+// streamApprovals serves Server-Sent Events. It subscribes first and then
+// replays the pending requests, so a (re)connecting client misses nothing;
+// an event in between may arrive twice, and clients key on approval_id.
+func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
+	cred, share := s.streamCredential(r)
+	if !s.streams.acquire(cred, share) {
+		s.cfg.Metrics.streamsRefused.WithLabelValues("credential").Inc()
+		refuseStream(w, http.StatusTooManyRequests, fmt.Sprintf("this credential already has %d open event streams; close one or retry later", share))
+		return
+	}
+	defer s.streams.release(cred)
+	events, cancel, ok := s.cfg.Kernel.Subscribe(kernel.PoolStream)
+	if !ok {
+		s.cfg.Metrics.streamsRefused.WithLabelValues("global").Inc()
+		refuseStream(w, http.StatusServiceUnavailable, "too many event streams are open; retry later")
+		return
+	}
+	defer cancel()
+	replay, truncated, err := s.replay()
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	sw := startSSE(w, s.cfg.StreamWriteTimeout)
+	// A deadline left on the connection would cut the next request on it.
+	defer sw.rc.SetWriteDeadline(time.Time{})
+	if !sw.write([]byte("retry: 2000\n\n")) {
+		return
+	}
+	for i := range replay {
+		ok := sw.event(kernel.EventApprovalRequested, replay[i])
+		replay[i] = nil // sent: no longer this stream's to hold
+		if !ok {
+			return
+		}
+	}
+	if truncated {
+		data, _ := json.Marshal(StreamTruncated{Type: EventStreamTruncated, Replayed: len(replay),
+			MaxReplay: MaxStreamReplay, MaxReplayBytes: MaxStreamReplayBytes,
+			Message: fmt.Sprintf("more requests are pending than the %d replayed; GET /approvals/pending lists them", len(replay))})
+		if !sw.event(EventStreamTruncated, data) {
+			return
+		}
+	}
+	keepalive := time.NewTicker(StreamKeepalive)
+	defer keepalive.Stop()
+	for {
+		select {
+		case e, open := <-events:
+			// A closed channel means the kernel dropped us for falling behind:
+			// end the stream, the client reconnects and gets a fresh replay.
+			if !open {
+				return
+			}
+			data, err := e.JSON()
+			if err != nil || !sw.event(e.Type, data) {
+				return
+			}
+		case <-keepalive.C:
+			if !sw.write([]byte(": keepalive\n\n")) {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			return
+		}
+	}
+}
+
+// streamCredential names what a stream counts against, and its share.
+// Each bearer token is one credential; an approver is one however many
+// sessions they open. (requireRole has already checked the credential.)
+func (s *Server) streamCredential(r *http.Request) (string, int) {
+	if r.Header.Get("Authorization") != "" {
+		if s.tokenRole(r) == roleAdmin {
+			return "token:admin", MaxStreamsPerToken
+		}
+		return "token:reader", MaxStreamsPerToken
+	}
+	key, _ := s.SessionApprover(r)
+	return "approver:" + key, MaxStreamsPerApprover
+}
+
+func refuseStream(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(StreamRetryAfter/time.Second)))
+	writeErr(w, apiErr(status, CodeUnavailable, msg))
+}
+
+// replay encodes the pending requests a new stream starts from: oldest
+// first, at most MaxStreamReplay of them and MaxStreamReplayBytes of
+// encoded events (the oldest is always sent). truncated reports that more
+// are pending. Requests are decoded one at a time and only their encoding
+// is kept, so a replay costs its bytes and no more.
+func (s *Server) replay() (frames [][]byte, truncated bool, err error) {
+	var used int
+	var encErr error
+	err = s.cfg.Store.View(func(tx kernel.ReadTx) error {
+		return tx.PendingApprovals(func(req *approval.Request) bool {
+			if len(frames) == MaxStreamReplay {
+				truncated = true
+				return false
+			}
+			data, err := kernel.Event{Type: kernel.EventApprovalRequested, Approval: req}.JSON()
+			if err != nil {
+				encErr = err
+				return false
+			}
+			if len(frames) > 0 && used+len(data) > MaxStreamReplayBytes {
+				truncated = true
+				return false
+			}
+			frames, used = append(frames, data), used+len(data)
+			return true
+		})
+	})
+	if err == nil {
+		err = encErr
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: reading pending requests for the stream: %v", kernel.ErrUnavailable, err)
+	}
+	return frames, truncated, nil
+}
+
+// sseWriter writes SSE frames, each under its own write deadline, and
+// flushes them. Any error means the client is gone or too slow: the caller
+// ends the stream.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	seq     uint64
+}
+
+func startSSE(w http.ResponseWriter, timeout time.Duration) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // proxies must not hold events back
+	w.WriteHeader(http.StatusOK)
+	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+// write sends raw bytes and flushes them. The deadline is transport time,
+// not decision time: it uses the real clock.
+func (sw *sseWriter) write(parts ...[]byte) bool {
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
+	for _, p := range parts {
+		// A large payload goes straight to the connection: the shared
+		// encoding is never copied per stream.
+		if _, err := sw.w.Write(p); err != nil {
+			return false
+		}
+	}
+	return sw.rc.Flush() == nil
+}
+
+// event sends one numbered event. data is one line of JSON; a newline in
+// it would let a payload forge SSE fields, so such a frame ends the stream
+// (encoding/json never writes one).
+func (sw *sseWriter) event(typ string, data []byte) bool {
+	if bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0 {
+		return false
+	}
+	sw.seq++
+	head := make([]byte, 0, 64)
+	head = append(head, "id: "...)
+	head = strconv.AppendUint(head, sw.seq, 10)
+	head = append(head, "\nevent: "...)
+	head = append(head, typ...)
+	head = append(head, "\ndata: "...)
+	return sw.write(head, data, []byte("\n\n"))
+}
