@@ -260,6 +260,10 @@ func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, strin
 	}
 	call.Arguments = args
 	if len(call.GovernedIntent) > 0 {
+		// The size limit meets the intent as sent, before any parser does.
+		if len(call.GovernedIntent) > MaxIntentBytes {
+			return verifiedCap{}, "", fmt.Errorf("%w: governed_intent is %d bytes; the limit is %d", ErrBadCall, len(call.GovernedIntent), MaxIntentBytes)
+		}
 		intent, err := canon.Canonicalize(call.GovernedIntent)
 		if err != nil {
 			return verifiedCap{}, "", fmt.Errorf("%w: governed_intent: %w", ErrBadCall, err)
