@@ -80,6 +80,31 @@ func ParameterHash(server, tool string, arguments, intent json.RawMessage) (stri
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// canonicalParameterHash is ParameterHash for arguments and intent that are
+// already canonical (authenticate canonicalizes them first): the object's
+// members are written directly in JCS order (arguments, governed_intent,
+// server_id, tool_name) instead of being re-parsed. call_test.go checks it
+// against ParameterHash.
+func canonicalParameterHash(server, tool string, arguments, intent json.RawMessage) (string, error) {
+	if len(intent) == 0 {
+		intent = json.RawMessage("null")
+	}
+	if !utf8.ValidString(server) || !utf8.ValidString(tool) {
+		return "", fmt.Errorf("%w: invalid UTF-8", ErrBadCall)
+	}
+	b := make([]byte, 0, len(arguments)+len(intent)+len(server)+len(tool)+64)
+	b = append(b, `{"arguments":`...)
+	b = append(b, arguments...)
+	b = append(b, `,"governed_intent":`...)
+	b = append(b, intent...)
+	b = append(b, `,"server_id":`...)
+	b, _ = jsontext.AppendQuote(b, server)
+	b = append(b, `,"tool_name":`...)
+	b, _ = jsontext.AppendQuote(b, tool)
+	sum := sha256.Sum256(append(b, '}'))
+	return hex.EncodeToString(sum[:]), nil
+}
+
 // proofPayload is exactly the object the agent signs, in RFC 8785 form,
 // written directly: its members are fixed and already in JCS order, strings
 // use jsontext's RFC 8785 minimal escaping. (call_test.go checks it against

@@ -274,7 +274,7 @@ func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, strin
 	if err != nil {
 		return verifiedCap{}, "", err
 	}
-	paramHash, err := ParameterHash(call.Server, call.Tool, call.Arguments, call.GovernedIntent)
+	paramHash, err := canonicalParameterHash(call.Server, call.Tool, call.Arguments, call.GovernedIntent)
 	if err != nil {
 		return verifiedCap{}, "", err
 	}
