@@ -488,7 +488,7 @@ class Client:
             return status, _parse_response(data, status)
         try:
             env = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             env = None
         if isinstance(env, dict) and isinstance(env.get("error"), str):
             raise api_error(status, env["error"], str(env.get("message", "")))
