@@ -6,10 +6,12 @@ RFC 8785, chio refuses what two implementations could read differently:
 - duplicate object names (also when spelled apart, "a" and "\\u0061"),
 - invalid UTF-8 and lone surrogates,
 - nesting deeper than 64,
-- numbers that are not finite doubles, and numbers beyond ±2^53 in any
-  spelling (9007199254740993, 9007199254740993.0, 9.007199254740993e15, 1e21):
-  above 2^53 a literal no longer names one exact integer. Send such values
-  as strings.
+- numbers that are not finite doubles; integral values beyond ±2^53 in any
+  spelling (9007199254740993, 1e21); and literals that are not exactly the
+  double they parse to, i.e. not the decimal of its shortest form
+  (9007199254740993.0 and 9.007199254740993e15 read as 2^53; 1e-400 reads
+  as 0). The parameter hash binds the double; a tool that read the
+  spelling would see another number. Send such values as strings.
 
 ``canonicalize`` takes Python values; ``canonicalize_text`` and ``RawJSON``
 take JSON text, whose number spellings are judged exactly as written (a
@@ -32,6 +34,9 @@ from .errors import CanonicalJSONError
 
 MAX_DEPTH = 64
 MAX_SAFE_INTEGER = 2**53
+# Shortest forms of doubles need at most 24 characters; the rest is room for
+# harmless trailing zeros (as chiod's internal/canon).
+MAX_NUMBER_LEN = 100
 # Untrusted text meets this limit before the parser (16 MiB, as the Go SDK).
 MAX_TEXT_BYTES = 16 << 20
 
@@ -143,22 +148,36 @@ def _constant(name: str) -> Any:
 
 
 def _int_literal(lit: str) -> int:
+    _check_length(lit)
     # More than 16 digits is beyond 2^53 whatever they are; checked before
     # int() so that a huge literal costs nothing.
     if len(lit.lstrip("-")) > 16 or abs(int(lit)) > MAX_SAFE_INTEGER:
-        raise CanonicalJSONError("unsafe_number", f"number {_clip(lit)} is beyond ±2^53; send it as a string")
+        raise CanonicalJSONError("unsafe_number", f"integer {_clip(lit)} is beyond ±2^53; send it as a string")
     return int(lit)
 
 
 def _float_literal(lit: str) -> float:
+    _check_length(lit)
     f = float(lit)
     if math.isinf(f):
         raise CanonicalJSONError("number_range", f"number {_clip(lit)} is not a finite double")
-    # Decimal compares the literal's exact value: 9007199254740993.0 rounds
-    # to the double 2^53 but is not 2^53.
-    if abs(Decimal(lit)) > MAX_SAFE_INTEGER:
-        raise CanonicalJSONError("unsafe_number", f"number {_clip(lit)} is beyond ±2^53; send it as a string")
+    if f.is_integer() and abs(f) > MAX_SAFE_INTEGER:
+        raise CanonicalJSONError("unsafe_number", f"number {_clip(lit)} is an integer beyond ±2^53; send it as a string")
+    # The literal must be exactly the decimal that RFC 8785 writes for its
+    # double (repr: the shortest that reads back): 1.50 is, but
+    # 9007199254740993.0 (which reads as 2^53), 1e-400 (0) and
+    # 0.1000000000000000055511151231257827 (the double 0.1) are not.
+    # Decimal compares exactly.
+    if Decimal(lit) != Decimal(repr(f)):
+        raise CanonicalJSONError(
+            "inexact_number", f"number {_clip(lit)} is not exactly the double it denotes ({repr(f)}); send that, or a string"
+        )
     return f
+
+
+def _check_length(lit: str) -> None:
+    if len(lit) > MAX_NUMBER_LEN:
+        raise CanonicalJSONError("number_range", f"number literal longer than {MAX_NUMBER_LEN} characters")
 
 
 def _clip(s: str) -> str:

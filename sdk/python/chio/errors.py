@@ -65,9 +65,10 @@ class DeniedByPolicy(ChioError):
 
 class CanonicalJSONError(BadRequest):
     """A value cannot be signed or hashed: it is not strict JSON, or a number
-    is not exactly one double within ±2^53. ``reason`` is one of ``invalid``,
-    ``duplicate_key``, ``unsafe_number``, ``number_range``, ``too_deep`` (the
-    names used by testdata/vectors/canonical.json)."""
+    is not exactly one double (integral ones within ±2^53). ``reason`` is one
+    of ``invalid``, ``duplicate_key``, ``unsafe_number``, ``inexact_number``,
+    ``number_range``, ``too_deep`` (the names used by
+    testdata/vectors/canonical.json)."""
 
     def __init__(self, reason: str, message: str):
         super().__init__(f"chio: {message}")

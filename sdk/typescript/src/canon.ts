@@ -11,10 +11,12 @@
  *   already lost its spelling (JavaScript reads 9007199254740993 as 2^53),
  *   so only |n| ≤ 2^53 and finiteness can be checked.
  * - `parseStrict(text)` and `new RawJSON(text)` take JSON text and judge
- *   each number as written: anything beyond ±2^53 in any spelling
- *   (9007199254740993.0, 9.007199254740993e15, 1e21) is refused; so are
- *   duplicate names (also "a" vs "\u0061"), invalid UTF-8, lone surrogates
- *   and nesting deeper than 64. Pass tool arguments an LLM wrote as RawJSON.
+ *   each number as written: integral values beyond ±2^53 in any spelling
+ *   (9007199254740993, 1e21), and literals that are not exactly the double
+ *   they read as (9007199254740993.0 and 9.007199254740993e15 read as 2^53;
+ *   1e-400 reads as 0) are refused; so are duplicate names (also "a" vs
+ *   "\u0061"), invalid UTF-8, lone surrogates and nesting deeper than 64.
+ *   Pass tool arguments an LLM wrote as RawJSON.
  * - `jcs(value)` is plain RFC 8785 with none of chio's limits.
  */
 
@@ -24,6 +26,8 @@ export const MAX_DEPTH = 64;
 /** Untrusted text meets this limit before the parser. */
 export const MAX_TEXT_BYTES = 16 << 20;
 const MAX_SAFE = 2 ** 53;
+/** Shortest forms of doubles need at most 24 characters; the rest is room for harmless trailing zeros (as chiod). */
+const MAX_NUMBER_LEN = 100;
 
 /** A JSON value as this SDK handles it. */
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
@@ -320,33 +324,50 @@ class Parser {
   }
 }
 
-/** A JSON number literal's value, if it is exactly one double within ±2^53. */
+/**
+ * A JSON number literal's value, if the literal is exactly a double: the
+ * decimal of that double's shortest form (what RFC 8785 writes), and within
+ * ±2^53 when integral. 1.50 is; 9007199254740993.0 (which reads as 2^53),
+ * 1e-400 (0) and 0.1000000000000000055511151231257827 (the double 0.1) are
+ * not. The same rule as chiod's internal/canon.
+ */
 function checkNumber(lit: string): number {
+  if (lit.length > MAX_NUMBER_LEN) throw new CanonicalJSONError("number_range", `number literal longer than ${MAX_NUMBER_LEN} characters`);
+  if (!/[.eE]/.test(lit)) {
+    const digits = lit.replace(/^-/, "");
+    if (digits.length > 16 || BigInt(digits) > BigInt(MAX_SAFE)) {
+      throw new CanonicalJSONError("unsafe_number", `integer ${clip(lit)} is beyond ±2^53; send it as a string`);
+    }
+    return Number(lit);
+  }
   const v = Number(lit);
   if (!Number.isFinite(v)) throw new CanonicalJSONError("number_range", `number ${clip(lit)} is not a finite double`);
-  if (beyondSafe(lit)) throw new CanonicalJSONError("unsafe_number", `number ${clip(lit)} is beyond ±2^53; send it as a string`);
+  if (Number.isInteger(v) && Math.abs(v) > MAX_SAFE) {
+    throw new CanonicalJSONError("unsafe_number", `number ${clip(lit)} is an integer beyond ±2^53; send it as a string`);
+  }
+  // String(v) is the shortest decimal that reads back as v.
+  if (decimalOf(lit) !== decimalOf(String(v))) {
+    throw new CanonicalJSONError("inexact_number", `number ${clip(lit)} is not exactly the double it denotes (${String(v)}); send that, or a string`);
+  }
   return v;
 }
 
 /**
- * Whether the literal's exact decimal value exceeds 2^53 in magnitude.
- * The literal, not the double: 9007199254740993.0 reads as 2^53 but is not.
+ * A number's decimal value normalized to "sign digits e exponent" (value =
+ * 0.digits × 10^exponent, no leading or trailing zeros; every zero is "0").
+ * It only moves characters: no arithmetic a long exponent could inflate.
  */
-function beyondSafe(lit: string): boolean {
-  const m = /^-?([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(lit)!;
-  const frac = m[2] ?? "";
-  let digits = (m[1]! + frac).replace(/^0+/, "");
-  if (digits === "") return false; // zero
-  // value = digits × 10^exp
-  let exp = Number(m[3] ?? "0") - frac.length;
-  const trimmed = digits.replace(/0+$/, "");
-  exp += digits.length - trimmed.length;
-  digits = trimmed;
-  const magnitude = digits.length + exp; // value in [10^(magnitude-1), 10^magnitude)
-  if (magnitude > 16) return true; // ≥ 10^16 > 2^53
-  if (magnitude < 16) return false; // < 10^15 < 2^53
-  const limit = BigInt(MAX_SAFE);
-  return exp >= 0 ? BigInt(digits) * 10n ** BigInt(exp) > limit : BigInt(digits) > limit * 10n ** BigInt(-exp);
+function decimalOf(lit: string): string {
+  const m = /^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(lit);
+  if (!m) throw new CanonicalJSONError("invalid", `bad number ${clip(lit)}`);
+  const intPart = m[2]!;
+  const digits = intPart + (m[3] ?? "");
+  // Saturates far beyond any finite double; the literal's length is capped anyway.
+  const exp = intPart.length + Math.max(-1e9, Math.min(1e9, Number(m[4] ?? "0")));
+  const lead = digits.length - digits.replace(/^0+/, "").length;
+  const trimmed = digits.slice(lead).replace(/0+$/, "");
+  if (trimmed === "") return "0";
+  return `${m[1] === "-" ? "-" : "+"}${trimmed}e${exp - lead}`;
 }
 
 function clip(s: string): string {

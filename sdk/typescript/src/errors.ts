@@ -36,11 +36,11 @@ export class ChioError extends Error {
 }
 
 /** Why a value cannot be signed or hashed; the reasons of testdata/vectors/canonical.json. */
-export type CanonicalRefusal = "invalid" | "duplicate_key" | "unsafe_number" | "number_range" | "too_deep";
+export type CanonicalRefusal = "invalid" | "duplicate_key" | "unsafe_number" | "inexact_number" | "number_range" | "too_deep";
 
 /**
- * A value is not strict JSON, or a number is not exactly one double within
- * ±2^53 (SPEC §2, §9). `code` is "bad_request".
+ * A value is not strict JSON, or a number is not exactly one double
+ * (integral ones within ±2^53) (SPEC §2, §9). `code` is "bad_request".
  */
 export class CanonicalJSONError extends ChioError {
   override name = "CanonicalJSONError";

@@ -247,7 +247,7 @@ test("bad input is refused before anything is sent", async () => {
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { n: 2 ** 53 + 2 } }), refusedWith("unsafe_number"));
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { n: NaN } }), refusedWith("number_range"));
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { s: "\ud800" } }), refusedWith("invalid"));
-  assert.throws(() => new RawJSON('{"n": 9.007199254740993e15}'), refusedWith("unsafe_number"));
+  assert.throws(() => new RawJSON('{"n": 9.007199254740993e15}'), refusedWith("inexact_number"));
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: [1] as unknown as Record<string, unknown> }), code("bad_request"));
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", requestId: "ar-reserved" }), code("bad_request"));
   // The wire's snake_case in a camelCase intent is a mistake, not silently dropped.
