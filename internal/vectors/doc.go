@@ -1,0 +1,13 @@
+// Package vectors owns the cross-language test vectors in testdata/vectors
+// at the repository root: canonical JSON (RFC 8785 plus chio's strictness),
+// parameter hashes, call proofs, Chio-Proof status headers and approval
+// tokens, all produced by the Go implementation that chiod runs.
+//
+// The Python (sdk/python) and TypeScript (sdk/typescript) SDKs must
+// reproduce every vector byte for byte; Ed25519 is deterministic, so fixed
+// seeds give fixed signatures. Regenerate with
+//
+//	go test ./internal/vectors -update
+//
+// The package has no code of its own; it imports no transport.
+package vectors

@@ -1,0 +1,68 @@
+"""chio: the Python SDK for agents calling tools through chiod.
+
+    from chio import Client, PendingApproval, ToolDenied
+
+    client = Client.from_env()   # CHIO_URL, CHIO_KEY, CHIO_CAPABILITY
+    result = await client.call_tool(server=..., tool=..., arguments={...})
+
+A call returns Allowed, PendingApproval or ToolDenied; errors (bad input,
+refused credentials, transport) are exceptions derived from ChioError.
+SyncClient is the same client without asyncio. Standard library plus
+`cryptography` (Ed25519) only.
+"""
+
+from .approver import DEFAULT_TOKEN_TTL, MAX_APPROVAL_TTL, sign_approval, sign_denial
+from .canon import RawJSON, canonicalize, canonicalize_text
+from .client import DEFAULT_URL, Client
+from .errors import (
+    ApprovalRejected,
+    BadRequest,
+    CanonicalJSONError,
+    ChioError,
+    Conflict,
+    Declined,
+    DeniedByPolicy,
+    NotFound,
+    TimedOut,
+    TransportError,
+    Unauthorized,
+    Unavailable,
+)
+from .keys import PrivateKey
+from .results import Allowed, Approval, PendingApproval, Result, ToolDenied
+from .signing import parameter_hash
+from .sync import SyncClient
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Allowed",
+    "Approval",
+    "ApprovalRejected",
+    "BadRequest",
+    "CanonicalJSONError",
+    "ChioError",
+    "Client",
+    "Conflict",
+    "DEFAULT_TOKEN_TTL",
+    "DEFAULT_URL",
+    "Declined",
+    "DeniedByPolicy",
+    "MAX_APPROVAL_TTL",
+    "NotFound",
+    "PendingApproval",
+    "PrivateKey",
+    "RawJSON",
+    "Result",
+    "SyncClient",
+    "TimedOut",
+    "ToolDenied",
+    "TransportError",
+    "Unauthorized",
+    "Unavailable",
+    "canonicalize",
+    "canonicalize_text",
+    "parameter_hash",
+    "sign_approval",
+    "sign_denial",
+]

@@ -1,0 +1,90 @@
+"""HTTP for the asyncio client: one blocking urllib request per daemon thread.
+
+Why threads and urllib, not asyncio streams: urllib brings TLS with
+certificate checks, proxies from the environment, chunked bodies and HTTP
+error handling from the standard library, where an HTTP/1.1 client on
+asyncio streams would be ours to write and to get right. The cost is a
+thread per request in flight, which is small next to a network round trip;
+every request has a socket timeout, so a thread whose caller was cancelled
+ends by itself (at most a long-poll plus a margin later). Daemon threads do
+not hold up interpreter exit, as a ThreadPoolExecutor's would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import threading
+import urllib.error
+import urllib.request
+from typing import Callable, TypeVar
+
+from .errors import ChioError, TransportError
+
+# Untrusted input meets a limit first: chiod's answers are small JSON; the
+# largest is a tool's output.
+MAX_RESPONSE_BYTES = 16 << 20
+
+T = TypeVar("T")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A proof or token is meant for one server: never follow a redirect
+    (urllib would re-send to wherever Location points)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+def request(method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+    """Send one request and return (status, body), whatever the status.
+    Raises TransportError when no complete HTTP answer came back."""
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        try:
+            resp = _opener.open(req, timeout=timeout)
+        except urllib.error.HTTPError as e:  # a 4xx/5xx answer is still an answer
+            resp = e
+        with resp:
+            return resp.code, _read(resp)
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
+        reason = getattr(e, "reason", None) or e
+        raise TransportError(f"chio: cannot reach chiod at {url}: {reason}") from None
+
+
+def _read(resp) -> bytes:
+    data = resp.read(MAX_RESPONSE_BYTES + 1)
+    if len(data) > MAX_RESPONSE_BYTES:
+        raise ChioError(f"chio: response larger than {MAX_RESPONSE_BYTES} bytes")
+    return data
+
+
+def in_thread(fn: Callable[..., T], *args) -> "asyncio.Future[T]":
+    """Run fn(*args) on a new daemon thread; the returned future (of the
+    running loop) gets its result or exception."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def settle(ok: bool, value) -> None:
+        if fut.done():  # cancelled by the caller meanwhile
+            return
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+    def target() -> None:
+        try:
+            result = (True, fn(*args))
+        except BaseException as e:  # handed to the awaiting task
+            result = (False, e)
+        try:
+            loop.call_soon_threadsafe(settle, *result)
+        except RuntimeError:
+            pass  # the loop has closed: nobody is waiting any more
+
+    threading.Thread(target=target, name="chio-http", daemon=True).start()
+    return fut

@@ -1,0 +1,578 @@
+"""The asyncio client: one agent talking to one chiod (SPEC §6).
+
+The Go SDK (sdk/) is the reference; this mirrors its behaviour: signed call
+proofs, retries with the same request id, waiting across agent and chiod
+restarts, Chio-Proof reads, resume with a token, confirm and ask.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+import os
+import time
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable, TypeVar
+
+from . import _http
+from .canon import RawJSON, canonicalize, loads_strict
+from .errors import (
+    BadRequest,
+    ChioError,
+    Conflict,
+    Declined,
+    DeniedByPolicy,
+    TimedOut,
+    Unauthorized,
+    api_error,
+    retryable,
+)
+from .keys import PrivateKey
+from .results import Allowed, PendingApproval, Result, ToolDenied, from_state
+from .signing import STATUS_PROOF_HEADER, call_proof, new_id, parameter_hash, status_proof
+
+DEFAULT_URL = "http://127.0.0.1:7420"
+DEFAULT_HITL_SERVER = "demo"  # the server whose confirm/ask verbs are used
+
+# Retry policy for POST /v1/calls. A retry re-sends the same request id, so
+# it can never run a tool twice; it is still bounded, because a chiod that
+# keeps failing should surface as an error, not a hang.
+CALL_ATTEMPTS = 4
+CALL_FIRST_BACKOFF = 0.25
+# A proof older than this is re-signed before a retry (chiod refuses proofs
+# more than 60 s old); the id and content, which chiod deduplicates on, stay.
+PROOF_REFRESH = 30.0
+
+# Waiting: one long-poll (chiod caps it at 60 s), the margin by which one
+# request may outlive it before the connection is presumed dead, and the
+# reconnect pacing through network errors and chiod restarts.
+LONG_POLL = 30.0
+POLL_MARGIN = 15.0
+RECONNECT_FIRST = 0.25
+RECONNECT_MAX = 5.0
+REQUEST_TIMEOUT = 60.0  # any other request
+
+MAX_CAPABILITY_BYTES = 64 << 10
+MAX_TOKEN_BYTES = 64 << 10  # as chiod's approval.MaxTokenBytes
+
+_FINAL = ("allowed", "denied", "cancelled")
+_USER_AGENT = "chio-python/0.1"
+
+T = TypeVar("T")
+
+
+class Client:
+    """An agent's asyncio client. Safe to share between tasks.
+
+    key and capability are needed to call tools; either may be absent for
+    approver or reader tooling. bearer is a reader or admin token: agents do
+    not need one (they read their own calls with a Chio-Proof); it is never
+    read from the environment, so that an agent does not run with an
+    operator's token by accident.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        key: PrivateKey | None = None,
+        key_file: str | os.PathLike | None = None,
+        capability: bytes | str | None = None,
+        capability_file: str | os.PathLike | None = None,
+        bearer: str | None = None,
+    ):
+        parts = urllib.parse.urlsplit(url or "")
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+            raise BadRequest(f"chio: url {url!r} must be http(s)://host[:port]")
+        self._base = url.rstrip("/")
+        if key_file is not None:
+            key = PrivateKey.load(key_file)
+        self._key = key
+        if capability_file is not None:
+            capability = _read_file(capability_file, MAX_CAPABILITY_BYTES, "capability")
+        self._cap_raw: bytes | None = None
+        self._cap_id = ""
+        if capability is not None:
+            self._cap_raw, self._cap_id, subject = _parse_capability(capability)
+            # A capability for another key would only fail later, call by
+            # call, as "unauthorized": say what is wrong now.
+            if key is not None and subject != key.public_key:
+                raise BadRequest(f"chio: the capability's subject {subject!r} is not this key ({key.public_key})")
+        self._bearer = bearer
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "Client":
+        """A client from CHIO_URL (default http://127.0.0.1:7420), CHIO_KEY
+        (the agent's PKCS#8 PEM key file) and CHIO_CAPABILITY (the capability
+        file), as the chio CLI and the Go SDK's FromEnv read them. Keyword
+        arguments override the environment."""
+        kw: dict[str, Any] = {"url": os.environ.get("CHIO_URL") or DEFAULT_URL}
+        if os.environ.get("CHIO_KEY"):
+            kw["key_file"] = os.environ["CHIO_KEY"]
+        if os.environ.get("CHIO_CAPABILITY"):
+            kw["capability_file"] = os.environ["CHIO_CAPABILITY"]
+        if "key" in overrides:
+            kw.pop("key_file", None)
+        if "capability" in overrides:
+            kw.pop("capability_file", None)
+        kw.update(overrides)
+        return cls(**kw)
+
+    @property
+    def public_key(self) -> str:
+        """The agent key's text form ("" without a key)."""
+        return self._key.public_key if self._key else ""
+
+    # --- calling tools ----------------------------------------------------
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping | RawJSON | None = None,
+        governed_intent: Mapping | RawJSON | None = None,
+        *,
+        operation: str = "invoke",
+        request_id: str | None = None,
+    ) -> Result:
+        """Submit a call and return Allowed, PendingApproval or ToolDenied.
+
+        A denial is a result, not an exception. request_id makes the call
+        idempotent across processes: the same id with the same content gets
+        the first call's outcome (a restarted run can replay its steps); the
+        same id with other content is Conflict. Default: "req-" + a UUIDv7.
+        After a dropped connection or a 503 the same id and content are sent
+        again, a few times, with backoff.
+        """
+        if self._key is None or self._cap_raw is None:
+            raise BadRequest("chio: calling a tool needs the agent key and capability (key=, capability= or from_env)")
+        if not isinstance(server, str) or not server or not isinstance(tool, str) or not tool:
+            raise BadRequest("chio: server and tool are required")
+        if request_id is None:
+            request_id = new_id("req-")
+        elif not isinstance(request_id, str) or not request_id or request_id.startswith("ar-"):
+            raise BadRequest(f"chio: request id {request_id!r}: must be a non-empty string not starting with ar- (approval ids)")
+        args = _json_object(arguments if arguments is not None else {}, "arguments")
+        intent = None if governed_intent is None else _json_object(governed_intent, "governed_intent")
+        ph = parameter_hash(server, tool, args, intent)
+        # Encoded once: every attempt sends the same content under the same id.
+        fixed = (
+            b'{"request_id":' + canonicalize(request_id)
+            + b',"capability":' + self._cap_raw
+            + b',"server":' + canonicalize(server)
+            + b',"tool":' + canonicalize(tool)
+            + b',"operation":' + canonicalize(operation)
+            + b',"arguments":' + canonicalize(args)
+            + (b',"governed_intent":' + canonicalize(intent) if intent is not None else b"")
+        )
+
+        body, signed_at = b"", 0.0
+        backoff = CALL_FIRST_BACKOFF
+        for attempt in range(1, CALL_ATTEMPTS + 1):
+            if not body or time.time() - signed_at > PROOF_REFRESH:
+                signed_at = time.time()
+                proof = call_proof(
+                    self._key,
+                    request_id=request_id,
+                    capability_id=self._cap_id,
+                    server=server,
+                    tool=tool,
+                    parameter_hash=ph,
+                    issued_at=int(signed_at),
+                )
+                body = fixed + b',"proof":' + canonicalize(proof) + b"}"
+            try:
+                state = await self._post_call(request_id, body)
+                break
+            except ChioError as e:
+                if not retryable(e) or attempt == CALL_ATTEMPTS:
+                    e.add_note(f"chio: call {request_id} (attempt {attempt} of {CALL_ATTEMPTS})")
+                    raise
+            await asyncio.sleep(backoff)
+            backoff *= 2
+
+        result = from_state(state)
+        if isinstance(result, PendingApproval) and result.deadline is None:
+            # A replayed outcome (an idempotent retry) does not carry the
+            # deadline: read it from the request. Best effort; the id is
+            # what matters and the caller has it.
+            try:
+                req = await self.approval(result.approval_request_id)
+                dl = req.get("expires_at")
+                result = dataclasses.replace(
+                    result,
+                    deadline=datetime.fromtimestamp(dl, timezone.utc) if isinstance(dl, int) else None,
+                    summary=result.summary or req.get("summary", ""),
+                )
+            except ChioError:
+                pass
+        return result
+
+    async def _post_call(self, request_id: str, body: bytes) -> dict:
+        status, state = await self._send(
+            "POST", "/v1/calls", body, {"Idempotency-Key": request_id}, ok=(200, 202, 403)
+        )
+        if not isinstance(state, dict):
+            raise ChioError(f"chio: bad response from chiod ({status}): not an object")
+        if state.get("error"):  # a 403 that is an error envelope, not a denial
+            raise api_error(status, state.get("error"), str(state.get("message", "")))
+        return state
+
+    async def status(self, id: str) -> Result:
+        """Read a call's state once, without waiting: Allowed, ToolDenied, or
+        PendingApproval while a human decides (or the approved tool runs).
+        id is a request id or an approval id (ar-…)."""
+        rid = await self._request_id_of(id, None)
+        return from_state(await self._get_call(rid, 0))
+
+    # --- waiting ----------------------------------------------------------
+
+    async def await_approval(self, id: str, timeout: float | None = None) -> Allowed | ToolDenied:
+        """Wait until the call named by id (an approval id "ar-…" or a request
+        id) is allowed and executed, denied or cancelled, and return how it
+        ended; a denial is a ToolDenied, not an exception.
+
+        Only the id and the same agent key (or a bearer) are needed: the
+        process that made the call may be gone. A call that already ended
+        answers at once with its stored output. Reconnects through network
+        errors and chiod restarts; timeout (seconds, None = no limit) passing
+        raises TimedOut, and the call may still be pending.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        rid = await self._request_id_of(id, deadline)
+        status = "unresolved"
+        while True:
+            wait = LONG_POLL if deadline is None else min(LONG_POLL, deadline - loop.time())
+            if wait <= 0:
+                raise TimedOut(f"chio: await {id}: timed out (still {status})")
+            state = await self._retrying(lambda: self._get_call(rid, wait), deadline, f"await {id} (still {status})")
+            status = state.get("status", "")
+            if status in _FINAL:
+                result = from_state(state)
+                assert not isinstance(result, PendingApproval)
+                return result
+
+    async def resume_with_approval(
+        self,
+        approval_token: bytes | str | Mapping | Awaitable[bytes | str | Mapping],
+        *,
+        approval_request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Allowed | ToolDenied:
+        """Present a signed approval token obtained out of band (from a
+        channel, a workflow engine) and wait for the call, as await_approval.
+
+        approval_token is the token's JSON (bytes, str, or the parsed
+        object), or an awaitable that yields it: a future your channel
+        integration resolves when the approver's token comes back. The
+        token names its approval request; approval_request_id, if given,
+        must agree. A token already presented (or a request already
+        resolved) is not an error here: the wait reports how the call ended.
+        """
+        if inspect.isawaitable(approval_token):
+            approval_token = await approval_token
+        raw, token = _token_bytes(approval_token)
+        aid = token.get("request_id")
+        if not isinstance(aid, str) or not aid.startswith("ar-"):
+            raise BadRequest("chio: the token's request_id is not an approval id (ar-…)")
+        if approval_request_id is not None and approval_request_id != aid:
+            raise BadRequest(f"chio: the token is for {aid}, not {approval_request_id}")
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        try:
+            await self._retrying(lambda: self.respond(aid, raw), deadline, f"respond {aid}")
+        except Conflict:
+            # After a retry, our own token consumed by the attempt whose
+            # answer was lost; otherwise someone decided first. Either way
+            # the call's state is the answer.
+            pass
+        remaining = None if deadline is None else max(0.0, deadline - loop.time())
+        return await self.await_approval(aid, remaining)
+
+    # --- asking a human mid-run --------------------------------------------
+
+    async def confirm(
+        self,
+        prompt: str,
+        details: Any = None,
+        *,
+        server: str = DEFAULT_HITL_SERVER,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> bool:
+        """Ask a human a yes/no question and wait: True when approved, False
+        when a human said no. The approval's deadline (or timeout) passing
+        raises TimedOut; a policy guard denying the verb, DeniedByPolicy.
+        request_id names the checkpoint: a restarted run asking again with
+        the same id gets the first answer instead of asking twice."""
+        args: dict[str, Any] = {"prompt": prompt}
+        if details is not None:
+            args["details"] = details
+        res = await self._hitl("confirm", args, server, request_id, timeout)
+        if isinstance(res, ToolDenied) and res.guard == "human-approval":
+            return False
+        _hitl_denial(res)
+        out = res.output
+        if not isinstance(out, dict) or out.get("confirmed") is not True:
+            raise ChioError(f"chio: confirm {res.request_id}: unexpected output {out!r}")
+        return True
+
+    async def ask(
+        self,
+        prompt: str,
+        questions: Sequence[Mapping[str, Any]],
+        *,
+        server: str = DEFAULT_HITL_SERVER,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, list[str]]:
+        """Put a small form to a human and wait for the signed answers.
+
+        questions: [{"id", "text", "type": "text"|"single"|"multi",
+        "options": [...], "allow_other": bool}]. Every answer comes back as
+        a list (one element for text and single). A human declining raises
+        Declined; the deadline, TimedOut; a policy guard, DeniedByPolicy."""
+        args: dict[str, Any] = {"questions": [dict(q) for q in questions]}
+        if prompt:
+            args["prompt"] = prompt
+        res = await self._hitl("ask", args, server, request_id, timeout)
+        if isinstance(res, ToolDenied) and res.guard == "human-approval":
+            raise Declined(f"chio: ask {res.request_id}: declined: {res.reason}")
+        _hitl_denial(res)
+        answers = res.output.get("answers") if isinstance(res.output, dict) else None
+        if not isinstance(answers, dict):
+            raise ChioError(f"chio: ask {res.request_id}: unexpected output {res.output!r}")
+        out: dict[str, list[str]] = {}
+        for qid, v in answers.items():
+            if isinstance(v, str):
+                out[qid] = [v]
+            elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+                out[qid] = list(v)
+            else:
+                raise ChioError(f"chio: ask {res.request_id}: answer to {qid!r} is {v!r}")
+        return out
+
+    async def _hitl(self, tool, args, server, request_id, timeout) -> Allowed | ToolDenied:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        call = self.call_tool(server, tool, args, request_id=request_id)
+        try:
+            r = await (call if deadline is None else asyncio.wait_for(call, timeout))
+        except TimeoutError:
+            raise TimedOut(f"chio: {tool}: timed out before chiod answered") from None
+        if isinstance(r, PendingApproval):
+            remaining = None if deadline is None else max(0.0, deadline - loop.time())
+            return await self.await_approval(r.request_id, remaining)
+        return r
+
+    # --- approvals --------------------------------------------------------
+
+    async def approval(self, id: str) -> dict:
+        """Read one approval request (the "request" object of GET
+        /approvals/{id}). An agent may read the requests that park its own
+        calls; anything else needs a bearer."""
+        _, view = await self._send("GET", "/approvals/" + _path(id), None, self._read_auth(id))
+        req = view.get("request") if isinstance(view, dict) else None
+        if not isinstance(req, dict):
+            raise ChioError(f"chio: approval {id}: empty answer from chiod")
+        return req
+
+    async def respond(self, approval_id: str, token: bytes | str | Mapping, *, channel: str | None = None) -> dict:
+        """Present a signed approval token (the token is the credential; no
+        bearer is sent). One attempt: after a transport error the token may
+        or may not have been consumed; resume_with_approval or
+        await_approval tells how the call ended."""
+        raw, _ = _token_bytes(token)
+        # Assembled around the signed bytes, so that they reach chiod exactly
+        # as signed.
+        body = b'{"token":' + raw + (b',"channel":' + canonicalize(channel) if channel else b"") + b"}"
+        _, res = await self._send("POST", "/approvals/" + _path(approval_id) + "/respond", body, {})
+        return res
+
+    async def pending(self) -> list[dict]:
+        """Pending approval requests, oldest first: this agent's with a key,
+        everyone's without. chiod serves the list to reader and admin tokens
+        only, so this needs bearer=."""
+        if not self._bearer:
+            raise Unauthorized("chio: listing pending approvals needs a reader token (bearer=)")
+        q = {"limit": "1000"}
+        if self._key:
+            q["subject_id"] = self._key.public_key
+        _, res = await self._send(
+            "GET", "/approvals/pending?" + urllib.parse.urlencode(q), None, {"Authorization": "Bearer " + self._bearer}
+        )
+        approvals = res.get("approvals") if isinstance(res, dict) else None
+        return approvals if isinstance(approvals, list) else []
+
+    # --- plumbing ---------------------------------------------------------
+
+    async def _request_id_of(self, id: str, deadline: float | None) -> str:
+        """Map an approval id to its parked call's request id."""
+        if not isinstance(id, str) or not id:
+            raise BadRequest("chio: empty id")
+        if not id.startswith("ar-"):
+            return id
+        req = await self._retrying(lambda: self.approval(id), deadline, f"await {id}")
+        rid = req.get("request_id")
+        if not isinstance(rid, str) or not rid:
+            raise ChioError(f"chio: approval {id} names no call")
+        return rid
+
+    async def _get_call(self, request_id: str, wait: float) -> dict:
+        """One GET /v1/calls/{id}, long-polling for wait seconds."""
+        path = "/v1/calls/" + _path(request_id)
+        if wait > 0:
+            path += f"?wait={int(wait * 1000)}ms"
+        _, state = await self._send("GET", path, None, self._read_auth(request_id), timeout=wait + POLL_MARGIN)
+        if not isinstance(state, dict):
+            raise ChioError("chio: bad response from chiod: not an object")
+        return state
+
+    async def _retrying(self, fn: Callable[[], Awaitable[T]], deadline: float | None, what: str) -> T:
+        """fn() until it succeeds, fails in a way asking again will not
+        change, or the deadline passes (TimedOut). Only reads and token
+        presentation, which the kernel makes single-use, come through here."""
+        loop = asyncio.get_running_loop()
+        backoff = RECONNECT_FIRST
+        while True:
+            try:
+                if deadline is None:
+                    return await fn()
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise TimedOut(f"chio: {what}: timed out")
+                return await asyncio.wait_for(fn(), remaining)
+            except TimeoutError:
+                raise TimedOut(f"chio: {what}: timed out") from None
+            except ChioError as e:
+                if not retryable(e):
+                    raise
+                if deadline is not None and loop.time() + backoff >= deadline:
+                    raise TimedOut(f"chio: {what}: timed out; last error: {e}") from e
+            await asyncio.sleep(backoff)
+            backoff = min(2 * backoff, RECONNECT_MAX)
+
+    def _read_auth(self, id: str) -> dict[str, str]:
+        """Authorize a read of id: the bearer if set, and a Chio-Proof by
+        the agent key if set (chiod uses the bearer first)."""
+        h: dict[str, str] = {}
+        if self._bearer:
+            h["Authorization"] = "Bearer " + self._bearer
+        if self._key is not None:
+            h[STATUS_PROOF_HEADER] = status_proof(self._key, id)
+        if not h:
+            raise Unauthorized(f"chio: reading {id} needs the agent key (key=) or a bearer (bearer=)")
+        return h
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        ok: tuple[int, ...] = (200,),
+        timeout: float = REQUEST_TIMEOUT,
+    ) -> tuple[int, Any]:
+        """One request. Statuses in ok return (status, parsed JSON); any
+        other status raises the error chiod's envelope names."""
+        hdr = {"Accept": "application/json", "User-Agent": _USER_AGENT, **headers}
+        if body is not None:
+            hdr["Content-Type"] = "application/json"
+        status, data = await _http.in_thread(_http.request, method, self._base + path, body, hdr, timeout)
+        if status in ok:
+            return status, _parse_response(data, status)
+        try:
+            env = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            env = None
+        if isinstance(env, dict) and isinstance(env.get("error"), str):
+            raise api_error(status, env["error"], str(env.get("message", "")))
+        text = data.decode("utf-8", "replace").strip()
+        raise api_error(status, None, text[:200] or "no body")
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def _no_constants(name: str) -> Any:
+    raise _NotJSON(f"{name} is not JSON")
+
+
+def _parse_response(data: bytes, status: int) -> Any:
+    """chiod's answers are parsed as plain JSON (large integers in a tool's
+    output stay exact Python ints); they are not signed or hashed here."""
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ChioError(f"chio: bad response from chiod ({status}): {e}") from None
+
+
+def _path(id: str) -> str:
+    return urllib.parse.quote(id, safe="")
+
+
+def _json_object(v: Any, what: str) -> Any:
+    """A caller's arguments or intent: a JSON object, checked now so that a
+    bad value is BadRequest before anything is sent."""
+    value = v.value if isinstance(v, RawJSON) else v
+    if not isinstance(value, Mapping):
+        raise BadRequest(f"chio: {what} must be a JSON object")
+    canonicalize(value)  # strict: raises CanonicalJSONError (a BadRequest)
+    return value
+
+
+def _read_file(path, limit: int, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise BadRequest(f"chio: {what} file: {e}") from None
+    if len(data) > limit:
+        raise BadRequest(f"chio: {what} file {path} is larger than {limit} bytes")
+    return data
+
+
+def _parse_capability(capability: bytes | str) -> tuple[bytes, str, str]:
+    """The capability exactly as issued, its id and its subject."""
+    raw = (capability.encode("utf-8") if isinstance(capability, str) else bytes(capability)).strip()
+    if len(raw) > MAX_CAPABILITY_BYTES:
+        raise BadRequest("chio: capability larger than 64 KiB")
+    cap = loads_strict(raw)
+    if not isinstance(cap, dict) or not isinstance(cap.get("id"), str) or not cap["id"]:
+        raise BadRequest("chio: not a capability (want a JSON object with an id)")
+    return raw, cap["id"], cap.get("subject") if isinstance(cap.get("subject"), str) else ""
+
+
+def _token_bytes(token: bytes | str | Mapping) -> tuple[bytes, dict]:
+    """A token's bytes to present, and the token parsed. Bytes and text are
+    sent exactly as given; a parsed object is sent in canonical form, which
+    is the form it was signed in."""
+    if isinstance(token, Mapping):
+        raw = canonicalize(token)
+    elif isinstance(token, (bytes, bytearray, str)):
+        raw = (token.encode("utf-8") if isinstance(token, str) else bytes(token)).strip()
+    else:
+        raise BadRequest(f"chio: an approval token is bytes, str or a dict, not {type(token).__name__}")
+    if len(raw) > MAX_TOKEN_BYTES:
+        raise BadRequest(f"chio: approval token larger than {MAX_TOKEN_BYTES} bytes")
+    parsed = loads_strict(raw)
+    if not isinstance(parsed, dict):
+        raise BadRequest("chio: the token must be the signed JSON object")
+    return raw, parsed
+
+
+def _hitl_denial(res: Allowed | ToolDenied) -> None:
+    """Turn a non-human ending of a confirm/ask into an exception."""
+    if isinstance(res, Allowed):
+        if res.tool_error:
+            raise ChioError(f"chio: {res.request_id}: {res.tool_error}")
+        return
+    if res.guard == "approval-timeout":
+        raise TimedOut(f"chio: {res.request_id}: {res.reason}")
+    raise DeniedByPolicy(f"chio: {res.request_id}: {res.status} by {res.guard}: {res.reason}")

@@ -1,0 +1,110 @@
+"""Errors raised by the chio SDK.
+
+A denial is a result (ToolDenied), never an exception. Exceptions are for
+bad input, refused credentials, conflicts and transport failures; catch them
+by class. When chiod answered, ``status`` is the HTTP status and ``code`` its
+error code (``{"error": code, "message": text}``, SPEC §6); both are None for
+errors found before anything was sent.
+"""
+
+from __future__ import annotations
+
+
+class ChioError(Exception):
+    """Base class of every error this SDK raises."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class BadRequest(ChioError):
+    """The input was refused, by this SDK or by chiod (400)."""
+
+
+class Unauthorized(ChioError):
+    """The key, capability, proof or bearer was not accepted (401)."""
+
+
+class NotFound(ChioError):
+    """No such call or approval (404)."""
+
+
+class Conflict(ChioError):
+    """A request id reused for another call, a token already presented, or
+    an approval no longer pending (409)."""
+
+
+class ApprovalRejected(ChioError):
+    """chiod refused a presented approval token (403)."""
+
+
+class Unavailable(ChioError):
+    """chiod could not decide (503, or another 5xx); nothing was allowed."""
+
+
+class TransportError(Unavailable):
+    """The request never got an HTTP answer (connection refused, reset,
+    timed out). The only failure after which a request is sent again
+    unchanged."""
+
+
+class TimedOut(ChioError):
+    """The wait ended before a decision: the caller's timeout, or the
+    approval's own deadline for a confirm/ask. The call may still be pending."""
+
+
+class Declined(ChioError):
+    """A human denied an ask."""
+
+
+class DeniedByPolicy(ChioError):
+    """A policy guard (not a human) denied a confirm or ask."""
+
+
+class CanonicalJSONError(BadRequest):
+    """A value cannot be signed or hashed: it is not strict JSON, or a number
+    is not exactly one double (integral ones within ±2^53). ``reason`` is one
+    of ``invalid``, ``duplicate_key``, ``unsafe_number``, ``inexact_number``,
+    ``number_range``, ``too_deep`` (the names used by
+    testdata/vectors/canonical.json)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(f"chio: {message}")
+        self.reason = reason
+
+
+_BY_CODE = {
+    "bad_request": BadRequest,
+    "unauthorized": Unauthorized,
+    "not_found": NotFound,
+    "conflict": Conflict,
+    "replay_detected": Conflict,
+    "approval_rejected": ApprovalRejected,
+    "unavailable": Unavailable,
+}
+
+
+def api_error(status: int, code: str | None, message: str) -> ChioError:
+    """The exception for one of chiod's error answers. A body that is not
+    chiod's envelope (a proxy's error page) is classified by status."""
+    cls = _BY_CODE.get(code or "")
+    if cls is None:
+        if status >= 500 or status == 429:
+            cls = Unavailable
+        elif status == 401:
+            cls = Unauthorized
+        elif status == 404:
+            cls = NotFound
+        else:
+            cls = ChioError
+    return cls(f"chio: {code or 'http error'} ({status}): {message}", status=status, code=code)
+
+
+def retryable(err: BaseException) -> bool:
+    """Whether asking again may give a different answer: no answer at all,
+    or chiod restarting, overloaded or behind a failing proxy."""
+    if isinstance(err, TransportError):
+        return True
+    return isinstance(err, ChioError) and err.status is not None and (err.status >= 500 or err.status == 429)

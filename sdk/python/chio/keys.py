@@ -1,0 +1,70 @@
+"""Ed25519 keys (SPEC §2): PKCS#8 PEM files, and the "ed25519:<hex>" text
+form of public keys."""
+
+from __future__ import annotations
+
+import os
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from .errors import BadRequest
+
+# A PEM key file is ~120 bytes; anything much larger is not one.
+MAX_KEY_FILE_BYTES = 64 << 10
+
+
+class PrivateKey:
+    """An agent's or approver's Ed25519 signing key. Its repr shows only the
+    public key."""
+
+    __slots__ = ("_key", "public_key")
+
+    def __init__(self, key: Ed25519PrivateKey):
+        if not isinstance(key, Ed25519PrivateKey):
+            raise BadRequest("chio: not an Ed25519 private key")
+        self._key = key
+        raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        self.public_key = "ed25519:" + raw.hex()  #: text form, e.g. "ed25519:39…"
+
+    @classmethod
+    def from_seed(cls, seed: bytes) -> "PrivateKey":
+        """The key for a 32-byte seed (tests; deterministic)."""
+        if len(seed) != 32:
+            raise BadRequest("chio: an Ed25519 seed is 32 bytes")
+        return cls(Ed25519PrivateKey.from_private_bytes(seed))
+
+    @classmethod
+    def from_pem(cls, data: bytes | str) -> "PrivateKey":
+        """Decode a PKCS#8 PEM Ed25519 private key (`chio keygen` writes one)."""
+        if isinstance(data, str):
+            data = data.encode("ascii", "replace")
+        if b"-----BEGIN PRIVATE KEY-----" not in data:
+            raise BadRequest("chio: no PKCS#8 PRIVATE KEY PEM block")
+        try:
+            key = serialization.load_pem_private_key(data, password=None)
+        except (ValueError, TypeError) as e:
+            raise BadRequest(f"chio: bad private key: {e}") from None
+        if not isinstance(key, Ed25519PrivateKey):
+            raise BadRequest("chio: the private key is not Ed25519")
+        return cls(key)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "PrivateKey":
+        """Read a PKCS#8 PEM key file."""
+        try:
+            with open(path, "rb") as f:
+                data = f.read(MAX_KEY_FILE_BYTES + 1)
+        except OSError as e:
+            raise BadRequest(f"chio: key file: {e}") from None
+        if len(data) > MAX_KEY_FILE_BYTES:
+            raise BadRequest(f"chio: key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes")
+        return cls.from_pem(data)
+
+    def sign(self, message: bytes) -> bytes:
+        """The raw 64-byte Ed25519 signature of message. Callers sign
+        domain-separated messages (chio.signing.message)."""
+        return self._key.sign(message)
+
+    def __repr__(self) -> str:
+        return f"PrivateKey({self.public_key})"

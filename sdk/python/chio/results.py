@@ -1,0 +1,118 @@
+"""What a call comes to: Allowed, PendingApproval or ToolDenied. A denial is
+a result, not an exception (the seed's sketch inspects it with isinstance)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Union
+
+from .errors import ChioError
+
+
+@dataclass(frozen=True)
+class Approval:
+    """What the deciding human signed, when one decided."""
+
+    approver: str  #: "ed25519:…" key
+    approver_name: str  #: display name from the policy ("" if none)
+    note: str  #: the approver's signed note
+    amended_arguments: Any  #: the edited arguments, when a human approved an amended call
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """The tool ran. tool_error is set when it ran and failed."""
+
+    request_id: str
+    receipt_id: str
+    output: Any  #: the tool's output, parsed JSON
+    tool_error: str | None = None
+    approval_request_id: str | None = None  #: set when the call waited for a human
+    approval: Approval | None = None
+    status = "allowed"
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """The call is parked until a human decides. Persist approval_request_id
+    (or request_id) and pass it to Client.await_approval, from this process
+    or another."""
+
+    request_id: str
+    approval_request_id: str
+    deadline: datetime | None  #: UTC; None if chiod did not say
+    summary: str  #: what the approver is shown
+    receipt_id: str  #: the "incomplete" receipt
+    status = "pending_approval"
+
+
+@dataclass(frozen=True)
+class ToolDenied:
+    """A guard, a human or a deadline said no (status "denied"), or the call
+    was cancelled (status "cancelled")."""
+
+    request_id: str
+    receipt_id: str
+    reason: str
+    guard: str  #: e.g. "capability-scope", "human-approval", "approval-timeout"
+    status: str = "denied"
+    approval_request_id: str | None = None
+    approval: Approval | None = None
+
+
+Result = Union[Allowed, PendingApproval, ToolDenied]
+
+
+def from_state(st: dict) -> Result:
+    """Map chiod's call state (POST /v1/calls, GET /v1/calls/{id}) to a
+    result. An unknown status is an error: failing closed, it is never
+    mistaken for an allow."""
+    status = st.get("status")
+    rid = _str(st, "request_id")
+    if status == "allowed":
+        return Allowed(
+            request_id=rid,
+            receipt_id=_str(st, "receipt_id"),
+            output=st.get("output"),
+            tool_error=st.get("tool_error") or None,
+            approval_request_id=st.get("approval_request_id") or None,
+            approval=_approval(st.get("approval")),
+        )
+    if status in ("pending_approval", "dispatching"):
+        # Dispatching: approved, the tool is running; nothing to show yet.
+        dl = st.get("deadline")
+        return PendingApproval(
+            request_id=rid,
+            approval_request_id=_str(st, "approval_request_id"),
+            deadline=datetime.fromtimestamp(dl, timezone.utc) if isinstance(dl, int) and dl > 0 else None,
+            summary=_str(st, "summary"),
+            receipt_id=_str(st, "receipt_id"),
+        )
+    if status in ("denied", "cancelled"):
+        return ToolDenied(
+            request_id=rid,
+            receipt_id=_str(st, "receipt_id"),
+            reason=_str(st, "reason"),
+            guard=_str(st, "guard"),
+            status=status,
+            approval_request_id=st.get("approval_request_id") or None,
+            approval=_approval(st.get("approval")),
+        )
+    raise ChioError(f"chio: call {rid}: unknown status {status!r} from chiod")
+
+
+def _str(d: dict, k: str) -> str:
+    v = d.get(k)
+    return v if isinstance(v, str) else ""
+
+
+def _approval(a: Any) -> Approval | None:
+    if not isinstance(a, dict) or not a.get("approver"):
+        return None
+    return Approval(
+        approver=_str(a, "approver"),
+        approver_name=_str(a, "approver_display_name"),
+        note=_str(a, "note"),
+        amended_arguments=a.get("amended_arguments"),
+    )

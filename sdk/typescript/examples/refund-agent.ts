@@ -1,0 +1,90 @@
+// A refund agent whose approvals outlive it.
+//
+//   node refund-agent.js request ORDER AMOUNT   # call; park it if a human must decide
+//   node refund-agent.js resume [SECONDS]       # later, from any process: finish parked calls
+//
+// CHIO_URL, CHIO_KEY and CHIO_CAPABILITY say where chiod is and who the agent
+// is. Parked calls live in workflow.json, standing in for your workflow
+// engine: a Temporal signal, a LangGraph interrupt, a job queue.
+
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+
+import { ChioClient, ChioError, isPendingApproval, isToolDenied, type Allowed, type ToolDenied } from "@chio-protocol/sdk";
+
+interface Parked {
+  approvalId: string;
+  orderId: string;
+  deadline?: string;
+  state: string;
+}
+
+const STORE = "workflow.json";
+
+function load(): Parked[] {
+  return existsSync(STORE) ? (JSON.parse(readFileSync(STORE, "utf8")) as Parked[]) : [];
+}
+
+function save(parked: Parked[]): void {
+  writeFileSync(STORE + ".tmp", JSON.stringify(parked, null, 2));
+  renameSync(STORE + ".tmp", STORE); // a crash leaves the old file or the new, never half of one
+}
+
+async function request(orderId: string, amount: number): Promise<void> {
+  const client = ChioClient.fromEnv();
+  const result = await client.callTool({
+    server: "demo",
+    tool: "issue_refund",
+    arguments: { customer_id: "cust-9012", amount, currency: "USD" },
+    governedIntent: {
+      purpose: `Customer requested refund for order #${orderId}`,
+      maxAmount: { units: amount, currency: "USD" },
+    },
+    // The order names the call: running this step again never refunds twice.
+    requestId: `refund-order-${orderId}`,
+  });
+  if (isPendingApproval(result)) {
+    const parked = load().filter((p) => p.approvalId !== result.approvalRequestId);
+    const entry: Parked = { approvalId: result.approvalRequestId, orderId, state: "pending" };
+    if (result.deadline) entry.deadline = result.deadline.toISOString();
+    save([...parked, entry]);
+    console.log(`order ${orderId}: parked ${result.approvalRequestId} until ${entry.deadline}: ${result.summary}`);
+    return;
+  }
+  report(orderId, result);
+}
+
+async function resume(seconds: number): Promise<void> {
+  // A new process: nothing but the agent's key and the parked ids.
+  const client = ChioClient.fromEnv();
+  const parked = load();
+  for (const p of parked.filter((p) => p.state === "pending")) {
+    try {
+      const result = await client.awaitApproval(p.approvalId, { timeoutMs: seconds * 1000 });
+      report(p.orderId, result);
+      p.state = result.status;
+      save(parked);
+    } catch (e) {
+      if (!(e instanceof ChioError && e.code === "timed_out")) throw e;
+      console.log(`order ${p.orderId}: still waiting for a human`);
+    }
+  }
+}
+
+function report(orderId: string, result: Allowed | ToolDenied): void {
+  if (isToolDenied(result)) {
+    console.log(`order ${orderId}: ${result.status} by ${result.guard}: ${result.reason}`);
+  } else if (result.toolError) {
+    console.log(`order ${orderId}: the refund failed: ${result.toolError}`);
+  } else {
+    const by = result.approval ? ` (approved by ${result.approval.approverName})` : "";
+    console.log(`order ${orderId}: refund ${(result.output as { refund_id: string }).refund_id} issued${by}`);
+  }
+}
+
+const [cmd, ...args] = process.argv.slice(2);
+if (cmd === "request" && args.length === 2) await request(args[0]!, Number(args[1]));
+else if (cmd === "resume") await resume(args[0] ? Number(args[0]) : 600);
+else {
+  console.error("usage: refund-agent request ORDER AMOUNT | resume [SECONDS]");
+  process.exit(2);
+}

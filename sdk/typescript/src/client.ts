@@ -1,0 +1,649 @@
+/**
+ * ChioClient: one agent talking to one chiod (SPEC §6) over Node's fetch.
+ *
+ * The Go SDK (sdk/) is the reference; this mirrors its behaviour: signed
+ * call proofs, retries with the same request id, waiting across agent and
+ * chiod restarts, Chio-Proof reads, resume with a token, confirm and ask.
+ */
+
+import { readFileSync, statSync } from "node:fs";
+
+import type { ApprovalRequest, Question } from "./approver.js";
+import { RawJSON, canonicalize, parseStrict } from "./canon.js";
+import { ChioError, apiError, isRetryable } from "./errors.js";
+import { PrivateKey } from "./keys.js";
+import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
+import { STATUS_PROOF_HEADER, callProof, newId, parameterHash, statusProof } from "./signing.js";
+
+export const DEFAULT_URL = "http://127.0.0.1:7420";
+/** The server whose confirm/ask verbs are used unless told otherwise. */
+export const DEFAULT_HITL_SERVER = "demo";
+
+// Retry policy for POST /v1/calls. A retry re-sends the same request id, so
+// it can never run a tool twice; it is still bounded, because a chiod that
+// keeps failing should surface as an error, not a hang.
+const CALL_ATTEMPTS = 4;
+const CALL_FIRST_BACKOFF_MS = 250;
+// A proof older than this is re-signed before a retry (chiod refuses proofs
+// more than 60 s old); the id and content, which chiod deduplicates on, stay.
+const PROOF_REFRESH_MS = 30_000;
+
+// Waiting: one long-poll (chiod caps it at 60 s), the margin by which a
+// request may outlive it before the connection is presumed dead, and the
+// reconnect pacing through network errors and chiod restarts.
+const LONG_POLL_MS = 30_000;
+const POLL_MARGIN_MS = 15_000;
+const RECONNECT_FIRST_MS = 250;
+const RECONNECT_MAX_MS = 5_000;
+const REQUEST_TIMEOUT_MS = 60_000;
+
+/** Untrusted input meets a limit first. */
+const MAX_RESPONSE_BYTES = 16 << 20;
+const MAX_CAPABILITY_BYTES = 64 << 10;
+const MAX_TOKEN_BYTES = 64 << 10; // chiod's approval.MaxTokenBytes
+
+const FINAL = new Set(["allowed", "denied", "cancelled"]);
+
+export interface ClientOptions {
+  /** chiod's URL (default http://127.0.0.1:7420). */
+  url?: string;
+  /** The agent key, or keyFile: a PKCS#8 PEM file. */
+  key?: PrivateKey;
+  keyFile?: string;
+  /** The capability JSON exactly as issued, or capabilityFile: its file. */
+  capability?: string | Uint8Array;
+  capabilityFile?: string;
+  /**
+   * A reader or admin token. Agents do not need one (they read their own
+   * calls with a Chio-Proof); it is never read from the environment, so an
+   * agent does not run with an operator's token by accident.
+   */
+  bearer?: string;
+  /** A fetch implementation (default: the global fetch). */
+  fetch?: typeof fetch;
+}
+
+/** Money in minor units. */
+export interface Amount {
+  units: number;
+  currency: string;
+}
+
+/** A governed intent (SPEC §3); sent as {purpose, max_amount, action_category, context}. */
+export interface GovernedIntent {
+  purpose: string;
+  maxAmount?: Amount;
+  actionCategory?: string;
+  context?: Record<string, unknown>;
+}
+
+export interface ToolCall {
+  server: string;
+  tool: string;
+  /** A JSON object, or RawJSON: JSON text (e.g. from an LLM) judged as written. Default {}. */
+  arguments?: Record<string, unknown> | RawJSON;
+  /** The intent; RawJSON is sent as given, in the wire's snake_case. */
+  governedIntent?: GovernedIntent | RawJSON;
+  /** Default "invoke". */
+  operation?: string;
+  /**
+   * Makes the call idempotent across processes: the same id with the same
+   * content gets the first call's outcome; other content is a "conflict"
+   * error. Default "req-" + a UUIDv7; must not start with "ar-".
+   */
+  requestId?: string;
+}
+
+export interface WaitOptions {
+  /** Give up after this long (TimedOut, code "timed_out"); default: no limit. */
+  timeoutMs?: number;
+  /** Abort the wait; the signal's reason is thrown. */
+  signal?: AbortSignal;
+}
+
+export interface ResumeOptions extends WaitOptions {
+  /**
+   * The approver's signed token: its JSON text or bytes, the parsed object,
+   * or a promise of one (e.g. resolved when your channel posts it back).
+   */
+  approvalToken: string | Uint8Array | Record<string, unknown> | PromiseLike<string | Uint8Array | Record<string, unknown>>;
+  /** If given, the token must be for this approval request. */
+  approvalRequestId?: string;
+}
+
+export interface HITLOptions extends WaitOptions {
+  /** The server whose confirm/ask verb is used (default "demo"). */
+  server?: string;
+  /** Names the checkpoint: a restarted run asking again gets the first answer instead of asking twice. */
+  requestId?: string;
+}
+
+/** POST /approvals/{id}/respond's answer. */
+export interface RespondResult {
+  approval_id: string;
+  outcome: "approved" | "denied" | "pending" | string;
+  resolved_at?: number;
+  receipt_id?: string;
+  approvals: number;
+  quorum: number;
+  call?: Record<string, unknown>;
+}
+
+export class ChioClient {
+  readonly #base: string;
+  readonly #key: PrivateKey | undefined;
+  readonly #capRaw: string | undefined;
+  readonly #capId: string = "";
+  readonly #bearer: string | undefined;
+  readonly #fetch: typeof fetch;
+
+  /**
+   * A key and a capability are needed to call tools; either may be absent
+   * for approver or reader tooling.
+   */
+  constructor(opts: ClientOptions = {}) {
+    const url = opts.url ?? DEFAULT_URL;
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new ChioError("bad_request", `chio: url ${JSON.stringify(url)} must be http(s)://host[:port]`);
+    }
+    if ((u.protocol !== "http:" && u.protocol !== "https:") || !u.host || u.search || u.hash) {
+      throw new ChioError("bad_request", `chio: url ${JSON.stringify(url)} must be http(s)://host[:port]`);
+    }
+    this.#base = url.replace(/\/+$/, "");
+    this.#key = opts.keyFile !== undefined ? PrivateKey.load(opts.keyFile) : opts.key;
+    const cap = opts.capabilityFile !== undefined ? readLimited(opts.capabilityFile, MAX_CAPABILITY_BYTES, "capability") : opts.capability;
+    if (cap !== undefined) {
+      const text = (typeof cap === "string" ? cap : Buffer.from(cap).toString("utf8")).trim();
+      if (Buffer.byteLength(text) > MAX_CAPABILITY_BYTES) throw new ChioError("bad_request", "chio: capability larger than 64 KiB");
+      const parsed = parseStrict(text);
+      if (!isObject(parsed) || typeof parsed["id"] !== "string" || !parsed["id"]) {
+        throw new ChioError("bad_request", "chio: not a capability (want a JSON object with an id)");
+      }
+      // A capability for another key would only fail later, call by call,
+      // as "unauthorized": say what is wrong now.
+      if (this.#key && parsed["subject"] !== this.#key.publicKey) {
+        throw new ChioError("bad_request", `chio: the capability's subject ${JSON.stringify(parsed["subject"])} is not this key (${this.#key.publicKey})`);
+      }
+      this.#capRaw = text;
+      this.#capId = parsed["id"];
+    }
+    this.#bearer = opts.bearer;
+    this.#fetch = opts.fetch ?? fetch;
+  }
+
+  /**
+   * A client from CHIO_URL (default http://127.0.0.1:7420), CHIO_KEY (the
+   * agent's PKCS#8 PEM key file) and CHIO_CAPABILITY (the capability file),
+   * as the chio CLI and the Go SDK read them; overrides win.
+   */
+  static fromEnv(overrides: ClientOptions = {}): ChioClient {
+    const env = process.env;
+    const opts: ClientOptions = { url: env["CHIO_URL"] || DEFAULT_URL };
+    if (env["CHIO_KEY"] && overrides.key === undefined) opts.keyFile = env["CHIO_KEY"];
+    if (env["CHIO_CAPABILITY"] && overrides.capability === undefined) opts.capabilityFile = env["CHIO_CAPABILITY"];
+    return new ChioClient({ ...opts, ...overrides });
+  }
+
+  /** The agent key's text form ("" without a key). */
+  get publicKey(): string {
+    return this.#key?.publicKey ?? "";
+  }
+
+  // --- calling tools ---------------------------------------------------------
+
+  /**
+   * Submit a call; resolves to Allowed, PendingApproval or ToolDenied (a
+   * denial is a result, not an error). After a dropped connection or a 503
+   * the same id and content are sent again, a few times, with backoff.
+   */
+  async callTool(call: ToolCall): Promise<CallResult> {
+    const key = this.#key;
+    if (!key || this.#capRaw === undefined) {
+      throw new ChioError("bad_request", "chio: calling a tool needs the agent key and capability (key/keyFile, capability/capabilityFile or fromEnv)");
+    }
+    const { server, tool } = call;
+    if (typeof server !== "string" || !server || typeof tool !== "string" || !tool) {
+      throw new ChioError("bad_request", "chio: server and tool are required");
+    }
+    const requestId = call.requestId ?? newId("req-");
+    if (typeof requestId !== "string" || !requestId || requestId.startsWith("ar-")) {
+      throw new ChioError("bad_request", `chio: request id ${JSON.stringify(requestId)} must be a non-empty string not starting with ar- (approval ids)`);
+    }
+    const args = jsonObject(call.arguments ?? {}, "arguments");
+    const intent = call.governedIntent === undefined ? undefined : wireIntent(call.governedIntent);
+    const ph = parameterHash(server, tool, args, intent ?? null);
+    // Encoded once: every attempt sends the same content under the same id.
+    const fixed =
+      `{"request_id":${canonicalize(requestId)},"capability":${this.#capRaw},"server":${canonicalize(server)}` +
+      `,"tool":${canonicalize(tool)},"operation":${canonicalize(call.operation ?? "invoke")},"arguments":${canonicalize(args)}` +
+      (intent !== undefined ? `,"governed_intent":${canonicalize(intent)}` : "");
+
+    let body = "";
+    let signedAt = 0;
+    let backoff = CALL_FIRST_BACKOFF_MS;
+    let state: Record<string, unknown>;
+    for (let attempt = 1; ; attempt++) {
+      if (!body || Date.now() - signedAt > PROOF_REFRESH_MS) {
+        signedAt = Date.now();
+        const proof = callProof(key, {
+          requestId, capabilityId: this.#capId, server, tool, parameterHash: ph, issuedAt: Math.floor(signedAt / 1000),
+        });
+        body = `${fixed},"proof":${canonicalize(proof)}}`;
+      }
+      try {
+        state = await this.#postCall(requestId, body);
+        break;
+      } catch (e) {
+        if (!isRetryable(e) || attempt === CALL_ATTEMPTS) {
+          if (e instanceof Error) e.message += ` (call ${requestId}, attempt ${attempt} of ${CALL_ATTEMPTS})`;
+          throw e;
+        }
+      }
+      await sleep(backoff);
+      backoff *= 2;
+    }
+
+    const result = fromState(state);
+    if (result.status === "pending_approval" && result.deadline === undefined) {
+      // A replayed outcome (an idempotent retry) does not carry the deadline:
+      // read it from the request. Best effort; the id is what matters.
+      try {
+        const req = await this.approval(result.approvalRequestId);
+        if (typeof req.expires_at === "number") result.deadline = new Date(req.expires_at * 1000);
+        if (!result.summary && typeof req.summary === "string") result.summary = req.summary;
+      } catch (e) {
+        if (!(e instanceof ChioError)) throw e;
+      }
+    }
+    return result;
+  }
+
+  async #postCall(requestId: string, body: string): Promise<Record<string, unknown>> {
+    const { status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403]);
+    if (!isObject(data)) throw new ChioError("error", `chio: bad response from chiod (${status}): not an object`);
+    if (typeof data["error"] === "string") {
+      throw apiError(status, data["error"], String(data["message"] ?? "")); // a 403 that is an error, not a denial
+    }
+    return data;
+  }
+
+  /** Read a call's state once, without waiting (id: a request id or an approval id). */
+  async status(id: string): Promise<CallResult> {
+    const rid = await this.#requestIdOf(id, undefined, undefined);
+    return fromState(await this.#getCall(rid, 0, undefined));
+  }
+
+  // --- waiting -----------------------------------------------------------------
+
+  /**
+   * Wait until the call named by id (an approval id "ar-…" or a request id)
+   * is allowed and executed, denied or cancelled. Only the id and the same
+   * agent key (or a bearer) are needed: the process that made the call may
+   * be gone. A call that already ended answers at once with its stored
+   * output. Reconnects through network errors and chiod restarts; after
+   * timeoutMs, throws code "timed_out" (the call may still be pending).
+   */
+  async awaitApproval(id: string, opts: WaitOptions = {}): Promise<Allowed | ToolDenied> {
+    const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
+    const rid = await this.#requestIdOf(id, deadline, opts.signal);
+    let status = "unresolved";
+    for (;;) {
+      const wait = deadline === undefined ? LONG_POLL_MS : Math.min(LONG_POLL_MS, deadline - Date.now());
+      if (wait <= 0) throw new ChioError("timed_out", `chio: await ${id}: timed out (still ${status})`);
+      const state = await this.#retrying((sig) => this.#getCall(rid, wait, sig), deadline, opts.signal, `await ${id} (still ${status})`);
+      status = String(state["status"] ?? "");
+      if (FINAL.has(status)) return fromState(state) as Allowed | ToolDenied;
+    }
+  }
+
+  /**
+   * Present a signed approval token obtained out of band (from a channel, a
+   * workflow engine) and wait for the call, as awaitApproval. The token
+   * names its approval request. A token already presented (or a request
+   * already resolved) is not an error: the wait reports how the call ended.
+   */
+  async resumeWithApproval(opts: ResumeOptions): Promise<Allowed | ToolDenied> {
+    const { raw, token } = tokenText(await opts.approvalToken);
+    const aid = token["request_id"];
+    if (typeof aid !== "string" || !aid.startsWith("ar-")) throw new ChioError("bad_request", "chio: the token's request_id is not an approval id (ar-…)");
+    if (opts.approvalRequestId !== undefined && opts.approvalRequestId !== aid) {
+      throw new ChioError("bad_request", `chio: the token is for ${aid}, not ${opts.approvalRequestId}`);
+    }
+    const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
+    try {
+      await this.#retrying((sig) => this.respond(aid, raw, { signal: sig }), deadline, opts.signal, `respond ${aid}`);
+    } catch (e) {
+      // After a retry, our own token consumed by the attempt whose answer
+      // was lost; otherwise someone decided first. Either way the call's
+      // state is the answer.
+      if (!(e instanceof ChioError && e.code === "conflict")) throw e;
+    }
+    const wait: WaitOptions = {};
+    if (deadline !== undefined) wait.timeoutMs = Math.max(0, deadline - Date.now());
+    if (opts.signal) wait.signal = opts.signal;
+    return this.awaitApproval(aid, wait);
+  }
+
+  // --- asking a human mid-run ------------------------------------------------
+
+  /**
+   * Ask a human a yes/no question and wait: true when approved, false when a
+   * human said no. The approval's deadline (or timeoutMs) passing throws
+   * "timed_out"; a policy guard denying the verb, "denied_by_policy".
+   */
+  async confirm(prompt: string, details?: unknown, opts: HITLOptions = {}): Promise<boolean> {
+    const args: Record<string, unknown> = { prompt };
+    if (details !== undefined) args["details"] = details;
+    const res = await this.#hitl("confirm", args, opts);
+    if (res.status !== "allowed" && res.guard === "human-approval") return false;
+    hitlDenial(res);
+    const out = (res as Allowed).output;
+    if (!isObject(out) || out["confirmed"] !== true) throw new ChioError("error", `chio: confirm ${res.requestId}: unexpected output ${JSON.stringify(out)}`);
+    return true;
+  }
+
+  /**
+   * Put a small form to a human and wait for the signed answers; every
+   * answer comes back as a list (one element for text and single). A human
+   * declining throws "declined"; the deadline, "timed_out"; a policy guard,
+   * "denied_by_policy".
+   */
+  async ask(prompt: string, questions: Question[], opts: HITLOptions = {}): Promise<Record<string, string[]>> {
+    const args: Record<string, unknown> = { questions };
+    if (prompt) args["prompt"] = prompt;
+    const res = await this.#hitl("ask", args, opts);
+    if (res.status !== "allowed" && res.guard === "human-approval") {
+      throw new ChioError("declined", `chio: ask ${res.requestId}: declined: ${res.reason}`);
+    }
+    hitlDenial(res);
+    const output = (res as Allowed).output;
+    const answers = isObject(output) ? output["answers"] : undefined;
+    if (!isObject(answers)) throw new ChioError("error", `chio: ask ${res.requestId}: unexpected output ${JSON.stringify(output)}`);
+    const out: Record<string, string[]> = Object.create(null);
+    for (const [id, v] of Object.entries(answers)) {
+      if (typeof v === "string") out[id] = [v];
+      else if (Array.isArray(v) && v.every((x) => typeof x === "string")) out[id] = v as string[];
+      else throw new ChioError("error", `chio: ask ${res.requestId}: answer to ${JSON.stringify(id)} is ${JSON.stringify(v)}`);
+    }
+    return out;
+  }
+
+  async #hitl(tool: string, args: Record<string, unknown>, opts: HITLOptions): Promise<Allowed | ToolDenied> {
+    const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
+    const call: ToolCall = { server: opts.server ?? DEFAULT_HITL_SERVER, tool, arguments: args };
+    if (opts.requestId !== undefined) call.requestId = opts.requestId;
+    const r = await this.callTool(call);
+    if (r.status !== "pending_approval") return r;
+    const wait: WaitOptions = {};
+    if (deadline !== undefined) wait.timeoutMs = Math.max(0, deadline - Date.now());
+    if (opts.signal) wait.signal = opts.signal;
+    return this.awaitApproval(r.requestId, wait);
+  }
+
+  // --- approvals ---------------------------------------------------------------
+
+  /**
+   * Read one approval request. An agent may read the requests that park its
+   * own calls; anything else needs a bearer.
+   */
+  async approval(id: string, signal?: AbortSignal): Promise<ApprovalRequest> {
+    const { data } = await this.#send("GET", "/approvals/" + encodeURIComponent(id), undefined, this.#readAuth(id), [200], REQUEST_TIMEOUT_MS, signal);
+    const req = isObject(data) ? data["request"] : undefined;
+    if (!isObject(req)) throw new ChioError("error", `chio: approval ${id}: empty answer from chiod`);
+    return req as unknown as ApprovalRequest;
+  }
+
+  /**
+   * Present a signed approval token (the token is the credential; no bearer
+   * is sent). One attempt: after a transport error the token may or may not
+   * have been consumed; resumeWithApproval or awaitApproval tells how the
+   * call ended.
+   */
+  async respond(approvalId: string, token: string | Uint8Array | Record<string, unknown>, opts: { channel?: string; signal?: AbortSignal | undefined } = {}): Promise<RespondResult> {
+    const { raw } = tokenText(token);
+    // Assembled around the signed text, so that it reaches chiod exactly as signed.
+    const body = `{"token":${raw}${opts.channel ? `,"channel":${canonicalize(opts.channel)}` : ""}}`;
+    const { data } = await this.#send("POST", `/approvals/${encodeURIComponent(approvalId)}/respond`, body, {}, [200], REQUEST_TIMEOUT_MS, opts.signal);
+    return data as RespondResult;
+  }
+
+  /**
+   * Pending approval requests, oldest first: this agent's with a key,
+   * everyone's without. chiod serves the list to reader and admin tokens
+   * only, so this needs a bearer.
+   */
+  async pending(): Promise<ApprovalRequest[]> {
+    if (!this.#bearer) throw new ChioError("unauthorized", "chio: listing pending approvals needs a reader token (bearer)");
+    const q = new URLSearchParams({ limit: "1000" });
+    if (this.#key) q.set("subject_id", this.#key.publicKey);
+    const { data } = await this.#send("GET", "/approvals/pending?" + q.toString(), undefined, { Authorization: "Bearer " + this.#bearer });
+    const list = isObject(data) ? data["approvals"] : undefined;
+    return Array.isArray(list) ? (list as ApprovalRequest[]) : [];
+  }
+
+  // --- plumbing ----------------------------------------------------------------
+
+  /** Map an approval id to its parked call's request id. */
+  async #requestIdOf(id: string, deadline: number | undefined, signal: AbortSignal | undefined): Promise<string> {
+    if (typeof id !== "string" || !id) throw new ChioError("bad_request", "chio: empty id");
+    if (!id.startsWith("ar-")) return id;
+    const req = await this.#retrying((sig) => this.approval(id, sig), deadline, signal, `await ${id}`);
+    if (typeof req.request_id !== "string" || !req.request_id) throw new ChioError("error", `chio: approval ${id} names no call`);
+    return req.request_id;
+  }
+
+  /** One GET /v1/calls/{id}, long-polling for waitMs. */
+  async #getCall(requestId: string, waitMs: number, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
+    let path = "/v1/calls/" + encodeURIComponent(requestId);
+    if (waitMs > 0) path += `?wait=${Math.floor(waitMs)}ms`;
+    const { data } = await this.#send("GET", path, undefined, this.#readAuth(requestId), [200], waitMs + POLL_MARGIN_MS, signal);
+    if (!isObject(data)) throw new ChioError("error", "chio: bad response from chiod: not an object");
+    return data;
+  }
+
+  /**
+   * fn() until it succeeds, fails in a way asking again will not change, or
+   * the deadline passes ("timed_out"). Only reads and token presentation
+   * (which the kernel makes single-use) come through here.
+   */
+  async #retrying<T>(
+    fn: (signal: AbortSignal | undefined) => Promise<T>,
+    deadline: number | undefined,
+    signal: AbortSignal | undefined,
+    what: string,
+  ): Promise<T> {
+    let backoff = RECONNECT_FIRST_MS;
+    for (;;) {
+      const remaining = deadline === undefined ? undefined : deadline - Date.now();
+      if (remaining !== undefined && remaining <= 0) throw new ChioError("timed_out", `chio: ${what}: timed out`);
+      const budget = remaining === undefined ? undefined : AbortSignal.timeout(remaining);
+      try {
+        return await fn(anySignal(budget, signal));
+      } catch (e) {
+        signal?.throwIfAborted();
+        if (budget?.aborted) throw new ChioError("timed_out", `chio: ${what}: timed out`, { cause: e });
+        if (!isRetryable(e)) throw e;
+        if (deadline !== undefined && Date.now() + backoff >= deadline) {
+          throw new ChioError("timed_out", `chio: ${what}: timed out; last error: ${(e as Error).message}`, { cause: e });
+        }
+      }
+      await sleep(backoff, signal);
+      backoff = Math.min(2 * backoff, RECONNECT_MAX_MS);
+    }
+  }
+
+  /** Authorize a read of id: the bearer if set, and a Chio-Proof by the agent key if set (chiod uses the bearer first). */
+  #readAuth(id: string): Record<string, string> {
+    const h: Record<string, string> = {};
+    if (this.#bearer) h["Authorization"] = "Bearer " + this.#bearer;
+    if (this.#key) h[STATUS_PROOF_HEADER] = statusProof(this.#key, id);
+    if (!Object.keys(h).length) throw new ChioError("unauthorized", `chio: reading ${id} needs the agent key or a bearer`);
+    return h;
+  }
+
+  /** One request. Statuses in ok resolve to {status, data}; any other status throws the error chiod's envelope names. */
+  async #send(
+    method: string,
+    path: string,
+    body: string | undefined,
+    headers: Record<string, string>,
+    ok: number[] = [200],
+    timeoutMs: number = REQUEST_TIMEOUT_MS,
+    signal?: AbortSignal,
+  ): Promise<{ status: number; data: unknown }> {
+    const url = this.#base + path;
+    const hdr: Record<string, string> = { Accept: "application/json", "User-Agent": "chio-typescript/0.1", ...headers };
+    if (body !== undefined) hdr["Content-Type"] = "application/json";
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const sig = anySignal(timeout, signal)!;
+    let status: number;
+    let text: string;
+    try {
+      // A proof or token is meant for this server: never follow a redirect.
+      const init: RequestInit = { method, headers: hdr, signal: sig, redirect: "manual" };
+      if (body !== undefined) init.body = body;
+      const resp = await this.#fetch(url, init);
+      status = resp.status;
+      text = await readBody(resp);
+    } catch (e) {
+      if (e instanceof ChioError) throw e;
+      signal?.throwIfAborted();
+      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+      const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : (cause?.code ?? cause?.message ?? (e as Error).message);
+      throw new ChioError("transport", `chio: cannot reach chiod at ${url}: ${why}`, { cause: e });
+    }
+    if (ok.includes(status)) {
+      try {
+        return { status, data: JSON.parse(text) as unknown };
+      } catch (e) {
+        throw new ChioError("error", `chio: bad response from chiod (${status}): ${(e as Error).message}`);
+      }
+    }
+    let env: unknown;
+    try {
+      env = JSON.parse(text);
+    } catch {
+      env = undefined;
+    }
+    if (isObject(env) && typeof env["error"] === "string") throw apiError(status, env["error"], String(env["message"] ?? ""));
+    throw apiError(status, undefined, text.trim().slice(0, 200) || "no body");
+  }
+}
+
+// --- helpers ---------------------------------------------------------------------
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/** Read a response body, refusing more than MAX_RESPONSE_BYTES. */
+async function readBody(resp: Response): Promise<string> {
+  const declared = Number(resp.headers.get("content-length") ?? "0");
+  if (declared > MAX_RESPONSE_BYTES || !resp.body) {
+    await resp.body?.cancel();
+    if (declared > MAX_RESPONSE_BYTES) throw new ChioError("error", `chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
+    return "";
+  }
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  const reader = resp.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    n += value.byteLength;
+    if (n > MAX_RESPONSE_BYTES) {
+      await reader.cancel();
+      throw new ChioError("error", `chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function readLimited(path: string, limit: number, what: string): Buffer {
+  try {
+    if (statSync(path).size > limit) throw new ChioError("bad_request", `chio: ${what} file ${path} is larger than ${limit} bytes`);
+    return readFileSync(path);
+  } catch (e) {
+    if (e instanceof ChioError) throw e;
+    throw new ChioError("bad_request", `chio: ${what} file: ${(e as Error).message}`);
+  }
+}
+
+/** A caller's arguments: a JSON object, checked now so that a bad value fails before anything is sent. */
+function jsonObject(v: Record<string, unknown> | RawJSON, what: string): Record<string, unknown> {
+  const value = v instanceof RawJSON ? v.value : v;
+  if (!isObject(value)) throw new ChioError("bad_request", `chio: ${what} must be a JSON object`);
+  canonicalize(value); // strict: throws CanonicalJSONError (code "bad_request")
+  return value as Record<string, unknown>;
+}
+
+const INTENT_FIELDS: Record<string, string> = {
+  purpose: "purpose",
+  maxAmount: "max_amount",
+  actionCategory: "action_category",
+  context: "context",
+};
+
+/** The intent in the wire's snake_case; an unknown field is an error, not dropped. */
+function wireIntent(intent: GovernedIntent | RawJSON): Record<string, unknown> {
+  if (intent instanceof RawJSON) return jsonObject(intent, "governedIntent");
+  if (!isObject(intent)) throw new ChioError("bad_request", "chio: governedIntent must be an object");
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(intent)) {
+    const wire = INTENT_FIELDS[k];
+    if (!wire) throw new ChioError("bad_request", `chio: governedIntent has no field ${JSON.stringify(k)} (fields: ${Object.keys(INTENT_FIELDS).join(", ")})`);
+    if (v !== undefined) out[wire] = v;
+  }
+  canonicalize(out);
+  return out;
+}
+
+/** A token's text to present, and the token parsed. Text and bytes are sent as given; an object in canonical form, the form it was signed in. */
+function tokenText(token: string | Uint8Array | Record<string, unknown>): { raw: string; token: Record<string, unknown> } {
+  let raw: string;
+  if (typeof token === "string") raw = token.trim();
+  else if (token instanceof Uint8Array) raw = Buffer.from(token).toString("utf8").trim();
+  else if (isObject(token)) raw = canonicalize(token);
+  else throw new ChioError("bad_request", "chio: an approval token is a string, bytes or an object");
+  if (Buffer.byteLength(raw) > MAX_TOKEN_BYTES) throw new ChioError("bad_request", `chio: approval token larger than ${MAX_TOKEN_BYTES} bytes`);
+  const parsed = parseStrict(raw);
+  if (!isObject(parsed)) throw new ChioError("bad_request", "chio: the token must be the signed JSON object");
+  return { raw, token: parsed };
+}
+
+/** Turn a non-human ending of a confirm/ask into an error. */
+function hitlDenial(res: Allowed | ToolDenied): void {
+  if (res.status === "allowed") {
+    if (res.toolError) throw new ChioError("error", `chio: ${res.requestId}: ${res.toolError}`);
+    return;
+  }
+  if (res.guard === "approval-timeout") throw new ChioError("timed_out", `chio: ${res.requestId}: ${res.reason}`);
+  throw new ChioError("denied_by_policy", `chio: ${res.requestId}: ${res.status} by ${res.guard}: ${res.reason}`);
+}
+
+function anySignal(a: AbortSignal, b: AbortSignal | undefined): AbortSignal;
+function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined;
+function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return AbortSignal.any([a, b]);
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      signal?.removeEventListener("abort", abort);
+      resolve();
+    }
+    function abort(): void {
+      clearTimeout(t);
+      reject(signal!.reason);
+    }
+    signal?.addEventListener("abort", abort, { once: true });
+  });
+}

@@ -1,0 +1,70 @@
+/** Ed25519 keys (SPEC §2): PKCS#8 PEM files and the "ed25519:<hex>" text form of public keys. */
+
+import { createPrivateKey, createPublicKey, sign, type KeyObject } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+
+import { ChioError } from "./errors.js";
+
+/** A PEM key file is ~120 bytes; anything much larger is not one. */
+const MAX_KEY_FILE_BYTES = 64 << 10;
+/** PKCS#8 DER of an Ed25519 key is this prefix and the 32-byte seed (RFC 8410). */
+const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+
+/** An agent's or approver's Ed25519 signing key. It prints as its public key only. */
+export class PrivateKey {
+  readonly #key: KeyObject;
+  /** Text form of the public key, "ed25519:" + 64 hex. */
+  readonly publicKey: string;
+
+  private constructor(key: KeyObject) {
+    if (key.asymmetricKeyType !== "ed25519") throw new ChioError("bad_request", "chio: the private key is not Ed25519");
+    this.#key = key;
+    const jwk = createPublicKey(key).export({ format: "jwk" });
+    this.publicKey = "ed25519:" + Buffer.from(jwk.x ?? "", "base64url").toString("hex");
+  }
+
+  /** Decode a PKCS#8 PEM Ed25519 private key (`chio keygen` writes one). */
+  static fromPEM(pem: string | Uint8Array): PrivateKey {
+    const text = typeof pem === "string" ? pem : Buffer.from(pem).toString("latin1");
+    if (!text.includes("-----BEGIN PRIVATE KEY-----")) throw new ChioError("bad_request", "chio: no PKCS#8 PRIVATE KEY PEM block");
+    try {
+      return new PrivateKey(createPrivateKey({ key: text, format: "pem" }));
+    } catch (e) {
+      if (e instanceof ChioError) throw e;
+      throw new ChioError("bad_request", `chio: bad private key: ${(e as Error).message}`);
+    }
+  }
+
+  /** The key for a 32-byte seed (tests; deterministic). */
+  static fromSeed(seed: Uint8Array): PrivateKey {
+    if (seed.length !== 32) throw new ChioError("bad_request", "chio: an Ed25519 seed is 32 bytes");
+    const der = Buffer.concat([PKCS8_ED25519_PREFIX, seed]);
+    return new PrivateKey(createPrivateKey({ key: der, format: "der", type: "pkcs8" }));
+  }
+
+  /** Read a PKCS#8 PEM key file. */
+  static load(path: string): PrivateKey {
+    let data: Buffer;
+    try {
+      if (statSync(path).size > MAX_KEY_FILE_BYTES) throw new ChioError("bad_request", `chio: key file ${path} is larger than ${MAX_KEY_FILE_BYTES} bytes`);
+      data = readFileSync(path);
+    } catch (e) {
+      if (e instanceof ChioError) throw e;
+      throw new ChioError("bad_request", `chio: key file: ${(e as Error).message}`);
+    }
+    return PrivateKey.fromPEM(data);
+  }
+
+  /** The raw 64-byte Ed25519 signature of message (callers sign domain-separated messages). */
+  sign(message: Uint8Array): Buffer {
+    return sign(null, message, this.#key);
+  }
+
+  toString(): string {
+    return `PrivateKey(${this.publicKey})`;
+  }
+
+  toJSON(): string {
+    return this.toString();
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * What a call comes to: Allowed, PendingApproval or ToolDenied, told apart
+ * by `status` (or isAllowed / isPendingApproval / isToolDenied). A denial
+ * is a result, not an error.
+ */
+
+import { ChioError } from "./errors.js";
+
+/** What the deciding human signed, when one decided. */
+export interface ApprovalInfo {
+  /** "ed25519:…" key. */
+  approver: string;
+  /** Display name from the policy ("" if none). */
+  approverName: string;
+  /** The approver's signed note ("" if none). */
+  note: string;
+  /** The edited arguments, when a human approved an amended call. */
+  amendedArguments?: unknown;
+}
+
+/** The tool ran. toolError is set when it ran and failed. */
+export interface Allowed {
+  status: "allowed";
+  requestId: string;
+  receiptId: string;
+  /** The tool's output, parsed JSON. */
+  output: unknown;
+  toolError?: string;
+  /** Set when the call waited for a human. */
+  approvalRequestId?: string;
+  approval?: ApprovalInfo;
+}
+
+/**
+ * The call is parked until a human decides. Persist approvalRequestId (or
+ * requestId) and pass it to awaitApproval, from this process or another.
+ */
+export interface PendingApproval {
+  status: "pending_approval";
+  requestId: string;
+  approvalRequestId: string;
+  /** When the request expires; undefined if chiod did not say. */
+  deadline?: Date;
+  /** What the approver is shown. */
+  summary: string;
+  /** The "incomplete" receipt. */
+  receiptId: string;
+}
+
+/** A guard, a human or a deadline said no ("denied"), or the call was cancelled. */
+export interface ToolDenied {
+  status: "denied" | "cancelled";
+  requestId: string;
+  receiptId: string;
+  reason: string;
+  /** e.g. "capability-scope", "human-approval", "approval-timeout". */
+  guard: string;
+  approvalRequestId?: string;
+  approval?: ApprovalInfo;
+}
+
+export type CallResult = Allowed | PendingApproval | ToolDenied;
+
+export function isAllowed(r: CallResult): r is Allowed {
+  return r.status === "allowed";
+}
+
+export function isPendingApproval(r: CallResult): r is PendingApproval {
+  return r.status === "pending_approval";
+}
+
+export function isToolDenied(r: CallResult): r is ToolDenied {
+  return r.status === "denied" || r.status === "cancelled";
+}
+
+/**
+ * Map chiod's call state (POST /v1/calls, GET /v1/calls/{id}) to a result.
+ * An unknown status is an error: failing closed, it is never taken for an allow.
+ */
+export function fromState(st: Record<string, unknown>): CallResult {
+  const s = (k: string): string => (typeof st[k] === "string" ? (st[k] as string) : "");
+  const status = st["status"];
+  const approval = approvalInfo(st["approval"]);
+  const common = { requestId: s("request_id"), receiptId: s("receipt_id") };
+  const extra = { ...(s("approval_request_id") ? { approvalRequestId: s("approval_request_id") } : {}), ...(approval ? { approval } : {}) };
+  switch (status) {
+    case "allowed":
+      return { status, ...common, output: st["output"] ?? null, ...(s("tool_error") ? { toolError: s("tool_error") } : {}), ...extra };
+    case "pending_approval":
+    case "dispatching": {
+      // Dispatching: approved, the tool is running; nothing to show yet.
+      const dl = st["deadline"];
+      return {
+        status: "pending_approval",
+        ...common,
+        approvalRequestId: s("approval_request_id"),
+        ...(typeof dl === "number" && dl > 0 ? { deadline: new Date(dl * 1000) } : {}),
+        summary: s("summary"),
+      };
+    }
+    case "denied":
+    case "cancelled":
+      return { status, ...common, reason: s("reason"), guard: s("guard"), ...extra };
+  }
+  throw new ChioError("error", `chio: call ${common.requestId}: unknown status ${JSON.stringify(status)} from chiod`);
+}
+
+function approvalInfo(a: unknown): ApprovalInfo | undefined {
+  if (a === null || typeof a !== "object") return undefined;
+  const o = a as Record<string, unknown>;
+  if (typeof o["approver"] !== "string" || !o["approver"]) return undefined;
+  const str = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
+  return {
+    approver: str("approver"),
+    approverName: str("approver_display_name"),
+    note: str("note"),
+    ...(o["amended_arguments"] !== undefined ? { amendedArguments: o["amended_arguments"] } : {}),
+  };
+}

@@ -1,0 +1,266 @@
+// The client against a real chiod, beyond the seed's sketch: waiting (also
+// across a chiod restart), idempotent retries, confirm and ask, tool
+// errors and input checks.
+
+import assert from "node:assert/strict";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, test } from "node:test";
+
+import {
+  CanonicalJSONError,
+  ChioClient,
+  ChioError,
+  PrivateKey,
+  RawJSON,
+  signApproval,
+  type Allowed,
+  type CallResult,
+  type ToolCall,
+} from "@chio-protocol/sdk";
+
+import { Chiod, FINANCE_LEAD_KEY, chiod, stopChiod, type Agent } from "./harness.js";
+
+after(stopChiod);
+
+const refund = (requestId?: string): ToolCall => ({
+  server: "payment-server",
+  tool: "issue_refund",
+  arguments: { customer_id: "cust-9012", amount: 450, currency: "USD" },
+  governedIntent: { purpose: "Refund order #8834", maxAmount: { units: 450, currency: "USD" } },
+  ...(requestId ? { requestId } : {}),
+});
+
+const clientFor = (a: Agent, url?: string): ChioClient =>
+  new ChioClient({ url: url ?? a.env["CHIO_URL"]!, keyFile: a.keyFile, capabilityFile: a.capabilityFile });
+
+function pendingId(r: CallResult): string {
+  assert.equal(r.status, "pending_approval");
+  return (r as { approvalRequestId: string }).approvalRequestId;
+}
+
+const code = (c: string) => (e: unknown) => e instanceof ChioError && e.code === c;
+
+test("await: the CLI approves while the agent waits", async () => {
+  const d = await chiod();
+  const c = clientFor(await d.newAgent("refunds"));
+  const id = pendingId(await c.callTool(refund()));
+  assert.equal((await c.status(id)).status, "pending_approval");
+  let settled = false;
+  const waiter = c.awaitApproval(id, { timeoutMs: 60_000 }).finally(() => (settled = true));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(settled, false);
+  await d.approve(id, "--note", "ok");
+  const done = (await waiter) as Allowed;
+  assert.equal(done.status, "allowed");
+  assert.equal((done.output as Record<string, unknown>)["amount"], 450);
+  assert.deepEqual([done.approval?.approverName, done.approval?.note], ["Finance Lead", "ok"]);
+  // A call that already ended answers at once, by either id.
+  assert.deepEqual((await c.awaitApproval(done.requestId, { timeoutMs: 5_000 })).status, "allowed");
+});
+
+test("await: a timeout leaves the call pending; an abort signal stops the wait", async () => {
+  const c = clientFor(await (await chiod()).newAgent("refunds"));
+  const id = pendingId(await c.callTool(refund()));
+  const t0 = Date.now();
+  await assert.rejects(c.awaitApproval(id, { timeoutMs: 500 }), code("timed_out"));
+  assert.ok(Date.now() - t0 < 5_000);
+  await assert.rejects(c.awaitApproval(id, { signal: AbortSignal.timeout(300) }), { name: "TimeoutError" });
+  assert.equal((await c.status(id)).status, "pending_approval");
+});
+
+test("await across a chiod restart", async () => {
+  const d = await new Chiod().start();
+  try {
+    const c = clientFor(await d.newAgent("refunds"));
+    const id = pendingId(await c.callTool(refund()));
+    let settled = false;
+    const waiter = c.awaitApproval(id, { timeoutMs: 60_000 }).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 300));
+    await d.stop();
+    await new Promise((r) => setTimeout(r, 500)); // the waiter reconnects meanwhile
+    assert.equal(settled, false);
+    await d.start();
+    await d.approve(id);
+    assert.equal((await waiter).status, "allowed");
+  } finally {
+    await d.close();
+  }
+});
+
+test("resume with the same token twice reports the same end", async () => {
+  const c = clientFor(await (await chiod()).newAgent("refunds"));
+  const id = pendingId(await c.callTool(refund()));
+  const req = await c.approval(id); // the agent reads its own request
+  const token = signApproval(req, PrivateKey.load(FINANCE_LEAD_KEY));
+  const first = (await c.resumeWithApproval({ approvalToken: token, approvalRequestId: id })) as Allowed;
+  const second = (await c.resumeWithApproval({ approvalToken: Promise.resolve(JSON.parse(token)) })) as Allowed;
+  assert.deepEqual(second.output, first.output);
+  await assert.rejects(c.resumeWithApproval({ approvalToken: token, approvalRequestId: "ar-other" }), code("bad_request"));
+});
+
+/** A proxy in front of chiod that fails POST /v1/calls as told: "drop" forwards and then closes without answering, "503" answers 503. */
+async function flakyProxy(target: string, faults: string[]): Promise<{ url: string; bodies: string[]; close: () => void }> {
+  const bodies: string[] = [];
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks).toString("utf8");
+    let fault = "pass";
+    if (req.method === "POST" && req.url === "/v1/calls") {
+      bodies.push(body);
+      fault = faults.shift() ?? "pass";
+    }
+    if (fault === "503") {
+      res.writeHead(503, { "Content-Type": "application/json" }).end('{"error":"unavailable","message":"injected by the test proxy"}');
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const h of ["content-type", "accept", "authorization", "chio-proof", "idempotency-key"]) {
+      const v = req.headers[h];
+      if (typeof v === "string") headers[h] = v;
+    }
+    const init: RequestInit = { method: req.method!, headers };
+    if (body) init.body = body;
+    const up = await fetch(target + req.url, init);
+    const text = await up.text();
+    if (fault === "drop") {
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(up.status, { "Content-Type": "application/json" }).end(text);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, bodies, close: () => server.close() };
+}
+
+function ledger(d: Chiod): Array<{ request_id: string }> {
+  try {
+    return readFileSync(join(d.dataDir, "builtin", "ledger.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  } catch {
+    return [];
+  }
+}
+
+test("retries: a lost answer is retried with the same request id; the tool runs once", async () => {
+  const d = await chiod();
+  const agent = await d.newAgent("refunds-auto");
+  const p = await flakyProxy(d.url, ["drop", "pass"]);
+  try {
+    const r = await clientFor(agent, p.url).callTool(refund(`retry-${Date.now()}`));
+    assert.equal(r.status, "allowed");
+    assert.equal(p.bodies.length, 2);
+    assert.equal(p.bodies[0], p.bodies[1]); // same id, content and proof
+    assert.equal(ledger(d).filter((e) => e.request_id === r.requestId).length, 1);
+  } finally {
+    p.close();
+  }
+});
+
+test("retries: 503s are retried, a few times", async () => {
+  const d = await chiod();
+  const agent = await d.newAgent("refunds-auto");
+  const p = await flakyProxy(d.url, ["503", "503"]);
+  const q = await flakyProxy(d.url, Array(10).fill("503"));
+  try {
+    assert.equal((await clientFor(agent, p.url).callTool(refund())).status, "allowed");
+    assert.equal(p.bodies.length, 3);
+    await assert.rejects(clientFor(agent, q.url).callTool(refund()), (e: unknown) => e instanceof ChioError && e.code === "unavailable" && e.status === 503);
+    assert.equal(q.bodies.length, 4);
+  } finally {
+    p.close();
+    q.close();
+  }
+});
+
+test("a replayed request id gets the first outcome; other content is a conflict", async () => {
+  const agent = await (await chiod()).newAgent("refunds");
+  const rid = `run-${Date.now()}:refund`;
+  const first = await clientFor(agent).callTool(refund(rid));
+  const again = await clientFor(agent).callTool(refund(rid)); // a restarted run repeating its step
+  assert.equal(pendingId(again), pendingId(first));
+  assert.deepEqual((again as { deadline?: Date }).deadline, (first as { deadline?: Date }).deadline);
+  const other = refund(rid);
+  other.arguments = { customer_id: "cust-9012", amount: 451, currency: "USD" };
+  await assert.rejects(clientFor(agent).callTool(other), code("conflict"));
+});
+
+test("confirm: yes and no", async () => {
+  const d = await chiod();
+  const agent = await d.newAgent("confirm");
+  const c = clientFor(agent);
+  for (const [verb, extra, want] of [["approve", [], true], ["deny", ["--reason", "not today"], false]] as const) {
+    const asked = c.confirm("Deploy to production?", { env: "prod" }, { timeoutMs: 60_000 });
+    const req = await d.nextRequest(agent);
+    assert.equal(req.kind, "confirm");
+    await d.chio("approval", verb, req.approval_id, "--key", FINANCE_LEAD_KEY, ...extra);
+    assert.equal(await asked, want);
+  }
+});
+
+test("ask: answers, and a decline", async () => {
+  const d = await chiod();
+  const agent = await d.newAgent("ask");
+  const c = clientFor(agent);
+  const asked = c.ask("New project", [
+    { id: "framework", text: "Which framework?", type: "single", options: ["react", "vue"], allow_other: true },
+    { id: "features", text: "Enable:", type: "multi", options: ["auth", "payments"] },
+    { id: "name", text: "Project name?", type: "text" },
+  ], { timeoutMs: 60_000, requestId: `ask-${Date.now()}` });
+  const req = await d.nextRequest(agent);
+  await d.approve(req.approval_id, "--answers", '{"framework":"svelte","features":["auth","payments"],"name":"Zoë"}');
+  assert.deepEqual({ ...(await asked) }, { framework: ["svelte"], features: ["auth", "payments"], name: ["Zoë"] });
+
+  // The handler is attached now: the rejection may come before the CLI returns.
+  const declined = assert.rejects(c.ask("Again?", [{ id: "name", text: "Name?", type: "text" }], { timeoutMs: 60_000 }), code("declined"));
+  const req2 = await d.nextRequest(agent);
+  await d.chio("approval", "deny", req2.approval_id, "--key", FINANCE_LEAD_KEY, "--reason", "no");
+  await declined;
+});
+
+test("confirm without a grant is denied by policy", async () => {
+  const c = clientFor(await (await chiod()).newAgent("echo"));
+  await assert.rejects(c.confirm("Deploy?", undefined, { timeoutMs: 10_000 }), code("denied_by_policy"));
+});
+
+test("a tool that fails is allowed, with toolError", async () => {
+  const c = clientFor(await (await chiod()).newAgent("files"));
+  const r = (await c.callTool({ server: "demo", tool: "delete_file", arguments: { path: "no/such/file" } })) as Allowed;
+  assert.equal(r.status, "allowed");
+  assert.equal(r.toolError, "not found");
+});
+
+test("RawJSON arguments travel as written", async () => {
+  const c = clientFor(await (await chiod()).newAgent("echo"));
+  const r = await c.callTool({ server: "demo", tool: "echo", arguments: new RawJSON('{"text": "caf\\u00e9 \\u2028", "n": 1.50}') });
+  assert.equal(r.status, "allowed");
+  assert.match(JSON.stringify((r as Allowed).output), /café \u2028/);
+});
+
+test("bad input is refused before anything is sent", async () => {
+  const agent = await (await chiod()).newAgent("echo");
+  const c = new ChioClient({ url: "http://127.0.0.1:9", keyFile: agent.keyFile, capabilityFile: agent.capabilityFile }); // nothing listens
+  const refusedWith = (reason: string) => (e: unknown) => e instanceof CanonicalJSONError && e.reason === reason;
+  await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { n: 2 ** 53 + 2 } }), refusedWith("unsafe_number"));
+  await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { n: NaN } }), refusedWith("number_range"));
+  await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { s: "\ud800" } }), refusedWith("invalid"));
+  assert.throws(() => new RawJSON('{"n": 9.007199254740993e15}'), refusedWith("inexact_number"));
+  await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: [1] as unknown as Record<string, unknown> }), code("bad_request"));
+  await assert.rejects(c.callTool({ server: "demo", tool: "echo", requestId: "ar-reserved" }), code("bad_request"));
+  // The wire's snake_case in a camelCase intent is a mistake, not silently dropped.
+  await assert.rejects(
+    c.callTool({ server: "demo", tool: "echo", governedIntent: { purpose: "p", max_amount: { units: 1, currency: "USD" } } as never }),
+    /governedIntent has no field "max_amount"/,
+  );
+  await assert.rejects(c.callTool({ server: "demo", tool: "echo" }), (e: unknown) => e instanceof ChioError && e.code === "transport" && /127\.0\.0\.1:9/.test(e.message));
+});
+
+test("a capability for another key is refused at construction", async () => {
+  const d = await chiod();
+  const [a, b] = [await d.newAgent("echo"), await d.newAgent("echo")];
+  assert.throws(() => new ChioClient({ url: d.url, keyFile: a.keyFile, capabilityFile: b.capabilityFile }), /subject/);
+  await assert.rejects(new ChioClient({ url: d.url }).awaitApproval("req-x"), code("unauthorized"));
+});
