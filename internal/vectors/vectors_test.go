@@ -120,28 +120,7 @@ var goSentinels = map[string][]error{
 	refUnsafeNumber: {canon.ErrUnsafeInteger},
 	refNumberRange:  {canon.ErrNumberRange},
 	refTooDeep:      {canon.ErrTooDeep},
-}
-
-// awaitingKernel lists refusals that SPEC §9 requires and that
-// internal/canon makes on main (ErrInexact, ErrUnsafeInteger for
-// non-integer spellings, MaxNumberLen) but not yet on the branch these
-// vectors were written on; the SDKs make them already. Any error from Go
-// counts for these. After a merge with main this list can be emptied and
-// refInexact mapped to canon.ErrInexact in goSentinels.
-var awaitingKernel = map[string]bool{
-	"2^53+1 spelled with a fraction":      true,
-	"2^53+1 spelled with exponent":        true,
-	"2^53 plus a half":                    true,
-	"1e16 spelled as exponent":            true,
-	"1e21":                                true,
-	"-1e21":                               true,
-	"largest double":                      true,
-	"the double 0.1 spelled exactly":      true,
-	"RFC 8785's inexact example":          true,
-	"underflow to zero":                   true,
-	"rounds to zero":                      true,
-	"not the shortest spelling of 5e-324": true,
-	"number literal of 101 characters":    true,
+	refInexact:      {canon.ErrInexact},
 }
 
 type canonCase struct {
@@ -270,11 +249,9 @@ func TestCanonical(t *testing.T) {
 			t.Errorf("%s: Go refuses %q: %v", c.name, in, err)
 		case c.refused == "":
 			v.Output = string(got)
-		case err == nil && awaitingKernel[c.name]:
-			t.Logf("%s: %s is not refused by internal/canon yet (SPEC §9); the SDKs refuse it", c.name, in)
 		case err == nil:
 			t.Errorf("%s: Go accepts %q as %s; want refused (%s)", c.name, in, got, c.refused)
-		case !awaitingKernel[c.name] && !isAny(err, goSentinels[c.refused]):
+		case !isAny(err, goSentinels[c.refused]):
 			t.Errorf("%s: Go refuses %q with %v; want %s", c.name, in, err, c.refused)
 		}
 		out.Cases = append(out.Cases, v)
