@@ -173,7 +173,8 @@ func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agen
 	start := time.Now()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	tick := time.NewTicker(g.o.ProgressEvery)
+	// A short wait still gets progress: at least four per wait.
+	tick := time.NewTicker(max(min(g.o.ProgressEvery, wait/4), 100*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
