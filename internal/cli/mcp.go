@@ -40,6 +40,11 @@ func runMCPServe(e *Env, args []string) int {
 	if len(pos) != 0 || capPath == "" || keyPath == "" || *wait < 0 || *wait > mcpgw.MaxWait {
 		return fail(e, usageError("usage: chio mcp serve --capability FILE --key FILE [--url URL] [--pending-wait 20s] [--listen 127.0.0.1:PORT]"))
 	}
+	if *listen != "" {
+		if err := checkLoopback(*listen); err != nil {
+			return fail(e, err)
+		}
+	}
 	capRaw, err := os.ReadFile(capPath)
 	if err != nil {
 		return fail(e, err)
@@ -80,13 +85,6 @@ func (nopCloser) Close() error { return nil }
 // serveLoopback serves the bridge over Streamable HTTP. Only loopback: the
 // bridge acts with the agent's key for whoever can reach it.
 func serveLoopback(ctx context.Context, e *Env, addr string, b *mcpgw.Bridge) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return usageError("--listen: " + err.Error())
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return usageError("--listen must be a loopback address (127.0.0.1:PORT): the bridge signs with the agent's key for anyone who reaches it")
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -105,6 +103,17 @@ func serveLoopback(ctx context.Context, e *Env, addr string, b *mcpgw.Bridge) er
 	}()
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError("--listen: " + err.Error())
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usageError("--listen must be a loopback address (127.0.0.1:PORT): the bridge signs with the agent's key for anyone who reaches it")
 	}
 	return nil
 }

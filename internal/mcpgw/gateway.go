@@ -2,6 +2,7 @@ package mcpgw
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -42,6 +44,10 @@ type Gateway struct {
 	mu      sync.Mutex
 	agents  map[string]*agentServer
 	waits   waitLimit
+	// verified caches session tokens by the SHA-256 of the bearer: a
+	// client sends the same one with every request, and checking it costs
+	// two signature verifications. Expiry is re-checked on every hit.
+	verified *lru.Cache[[32]byte, *agent]
 }
 
 // New builds the gateway.
@@ -58,7 +64,8 @@ func New(o Options) (*Gateway, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{o: o, agents: map[string]*agentServer{}}
+	verified, _ := lru.New[[32]byte, *agent](sessionCacheSize)
+	g := &Gateway{o: o, agents: map[string]*agentServer{}, verified: verified}
 	mcpHandler := mcpsdk.NewStreamableHTTPHandler(g.serverFor, &mcpsdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxRequestBytes,
 		SessionTimeout:      SessionIdle,
@@ -101,9 +108,15 @@ func (g *Gateway) trusted() []keys.PublicKey {
 // verify is the bearer check for every /mcp request.
 func (g *Gateway) verify(_ context.Context, bearer string, _ *http.Request) (*auth.TokenInfo, error) {
 	k := g.o.Kernel
-	a, err := verifySession(bearer, k.PublicKey(), g.trusted(), k.Clock().Now())
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+	now := k.Clock().Now()
+	h := sha256.Sum256([]byte(bearer))
+	a, ok := g.verified.Get(h)
+	if !ok || !now.Before(a.expires) || a.cap.CheckTime(now) != nil {
+		var err error
+		if a, err = verifySession(bearer, k.PublicKey(), g.trusted(), now); err != nil {
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
+		g.verified.Add(h, a)
 	}
 	revoked, err := g.revoked(a.cap.ID)
 	if err != nil {

@@ -30,6 +30,8 @@ const (
 	MaxAgents = 10_000
 	// SessionIdle closes an MCP session with no requests for this long.
 	SessionIdle = 30 * time.Minute
+	// sessionCacheSize bounds the verified-bearer cache.
+	sessionCacheSize = 4096
 	// MaxExposedNameLen is the longest tool name offered to clients.
 	MaxExposedNameLen = 128
 )
