@@ -84,7 +84,12 @@ func NewBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		return nil, fmt.Errorf("mcp bridge: the capability's subject %s is not this key (%s)", head.Subject, o.Key.Public())
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
+		// Concurrent tool calls are concurrent POSTs: keep enough idle
+		// connections that they are reused, not re-dialled (the default
+		// keeps 2 per host).
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 128
+		o.HTTPClient = &http.Client{Transport: t}
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)

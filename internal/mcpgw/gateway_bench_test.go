@@ -2,8 +2,10 @@ package mcpgw
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,36 +125,58 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 }
 
 // BenchmarkGatewayAllowThroughput is allowed tools/calls per second through
-// the bridge and /mcp with 16 concurrent callers (each call: proof,
-// guards, one fsync'd receipt in a group commit, one upstream round trip).
+// the bridge and /mcp with 64 concurrent callers (each call: proof, guards,
+// one fsync'd receipt in a group commit, one upstream round trip), and, in
+// the same run for comparison, kernel.Submit alone with 64 callers on the
+// same upstream.
 //
-//	go test -run '^$' -bench GatewayAllowThroughput -benchtime 3000x ./internal/mcpgw/
+//	go test -run '^$' -bench GatewayAllowThroughput -benchtime 4000x ./internal/mcpgw/
 func BenchmarkGatewayAllowThroughput(b *testing.B) {
 	w := newGatewayWorld(b)
 	cs := w.bridge(b)
 	ctx := context.Background()
-	params := func() *mcpsdk.CallToolParams {
-		return &mcpsdk.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "throughput"}}
-	}
-	for range 20 {
-		if _, err := cs.CallTool(ctx, params()); err != nil {
-			b.Fatal(err)
+	const callers = 64
+	run := func(n int, call func() error) float64 {
+		work := make(chan struct{}, n)
+		for range n {
+			work <- struct{}{}
 		}
+		close(work)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range callers {
+			wg.Go(func() {
+				for range work {
+					if err := call(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return float64(n) / time.Since(start).Seconds()
 	}
-	b.SetParallelism(8) // 8 × GOMAXPROCS(2) = 16 callers
-	start := time.Now()
+	viaGateway := func() error {
+		r, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "throughput"}})
+		if err == nil && r.IsError {
+			err = fmt.Errorf("refused: %v", r.Meta)
+		}
+		return err
+	}
+	kernelOnly := func() error {
+		out, err := w.Kernel.Submit(ctx, w.CallAs(b, w.Agent, w.CapRaw, "everything", "echo", `{"message":"throughput"}`, ""))
+		if err == nil && out.Status != kernel.StatusAllowed {
+			err = fmt.Errorf("kernel: %+v", out)
+		}
+		return err
+	}
+	run(100, viaGateway) // warm up
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			r, err := cs.CallTool(ctx, params())
-			if err != nil || r.IsError {
-				b.Errorf("call: %v %v", err, r)
-				return
-			}
-		}
-	})
+	gw := run(b.N, viaGateway)
 	b.StopTimer()
-	rate := float64(b.N) / time.Since(start).Seconds()
-	b.ReportMetric(rate, "calls/s")
-	b.Logf("%d allowed calls in %s: %.0f calls/s", b.N, time.Since(start).Round(time.Millisecond), rate)
+	k := run(b.N, kernelOnly)
+	b.ReportMetric(gw, "calls/s")
+	b.ReportMetric(k, "kernel_calls/s")
+	b.Logf("%d allowed calls, %d callers: gateway %.0f calls/s, kernel.Submit alone %.0f calls/s (%.0f%%)", b.N, callers, gw, k, 100*gw/k)
 }
