@@ -70,6 +70,12 @@ func New(o Options) (*Gateway, error) {
 		MaxRequestBodyBytes: MaxRequestBytes,
 		SessionTimeout:      SessionIdle,
 		Logger:              o.Log,
+		// The SDK's DNS-rebinding guard refuses a non-localhost Host on a
+		// loopback connection: it protects unauthenticated local servers,
+		// and would refuse chiod behind a reverse proxy. Here every request
+		// needs a bearer signed by an agent key, which a rebinding page
+		// cannot make.
+		DisableLocalhostProtection: true,
 	})
 	g.handler = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(mcpHandler)
 	return g, nil

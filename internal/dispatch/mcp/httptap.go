@@ -32,6 +32,13 @@ func (h *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
+	if s != nil {
+		// The request id as Idempotency-Key, as on the http transport: it
+		// also lets net/http resend the POST on a fresh connection when
+		// the pooled one it picked turns out dead.
+		req = req.Clone(req.Context())
+		req.Header.Set("Idempotency-Key", s.key)
+	}
 	resp, err := h.base.RoundTrip(req)
 	if err != nil {
 		// A refused or failed dial never reached the server; anything later
