@@ -28,6 +28,7 @@ const (
 	OnTriggerRequireApproval    = "require_approval"
 	TransportHTTP               = "http"
 	TransportBuiltin            = "builtin"
+	TransportMCP                = "mcp"
 )
 
 // defaulter is implemented by tables with defaults; the decoder calls it

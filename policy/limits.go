@@ -27,6 +27,7 @@ const (
 	MaxActions           = 64
 	MaxNameLen           = 256 // ids, tool names, display names, labels
 	MaxPatternLen        = 1024
+	MaxCommandArgs       = 256 // an MCP server's command line
 
 	// MaxThresholdUnits is 2^53: amounts are hashed as canonical JSON, whose
 	// numbers must be exact IEEE doubles.

@@ -200,13 +200,42 @@ func (v *validator) serverList() {
 			if s.URL != "" {
 				v.at(base, k("url"), "server %q is builtin (it runs inside chiod), so it takes no url", s.ID)
 			}
+		case TransportMCP:
+			v.mcpServer(base, s)
 		case "":
-			v.at(base, k("transport"), "server %q needs a transport: \"http\" or \"builtin\"", s.ID)
+			v.at(base, k("transport"), "server %q needs a transport: \"http\", \"builtin\" or \"mcp\"", s.ID)
 		default:
-			v.at(base, k("transport"), "transport = %q is not supported: use \"http\" or \"builtin\"", s.Transport)
+			v.at(base, k("transport"), "transport = %q is not supported: use \"http\", \"builtin\" or \"mcp\"", s.Transport)
+		}
+		if len(s.Command) > 0 && s.Transport != TransportMCP {
+			v.at(base, k("command"), "command is for transport \"mcp\" (a stdio MCP server); server %q uses %q", s.ID, s.Transport)
 		}
 		v.intRange(base, "timeout_seconds", s.TimeoutSeconds, 1, MaxServerTimeoutSeconds)
 		v.tools(base, s)
+	}
+}
+
+// mcpServer checks an MCP server: exactly one of command (stdio, started
+// and supervised by chiod) and url (Streamable HTTP).
+func (v *validator) mcpServer(base []string, s *Server) {
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		v.at(base, k("url"), "mcp server %q has both command and url: use command for stdio or url for Streamable HTTP", s.ID)
+	case len(s.Command) == 0 && s.URL == "":
+		v.at(base, k("transport"), "mcp server %q needs command = [\"program\", \"arg\", …] (stdio) or url (Streamable HTTP)", s.ID)
+	case s.URL != "":
+		if err := checkURL(s.URL); err != nil {
+			v.at(base, k("url"), "url = %q: %v", s.URL, err)
+		}
+	case len(s.Command) > MaxCommandArgs:
+		v.at(base, k("command"), "command has %d elements; the limit is %d", len(s.Command), MaxCommandArgs)
+	case strings.TrimSpace(s.Command[0]) == "":
+		v.at(base, k("command"), "command[0] must name a program")
+	}
+	for j, a := range s.Command {
+		if !utf8.ValidString(a) || strings.ContainsRune(a, 0) || len(a) > MaxPatternLen {
+			v.at(base, k("command", idx(j)), "command[%d] must be valid UTF-8 without NUL, at most %d bytes", j, MaxPatternLen)
+		}
 	}
 }
 
@@ -326,7 +355,9 @@ func declares(s *Server, tool string) bool {
 			return true
 		}
 	}
-	return s.Transport == TransportBuiltin && builtinTool(tool) != nil
+	// An MCP server's tools are discovered when chiod connects to it: a
+	// grant may name one that [[servers.tools]] does not declare.
+	return s.Transport == TransportMCP || s.Transport == TransportBuiltin && builtinTool(tool) != nil
 }
 
 func (v *validator) constraints(base []string, c *Constraints) {

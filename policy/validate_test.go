@@ -101,7 +101,7 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"server id duplicate", builtin + "[[servers]]\nid = \"s\"  # <-\ntransport = \"builtin\"\n", `server id "s" is already used`},
 	{"server id with space", "[[servers]]\nid = \"my server\"  # <-\ntransport = \"builtin\"\n", "must not contain spaces"},
 	{"transport missing", "[[servers]]  # <-\nid = \"s\"\n", `server "s" needs a transport`},
-	{"transport unknown", "[[servers]]\nid = \"s\"\ntransport = \"mcp\"  # <-\n", `transport = "mcp" is not supported`},
+	{"transport unknown", "[[servers]]\nid = \"s\"\ntransport = \"grpc\"  # <-\n", `transport = "grpc" is not supported`},
 	{"http without url", "[[servers]]\nid = \"s\"\ntransport = \"http\"  # <-\n", "needs a url"},
 	{"http bad url", "[[servers]]\nid = \"s\"\ntransport = \"http\"\nurl = \"ftp://x\"  # <-\n", "must be an absolute http:// or https:// URL"},
 	{"http url with password", "[[servers]]\nid = \"s\"\ntransport = \"http\"\nurl = \"http://u:p@x\"  # <-\n", "must not contain a user name or password"},

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chiokernel/chio/channels"
@@ -24,8 +25,10 @@ import (
 	slackch "github.com/chiokernel/chio/channels/slack"
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/dispatch"
+	"github.com/chiokernel/chio/internal/dispatch/mcp"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/mcpgw"
 	"github.com/chiokernel/chio/internal/store/boltstore"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
@@ -112,7 +115,15 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer stopLog() // before store.Close: the last checkpoint rides the commit queue
-	disp, err := dispatch.New(p.Servers, dataDir)
+	// The MCP gateway is built after the kernel; upstream tool lists can
+	// change before that, so it is reached through a pointer.
+	var gateway atomic.Pointer[mcpgw.Gateway]
+	disp, err := dispatch.New(p.Servers, dataDir, dispatch.WithMCP(mcp.Options{Log: log,
+		OnToolsChanged: func(server string) {
+			if g := gateway.Load(); g != nil {
+				g.ToolsChanged(server)
+			}
+		}}))
 	if err != nil {
 		return err
 	}
@@ -140,8 +151,11 @@ func Run(ctx context.Context, o Options) error {
 		OnFailure: func(id, ch, msg string) { _ = k.RecordNotifyFailure(context.Background(), id, ch, msg) },
 		Metric:    func(ch, res string) { metrics.Notify.WithLabelValues(ch, res).Inc() }})
 	defer hub.Close()
+	// Arguments to MCP tools are checked against the tool's inputSchema on
+	// every front door, and again when an approver amends them.
 	k, err = kernel.New(kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
-		Clock: o.Clock, Authorities: authorities, Observer: metrics, Notifier: hub})
+		Clock: o.Clock, Authorities: authorities, Observer: metrics, Notifier: hub,
+		Guards: []kernel.Guard{mcp.SchemaGuard{V: disp.MCP()}}})
 	if err != nil {
 		return err
 	}
@@ -173,6 +187,12 @@ func Run(ctx context.Context, o Options) error {
 	if push.slack != nil {
 		api.Handle("POST "+slackch.InteractionsPath, push.slack.InteractionsHandler(k))
 	}
+	gw, err := mcpgw.New(mcpgw.Options{Kernel: k, Catalog: disp.MCP(), Log: log})
+	if err != nil {
+		return err
+	}
+	gateway.Store(gw)
+	api.Handle(mcpgw.Path, gw)
 	if push.email != nil {
 		api.Handle(email.LinkPath, push.email.Handler(k))
 	}

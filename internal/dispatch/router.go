@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chiokernel/chio/internal/dispatch/mcp"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 )
@@ -20,6 +21,7 @@ type Router struct {
 	client    *http.Client
 	ownClient bool     // Close only tears down a client we built
 	builtin   *builtin // nil when no server uses the builtin transport
+	mcp       *mcp.Set // the "mcp" servers (empty when none)
 	closed    atomic.Bool
 }
 
@@ -41,7 +43,12 @@ type Option func(*config)
 type config struct {
 	client         *http.Client
 	defaultTimeout time.Duration
+	mcp            mcp.Options
 }
+
+// WithMCP sets how upstream MCP servers are supervised (logging, backoff,
+// the tools-changed callback the gateway listens on).
+func WithMCP(o mcp.Options) Option { return func(cf *config) { cf.mcp = o } }
 
 // WithHTTPClient makes the Router use c for the http transport instead of
 // its own pooled client. The caller keeps ownership: Close leaves c alone.
@@ -89,6 +96,9 @@ func New(servers []policy.Server, dataDir string, opts ...Option) (*Router, erro
 			}
 		case "builtin":
 			needBuiltin = true
+		case policy.TransportMCP:
+			// Supervised by r.mcp (started below); the policy loader has
+			// checked command / url.
 		default:
 			return nil, fmt.Errorf("dispatch: server %q: unknown transport %q", s.ID, s.Transport)
 		}
@@ -97,12 +107,21 @@ func New(servers []policy.Server, dataDir string, opts ...Option) (*Router, erro
 	if r.client == nil {
 		r.client, r.ownClient = newHTTPClient(), true
 	}
+	if cf.mcp.CallTimeout <= 0 {
+		cf.mcp.CallTimeout = cf.defaultTimeout
+	}
+	set, err := mcp.NewSet(servers, cf.mcp)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	r.mcp = set
 	if needBuiltin {
 		if dataDir == "" {
 			return nil, errors.New("dispatch: builtin transport needs a data dir")
 		}
 		b, err := openBuiltin(dataDir)
 		if err != nil {
+			r.mcp.Close()
 			return nil, err
 		}
 		r.builtin = b
@@ -131,6 +150,8 @@ func (r *Router) Dispatch(ctx context.Context, req kernel.DispatchRequest) (kern
 	switch rt.transport {
 	case "http":
 		res, err = r.dispatchHTTP(ctx, rt, req)
+	case policy.TransportMCP:
+		res, err = r.mcp.Dispatch(ctx, req)
 	default: // "builtin": New admits nothing else
 		res, err = r.builtin.dispatch(ctx, req)
 	}
@@ -140,11 +161,17 @@ func (r *Router) Dispatch(ctx context.Context, req kernel.DispatchRequest) (kern
 	return res, nil
 }
 
-// Close releases idle connections. It is idempotent; Dispatch fails after it.
+// MCP is the set of upstream MCP servers: their tool catalogue and the
+// schema validator the kernel's guard uses.
+func (r *Router) MCP() *mcp.Set { return r.mcp }
+
+// Close releases idle connections and stops the MCP servers. It is
+// idempotent; Dispatch fails after it.
 func (r *Router) Close() error {
 	if r.closed.Swap(true) {
 		return nil
 	}
+	r.mcp.Close()
 	if r.ownClient {
 		r.client.CloseIdleConnections()
 	}

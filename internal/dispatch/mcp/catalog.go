@@ -1,0 +1,166 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool is one tool an upstream lists, as chio offers it: its schemas are
+// the upstream's own, its inputSchema compiled for validation.
+type Tool struct {
+	Server       string
+	Name         string
+	Title        string
+	Description  string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage // nil when the tool declares none
+	Annotations  *mcpsdk.ToolAnnotations
+	schema       *jsonschema.Resolved
+}
+
+// ErrInvalidArguments is wrapped by Validate's errors.
+var ErrInvalidArguments = errors.New("arguments do not match the tool's inputSchema")
+
+// Validate checks arguments (a JSON object) against the tool's inputSchema.
+func (t *Tool) Validate(args json.RawMessage) error {
+	var v any
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(args, &v); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArguments, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("%w: arguments must be a JSON object", ErrInvalidArguments)
+	}
+	if err := t.schema.Validate(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArguments, err)
+	}
+	return nil
+}
+
+// catalog is one server's tool list at one moment. It is replaced whole,
+// never modified, so readers need no lock.
+type catalog struct {
+	tools map[string]*Tool
+	names []string // in the upstream's order
+}
+
+func (c *catalog) list() []*Tool {
+	out := make([]*Tool, 0, len(c.names))
+	for _, n := range c.names {
+		out = append(out, c.tools[n])
+	}
+	return out
+}
+
+// listTools reads the whole tool list of cs. A list over MaxTools is
+// refused whole; a tool that cannot be offered safely (bad name, a schema
+// that is too large or does not compile) is left out and reported through
+// skip, so it can be neither listed to agents nor called.
+func listTools(ctx context.Context, cs *mcpsdk.ClientSession, server string, skip func(name string, err error)) (*catalog, error) {
+	c := &catalog{tools: map[string]*Tool{}}
+	var params mcpsdk.ListToolsParams
+	for page := 0; ; page++ {
+		if page == MaxListPages {
+			return nil, fmt.Errorf("tools/list has more than %d pages", MaxListPages)
+		}
+		res, err := cs.ListTools(ctx, &params)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range res.Tools {
+			if len(c.names) == MaxTools {
+				return nil, fmt.Errorf("the server lists more than %d tools", MaxTools)
+			}
+			tool, err := compileTool(server, t)
+			if err != nil {
+				skip(t.Name, err)
+				continue
+			}
+			if c.tools[tool.Name] != nil {
+				skip(t.Name, errors.New("listed twice"))
+				continue
+			}
+			c.tools[tool.Name] = tool
+			c.names = append(c.names, tool.Name)
+		}
+		if res.NextCursor == "" {
+			return c, nil
+		}
+		params.Cursor = res.NextCursor
+	}
+}
+
+func compileTool(server string, t *mcpsdk.Tool) (*Tool, error) {
+	if err := checkToolName(t.Name); err != nil {
+		return nil, err
+	}
+	in, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	if len(in) > MaxSchemaBytes {
+		return nil, fmt.Errorf("inputSchema is %d bytes; the limit is %d", len(in), MaxSchemaBytes)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(in, &s); err != nil {
+		return nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("inputSchema must have type \"object\", not %q", s.Type)
+	}
+	// No loader: a schema that refers to a remote document is refused, so
+	// validation never fetches anything an upstream names.
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("inputSchema does not compile: %w", err)
+	}
+	tool := &Tool{Server: server, Name: t.Name, Title: clip(t.Title, MaxNameBytes),
+		Description: clip(t.Description, MaxDescriptionBytes), InputSchema: in, Annotations: t.Annotations, schema: rs}
+	if t.OutputSchema != nil {
+		out, err := json.Marshal(t.OutputSchema)
+		if err != nil || len(out) > MaxSchemaBytes {
+			return nil, errors.New("outputSchema is not valid JSON or is too large")
+		}
+		tool.OutputSchema = out
+	}
+	return tool, nil
+}
+
+// MaxNameBytes bounds a tool's title.
+const MaxNameBytes = 256
+
+// checkToolName admits MCP's tool name alphabet. Grants match tool names
+// with path.Match, so a name with glob characters could not be granted
+// exactly; MCP does not allow them anyway.
+func checkToolName(n string) error {
+	if n == "" || len(n) > MaxToolNameLen {
+		return fmt.Errorf("tool name must be 1..%d characters", MaxToolNameLen)
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Errorf("tool name %q has characters outside [A-Za-z0-9_.-]", n)
+		}
+	}
+	return nil
+}
+
+// clip cuts s to at most n bytes at a rune boundary.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,169 @@
+package mcp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// httpTap is the Streamable HTTP side of the tap: an http.RoundTripper that
+// sees each JSON-RPC message chio POSTs and every message the upstream
+// answers with, and bounds the size of each answer before the SDK parses it.
+type httpTap struct {
+	base http.RoundTripper
+	tap  *tap
+}
+
+func (h *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	var s *slot
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		// The SDK sends one message per POST from a bytes.Reader: reading
+		// a fresh copy costs a copy, not a second request.
+		if body, err := req.GetBody(); err == nil {
+			data, _ := io.ReadAll(io.LimitReader(body, MaxMessageBytes))
+			body.Close()
+			if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+				s = h.tap.outgoing(msg)
+			}
+		}
+	}
+	if s != nil {
+		// The request id as Idempotency-Key, as on the http transport: it
+		// also lets net/http resend the POST on a fresh connection when
+		// the pooled one it picked turns out dead.
+		req = req.Clone(req.Context())
+		req.Header.Set("Idempotency-Key", s.key)
+	}
+	resp, err := h.base.RoundTrip(req)
+	if err != nil {
+		// A refused or failed dial never reached the server; anything later
+		// (a reset mid-request) may have.
+		var op *net.OpError
+		if s != nil && !(errors.As(err, &op) && op.Op == "dial") {
+			h.tap.markSent(s, 0)
+		}
+		return nil, err
+	}
+	if s != nil {
+		h.tap.markSent(s, resp.StatusCode)
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "text/event-stream":
+		resp.Body = &sseTap{r: resp.Body, tap: h.tap}
+	case "application/json":
+		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxMessageBytes+1))
+		resp.Body.Close()
+		if err != nil {
+			resp.Body = io.NopCloser(&errReader{err})
+			break
+		}
+		if len(data) > MaxMessageBytes {
+			h.tap.setOverflow()
+			resp.Body = io.NopCloser(&errReader{errTooLarge})
+			break
+		}
+		h.tap.incomingBytes(data)
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+	default:
+		resp.Body = &capped{r: resp.Body, left: MaxMessageBytes}
+	}
+	return resp, nil
+}
+
+type errReader struct{ err error }
+
+func (e *errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// capped fails a body that runs past its limit.
+type capped struct {
+	r    io.ReadCloser
+	left int
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errTooLarge
+	}
+	if len(p) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= n
+	return n, err
+}
+
+func (c *capped) Close() error { return c.r.Close() }
+
+// sseTap passes an event stream through to the SDK (which applies its own
+// per-event limit) and hands each complete event's data to the tap. It
+// keeps at most MaxMessageBytes of one event; a larger event is dropped
+// here (and fails in the SDK).
+type sseTap struct {
+	r         io.ReadCloser
+	tap       *tap
+	line      []byte
+	data      []byte
+	lineOver  bool
+	eventOver bool
+}
+
+func (s *sseTap) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.feed(p[:n])
+	return n, err
+}
+
+func (s *sseTap) Close() error { return s.r.Close() }
+
+func (s *sseTap) feed(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			s.appendLine(b)
+			return
+		}
+		s.appendLine(b[:i])
+		s.endLine()
+		b = b[i+1:]
+	}
+}
+
+func (s *sseTap) appendLine(b []byte) {
+	if s.lineOver || len(s.line)+len(b) > MaxMessageBytes {
+		s.lineOver, s.line = true, s.line[:0]
+		return
+	}
+	s.line = append(s.line, b...)
+}
+
+func (s *sseTap) endLine() {
+	line := bytes.TrimSuffix(s.line, []byte("\r"))
+	s.line = s.line[:0]
+	switch {
+	case s.lineOver:
+		s.lineOver, s.eventOver = false, true
+	case len(line) == 0: // end of event
+		if s.eventOver {
+			s.tap.setOverflow()
+		} else if len(s.data) > 0 {
+			s.tap.incomingBytes(s.data)
+		}
+		s.data, s.eventOver = s.data[:0], false
+	case bytes.HasPrefix(line, []byte("data:")):
+		v := bytes.TrimPrefix(line[5:], []byte(" "))
+		if s.eventOver || len(s.data)+len(v)+1 > MaxMessageBytes {
+			s.eventOver = true
+			return
+		}
+		if len(s.data) > 0 {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, v...)
+	}
+}

@@ -1,0 +1,147 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// childEnvAllowed lists the environment a stdio MCP server inherits. chiod's
+// own environment holds its admin and reader tokens and channel secrets; an
+// upstream server is a separate program and gets none of them. A server
+// that needs a secret of its own gets it from a wrapper script named in
+// `command`.
+var childEnvAllowed = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "SHELL", "TERM",
+	"NODE_PATH", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+// childEnvPrefixes are inherited whole: locale, XDG directories, npm's own
+// configuration (npx reads its registry and cache from it).
+var childEnvPrefixes = []string{"LC_", "XDG_", "npm_config_", "NPM_CONFIG_"}
+
+func childEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		keep := false
+		for _, a := range childEnvAllowed {
+			keep = keep || name == a
+		}
+		for _, p := range childEnvPrefixes {
+			keep = keep || strings.HasPrefix(name, p)
+		}
+		if keep && !strings.HasPrefix(name, "CHIO_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// dialStdio starts argv as a stdio MCP server in its own process group (so
+// that stopping it also stops what it spawned: `npx` runs the server as a
+// child) and connects to it.
+func (u *Upstream) dialStdio(argv []string) func(ctx context.Context) (*conn, error) {
+	argv = append([]string(nil), argv...)
+	return func(ctx context.Context) (*conn, error) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = childEnv(os.Environ())
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		go u.logStderr(stderr, cmd.Process.Pid)
+		t := newTap()
+		tr := &tapTransport{tap: t, inner: &mcpsdk.IOTransport{
+			Reader: &lineLimit{r: stdout, tap: t}, Writer: stdin, MaxLineLength: MaxMessageBytes}}
+		p := &process{cmd: cmd}
+		// The process must not outlive a failed or abandoned handshake.
+		stopped := make(chan struct{})
+		go func() {
+			select {
+			case <-ctx.Done():
+				p.terminate()
+			case <-stopped:
+			}
+		}()
+		cs, err := u.client.Connect(ctx, tr, nil)
+		close(stopped)
+		if err != nil {
+			p.terminate()
+			return nil, err
+		}
+		return &conn{cs: cs, tap: t, pid: cmd.Process.Pid, stop: func() {
+			cs.Close() // closes stdin: a well-behaved server exits on EOF
+			p.terminate()
+		}}, nil
+	}
+}
+
+// process is a started stdio server.
+type process struct {
+	cmd  *exec.Cmd
+	once sync.Once
+}
+
+// terminate ends the process group: SIGTERM, then SIGKILL after killGrace,
+// and reaps the process. Only the first call acts; later calls wait for it.
+func (p *process) terminate() { p.once.Do(p.kill) }
+
+func (p *process) kill() {
+	cmd := p.cmd
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(killGrace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
+	// Whatever the group left behind (a grandchild that ignored SIGTERM).
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// logStderr forwards the server's stderr to the log, line by line, each
+// line cut to maxStderrLine. A server that floods stderr slows only itself.
+func (u *Upstream) logStderr(r io.Reader, pid int) {
+	br := bufio.NewReaderSize(r, maxStderrLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			u.log.Info("mcp server stderr", "pid", pid, "line", clip(strings.TrimRight(string(line), "\r\n"), maxStderrLine))
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Skip the rest of an over-long line.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}

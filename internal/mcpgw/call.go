@@ -1,0 +1,214 @@
+package mcpgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// Metadata members a tools/call may carry (the bridge sets them).
+const (
+	// MetaProof is the call proof: {"request_id","issued_at","signature"},
+	// the same chio.call.v1 signature POST /v1/calls carries.
+	MetaProof = "chio/proof"
+	// MetaIntent is the governed intent (it is covered by parameter_hash).
+	MetaIntent = "chio/governed_intent"
+	// MetaWait asks for a pending wait other than the server's default
+	// (whole seconds, up to MaxWait).
+	MetaWait = "chio/wait_seconds"
+	// MetaStatus and the members below describe a result chio made.
+	MetaStatus      = "chio/status"
+	MetaRequestID   = "chio/request_id"
+	MetaReceiptID   = "chio/receipt_id"
+	MetaApprovalID  = "chio/approval_id"
+	MetaDeadline    = "chio/deadline"
+	MetaSummary     = "chio/summary"
+	MetaGuard       = "chio/guard"
+	MetaReason      = "chio/reason"
+	MetaToolError   = "chio/tool_error"
+	StatusRefused   = "refused" // the call was not admitted (no receipt)
+	StatusToolError = "tool_error"
+)
+
+// CallProof is the value of _meta["chio/proof"].
+type CallProof struct {
+	RequestID string `json:"request_id"`
+	IssuedAt  int64  `json:"issued_at"`
+	Signature string `json:"signature"`
+}
+
+// callHandler handles tools/call for one upstream tool: validate against
+// the tool's inputSchema, then submit the signed call exactly as POST
+// /v1/calls does, then answer in MCP terms.
+func (as *agentServer) callHandler(server, tool string) mcpsdk.ToolHandler {
+	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		a, ok := agentOf(req.Extra.TokenInfo)
+		if !ok {
+			return nil, errors.New("unauthenticated")
+		}
+		args := req.Params.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		if len(args) > kernel.MaxArgumentsBytes {
+			return refused(fmt.Sprintf("arguments larger than %d bytes", kernel.MaxArgumentsBytes)), nil
+		}
+		if err := canon.Check(args); err != nil {
+			return refused("arguments: " + err.Error()), nil
+		}
+		// Before the pipeline: a malformed call never becomes a receipt
+		// or a question to a human. (The kernel's SchemaGuard checks again,
+		// for every front door and for amended arguments.)
+		if err := as.g.o.Catalog.ValidateArguments(server, tool, args); err != nil {
+			return refused(err.Error()), nil
+		}
+		proof, intent, err := callMeta(req.Params.Meta)
+		if err != nil {
+			return refused(err.Error()), nil
+		}
+		call := &kernel.ToolCall{RequestID: proof.RequestID, Capability: a.capRaw, Server: server, Tool: tool,
+			Operation: "invoke", Arguments: args, GovernedIntent: intent,
+			Proof: kernel.Proof{IssuedAt: proof.IssuedAt, Signature: proof.Signature}}
+		out, err := as.g.o.Kernel.Submit(ctx, call)
+		if err != nil {
+			return submitError(err)
+		}
+		return as.g.answer(ctx, req, a, out, waitFor(req.Params.Meta, as.g.o.PendingWait))
+	}
+}
+
+// callMeta reads the proof and intent from _meta. Without a proof there
+// is no call: the gateway cannot sign for the agent.
+func callMeta(meta mcpsdk.Meta) (CallProof, json.RawMessage, error) {
+	var p CallProof
+	v, ok := meta[MetaProof]
+	if !ok {
+		return p, nil, errors.New("this call carries no chio proof: every call must be signed by the agent's key; " +
+			"connect your MCP client through `chio mcp serve`, which signs each call")
+	}
+	raw, err := json.Marshal(v)
+	if err == nil {
+		err = canon.Unmarshal(raw, &p)
+	}
+	if err != nil || p.RequestID == "" || p.Signature == "" {
+		return p, nil, fmt.Errorf("_meta[%q] must be {request_id, issued_at, signature}", MetaProof)
+	}
+	var intent json.RawMessage
+	if v, ok := meta[MetaIntent]; ok && v != nil {
+		if intent, err = json.Marshal(v); err != nil {
+			return p, nil, fmt.Errorf("_meta[%q]: %v", MetaIntent, err)
+		}
+	}
+	return p, intent, nil
+}
+
+// waitFor is the pending wait a call asked for, within (0, MaxWait].
+func waitFor(meta mcpsdk.Meta, def time.Duration) time.Duration {
+	if f, ok := meta[MetaWait].(float64); ok && f >= 0 {
+		return min(time.Duration(f)*time.Second, MaxWait)
+	}
+	return def
+}
+
+// submitError answers a call the kernel did not admit. Refusals of this
+// call (bad proof, reused id, malformed) are results the model can read;
+// the kernel being unavailable is a JSON-RPC error a client may retry.
+func submitError(err error) (*mcpsdk.CallToolResult, error) {
+	for _, refusal := range []error{kernel.ErrBadProof, kernel.ErrStaleProof, kernel.ErrCapabilityInvalid,
+		kernel.ErrBadCall, kernel.ErrRequestUsed, kernel.ErrConflict, canon.ErrInvalid, canon.ErrDuplicateKey,
+		canon.ErrUnsafeInteger, canon.ErrTooDeep, canon.ErrNumberRange, canon.ErrTrailingData} {
+		if errors.Is(err, refusal) {
+			return refused(err.Error()), nil
+		}
+	}
+	return nil, fmt.Errorf("chio is unavailable, retry: %w", err)
+}
+
+// answer turns an outcome into a result, holding a parked call open for
+// up to wait.
+func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *agent, out *kernel.Outcome, wait time.Duration) (*mcpsdk.CallToolResult, error) {
+	if inFlight(out.Status) && wait > 0 {
+		rec, err := g.wait(ctx, req, a, out.RequestID, out.ApprovalRequestID, wait)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			out = kernel.OutcomeOf(rec)
+		}
+	}
+	return g.render(out)
+}
+
+func inFlight(status string) bool {
+	return status == kernel.StatusPendingApproval || status == kernel.StatusDispatching
+}
+
+// wait blocks until the call leaves pending/dispatching, wait passes or the
+// client goes, sending progress notifications if the client asked for
+// them. It subscribes before reading the record, so no transition is
+// missed. A nil record means "still as it was".
+func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agent, requestID, approvalID string, wait time.Duration) (*kernel.CallRecord, error) {
+	k := g.o.Kernel
+	if !g.waits.acquire(a.id()) {
+		return nil, nil
+	}
+	defer g.waits.release(a.id())
+	events, cancel, ok := k.Subscribe()
+	if !ok {
+		return nil, nil
+	}
+	defer cancel()
+	rec, err := k.Call(requestID)
+	if err != nil || !inFlight(rec.Status) {
+		return rec, err
+	}
+	token := req.Params.GetProgressToken()
+	start := time.Now()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	// A short wait still gets progress: at least four per wait.
+	tick := time.NewTicker(max(min(g.o.ProgressEvery, wait/4), 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case e, open := <-events:
+			if !open || concerns(e, requestID, approvalID) {
+				rec, err := k.Call(requestID)
+				if err != nil || !open || !inFlight(rec.Status) {
+					return rec, err
+				}
+			}
+		case <-tick.C:
+			if token != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcpsdk.ProgressNotificationParams{ProgressToken: token,
+					Progress: time.Since(start).Seconds(), Total: wait.Seconds(),
+					Message: "waiting for a human to decide " + approvalID})
+			}
+		case <-timer.C:
+			return k.Call(requestID)
+		case <-ctx.Done():
+			// The client went away: the call stays parked; chio_await or
+			// `chio await` fetches its outcome later.
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// concerns reports whether e may have ended call id (events are published
+// only after the state they announce is durable).
+func concerns(e kernel.Event, id, approvalID string) bool {
+	switch e.Type {
+	case kernel.EventCallCompleted:
+		return e.Call != nil && e.Call.RequestID == id
+	case kernel.EventApprovalResolved:
+		return e.Approval != nil && approvalID != "" && e.Approval.ApprovalID == approvalID
+	}
+	return false
+}

@@ -1,0 +1,217 @@
+package mcpgw
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chiokernel/chio/internal/dispatch/mcp"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// Path is where chiod serves the gateway.
+const Path = "/mcp"
+
+// Options wires a Gateway. Kernel and Catalog are required.
+type Options struct {
+	Kernel *kernel.Kernel
+	// Catalog is the upstream MCP servers' tools (internal/dispatch's
+	// Router.MCP()).
+	Catalog *mcp.Set
+	// PendingWait is how long a parked call is held open by default;
+	// 0 = DefaultPendingWait.
+	PendingWait time.Duration
+	// ProgressEvery spaces progress notifications; 0 = DefaultProgressEvery.
+	ProgressEvery time.Duration
+	Log           *slog.Logger
+}
+
+// Gateway serves MCP to agents. It keeps one MCP server per agent (subject
+// key and capability), whose tools are exactly what that capability grants.
+type Gateway struct {
+	o       Options
+	handler http.Handler
+	mu      sync.Mutex
+	agents  map[string]*agentServer
+	waits   waitLimit
+	// verified caches session tokens by the SHA-256 of the bearer: a
+	// client sends the same one with every request, and checking it costs
+	// two signature verifications. Expiry is re-checked on every hit.
+	verified *lru.Cache[[32]byte, *agent]
+}
+
+// New builds the gateway.
+func New(o Options) (*Gateway, error) {
+	if o.Kernel == nil || o.Catalog == nil {
+		return nil, errors.New("mcpgw: Kernel and Catalog are required")
+	}
+	if o.PendingWait <= 0 {
+		o.PendingWait = DefaultPendingWait
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = DefaultProgressEvery
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	verified, _ := lru.New[[32]byte, *agent](sessionCacheSize)
+	g := &Gateway{o: o, agents: map[string]*agentServer{}, verified: verified}
+	mcpHandler := mcpsdk.NewStreamableHTTPHandler(g.serverFor, &mcpsdk.StreamableHTTPOptions{
+		MaxRequestBodyBytes: MaxRequestBytes,
+		SessionTimeout:      SessionIdle,
+		Logger:              o.Log,
+		// The SDK's DNS-rebinding guard refuses a non-localhost Host on a
+		// loopback connection: it protects unauthenticated local servers,
+		// and would refuse chiod behind a reverse proxy. Here every request
+		// needs a bearer signed by an agent key, which a rebinding page
+		// cannot make.
+		DisableLocalhostProtection: true,
+	})
+	g.handler = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(mcpHandler)
+	return g, nil
+}
+
+// ServeHTTP serves /mcp.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+// ToolsChanged re-offers a server's tools to every connected agent (wire
+// it to the catalogue's OnToolsChanged). It does not block.
+func (g *Gateway) ToolsChanged(string) {
+	g.mu.Lock()
+	list := make([]*agentServer, 0, len(g.agents))
+	for _, a := range g.agents {
+		list = append(list, a)
+	}
+	g.mu.Unlock()
+	go func() {
+		for _, a := range list {
+			a.sync()
+		}
+	}()
+}
+
+// trusted are the keys whose capabilities the kernel accepts.
+func (g *Gateway) trusted() []keys.PublicKey {
+	out := []keys.PublicKey{g.o.Kernel.PublicKey()}
+	if ak := g.o.Kernel.Policy().Kernel.AuthorityKey; ak != "" {
+		if k, err := keys.ParsePublicKey(ak); err == nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// verify is the bearer check for every /mcp request.
+func (g *Gateway) verify(_ context.Context, bearer string, _ *http.Request) (*auth.TokenInfo, error) {
+	k := g.o.Kernel
+	now := k.Clock().Now()
+	h := sha256.Sum256([]byte(bearer))
+	a, ok := g.verified.Get(h)
+	if !ok || !now.Before(a.expires) || a.cap.CheckTime(now) != nil {
+		var err error
+		if a, err = verifySession(bearer, k.PublicKey(), g.trusted(), now); err != nil {
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
+		g.verified.Add(h, a)
+	}
+	revoked, err := g.revoked(a.cap.ID)
+	if err != nil {
+		return nil, err
+	}
+	if revoked {
+		return nil, fmt.Errorf("%w: capability %s is revoked", auth.ErrInvalidToken, a.cap.ID)
+	}
+	return &auth.TokenInfo{UserID: a.id(), Expiration: a.expires, Extra: map[string]any{agentKey: a}}, nil
+}
+
+const agentKey = "chio.agent"
+
+func (g *Gateway) revoked(capID string) (bool, error) {
+	var revoked bool
+	err := g.o.Kernel.Store().View(func(tx kernel.ReadTx) error {
+		var err error
+		revoked, err = tx.Revoked(capID)
+		return err
+	})
+	return revoked, err
+}
+
+// agentOf reads the verified agent from a request's token info.
+func agentOf(ti *auth.TokenInfo) (*agent, bool) {
+	if ti == nil {
+		return nil, false
+	}
+	a, ok := ti.Extra[agentKey].(*agent)
+	return a, ok
+}
+
+// serverFor returns the agent's MCP server, creating it on its first session.
+func (g *Gateway) serverFor(r *http.Request) *mcpsdk.Server {
+	a, ok := agentOf(auth.TokenInfoFromContext(r.Context()))
+	if !ok {
+		return nil // cannot happen behind RequireBearerToken; the SDK answers 400
+	}
+	g.mu.Lock()
+	as := g.agents[a.id()]
+	if as == nil {
+		if len(g.agents) >= MaxAgents {
+			g.pruneLocked()
+		}
+		as = newAgentServer(g, a)
+		g.agents[a.id()] = as
+	}
+	g.mu.Unlock()
+	as.sync()
+	return as.srv
+}
+
+// pruneLocked forgets agents with no open session.
+func (g *Gateway) pruneLocked() {
+	for id, a := range g.agents {
+		open := false
+		for range a.srv.Sessions() {
+			open = true
+			break
+		}
+		if !open {
+			delete(g.agents, id)
+		}
+	}
+}
+
+// waitLimit counts concurrent waits per agent.
+type waitLimit struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *waitLimit) acquire(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	if w.n[id] >= MaxWaitsPerAgent {
+		return false
+	}
+	w.n[id]++
+	return true
+}
+
+func (w *waitLimit) release(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[id]--; w.n[id] <= 0 {
+		delete(w.n, id)
+	}
+}

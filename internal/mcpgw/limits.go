@@ -1,0 +1,37 @@
+package mcpgw
+
+import "time"
+
+// Limits on what MCP clients may send and how long they may hold chiod.
+const (
+	// MaxRequestBytes bounds one HTTP request to /mcp (one JSON-RPC
+	// message): the size of POST /v1/calls plus room for _meta.
+	MaxRequestBytes = 1<<20 + 64<<10
+	// MaxSessionTokenBytes bounds the bearer before it is decoded.
+	MaxSessionTokenBytes = 16 << 10
+	// MaxSessionTTL is the longest a session token may live.
+	MaxSessionTTL = time.Hour
+	// MaxSkew is how far a token's issued_at may lie in the future.
+	MaxSkew = 60 * time.Second
+	// DefaultPendingWait is how long a parked tools/call is held open
+	// before it answers "pending" (a client may ask for less or more in
+	// _meta["chio/wait_seconds"], up to MaxWait).
+	DefaultPendingWait = 20 * time.Second
+	// MaxWait caps a pending wait and one chio_await.
+	MaxWait = 10 * time.Minute
+	// DefaultProgressEvery spaces progress notifications while waiting.
+	DefaultProgressEvery = 5 * time.Second
+	// MaxWaitsPerAgent bounds an agent's concurrent waits (they hold kernel
+	// event subscriptions, which dashboards and long-polls share); over it
+	// a parked call answers "pending" at once.
+	MaxWaitsPerAgent = 64
+	// MaxAgents bounds the per-agent MCP servers chiod keeps; idle ones are
+	// pruned first.
+	MaxAgents = 10_000
+	// SessionIdle closes an MCP session with no requests for this long.
+	SessionIdle = 30 * time.Minute
+	// sessionCacheSize bounds the verified-bearer cache.
+	sessionCacheSize = 4096
+	// MaxExposedNameLen is the longest tool name offered to clients.
+	MaxExposedNameLen = 128
+)

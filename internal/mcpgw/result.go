@@ -1,0 +1,101 @@
+package mcpgw
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chiokernel/chio/kernel"
+)
+
+// render answers an outcome in MCP terms. Only an executed call returns
+// the tool's own result; everything else is an isError result (the tool
+// did not run, or not yet) whose text tells a model what happened and
+// whose _meta tells a program.
+func (g *Gateway) render(out *kernel.Outcome) (*mcpsdk.CallToolResult, error) {
+	switch out.Status {
+	case kernel.StatusAllowed:
+		return allowed(out), nil
+	case kernel.StatusDenied, kernel.StatusCancelled:
+		what := "denied"
+		if out.Status == kernel.StatusCancelled {
+			what = "cancelled"
+		}
+		return chioResult(fmt.Sprintf("chio %s this call: %s (guard %s; receipt %s). The tool did not run.",
+			what, out.Reason, orDash(out.Guard), out.ReceiptID), mcpsdk.Meta{
+			MetaStatus: out.Status, MetaRequestID: out.RequestID, MetaReceiptID: out.ReceiptID,
+			MetaGuard: out.Guard, MetaReason: out.Reason}), nil
+	case kernel.StatusPendingApproval, kernel.StatusDispatching:
+		return g.pending(out), nil
+	}
+	return nil, fmt.Errorf("chio: call %s has unknown status %q", out.RequestID, out.Status)
+}
+
+// pending describes a parked call and how to resume it.
+func (g *Gateway) pending(out *kernel.Outcome) *mcpsdk.CallToolResult {
+	deadline, summary := out.Deadline, out.Summary
+	if out.ApprovalRequestID != "" && (deadline == 0 || summary == "") {
+		if req, err := g.o.Kernel.Approval(out.ApprovalRequestID); err == nil {
+			deadline, summary = req.ExpiresAt, req.Summary
+		}
+	}
+	id := out.ApprovalRequestID
+	if id == "" {
+		id = out.RequestID
+	}
+	text := fmt.Sprintf("chio parked this call for human approval: approval %s, deadline %s. Approvers see: %q. "+
+		"The tool has not run yet. Call %s with {\"id\":%q} to wait for the decision; "+
+		"once approved, its result is this tool's result.",
+		id, time.Unix(deadline, 0).UTC().Format(time.RFC3339), summary, AwaitTool, id)
+	if out.Status == kernel.StatusDispatching {
+		text = fmt.Sprintf("chio approved this call (approval %s) and the tool is running. Call %s with {\"id\":%q} for its result.",
+			id, AwaitTool, id)
+	}
+	return chioResult(text, mcpsdk.Meta{MetaStatus: out.Status, MetaRequestID: out.RequestID,
+		MetaApprovalID: out.ApprovalRequestID, MetaDeadline: deadline, MetaSummary: summary, MetaReceiptID: out.ReceiptID})
+}
+
+// allowed returns the upstream's CallToolResult. The SDK encodes what we
+// return, so structuredContent is handed over as the exact bytes recorded.
+func allowed(out *kernel.Outcome) *mcpsdk.CallToolResult {
+	output := bytes.TrimSpace(out.Output)
+	if len(output) == 0 || string(output) == "null" {
+		return chioResult("chio allowed this call, but the tool could not be run: "+out.ToolError,
+			mcpsdk.Meta{MetaStatus: StatusToolError, MetaRequestID: out.RequestID, MetaReceiptID: out.ReceiptID,
+				MetaToolError: out.ToolError})
+	}
+	var r mcpsdk.CallToolResult
+	var sc struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if json.Unmarshal(output, &r) != nil || json.Unmarshal(output, &sc) != nil || r.Content == nil {
+		// Not an MCP result (a tool on another transport): hand its JSON
+		// over as text.
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(output)}},
+			IsError: out.ToolError != ""}
+	}
+	if len(sc.StructuredContent) > 0 {
+		r.StructuredContent = sc.StructuredContent
+	}
+	return &r
+}
+
+func chioResult(text string, meta mcpsdk.Meta) *mcpsdk.CallToolResult {
+	return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}, IsError: true, Meta: meta}
+}
+
+// refused answers a call chio did not admit (no receipt: nothing ran and
+// nothing was decided).
+func refused(reason string) *mcpsdk.CallToolResult {
+	return chioResult("chio refused this call: "+reason, mcpsdk.Meta{MetaStatus: StatusRefused, MetaReason: reason})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

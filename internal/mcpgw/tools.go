@@ -1,0 +1,145 @@
+package mcpgw
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chiokernel/chio/internal/dispatch/mcp"
+	"github.com/chiokernel/chio/policy"
+)
+
+// Tool naming. An agent sees "<server>__<tool>": server ids and tool names
+// may both contain dots and dashes, and many model APIs allow only
+// [A-Za-z0-9_-] in tool names, so the separator is a double underscore and
+// the pair is looked up, never parsed.
+const nameSep = "__"
+
+// Metadata members on tools chio offers, so a bridge can sign calls for
+// the right server and tool without parsing names.
+const (
+	MetaServer = "chio/server"
+	MetaTool   = "chio/tool"
+)
+
+// AwaitTool is the tool chio adds to every agent's list.
+const AwaitTool = "chio_await"
+
+// ExposedName is the name an agent sees for server's tool.
+func ExposedName(server, tool string) string { return server + nameSep + tool }
+
+// agentServer is one agent's MCP server: its tools are what the agent's
+// capability grants, re-derived on every tools/list and whenever an
+// upstream's list changes.
+type agentServer struct {
+	g     *Gateway
+	agent *agent
+	srv   *mcpsdk.Server
+	mu    sync.Mutex
+	// offered: exposed name → the tool as last added (to notice changes).
+	offered map[string]*mcp.Tool
+}
+
+func newAgentServer(g *Gateway, a *agent) *agentServer {
+	as := &agentServer{g: g, agent: a, offered: map[string]*mcp.Tool{}}
+	as.srv = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "chio", Title: "chio gateway", Version: "1"}, &mcpsdk.ServerOptions{
+		Instructions: "Tool calls go through chio, which may deny them or park them for a human's approval. " +
+			"A parked call answers with an approval id: call " + AwaitTool + " with it to wait for the outcome.",
+		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}},
+		Logger:       g.o.Log,
+	})
+	as.srv.AddTool(awaitToolDef(), as.await)
+	// A policy reload can change what the capability grants: re-derive
+	// the list whenever a client asks for it.
+	as.srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if method == "tools/list" {
+				as.sync()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return as
+}
+
+// granted is every upstream tool the agent's capability grants now.
+func (as *agentServer) granted() map[string]*mcp.Tool {
+	p := as.g.o.Kernel.Policy()
+	has := as.agent.cap.Has
+	out := map[string]*mcp.Tool{}
+	for _, server := range as.g.o.Catalog.Servers() {
+		u, _ := as.g.o.Catalog.Upstream(server)
+		for _, t := range u.Tools() {
+			if _, ok := p.Match(has, server, t.Name, policy.DefaultOperation); !ok {
+				continue
+			}
+			if name := ExposedName(server, t.Name); len(name) <= MaxExposedNameLen {
+				out[name] = t
+			}
+		}
+	}
+	return out
+}
+
+// sync makes the server offer exactly the granted tools. The SDK tells
+// connected clients (notifications/tools/list_changed).
+func (as *agentServer) sync() {
+	want := as.granted()
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	var gone []string
+	for name := range as.offered {
+		if want[name] == nil {
+			gone = append(gone, name)
+			delete(as.offered, name)
+		}
+	}
+	if len(gone) > 0 {
+		as.srv.RemoveTools(gone...)
+	}
+	for name, t := range want {
+		if old := as.offered[name]; old != nil && sameTool(old, t) {
+			continue
+		}
+		as.offered[name] = t
+		as.srv.AddTool(exposedTool(name, t), as.callHandler(t.Server, t.Name))
+	}
+}
+
+func sameTool(a, b *mcp.Tool) bool {
+	return a.Description == b.Description && a.Title == b.Title &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema)
+}
+
+// exposedTool is t as agents see it: the upstream's description and
+// schemas, under its exposed name, with where it really lives in _meta.
+func exposedTool(name string, t *mcp.Tool) *mcpsdk.Tool {
+	out := &mcpsdk.Tool{
+		Name: name, Title: t.Title, Description: t.Description, Annotations: t.Annotations,
+		InputSchema: json.RawMessage(t.InputSchema),
+		Meta:        mcpsdk.Meta{MetaServer: t.Server, MetaTool: t.Name},
+	}
+	if t.OutputSchema != nil {
+		out.OutputSchema = json.RawMessage(t.OutputSchema)
+	}
+	return out
+}
+
+func awaitToolDef() *mcpsdk.Tool {
+	return &mcpsdk.Tool{
+		Name:  AwaitTool,
+		Title: "Wait for a parked call",
+		Description: "Waits for a tool call that chio parked for human approval and returns its outcome: " +
+			"the tool's own result once a human approves and it runs, or an error result if it is denied, " +
+			"cancelled or times out. Pass the approval id (ar-…) or request id from the parked call's result. " +
+			"If the decision takes longer than wait_seconds, it answers that the call is still pending; call it again.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+			`"id":{"type":"string","description":"approval id (ar-…) or request id of the parked call","minLength":1,"maxLength":128},` +
+			`"wait_seconds":{"type":"integer","minimum":0,"maximum":600,"description":"how long to wait for the decision (default 20)"}},` +
+			`"required":["id"],"additionalProperties":false}`),
+		Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true},
+	}
+}
