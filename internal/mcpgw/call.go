@@ -160,7 +160,7 @@ func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agen
 		return nil, nil
 	}
 	defer g.waits.release(a.id())
-	events, cancel, ok := k.Subscribe()
+	events, cancel, ok := k.Subscribe(kernel.PoolWait)
 	if !ok {
 		return nil, nil
 	}
