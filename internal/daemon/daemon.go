@@ -155,7 +155,10 @@ func Run(ctx context.Context, o Options) error {
 	// every front door, and again when an approver amends them.
 	k, err = kernel.New(kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
 		Clock: o.Clock, Authorities: authorities, Observer: metrics, Notifier: hub,
-		Guards: []kernel.Guard{mcp.SchemaGuard{V: disp.MCP()}}})
+		Guards: []kernel.Guard{mcp.SchemaGuard{V: disp.MCP()}},
+		// An amendment that breaks the schema is refused when its token is
+		// presented (nothing consumed), not only denied on resume.
+		Schemas: disp.MCP()})
 	if err != nil {
 		return err
 	}
