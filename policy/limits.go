@@ -27,6 +27,27 @@ const (
 	MaxActions           = 64
 	MaxNameLen           = 256 // ids, tool names, display names, labels
 	MaxPatternLen        = 1024
+	MaxAllowedPaths      = 256
+
+	// MaxConditionsPerGrant bounds deny_when and require_approval_when
+	// (each); MaxConditionLen bounds one expression's source.
+	MaxConditionsPerGrant = 32
+	MaxConditionLen       = 2048
+	// MaxConditionCost is the CEL cost limit of one evaluation: a few
+	// hundred for ordinary conditions; about a millisecond of work at the
+	// limit, so a condition over a large argument cannot stall the kernel.
+	// Exceeding it is an evaluation error, which denies.
+	MaxConditionCost = 100_000
+	// MaxConditionRegexSize bounds a regular expression's compiled program
+	// (RE2 is linear-time, but an agent-supplied pattern is still input).
+	MaxConditionRegexSize = 1000
+	// MaxConditionQuote is how much of an expression receipts and messages quote.
+	MaxConditionQuote = 80
+
+	// MaxCurrencyLen bounds a currency code ("USD", "USDC", "BTC").
+	MaxCurrencyLen = 16
+	// MaxRetryDeadlineSeconds bounds retry_deadline_seconds.
+	MaxRetryDeadlineSeconds = 3600
 
 	// MaxThresholdUnits is 2^53: amounts are hashed as canonical JSON, whose
 	// numbers must be exact IEEE doubles.
