@@ -174,11 +174,15 @@ func (a *pathArg) addReadings(line string, strict bool) bool {
 			break
 		}
 		if round == maxPercentDecodes {
-			if pathLike || looksLikePath(next) {
-				a.refused = fmt.Sprintf("is percent-encoded more than %d times", maxPercentDecodes)
-				return true
+			// Deeper than any tool should decode: refuse it if decoding
+			// on (each round shortens it, so this ends) reveals a path.
+			for more := true; more && !pathLike; next, more = percentDecode(next) {
+				pathLike = looksLikePath(strings.TrimSpace(next))
 			}
-			break
+			if pathLike {
+				a.refused = fmt.Sprintf("is percent-encoded more than %d times", maxPercentDecodes)
+			}
+			return pathLike
 		}
 		stage = next
 	}

@@ -123,12 +123,20 @@ var conditionEnv = sync.OnceValues(func() (*cel.Env, error) {
 		// the agent wrote 450 or 450.0.
 		cel.CrossTypeNumericComparisons(true),
 		cel.ParserExpressionSizeLimit(MaxConditionLen),
-		cel.RegexProgramSizeLimit(MaxConditionRegexSize),
+		// Not cel.RegexProgramSizeLimit: its validator panics on patterns
+		// with counted repeats (v0.31.0). Go's regexp bounds patterns
+		// itself (repeat counts, program size) and runs in linear time.
 	)
 })
 
-// compileCondition compiles and type-checks one expression.
-func compileCondition(kind string, index int, expr string) (*Condition, error) {
+// compileCondition compiles and type-checks one expression. A panic in
+// the compiler is an error in the file, never a crash of chiod.
+func compileCondition(kind string, index int, expr string) (cond *Condition, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cond, err = nil, fmt.Errorf("the expression could not be compiled: %v", r)
+		}
+	}()
 	env, err := conditionEnv()
 	if err != nil {
 		return nil, fmt.Errorf("the condition environment failed to build: %v", err)

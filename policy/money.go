@@ -53,6 +53,8 @@ func (v *validator) toolAmount(base []string, t *Tool) {
 	switch {
 	case t.Amount == "" && t.Currency == "":
 		return
+	case v.probs.reported[pathKey(sub(base, "amount"))] || v.probs.reported[pathKey(sub(base, "currency"))]:
+		return // the decoder refused one of them already
 	case t.Amount == "":
 		v.at(base, k("currency"), "tool %q declares currency but no amount: add amount = \"/amount\", the JSON Pointer to the amount in minor units", t.Name)
 	case t.Currency == "":
