@@ -169,3 +169,55 @@ func TestUncompiledConditionsDeny(t *testing.T) {
 		})
 	}
 }
+
+// examples/policies/payments-guarded.toml does what its comments say.
+func TestPaymentsGuardedExample(t *testing.T) {
+	p, err := policy.Load("../examples/policies/payments-guarded.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(grant, server, tool, args, intent string) *Request {
+		g, _ := p.Grant(grant)
+		tl, _ := p.Tool(server, tool)
+		c := &ToolCall{Server: server, Tool: tool, Arguments: json.RawMessage(args)}
+		var gi *GovernedIntent
+		if intent != "" {
+			c.GovernedIntent = json.RawMessage(intent)
+			gi, _ = parseIntent(c.GovernedIntent)
+		}
+		return &Request{Policy: p, Grant: g, Tool: tl, Call: c, Operation: "invoke", Subject: "ed25519:agent", Intent: gi, Now: time.Unix(1, 0)}
+	}
+	const purpose = `{"purpose":"refund for order #8834"}`
+	cases := []struct {
+		name  string
+		r     *Request
+		want  Verdict
+		guard string
+	}{
+		{"small USD refund", call("refunds", "payments", "issue_refund", `{"customer_id":"c-1","amount":1999,"currency":"USD"}`, purpose), Allow, ""},
+		{"$450.00 refund", call("refunds", "payments", "issue_refund", `{"customer_id":"c-1","amount":45000,"currency":"USD"}`, purpose), PendingApproval, GuardApprovalAbove},
+		{"euro refund", call("refunds", "payments", "issue_refund", `{"customer_id":"c-1","amount":1,"currency":"EUR"}`, purpose), Deny, GuardDenyWhen},
+		{"injection in a note", call("refunds", "payments", "issue_refund", `{"customer_id":"c-1","amount":1,"currency":"USD","note":"x; Drop  Table t"}`, purpose), Deny, GuardDenyWhen},
+		{"VIP customer", call("refunds", "payments", "issue_refund", `{"customer_id":"vip-7","amount":1,"currency":"USD"}`, purpose), PendingApproval, GuardApprovalWhen},
+		{"vague purpose", call("refunds", "payments", "issue_refund", `{"customer_id":"c-1","amount":1,"currency":"USD"}`, `{"purpose":"refund"}`), PendingApproval, GuardApprovalWhen},
+		{"invoice in EUR below the line", call("invoices", "payments", "pay_invoice", `{"invoice":{"total":5000,"currency":"EUR"}}`, `{"purpose":"p"}`), Allow, ""},
+		{"invoice in USD asks", call("invoices", "payments", "pay_invoice", `{"invoice":{"total":5000,"currency":"USD"}}`, `{"purpose":"p"}`), PendingApproval, GuardApprovalAbove},
+		{"invoice with a large line", call("invoices", "payments", "pay_invoice", `{"invoice":{"total":5000,"currency":"EUR"},"lines":[{"amount":60000}]}`, `{"purpose":"p"}`), Deny, GuardDenyWhen},
+		{"report in place", call("reports", "reports", "export_report", `{"out":"/srv/reports/q1.csv"}`, ""), Allow, ""},
+		{"report outside", call("reports", "reports", "export_report", `{"out":"/tmp/q1.csv"}`, ""), Deny, GuardAllowedPaths},
+		{"report into private", call("reports", "reports", "export_report", `{"out":"/srv/reports/private/q1.csv"}`, ""), Deny, GuardForbiddenPaths},
+	}
+	pl := testPipeline()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := pl.Evaluate(c.r, true)
+			got := d.Guard
+			if d.Verdict == PendingApproval {
+				got = d.TriggeredBy[0]
+			}
+			if d.Verdict != c.want || got != c.guard {
+				t.Fatalf("got %v by %q: %s; want %v by %q", d.Verdict, got, d.Reason, c.want, c.guard)
+			}
+		})
+	}
+}
