@@ -177,3 +177,28 @@ func TestEnvelopeHoldsWithoutThresholdAndOnResume(t *testing.T) {
 		t.Fatalf("no threshold, no intent: %+v", d)
 	}
 }
+
+// FuzzDeriveAmount: any arguments either yield an error wrapping ErrAmount,
+// or an amount in [0, 2^53] with a valid currency that a second derivation
+// reproduces.
+func FuzzDeriveAmount(f *testing.F) {
+	for _, s := range []string{`{"amount":450,"currency":"USD"}`, `{"amount":4.5e2,"currency":"usd"}`, `{"amount":-0,"currency":"X"}`,
+		`{"amount":9007199254740993.0,"currency":"USD"}`, `{"amount":"1","currency":"USD"}`, `{"amount":1e999}`, `[]`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		a, err := DeriveAmount(refundTool, raw)
+		if err != nil {
+			if !errors.Is(err, ErrAmount) {
+				t.Fatalf("error does not wrap ErrAmount: %v", err)
+			}
+			return
+		}
+		if a == nil || a.Units < 0 || a.Units > policy.MaxThresholdUnits || policy.CheckCurrency(a.Currency) != nil {
+			t.Fatalf("accepted %+v", a)
+		}
+		if b, err := DeriveAmount(refundTool, raw); err != nil || *b != *a {
+			t.Fatalf("not deterministic: %+v %v", b, err)
+		}
+	})
+}

@@ -221,3 +221,31 @@ func TestPaymentsGuardedExample(t *testing.T) {
 		})
 	}
 }
+
+// FuzzConditions: no arguments make a condition guard panic or answer
+// anything but a verdict naming its own guard.
+func FuzzConditions(f *testing.F) {
+	p, err := policy.Parse([]byte(conditionsPolicy), "conditions.toml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{`{"amount":50,"currency":"USD"}`, `{"amount":1e4,"currency":"EUR","note":"DROP TABLE"}`,
+		`{"amount":"x"}`, `{"items":[1,2,3]}`, `{}`, `{"amount":null,"currency":[]}`} {
+		f.Add([]byte(s), "refunds")
+		f.Add([]byte(s), "costly")
+	}
+	pl := testPipeline()
+	f.Fuzz(func(t *testing.T, args []byte, grant string) {
+		g, ok := p.Grant(grant)
+		if !ok || !json.Valid(args) {
+			return
+		}
+		tool, _ := p.Tool("pay", "refund")
+		r := &Request{Policy: p, Grant: g, Tool: tool, Call: &ToolCall{Server: "pay", Tool: "refund", Arguments: args},
+			Operation: "invoke", Subject: "ed25519:agent", Now: time.Unix(1, 0)}
+		d := pl.Evaluate(r, true)
+		if strings.Contains(d.Reason, "panicked") || d.Verdict == Deny && d.Guard != GuardDenyWhen && d.Guard != GuardApprovalWhen {
+			t.Fatalf("%s: %+v", args, d)
+		}
+	})
+}
