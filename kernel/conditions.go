@@ -91,16 +91,12 @@ func compiledConditions(r *Request, kind string) ([]*policy.Condition, error) {
 	if r.Policy != nil {
 		gc = r.Policy.Conditions(r.Grant.ID)
 	}
-	want, got := len(r.Grant.Constraints.DenyWhen), []*policy.Condition(nil)
-	if gc != nil {
-		got = gc.DenyWhen
+	if gc == nil {
+		gc = &policy.GrantConditions{}
 	}
+	want, got := len(r.Grant.Constraints.DenyWhen), gc.DenyWhen
 	if kind == policy.KindRequireApprovalWhen {
-		want = len(r.Grant.Constraints.RequireApprovalWhen)
-		got = nil
-		if gc != nil {
-			got = gc.RequireApprovalWhen
-		}
+		want, got = len(r.Grant.Constraints.RequireApprovalWhen), gc.RequireApprovalWhen
 	}
 	if len(got) != want {
 		return nil, fmt.Errorf("grant %q: %s was not compiled with the policy", r.Grant.ID, kind)
@@ -128,6 +124,9 @@ func (r *Request) buildConditionInput() (*policy.ConditionInput, error) {
 	if r.Call != nil {
 		in.Tool, in.Server = r.Call.Tool, r.Call.Server
 		if raw := r.Call.GovernedIntent; len(raw) > 0 && string(raw) != "null" {
+			if len(raw) > MaxArgumentsBytes {
+				return nil, fmt.Errorf("governed_intent larger than %d bytes", MaxArgumentsBytes)
+			}
 			intent, err := decodeJSON(raw)
 			if err != nil {
 				return nil, fmt.Errorf("governed_intent: %w", err)

@@ -47,7 +47,9 @@ type Request struct {
 	RecentCalls int
 
 	// What guards derive from the call, computed once on first use (guards
-	// run one after another, never concurrently, on one Request).
+	// run one after another, never concurrently, on one Request). Build a
+	// new Request for other arguments (an amendment): never change Call
+	// once a guard has run.
 	decoded     bool
 	args        map[string]any // numbers as json.Number
 	argsErr     error

@@ -2,8 +2,10 @@ package kernel
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -94,11 +96,12 @@ func walkPathStrings(v any, where string, depth int, f func(where, s string)) {
 			walkPathStrings(e, fmt.Sprintf("%s/%d", where, i), depth+1, f)
 		}
 	case map[string]any:
-		for k, e := range t {
+		// In key order, so that the same call always gets the same reason.
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			child := string(jsontext.Pointer(where).AppendToken(k))
 			// Keys can carry paths too ({"/etc/passwd": "…"}).
 			f("key at "+displayPointer(child), k)
-			walkPathStrings(e, child, depth+1, f)
+			walkPathStrings(t[k], child, depth+1, f)
 		}
 	}
 }
