@@ -200,3 +200,23 @@ func TestCheckCurrency(t *testing.T) {
 		}
 	}
 }
+
+// deny_when = "x" and deny_when = ["x"] mean the same, so they hash alike.
+func TestConditionStringIsAListOfOne(t *testing.T) {
+	base := payments + payGrant + "tool = \"refund\"\n[grants.constraints]\n"
+	one, err := Parse(doc(base+"deny_when = \"args.amount > 5\"\n"), "a.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := Parse(doc(base+"deny_when = [\"args.amount > 5\"]\n"), "b.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Hash != list.Hash || len(one.Grants[0].Constraints.DenyWhen) != 1 {
+		t.Fatalf("string form differs from the list: %s vs %s, %v", one.Hash, list.Hash, one.Grants[0].Constraints.DenyWhen)
+	}
+	other, err := Parse(doc(base+"deny_when = [\"args.amount > 6\"]\n"), "c.toml")
+	if err != nil || other.Hash == list.Hash {
+		t.Fatalf("a different condition hashes the same: %v", err)
+	}
+}
