@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -173,20 +172,9 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
-// decodeJSON checks raw with the canonical rules, then decodes it with
-// numbers as json.Number.
-func decodeJSON(raw []byte) (any, error) {
-	if err := canon.Check(raw); err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
+// decodeJSON checks raw with the canonical rules and decodes it in one
+// pass, numbers as json.Number.
+func decodeJSON(raw []byte) (any, error) { return canon.Decode(raw) }
 
 // jsonKind names a decoded JSON value's type for messages.
 func jsonKind(v any) string {

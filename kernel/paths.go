@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -70,47 +71,61 @@ func (r *Request) pathArgs() ([]pathArg, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []pathArg
-	walkPathStrings(args, "", 0, func(where, s string) {
-		if a, ok := analyzePath(s); ok {
-			a.where = where
-			out = append(out, a)
-		}
-	})
-	r.paths, r.pathsDone = out, true
-	return out, nil
+	w := pathWalker{}
+	w.walk(args, 0)
+	r.paths, r.pathsDone = w.out, true
+	return w.out, nil
 }
 
-// walkPathStrings calls f for every string value and object key, with its
-// location as a JSON Pointer (depth is bounded by the canonical decoder
-// already; the bound here is defence in depth).
-func walkPathStrings(v any, where string, depth int, f func(where, s string)) {
-	if depth > 64 {
+// pathWalker visits every string value and object key of the arguments.
+// It keeps the location as a stack of JSON Pointer tokens and spells it
+// out only for the strings that are path-like: most strings are not.
+type pathWalker struct {
+	at  []string
+	out []pathArg
+}
+
+func (w *pathWalker) walk(v any, depth int) {
+	if depth > 64 { // bounded by the canonical decoder already
 		return
 	}
 	switch t := v.(type) {
 	case string:
-		f(displayPointer(where), t)
+		w.visit(t, "")
 	case []any:
 		for i, e := range t {
-			walkPathStrings(e, fmt.Sprintf("%s/%d", where, i), depth+1, f)
+			w.at = append(w.at, strconv.Itoa(i))
+			w.walk(e, depth+1)
+			w.at = w.at[:len(w.at)-1]
 		}
 	case map[string]any:
-		// In key order, so that the same call always gets the same reason.
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			child := string(jsontext.Pointer(where).AppendToken(k))
-			// Keys can carry paths too ({"/etc/passwd": "…"}).
-			f("key at "+displayPointer(child), k)
-			walkPathStrings(t[k], child, depth+1, f)
+		keys := slices.Collect(maps.Keys(t))
+		if len(keys) > 1 {
+			slices.Sort(keys) // the same call always gets the same reason
+		}
+		for _, k := range keys {
+			w.at = append(w.at, k)
+			w.visit(k, "key at ") // keys can carry paths too ({"/etc/passwd": "…"})
+			w.walk(t[k], depth+1)
+			w.at = w.at[:len(w.at)-1]
 		}
 	}
 }
 
-func displayPointer(p string) string {
-	if p == "" {
-		return "/"
+func (w *pathWalker) visit(s, prefix string) {
+	a, ok := analyzePath(s)
+	if !ok {
+		return
 	}
-	return p
+	var p jsontext.Pointer
+	for _, tok := range w.at {
+		p = p.AppendToken(tok)
+	}
+	if p == "" {
+		p = "/"
+	}
+	a.where = prefix + string(p)
+	w.out = append(w.out, a)
 }
 
 // analyzePath decides whether s is path-like and, if so, how it reads.
@@ -304,7 +319,7 @@ func unhex(c byte) byte {
 // (/proc/<pid>/cwd), executables and mapped files.
 func resolveAliases(p string) (string, string) {
 	for {
-		if !strings.HasPrefix(p, "/") {
+		if !strings.HasPrefix(p, "/proc/") && !strings.HasPrefix(p, "/dev/") {
 			return p, ""
 		}
 		segs := strings.Split(p[1:], "/")
