@@ -19,10 +19,6 @@ import (
 // denied: the kernel cannot know how much money it moves.
 var ErrAmount = errors.New("no usable amount in the arguments")
 
-// maxAmountLiteral bounds the spelling of an amount before it is parsed
-// exactly; 2^53 has 16 digits, so anything much longer is not an amount.
-const maxAmountLiteral = 64
-
 // maxUnits is 2^53: amounts are hashed as canonical JSON, whose numbers
 // must be exact IEEE doubles.
 var maxUnits = big.NewInt(policy.MaxThresholdUnits)

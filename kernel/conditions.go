@@ -16,9 +16,6 @@ import (
 // cost limit — is a deny naming the expression: a condition that cannot be
 // decided must not let the call through.
 
-// maxConditionError bounds the evaluation error quoted in a receipt.
-const maxConditionError = 160
-
 // checkDenyWhen denies when any deny_when expression is true.
 func checkDenyWhen(r *Request) (Result, error) {
 	if len(r.Grant.Constraints.DenyWhen) == 0 {

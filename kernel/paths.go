@@ -25,15 +25,6 @@ import (
 // docs/platform.md says what the guard cannot know (symlinks, the tool's
 // working directory, paths a tool assembles from several arguments).
 
-const (
-	// maxPercentDecodes is how many rounds of percent-decoding a path is
-	// judged through; a string that still decodes after that is refused
-	// rather than guessed at.
-	maxPercentDecodes = 3
-	// maxQuotedPath bounds how much of an argument a receipt quotes.
-	maxQuotedPath = 80
-)
-
 // pathArg is one path-like string of the arguments, as the guards judge it.
 type pathArg struct {
 	where   string   // JSON Pointer of the value, or "key at …" for an object key
