@@ -227,11 +227,17 @@ func (a *pathArg) addReading(x string, strict bool) bool {
 		if r == "" {
 			continue
 		}
-		clean, unknown := resolveAliases(path.Clean(r))
+		clean := path.Clean(r)
+		resolved, unknown := resolveAliases(clean)
 		if unknown != "" && a.unknown == "" {
-			a.unknown = fmt.Sprintf("%s: %s", clean, unknown)
+			a.unknown = fmt.Sprintf("%s: %s", resolved, unknown)
 		}
+		// Both: /proc/** may be forbidden too, and under allowed_paths the
+		// alias itself must be allowed as well as what it names.
 		a.forms = append(a.forms, clean)
+		if resolved != clean {
+			a.forms = append(a.forms, resolved)
+		}
 	}
 	return true
 }

@@ -35,6 +35,7 @@ func TestForbiddenPathsNormalize(t *testing.T) {
 		{"proc thread-self root alias", etc, "/proc/thread-self/root/etc/passwd", Deny, "matches"},
 		{"proc task root alias", etc, "/proc/self/task/42/root/etc/passwd", Deny, "matches"},
 		{"nested root aliases", etc, "/proc/self/root/proc/1/root/etc/passwd", Deny, "matches"},
+		{"the alias itself may be forbidden", policy.Constraints{ForbiddenPaths: []string{"/proc/**"}}, "/proc/self/root/tmp/x", Deny, `matches "/proc/**"`},
 		{"file URL", etc, "file:///etc/passwd", Deny, `(read as "/etc/passwd")`},
 		{"file URL, one slash", etc, "file:/etc/passwd", Deny, "matches"},
 		{"file URL, localhost", etc, "file://localhost/etc/passwd", Deny, "matches"},
@@ -120,7 +121,7 @@ func TestAllowedPaths(t *testing.T) {
 		{"climbing out", srv, `{"path":"/srv/data/../../etc/passwd"}`, Deny, GuardAllowedPaths, `(read as "/etc/passwd")`},
 		{"climbing out, percent-encoded", srv, `{"path":"/srv/data/%2e%2e/%2e%2e/etc/passwd"}`, Deny, GuardAllowedPaths, "/etc/passwd"},
 		{"proc root alias out", srv, `{"path":"/proc/self/root/etc/passwd"}`, Deny, GuardAllowedPaths, "/etc/passwd"},
-		{"proc root alias in", srv, `{"path":"/proc/self/root/srv/data/x"}`, Allow, "", ""},
+		{"proc root alias in: the alias itself is not allowed", srv, `{"path":"/proc/self/root/srv/data/x"}`, Deny, GuardAllowedPaths, "/proc/self/root/srv/data/x"},
 		{"file URL in", srv, `{"path":"file:///srv/data/x"}`, Deny, GuardAllowedPaths, "file:"}, // its raw reading is not a path under /srv
 		{"fd alias", srv, `{"path":"/dev/fd/3"}`, Deny, GuardAllowedPaths, "open file descriptor"},
 		{"relative, unknown working directory", srv, `{"path":"data/a.txt"}`, Deny, GuardAllowedPaths, "matches no"},
