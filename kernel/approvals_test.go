@@ -500,12 +500,17 @@ expose_arguments = true`, 1)
 func TestResumeRematchesTheGrantAfterReload(t *testing.T) {
 	f := lifecycle(t, "deny")
 	out := f.refund(t, 450)
-	// The reloaded policy narrows the grant to another tool.
+	// The reloaded policy narrows the grant to another tool (echo moves no
+	// money, so it cannot keep a threshold).
 	narrowed := strings.Replace(f.policyText, `id = "refunds"
 server = "demo"
-tool = "issue_refund"`, `id = "refunds"
+tool = "issue_refund"
+[grants.constraints]
+require_approval_above = { threshold_units = 200 }`, `id = "refunds"
 server = "demo"
-tool = "echo"`, 1)
+tool = "echo"
+[grants.constraints]
+require_approval_always = true`, 1)
 	p, err := policy.Parse([]byte(narrowed), "narrow.toml")
 	if err != nil {
 		t.Fatal(err)

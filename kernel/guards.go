@@ -3,12 +3,8 @@ package kernel
 import (
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/chiokernel/chio/policy"
 )
@@ -49,6 +45,32 @@ type Request struct {
 	// RecentCalls counts calls by Subject under Grant in the last minute,
 	// this one included (0 when the grant sets no rate limit).
 	RecentCalls int
+
+	// What guards derive from the call, computed once on first use (guards
+	// run one after another, never concurrently, on one Request). Build a
+	// new Request for other arguments (an amendment): never change Call
+	// once a guard has run.
+	decoded     bool
+	args        map[string]any // numbers as json.Number
+	argsErr     error
+	paths       []pathArg
+	pathsDone   bool
+	condInput   *policy.ConditionInput
+	condInputOK bool
+	condErr     error
+}
+
+// arguments returns the call's arguments object, decoded once.
+func (r *Request) arguments() (map[string]any, error) {
+	if !r.decoded {
+		r.decoded = true
+		var raw json.RawMessage
+		if r.Call != nil {
+			raw = r.Call.Arguments
+		}
+		r.args, r.argsErr = decodeArguments(raw)
+	}
+	return r.args, r.argsErr
 }
 
 // Guard is one check in the pipeline. Check must not block: it is given a
@@ -66,12 +88,17 @@ const (
 	GuardCapability      = "capability"
 	GuardScope           = "capability-scope"
 	GuardIntentRequired  = "governed_intent_required"
+	GuardAmount          = "amount"          // the tool's declared amount cannot be read from the arguments
+	GuardIntentEnvelope  = "intent_envelope" // the arguments exceed the governed intent's max_amount
 	GuardForbiddenPaths  = "forbidden_paths"
+	GuardAllowedPaths    = "allowed_paths"
+	GuardDenyWhen        = policy.KindDenyWhen
 	GuardRateLimit       = "max_calls_per_minute"
 	GuardApprovalAbove   = "require_approval_above"
 	GuardApprovalAlways  = "require_approval_always"
 	GuardApprovalFirstN  = "require_approval_first_n"
 	GuardApprovalActions = "require_approval_for_actions"
+	GuardApprovalWhen    = policy.KindRequireApprovalWhen
 	GuardHumanApproval   = "human-approval"
 	GuardApprovalTimeout = "approval-timeout"
 	GuardPipeline        = "pipeline"
@@ -95,12 +122,16 @@ func BuiltinGuards() []Guard {
 	return []Guard{
 		guardFunc{GuardScope, false, checkScope},
 		guardFunc{GuardIntentRequired, false, checkIntentRequired},
+		guardFunc{GuardIntentEnvelope, false, checkIntentEnvelope},
 		guardFunc{GuardForbiddenPaths, false, checkForbiddenPaths},
+		guardFunc{GuardAllowedPaths, false, checkAllowedPaths},
+		guardFunc{GuardDenyWhen, false, checkDenyWhen},
 		guardFunc{GuardRateLimit, false, checkRateLimit},
 		guardFunc{GuardApprovalAbove, true, checkApprovalAbove},
 		guardFunc{GuardApprovalAlways, true, checkApprovalAlways},
 		guardFunc{GuardApprovalFirstN, true, checkApprovalFirstN},
 		guardFunc{GuardApprovalActions, true, checkApprovalActions},
+		guardFunc{GuardApprovalWhen, true, checkApprovalWhen},
 	}
 }
 
@@ -118,71 +149,6 @@ func checkIntentRequired(r *Request) (Result, error) {
 	return allow()
 }
 
-func checkForbiddenPaths(r *Request) (Result, error) {
-	pats := r.Grant.Constraints.ForbiddenPaths
-	if len(pats) == 0 {
-		return allow()
-	}
-	var args any
-	if err := json.Unmarshal(r.Call.Arguments, &args); err != nil {
-		return Result{}, fmt.Errorf("decode arguments: %w", err)
-	}
-	var hit string
-	walkStrings(args, 0, func(s string) bool {
-		if !looksLikePath(s) {
-			return true
-		}
-		// Clean first so "/tmp/../etc/passwd" cannot walk around a pattern.
-		candidates := []string{path.Clean(s)}
-		if !strings.HasPrefix(s, "/") {
-			candidates = append(candidates, path.Clean("/"+s))
-		}
-		for _, c := range candidates {
-			for _, p := range pats {
-				if ok, _ := doublestar.Match(p, c); ok {
-					hit = s + " matches " + p
-					return false
-				}
-			}
-		}
-		return true
-	})
-	if hit != "" {
-		return Result{Deny, GuardForbiddenPaths, "forbidden path: " + hit}, nil
-	}
-	return allow()
-}
-
-func looksLikePath(s string) bool {
-	return strings.ContainsAny(s, "/\\") || strings.HasPrefix(s, "~") || strings.HasPrefix(s, ".")
-}
-
-// walkStrings visits every string in a decoded JSON value (depth-bounded by
-// the canonical decoder already; the bound here is defence in depth).
-func walkStrings(v any, depth int, f func(string) bool) bool {
-	if depth > 64 {
-		return false
-	}
-	switch t := v.(type) {
-	case string:
-		return f(strings.ReplaceAll(t, "\\", "/"))
-	case []any:
-		for _, e := range t {
-			if !walkStrings(e, depth+1, f) {
-				return false
-			}
-		}
-	case map[string]any:
-		for k, e := range t {
-			// Keys can carry paths too ({"/etc/passwd": "…"}).
-			if !f(strings.ReplaceAll(k, "\\", "/")) || !walkStrings(e, depth+1, f) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 func checkRateLimit(r *Request) (Result, error) {
 	max := r.Grant.Constraints.MaxCallsPerMinute
 	if max > 0 && r.RecentCalls > max {
@@ -191,6 +157,39 @@ func checkRateLimit(r *Request) (Result, error) {
 	return allow()
 }
 
+// checkIntentEnvelope derives the amount from the arguments of a tool that
+// declares one, and holds it to the governed intent's max_amount: same
+// currency, no more units. It is not an approval trigger, so it runs again
+// on resume, against amended arguments too.
+func checkIntentEnvelope(r *Request) (Result, error) {
+	if r.Tool == nil || r.Tool.Amount == "" {
+		return allow()
+	}
+	args, err := r.arguments()
+	if err != nil {
+		return Result{Deny, GuardAmount, err.Error()}, nil
+	}
+	amt, err := deriveAmount(r.Tool, args)
+	if err != nil {
+		return Result{Deny, GuardAmount, err.Error()}, nil
+	}
+	if r.Intent == nil || r.Intent.MaxAmount == nil {
+		return allow()
+	}
+	env := r.Intent.MaxAmount
+	switch {
+	case amt.Currency != env.Currency:
+		return Result{Deny, GuardIntentEnvelope, fmt.Sprintf("the arguments move %d %s but the governed intent's max_amount is in %s",
+			amt.Units, amt.Currency, env.Currency)}, nil
+	case amt.Units > env.Units:
+		return Result{Deny, GuardIntentEnvelope, fmt.Sprintf("the arguments move %d %s, more than the governed intent's max_amount of %d %s",
+			amt.Units, amt.Currency, env.Units, env.Currency)}, nil
+	}
+	return allow()
+}
+
+// checkApprovalAbove compares the amount derived from the arguments with
+// the threshold; the agent's own max_amount never decides it.
 func checkApprovalAbove(r *Request) (Result, error) {
 	t := r.Grant.Constraints.RequireApprovalAbove
 	if t == nil {
@@ -198,13 +197,40 @@ func checkApprovalAbove(r *Request) (Result, error) {
 	}
 	// Omitting the intent is not a way around the threshold (seed: "Missing
 	// intent is not a free pass").
-	if r.Intent == nil || r.Intent.MaxAmount == nil {
-		return Result{Deny, GuardApprovalAbove, "require_approval_above needs a governed intent with max_amount"}, nil
+	if r.Intent == nil {
+		return Result{Deny, GuardApprovalAbove, "require_approval_above needs a governed intent"}, nil
 	}
-	if r.Intent.MaxAmount.Units >= t.ThresholdUnits {
-		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("amount %d %s meets the approval threshold %d", r.Intent.MaxAmount.Units, r.Intent.MaxAmount.Currency, t.ThresholdUnits)}, nil
+	// Policy check refuses a threshold over a tool without an amount; a
+	// tool matched only by a pattern grant may still lack one, and then
+	// nothing but the agent's word would be left: ask a human.
+	if r.Tool == nil || r.Tool.Amount == "" {
+		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("tool %q declares no amount; approval required", r.Call.Tool)}, nil
+	}
+	args, err := r.arguments()
+	if err != nil {
+		return Result{Deny, GuardAmount, err.Error()}, nil
+	}
+	amt, err := deriveAmount(r.Tool, args)
+	if err != nil {
+		return Result{Deny, GuardAmount, err.Error()}, nil
+	}
+	if t.Currency != "" && amt.Currency != t.Currency {
+		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("amount %d %s is not in the threshold's currency %s; approval required",
+			amt.Units, amt.Currency, t.Currency)}, nil
+	}
+	if amt.Units >= t.ThresholdUnits {
+		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("amount %d %s meets the approval threshold of %d%s",
+			amt.Units, amt.Currency, t.ThresholdUnits, suffix(" ", t.Currency))}, nil
 	}
 	return allow()
+}
+
+// suffix returns sep+s, or "" when s is empty.
+func suffix(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
 }
 
 func checkApprovalAlways(r *Request) (Result, error) {

@@ -29,6 +29,18 @@ const (
 	ConsumedCacheSize = 65536
 	// MaxToolOutputBytes bounds a tool output kept in the call record.
 	MaxToolOutputBytes = 1 << 20
+
+	// maxPercentDecodes is how many rounds of percent-decoding a path is
+	// judged through; a string that still decodes to a path after that is
+	// refused rather than guessed at.
+	maxPercentDecodes = 3
+	// maxQuotedPath bounds how much of an argument a receipt quotes.
+	maxQuotedPath = 80
+	// maxAmountLiteral bounds the spelling of an amount before it is parsed
+	// exactly; 2^53 has 16 digits, so anything much longer is not an amount.
+	maxAmountLiteral = 64
+	// maxConditionError bounds the evaluation error quoted in a receipt.
+	maxConditionError = 160
 	// MaxToolErrorLen bounds a tool error kept on the call and receipts.
 	MaxToolErrorLen = 2048
 	// DefaultRetryDeadline bounds retries of transient delivery failures

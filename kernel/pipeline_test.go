@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,14 @@ func req(g *policy.Grant, args string, intent *GovernedIntent) *Request {
 	return &Request{Grant: g, Tool: &policy.Tool{Name: "t", Category: "financial"},
 		Call: &ToolCall{Server: "s", Tool: "t", Arguments: json.RawMessage(args)}, Operation: "invoke",
 		Intent: intent, Now: time.Unix(1000, 0)}
+}
+
+// money is a request for a tool that declares where its amount lives,
+// moving units USD.
+func money(g *policy.Grant, units int64, intent *GovernedIntent) *Request {
+	r := req(g, fmt.Sprintf(`{"customer_id":"c","amount":%d,"currency":"USD"}`, units), intent)
+	r.Tool = &policy.Tool{Name: "t", Category: "financial", Amount: "/amount", Currency: "/currency"}
+	return r
 }
 
 func amount(n int64) *GovernedIntent {
@@ -56,11 +65,11 @@ func TestGuardsTable(t *testing.T) {
 			r.RecentCalls = 2
 			return r
 		}(), Allow, "", ""},
-		{"above threshold pends", req(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), `{}`, amount(450)), PendingApproval, "", GuardApprovalAbove},
-		{"at threshold pends", req(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), `{}`, amount(200)), PendingApproval, "", GuardApprovalAbove},
-		{"below threshold allows", req(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), `{}`, amount(199)), Allow, "", ""},
-		{"threshold without intent fails closed", req(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), `{}`, nil), Deny, GuardApprovalAbove, ""},
-		{"threshold intent without amount fails closed", req(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), `{}`, &GovernedIntent{Purpose: "x"}), Deny, GuardApprovalAbove, ""},
+		{"above threshold pends", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 450, amount(450)), PendingApproval, "", GuardApprovalAbove},
+		{"at threshold pends", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 200, amount(200)), PendingApproval, "", GuardApprovalAbove},
+		{"below threshold allows", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 199, amount(199)), Allow, "", ""},
+		{"threshold without intent fails closed", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 1, nil), Deny, GuardApprovalAbove, ""},
+		{"threshold intent without max_amount reads the arguments", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 450, &GovernedIntent{Purpose: "x"}), PendingApproval, "", GuardApprovalAbove},
 		{"always pends", req(grantWith(policy.Constraints{RequireApprovalAlways: true}), `{}`, nil), PendingApproval, "", GuardApprovalAlways},
 		{"first n pends", req(grantWith(policy.Constraints{RequireApprovalFirstN: 2}), `{}`, nil), PendingApproval, "", GuardApprovalFirstN},
 		{"first n exhausted allows", func() *Request {

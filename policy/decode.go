@@ -49,7 +49,10 @@ type decoder struct {
 	fields map[reflect.Type]map[string]int // toml tag → field index
 }
 
-var publicKeyType = reflect.TypeFor[keys.PublicKey]()
+var (
+	publicKeyType   = reflect.TypeFor[keys.PublicKey]()
+	expressionsType = reflect.TypeFor[Expressions]()
+)
 
 func (d *decoder) value(path []string, v any, rv reflect.Value) {
 	name := path[len(path)-1]
@@ -104,6 +107,13 @@ func (d *decoder) value(path []string, v any, rv reflect.Value) {
 			for i := range l {
 				items[i] = l[i]
 			}
+		case string:
+			if rv.Type() != expressionsType {
+				d.probs.at(path, "%s must be a list, not %s", name, describe(v))
+				return
+			}
+			// deny_when = "…" is the common case of one condition.
+			items = []any{l}
 		default:
 			d.probs.at(path, "%s must be a list, not %s", name, describe(v))
 			return

@@ -26,6 +26,9 @@ func FuzzParse(f *testing.F) {
 	for _, c := range invalidCases {
 		f.Add(doc(c.toml))
 	}
+	for _, c := range bindingCases {
+		f.Add(doc(c.toml))
+	}
 	f.Add([]byte(matchPolicy))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "fuzz.toml")

@@ -31,7 +31,8 @@ type serverTool struct{ server, tool string }
 func builtinTools() []Tool {
 	return []Tool{
 		{Name: "echo", Action: DefaultAction},
-		{Name: "issue_refund", Action: "charge", Category: "financial"},
+		// Its arguments are {"customer_id", "amount" (minor units), "currency"}.
+		{Name: "issue_refund", Action: "charge", Category: "financial", Amount: "/amount", Currency: "/currency"},
 		// confirm and ask are not tools that run: they ask a human (kind
 		// confirm / question) and the signed answer is the call's output.
 		{Name: ToolConfirm, Action: "confirm", Category: CategoryHITL},

@@ -109,7 +109,7 @@ func TestLookups(t *testing.T) {
 		{"db", "write_rows", &Tool{Name: "write_rows", Action: "invoke", Category: "data_mutation"}},
 		{"db", "echo", nil}, // http servers have only what they declare
 		{"demo", "echo", &Tool{Name: "echo", Action: "invoke"}},
-		{"demo", "issue_refund", &Tool{Name: "issue_refund", Action: "charge", Category: "financial"}},
+		{"demo", "issue_refund", &Tool{Name: "issue_refund", Action: "charge", Category: "financial", Amount: "/amount", Currency: "/currency"}},
 		{"demo", "delete_file", &Tool{Name: "delete_file", Action: "delete", Category: "data_mutation"}},
 		{"demo", "format_disk", nil},
 		{"nope", "echo", nil},

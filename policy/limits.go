@@ -28,6 +28,25 @@ const (
 	MaxNameLen           = 256 // ids, tool names, display names, labels
 	MaxPatternLen        = 1024
 	MaxCommandArgs       = 256 // an MCP server's command line
+	MaxAllowedPaths      = 256
+
+	// MaxConditionsPerGrant bounds deny_when and require_approval_when
+	// (each); MaxConditionLen bounds one expression's source.
+	MaxConditionsPerGrant = 32
+	MaxConditionLen       = 2048
+	// MaxConditionCost is the CEL cost limit of one evaluation. Ordinary
+	// conditions cost under 100; a comprehension costs a few units per
+	// element, so this allows a pass over about 2,000 list elements. At the
+	// limit an evaluation takes about 3 ms on this project's machines, well
+	// inside the guard budget. Exceeding it is an evaluation error: a deny.
+	MaxConditionCost = 10_000
+	// MaxConditionQuote is how much of an expression receipts and messages quote.
+	MaxConditionQuote = 80
+
+	// MaxCurrencyLen bounds a currency code ("USD", "USDC", "BTC").
+	MaxCurrencyLen = 16
+	// MaxRetryDeadlineSeconds bounds retry_deadline_seconds.
+	MaxRetryDeadlineSeconds = 3600
 
 	// MaxThresholdUnits is 2^53: amounts are hashed as canonical JSON, whose
 	// numbers must be exact IEEE doubles.

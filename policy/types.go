@@ -27,6 +27,9 @@ type Policy struct {
 	Source string `toml:"-" json:"-"`
 
 	index *Index
+	// conditions holds each grant's compiled deny_when and
+	// require_approval_when programs by grant id, built once by validation.
+	conditions map[string]*GrantConditions
 }
 
 // Kernel is the [kernel] table.
@@ -113,13 +116,18 @@ type Constraints struct {
 	// intent, tool, server and subject, compiled at load. Any true deny_when
 	// denies; any true require_approval_when asks a human; an evaluation
 	// error is a deny.
-	DenyWhen            []string `toml:"deny_when" json:"deny_when,omitempty"`
-	RequireApprovalWhen []string `toml:"require_approval_when" json:"require_approval_when,omitempty"`
-	MaxCallsPerMinute   int      `toml:"max_calls_per_minute" json:"max_calls_per_minute"`
+	// A single string is read as a list of one.
+	DenyWhen            Expressions `toml:"deny_when" json:"deny_when,omitempty"`
+	RequireApprovalWhen Expressions `toml:"require_approval_when" json:"require_approval_when,omitempty"`
+	MaxCallsPerMinute   int         `toml:"max_calls_per_minute" json:"max_calls_per_minute"`
 	// OnTrigger routes a non-approval guard to approval instead of denial:
 	// guard name → "deny" (default) | "require_approval".
 	OnTrigger map[string]string `toml:"on_trigger" json:"on_trigger,omitempty"`
 }
+
+// Expressions is a list of CEL expressions; the file may write a single
+// string for a list of one.
+type Expressions []string
 
 // Threshold is require_approval_above = { threshold_units = N[, currency = "USD"] }.
 // It compares the amount derived from the arguments (the tool's `amount`

@@ -28,7 +28,7 @@ var channelNames = []string{"webhook", "slack", "email", "dashboard", "poll", "t
 
 // Guards that on_trigger may route to approval instead of denial. The
 // approval triggers themselves (require_approval_*) already ask a human.
-var routableGuards = []string{"forbidden_paths", "max_calls_per_minute", "governed_intent_required"}
+var routableGuards = []string{"forbidden_paths", "allowed_paths", "max_calls_per_minute", "governed_intent_required"}
 
 type validator struct {
 	p       *Policy
@@ -211,6 +211,7 @@ func (v *validator) serverList() {
 			v.at(base, k("command"), "command is for transport \"mcp\" (a stdio MCP server); server %q uses %q", s.ID, s.Transport)
 		}
 		v.intRange(base, "timeout_seconds", s.TimeoutSeconds, 1, MaxServerTimeoutSeconds)
+		v.delivery(base, fmt.Sprintf("server %q", s.ID), s.Delivery, s.RetryDeadlineSeconds)
 		v.tools(base, s)
 	}
 }
@@ -270,6 +271,8 @@ func (v *validator) tools(base []string, s *Server) {
 				v.at(base, append(tb, "category"), "category %q: %v", t.Category, err)
 			}
 		}
+		v.toolAmount(sub(base, tb...), t)
+		v.delivery(sub(base, tb...), fmt.Sprintf("tool %q", t.Name), t.Delivery, t.RetryDeadlineSeconds)
 	}
 }
 
@@ -303,7 +306,7 @@ func (v *validator) grantList() {
 				v.at(base, k("operations", idx(j)), "operation %q: %v", op, err)
 			}
 		}
-		v.constraints(sub(base, "constraints"), &g.Constraints)
+		v.constraints(sub(base, "constraints"), g)
 		if s := v.servers[g.Server]; s != nil && s.Transport == TransportBuiltin && (g.Tool == ToolConfirm || g.Tool == ToolAsk) && g.Approval == nil {
 			v.at(base, k("tool"), "grant %q covers %q, which always asks a human: add [grants.approval] with approvers", g.ID, g.Tool)
 		}
@@ -360,15 +363,10 @@ func declares(s *Server, tool string) bool {
 	return s.Transport == TransportMCP || s.Transport == TransportBuiltin && builtinTool(tool) != nil
 }
 
-func (v *validator) constraints(base []string, c *Constraints) {
-	if t := c.RequireApprovalAbove; t != nil {
-		switch {
-		case t.ThresholdUnits < 0:
-			v.at(base, k("require_approval_above", "threshold_units"), "threshold_units must be 0 or more, not %d", t.ThresholdUnits)
-		case t.ThresholdUnits > MaxThresholdUnits:
-			v.at(base, k("require_approval_above", "threshold_units"), "threshold_units = %d is more than the limit of 2^53", t.ThresholdUnits)
-		}
-	}
+func (v *validator) constraints(base []string, g *Grant) {
+	c := &g.Constraints
+	v.threshold(base, g)
+	v.conditions(base, g)
 	v.intRange(base, "require_approval_first_n", c.RequireApprovalFirstN, 0, MaxFirstN)
 	v.intRange(base, "max_calls_per_minute", c.MaxCallsPerMinute, 0, MaxCallsPerMinute)
 	if len(c.RequireApprovalForActions) > MaxActions {
@@ -379,18 +377,10 @@ func (v *validator) constraints(base []string, c *Constraints) {
 			v.at(base, k("require_approval_for_actions", idx(j)), "category %q: %v", a, err)
 		}
 	}
-	if len(c.ForbiddenPaths) > MaxForbiddenPaths {
-		v.at(base, k("forbidden_paths"), "%d forbidden paths; the limit is %d", len(c.ForbiddenPaths), MaxForbiddenPaths)
-	}
-	for j, fp := range c.ForbiddenPaths {
-		switch {
-		case fp == "":
-			v.at(base, k("forbidden_paths", idx(j)), "forbidden_paths entries must not be empty")
-		case len(fp) > MaxPatternLen:
-			v.at(base, k("forbidden_paths", idx(j)), "forbidden path pattern is %d bytes; the limit is %d", len(fp), MaxPatternLen)
-		case !doublestar.ValidatePattern(fp):
-			v.at(base, k("forbidden_paths", idx(j)), "forbidden_paths entry %q is not a valid pattern (like \"/etc/**\" or \"**/.ssh/**\")", fp)
-		}
+	v.pathPatterns(base, "forbidden_paths", c.ForbiddenPaths, MaxForbiddenPaths)
+	v.pathPatterns(base, "allowed_paths", c.AllowedPaths, MaxAllowedPaths)
+	if c.ForbiddenPathsCaseInsensitive && len(c.ForbiddenPaths) == 0 {
+		v.at(base, k("forbidden_paths_case_insensitive"), "forbidden_paths_case_insensitive = true, but there are no forbidden_paths to apply it to")
 	}
 	for _, guard := range slices.Sorted(maps.Keys(c.OnTrigger)) {
 		p := k("on_trigger", guard)
@@ -402,6 +392,26 @@ func (v *validator) constraints(base []string, c *Constraints) {
 			v.at(base, p, "on_trigger names unknown guard %q; it can route %s", guard, strings.Join(routableGuards, ", "))
 		case action != OnTriggerDeny && action != OnTriggerRequireApproval:
 			v.at(base, p, "on_trigger.%s = %q: use \"deny\" or \"require_approval\"", guard, action)
+		}
+	}
+}
+
+// pathPatterns checks forbidden_paths or allowed_paths: doublestar globs.
+func (v *validator) pathPatterns(base []string, name string, pats []string, limit int) {
+	if len(pats) > limit {
+		v.at(base, k(name), "%d %s entries; the limit is %d", len(pats), name, limit)
+		return
+	}
+	for j, p := range pats {
+		switch {
+		case p == "":
+			v.at(base, k(name, idx(j)), "%s entries must not be empty", name)
+		case len(p) > MaxPatternLen:
+			v.at(base, k(name, idx(j)), "%s pattern is %d bytes; the limit is %d", name, len(p), MaxPatternLen)
+		case !utf8.ValidString(p) || strings.IndexFunc(p, unicode.IsControl) >= 0:
+			v.at(base, k(name, idx(j)), "%s entry %q must be valid UTF-8 without control characters", name, p)
+		case !doublestar.ValidatePattern(p):
+			v.at(base, k(name, idx(j)), "%s entry %q is not a valid pattern (like \"/etc/**\" or \"**/.ssh/**\")", name, p)
 		}
 	}
 }
@@ -418,6 +428,8 @@ func approvalTrigger(c *Constraints) []string {
 		return k("require_approval_first_n")
 	case len(c.RequireApprovalForActions) > 0:
 		return k("require_approval_for_actions")
+	case len(c.RequireApprovalWhen) > 0:
+		return k("require_approval_when")
 	}
 	for _, guard := range slices.Sorted(maps.Keys(c.OnTrigger)) {
 		if c.OnTrigger[guard] == OnTriggerRequireApproval {

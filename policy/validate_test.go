@@ -210,30 +210,35 @@ func manyTiers(n int) string {
 
 func TestInvalidPolicies(t *testing.T) {
 	for _, c := range invalidCases {
-		t.Run(c.name, func(t *testing.T) {
-			want := marked(c.toml)
-			if want == 0 {
-				t.Fatal("case has no # <- marker")
-			}
-			_, err := Parse(doc(c.toml), "case.toml")
-			var perr *Errors
-			if !errors.As(err, &perr) {
-				t.Fatalf("err = %v, want *Errors", err)
-			}
-			for _, e := range *perr {
-				if e.Line == want && strings.Contains(e.Msg, c.msg) {
-					if e.File != "case.toml" {
-						t.Errorf("file %q", e.File)
-					}
-					if len(*perr) > 1 && c.name != "too many approvers" {
-						t.Errorf("want one error, got:\n%v", err)
-					}
-					return
-				}
-			}
-			t.Fatalf("want line %d: …%s…, got:\n%v", want, c.msg, err)
-		})
+		t.Run(c.name, func(t *testing.T) { checkInvalid(t, c.name, c.toml, c.msg) })
 	}
+}
+
+// checkInvalid parses a document with exactly one problem, on the line
+// marked "# <-", and wants that error on that line, containing msg.
+func checkInvalid(t *testing.T, name, toml, msg string) {
+	t.Helper()
+	want := marked(toml)
+	if want == 0 {
+		t.Fatal("case has no # <- marker")
+	}
+	_, err := Parse(doc(toml), "case.toml")
+	var perr *Errors
+	if !errors.As(err, &perr) {
+		t.Fatalf("err = %v, want *Errors", err)
+	}
+	for _, e := range *perr {
+		if e.Line == want && strings.Contains(e.Msg, msg) {
+			if e.File != "case.toml" {
+				t.Errorf("file %q", e.File)
+			}
+			if len(*perr) > 1 && name != "too many approvers" {
+				t.Errorf("want one error, got:\n%v", err)
+			}
+			return
+		}
+	}
+	t.Fatalf("want line %d: …%s…, got:\n%v", want, msg, err)
 }
 
 // BurntSushi/toml alone would report the first bad key only, at the line of

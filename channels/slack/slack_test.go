@@ -56,6 +56,8 @@ id = "demo"
 transport = "builtin"
 [[servers.tools]]
 name = "issue_refund"
+amount = "/amount"
+currency = "/currency"
 action = "charge"
 [[servers.tools]]
 name = "echo"

@@ -24,6 +24,8 @@ transport = "builtin"
 name = "echo"
 [[servers.tools]]
 name = "issue_refund"
+amount = "/amount"
+currency = "/currency"
 action = "charge"
 
 [[grants]]

@@ -72,14 +72,14 @@ func TestAuditCommands(t *testing.T) {
 		}
 		return out.ApprovalRequestID
 	}
-	const intent = `{"purpose":"refund order 8834","max_amount":{"units":450,"currency":"USD"}}`
+	const intent = `{"purpose":"refund order 8834","max_amount":{"units":500,"currency":"USD"}}`
 	post("echo-1", "demo", "echo", `{"x":1}`, "", 200)
 	post("echo-2", "demo", "echo", `{"x":2}`, "", 200)
 	post("rm-1", "demo", "delete_file", `{"path":"/etc/shadow"}`, "", 403)
-	approved := post("refund-approve", "demo", "issue_refund", `{"amount":450}`, intent, 202)
-	denied := post("refund-deny", "demo", "issue_refund", `{"amount":451}`, intent, 202)
-	waiting := post("refund-wait", "demo", "issue_refund", `{"amount":452}`, intent, 202)
-	auto := post("refund-auto", "autopay", "issue_refund", `{"amount":453}`, "", 202)
+	approved := post("refund-approve", "demo", "issue_refund", `{"amount":450,"currency":"USD"}`, intent, 202)
+	denied := post("refund-deny", "demo", "issue_refund", `{"amount":451,"currency":"USD"}`, intent, 202)
+	waiting := post("refund-wait", "demo", "issue_refund", `{"amount":452,"currency":"USD"}`, intent, 202)
+	auto := post("refund-auto", "autopay", "issue_refund", `{"amount":453,"currency":"USD"}`, "", 202)
 
 	allowID := respondAsHuman(t, d, approved, approval.DecisionApproved, lead)
 	respondAsHuman(t, d, denied, approval.DecisionDenied, lead)

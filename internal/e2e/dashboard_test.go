@@ -48,6 +48,8 @@ transport = "http"
 url = "http://127.0.0.1:9"
 [[servers.tools]]
 name = "issue_refund"
+amount = "/amount"
+currency = "/currency"
 action = "charge"
 category = "financial"
 [[servers.tools]]
@@ -213,7 +215,7 @@ func (lk *liveKernel) submit(t *testing.T, grant, tool, args, intent string) *ke
 
 func (lk *liveKernel) pendingRefund(t *testing.T, units int, purpose string) *kernel.Outcome {
 	t.Helper()
-	out := lk.submit(t, "refunds", "issue_refund", fmt.Sprintf(`{"order":"A-%d","amount":%d}`, lk.seq.Load()+1000, units),
+	out := lk.submit(t, "refunds", "issue_refund", fmt.Sprintf(`{"order":"A-%d","amount":%d,"currency":"USD"}`, lk.seq.Load()+1000, units),
 		fmt.Sprintf(`{"purpose":%q,"max_amount":{"units":%d,"currency":"USD"}}`, purpose, units))
 	if out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("want pending_approval, got %+v", out)

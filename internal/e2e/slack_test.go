@@ -34,6 +34,8 @@ id = "demo"
 transport = "builtin"
 [[servers.tools]]
 name = "issue_refund"
+amount = "/amount"
+currency = "/currency"
 action = "charge"
 
 [[grants]]

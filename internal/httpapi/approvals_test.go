@@ -29,6 +29,8 @@ url = "http://127.0.0.1:9"
 name = "echo"
 [[servers.tools]]
 name = "refund"
+amount = "/amount"
+currency = "/currency"
 action = "charge"
 [[servers.tools]]
 name = "deploy"
@@ -128,7 +130,7 @@ func (f *approvalsFixture) submit(t *testing.T, a keys.PrivateKey, tool, args, i
 // pendingRefund parks a refund for a human and returns its outcome.
 func (f *approvalsFixture) pendingRefund(t *testing.T) *kernel.Outcome {
 	t.Helper()
-	out := f.submit(t, keyAgent, "refund", `{"amount":450}`, `{"purpose":"refund","max_amount":{"units":450,"currency":"USD"}}`)
+	out := f.submit(t, keyAgent, "refund", `{"amount":450,"currency":"USD"}`, `{"purpose":"refund","max_amount":{"units":450,"currency":"USD"}}`)
 	if out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("want pending, got %+v", out)
 	}
@@ -282,7 +284,7 @@ func TestReadApprovals(t *testing.T) {
 	f := newApprovalsFixture(t)
 	first := f.pendingRefund(t)
 	f.clock.Advance(time.Second)
-	second := f.submit(t, keyOther, "refund", `{"amount":300}`, `{"purpose":"p","max_amount":{"units":300,"currency":"USD"}}`)
+	second := f.submit(t, keyOther, "refund", `{"amount":300,"currency":"USD"}`, `{"purpose":"p","max_amount":{"units":300,"currency":"USD"}}`)
 
 	status, m := f.do(t, "GET", "/approvals/pending", "", withBearer(approvalsReader))
 	list, _ := m["approvals"].([]any)
@@ -383,16 +385,16 @@ func TestCallStatus(t *testing.T) {
 		out := f.pendingRefund(t)
 		tok := f.token(t, keyAlice, out.ApprovalRequestID, "approved", func(k *approval.Token) {
 			k.Note = "ok, halved"
-			k.AmendedArguments = json.RawMessage(`{"amount":225}`)
+			k.AmendedArguments = json.RawMessage(`{"amount":225,"currency":"USD"}`)
 		})
 		if status, m := f.do(t, "POST", "/approvals/"+out.ApprovalRequestID+"/respond", respondBody(tok, ""), nil); status != 200 {
 			t.Fatalf("respond: %d %v", status, m)
 		}
 		status, m := f.do(t, "GET", "/v1/calls/"+out.RequestID, "", proof(keyAgent, out.RequestID, f.clock.Now()))
 		ap, _ := m["approval"].(map[string]any)
-		if status != 200 || m["status"] != "allowed" || fmt.Sprint(m["output"]) != "map[done:map[amount:225]]" || ap == nil ||
+		if status != 200 || m["status"] != "allowed" || fmt.Sprint(m["output"]) != "map[done:map[amount:225 currency:USD]]" || ap == nil ||
 			ap["note"] != "ok, halved" || ap["amended"] != true || ap["approver"] != keyAlice.Public().String() ||
-			ap["approver_display_name"] != "Alice" || fmt.Sprint(ap["amended_arguments"]) != "map[amount:225]" {
+			ap["approver_display_name"] != "Alice" || fmt.Sprint(ap["amended_arguments"]) != "map[amount:225 currency:USD]" {
 			t.Fatalf("%d %v", status, m)
 		}
 	})
@@ -567,7 +569,7 @@ func TestStandingApprovals(t *testing.T) {
 	json.Unmarshal(good, &head)
 
 	// The standing approval covers one refund, then it is used up.
-	if out := f.submit(t, keyAgent, "refund", `{"amount":450}`, `{"purpose":"refund","max_amount":{"units":450,"currency":"USD"}}`); out.Status != kernel.StatusAllowed {
+	if out := f.submit(t, keyAgent, "refund", `{"amount":450,"currency":"USD"}`, `{"purpose":"refund","max_amount":{"units":450,"currency":"USD"}}`); out.Status != kernel.StatusAllowed {
 		t.Fatalf("batch did not cover: %+v", out)
 	}
 	status, m := f.do(t, "GET", "/approvals/batch", "", withBearer(approvalsReader))
