@@ -49,7 +49,7 @@ type RespondResult struct {
 func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, d Decision, now time.Time) (*Outcome, error) {
 	tool, _ := p.Tool(rec.Server, rec.Tool)
 	if !tool.IsHITL() { // a standing approval cannot answer a question
-		if out, ok, err := k.tryBatch(ctx, rec, p, g, intent, now); ok || err != nil {
+		if out, ok, err := k.tryBatch(ctx, rec, p, g, now); ok || err != nil {
 			return out, err
 		}
 	}

@@ -628,3 +628,27 @@ func TestEventsPublished(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 }
+
+// A standing approval's money limits bind to the amount in the arguments,
+// not to what the agent declares: within the limit it covers the call even
+// with no max_amount in the intent; above it, the call waits for a human.
+func TestBatchLimitsReadTheArguments(t *testing.T) {
+	f := lifecycle(t, "deny")
+	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
+		ServerPattern: "demo", ToolPattern: "issue_refund", MaxAmountPerCall: &approval.Amount{Units: 500, Currency: "USD"},
+		NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
+	raw, _ := bt.Sign(financeLead)
+	if _, err := f.k.CreateBatch(context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		amount int
+		want   string
+	}{{450, kernel.StatusAllowed}, {600, kernel.StatusPendingApproval}} {
+		out, err := f.k.Submit(context.Background(), f.call(t, "issue_refund",
+			fmt.Sprintf(`{"customer_id":"c","amount":%d,"currency":"USD"}`, c.amount), `{"purpose":"no amount declared"}`))
+		if err != nil || out.Status != c.want {
+			t.Fatalf("%d USD: %+v %v", c.amount, out, err)
+		}
+	}
+}

@@ -77,7 +77,7 @@ var errNoBatch = errors.New("no standing approval covers the call")
 // are ONE durable commit made before dispatch: two concurrent calls cannot
 // both use the last slot, and a slot is never spent without a decision.
 // Quorum > 1 grants never use batches.
-func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, now time.Time) (*Outcome, bool, error) {
+func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, now time.Time) (*Outcome, bool, error) {
 	if g.Approval == nil || g.Approval.Quorum > 1 {
 		return nil, false, nil
 	}
@@ -88,9 +88,18 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 	for _, r := range g.Approval.Requesters { // separation of duties holds for standing approvals too
 		delete(trusted, r)
 	}
+	// A standing approval's money limits are checked against the amount
+	// the ARGUMENTS carry (the tool's declared pointers), never the agent's
+	// own intent: a batch "under $100" must not admit a $450,000 refund
+	// declared as $1. A tool with no declared amount is not covered by a
+	// batch with money limits (Covers: a missing amount is no free pass).
 	var amount *approval.Amount
-	if intent != nil && intent.MaxAmount != nil {
-		amount = &approval.Amount{Units: intent.MaxAmount.Units, Currency: intent.MaxAmount.Currency}
+	tool, _ := p.Tool(rec.Server, rec.Tool)
+	switch a, err := DeriveAmount(tool, rec.Arguments); {
+	case err != nil:
+		return nil, false, nil // the guards deny such calls; never cover them
+	case a != nil:
+		amount = &approval.Amount{Units: a.Units, Currency: a.Currency}
 	}
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, map[string]any{"channel": ChannelBatch}, now)
 	claim := func(tx Tx) error {

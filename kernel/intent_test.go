@@ -44,7 +44,7 @@ func TestIntentCaps(t *testing.T) {
 	}
 	for i, c := range atCap {
 		t.Run("at cap/"+c.name, func(t *testing.T) {
-			out, err := f.k.Submit(context.Background(), f.call(t, "issue_refund", fmt.Sprintf(`{"amount":450,"n":%d}`, i), c.intent))
+			out, err := f.k.Submit(context.Background(), f.call(t, "issue_refund", fmt.Sprintf(`{"amount":450,"currency":"USD","n":%d}`, i), c.intent))
 			if err != nil || out.Status != kernel.StatusPendingApproval {
 				t.Fatalf("%v %+v", err, out)
 			}
@@ -63,7 +63,7 @@ func TestIntentCaps(t *testing.T) {
 	}
 	for _, c := range over {
 		t.Run("over cap/"+c.name, func(t *testing.T) {
-			call := f.call(t, "issue_refund", `{"amount":450}`, c.intent)
+			call := f.call(t, "issue_refund", `{"amount":450,"currency":"USD"}`, c.intent)
 			out, err := f.k.Submit(context.Background(), call)
 			if !errors.Is(err, kernel.ErrBadCall) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v %+v, want ErrBadCall naming %q", err, out, c.want)
