@@ -1,6 +1,6 @@
 // Package vectors owns the cross-language test vectors in testdata/vectors
 // at the repository root: canonical JSON (RFC 8785 plus chio's strictness),
-// parameter hashes, call proofs, Chio-Proof status headers and approval
+// parameter hashes, call proofs, Chio-Proof status and cancel headers and approval
 // tokens, all produced by the Go implementation that chiod runs.
 //
 // The Python (sdk/python) and TypeScript (sdk/typescript) SDKs must

@@ -445,6 +445,67 @@ func TestStatusProof(t *testing.T) {
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// --- Chio-Proof cancel headers ---
+
+type cancelVector struct {
+	Name       string `json:"name"`
+	Key        string `json:"key"`
+	ApprovalID string `json:"approval_id"`
+	Reason     string `json:"reason"` // as sent in the body, untrimmed
+	IssuedAt   int64  `json:"issued_at"`
+	Signed     string `json:"signed"` // JCS({approval_id, issued_at, reason})
+	Header     string `json:"header"` // <issued_at>.<signature hex>
+}
+
+func TestCancelProof(t *testing.T) {
+	out := struct {
+		header
+		Cases []cancelVector `json:"cases"`
+	}{header: header{"Chio-Proof header by which an agent cancels its own parked call (POST /approvals/{id}/cancel, body {\"reason\"}): <issued_at>.<hex Ed25519(key, \"chio.cancel.v1\" || 0x00 || signed)>, signed = JCS({approval_id, issued_at, reason}), reason exactly as sent."}}
+	k := key(t, "agent")
+	cases := []cancelVector{
+		{Name: "plain", ApprovalID: "ar-0190f0e0-0000-7000-8000-000000000000", Reason: "customer withdrew the request", IssuedAt: 1_800_000_000},
+		{Name: "hostile reason", ApprovalID: "ar-0190f0e0-0000-7000-8000-0000000000aa", Reason: "no — \"dup\" <b>&\\\u2028é😀\u0001", IssuedAt: 1_700_000_001},
+		{Name: "reason signed as sent, spaces kept", ApprovalID: "ar-0190f0e0-0000-7000-8000-0000000000bb", Reason: "  superseded by order #8835\n", IssuedAt: 1_800_000_059},
+	}
+	for _, c := range cases {
+		c.Key = "agent"
+		pre, err := canon.Marshal(map[string]any{"approval_id": c.ApprovalID, "issued_at": c.IssuedAt, "reason": c.Reason})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Signed = string(pre)
+		// The server's signer and verifier are the authority on the format.
+		c.Header = httpapi.SignCancelProof(k, c.ApprovalID, c.Reason, time.Unix(c.IssuedAt, 0))
+		if err := httpapi.VerifyCancelProof(c.Header, k.Public(), c.ApprovalID, c.Reason, time.Unix(c.IssuedAt, 0)); err != nil {
+			t.Fatalf("%s: chiod refuses the header: %v", c.Name, err)
+		}
+		ts, sigHex, _ := strings.Cut(c.Header, ".")
+		sig, _ := hex.DecodeString(sigHex)
+		if ts != itoa(c.IssuedAt) || !ed25519.Verify(k.Public().Ed25519(), signed.Message(httpapi.CancelProofSchema, pre), sig) {
+			t.Fatalf("%s: header is not over the generic canonical form", c.Name)
+		}
+		// Bound to the reason and to the cancel domain: another reason, or a
+		// read proof over the same id, cannot cancel.
+		if httpapi.VerifyCancelProof(c.Header, k.Public(), c.ApprovalID, c.Reason+"!", time.Unix(c.IssuedAt, 0)) == nil {
+			t.Fatalf("%s: the header verifies for another reason", c.Name)
+		}
+		readPre, err := canon.Marshal(map[string]any{"request_id": c.ApprovalID, "issued_at": c.IssuedAt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := itoa(c.IssuedAt) + "." + hex.EncodeToString(k.SignRaw(signed.Message("chio.call-status.v1", readPre)))
+		if httpapi.VerifyStatusProof(read, k.Public(), c.ApprovalID, time.Unix(c.IssuedAt, 0)) != nil {
+			t.Fatalf("%s: the read proof itself is malformed", c.Name)
+		}
+		if httpapi.VerifyCancelProof(read, k.Public(), c.ApprovalID, c.Reason, time.Unix(c.IssuedAt, 0)) == nil {
+			t.Fatalf("%s: a read proof verifies as a cancel proof", c.Name)
+		}
+		out.Cases = append(out.Cases, c)
+	}
+	check(t, "cancel_proof.json", out)
+}
+
 // --- approval tokens ---
 
 type tokenRequest struct {

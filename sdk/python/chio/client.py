@@ -2,7 +2,8 @@
 
 The Go SDK (sdk/) is the reference; this mirrors its behaviour: signed call
 proofs, retries with the same request id, waiting across agent and chiod
-restarts, Chio-Proof reads, resume with a token, confirm and ask.
+restarts (and waiting out a call still in flight), Chio-Proof reads,
+cancelling a parked call, resume with a token, confirm and ask.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from .errors import (
 )
 from .keys import PrivateKey
 from .results import Allowed, PendingApproval, Result, ToolDenied, from_state
-from .signing import STATUS_PROOF_HEADER, call_proof, new_id, parameter_hash, status_proof
+from .signing import STATUS_PROOF_HEADER, call_proof, cancel_proof, new_id, parameter_hash, status_proof
 
 DEFAULT_URL = "http://127.0.0.1:7420"
 DEFAULT_HITL_SERVER = "demo"  # the server whose confirm/ask verbs are used
@@ -146,7 +147,9 @@ class Client:
         the first call's outcome (a restarted run can replay its steps); the
         same id with other content is Conflict. Default: "req-" + a UUIDv7.
         After a dropped connection or a 503 the same id and content are sent
-        again, a few times, with backoff.
+        again, a few times, with backoff. A call chiod allowed but is still
+        running (such a retry can meet it in flight) is waited out: the
+        result is its outcome, never a PendingApproval without a human.
         """
         if self._key is None or self._cap_raw is None:
             raise BadRequest("chio: calling a tool needs the agent key and capability (key=, capability= or from_env)")
@@ -195,6 +198,11 @@ class Client:
             await asyncio.sleep(backoff)
             backoff *= 2
 
+        if state.get("status") == "dispatching" and not state.get("approval_request_id"):
+            # Allowed and in flight (a retry while chiod finishes the call it
+            # already decided): wait for its outcome rather than report a
+            # human wait that is not happening.
+            return await self.await_approval(request_id)
         result = from_state(state)
         if isinstance(result, PendingApproval) and result.deadline is None:
             # A replayed outcome (an idempotent retry) does not carry the
@@ -393,6 +401,36 @@ class Client:
         body = b'{"token":' + raw + (b',"channel":' + canonicalize(channel) if channel else b"") + b"}"
         _, res = await self._send("POST", "/approvals/" + _path(approval_id) + "/respond", body, {})
         return res
+
+    async def cancel(self, approval_id: str, reason: str) -> ToolDenied:
+        """Withdraw a parked call before a human decided it: the call ends
+        cancelled, with a signed `cancelled` receipt, and everyone awaiting
+        it gets a ToolDenied with status "cancelled" and this reason.
+
+        With the agent key, the agent cancels (a Chio-Proof in the
+        chio.cancel.v1 domain over the approval id, the time and the
+        reason: a read proof cannot cancel); a client without a key but
+        with bearer= an admin token cancels as an operator. An id that is
+        not an approval id or an empty reason is BadRequest; a request
+        already decided (or cancelled) is Conflict. One attempt: after a
+        TransportError, status() or await_approval() says whether it took.
+        """
+        if not isinstance(approval_id, str) or not approval_id.startswith("ar-"):
+            raise BadRequest(f"chio: {approval_id!r} is not an approval id (ar-…)")
+        if not isinstance(reason, str) or not reason.strip():
+            raise BadRequest("chio: a cancellation needs a reason")
+        body = canonicalize({"reason": reason})  # strict: a lone surrogate is refused here
+        if self._key is not None:
+            headers = {STATUS_PROOF_HEADER: cancel_proof(self._key, approval_id, reason)}
+        elif self._bearer:
+            headers = {"Authorization": "Bearer " + self._bearer}
+        else:
+            raise Unauthorized("chio: cancelling needs the agent key (key=) or an admin token (bearer=)")
+        _, state = await self._send("POST", "/approvals/" + _path(approval_id) + "/cancel", body, headers)
+        result = from_state(state) if isinstance(state, dict) else None
+        if not isinstance(result, ToolDenied) or result.status != "cancelled":
+            raise ChioError(f"chio: cancel {approval_id}: unexpected answer from chiod: {state!r}"[:300])
+        return result
 
     async def pending(self) -> list[dict]:
         """Pending approval requests, oldest first: this agent's with a key,

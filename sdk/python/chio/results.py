@@ -20,17 +20,34 @@ class Approval:
     amended_arguments: Any  #: the edited arguments, when a human approved an amended call
 
 
+#: What became of an allowed call at its tool (Allowed.execution).
+EXECUTION_SUCCEEDED = "succeeded"
+EXECUTION_TOOL_ERROR = "tool_error"  #: the tool ran and reported a failure
+EXECUTION_NOT_DELIVERED = "not_delivered"  #: the tool certainly never saw the call
+EXECUTION_UNKNOWN = "unknown"  #: the tool may or may not have run it
+
+
 @dataclass(frozen=True)
 class Allowed:
-    """The tool ran. tool_error is set when it ran and failed."""
+    """The call was allowed and sent to its tool. Check failed: the tool
+    failed, was never reached, or its outcome is unknown (execution says
+    which, tool_error says why); output means something only when it
+    did not fail."""
 
     request_id: str
-    receipt_id: str
+    receipt_id: str  #: the final receipt: for a failure, the "incomplete" one that records it
     output: Any  #: the tool's output, parsed JSON
     tool_error: str | None = None
+    #: "succeeded", "tool_error", "not_delivered" or "unknown" (None if chiod did not say)
+    execution: str | None = None
     approval_request_id: str | None = None  #: set when the call waited for a human
     approval: Approval | None = None
     status = "allowed"
+
+    @property
+    def failed(self) -> bool:
+        """Whether the tool did not succeed (as the Go SDK's Allowed.Failed)."""
+        return bool(self.tool_error) or self.execution not in (None, EXECUTION_SUCCEEDED)
 
 
 @dataclass(frozen=True)
@@ -76,11 +93,14 @@ def from_state(st: dict) -> Result:
             receipt_id=_str(st, "receipt_id"),
             output=st.get("output"),
             tool_error=st.get("tool_error") or None,
+            execution=_str(st, "execution") or None,
             approval_request_id=st.get("approval_request_id") or None,
             approval=_approval(st.get("approval")),
         )
     if status in ("pending_approval", "dispatching"):
-        # Dispatching: approved, the tool is running; nothing to show yet.
+        # Dispatching: allowed or approved, the tool is running; nothing to
+        # show yet. (Client.call_tool waits out one that never waited for a
+        # human rather than report it as pending.)
         dl = st.get("deadline")
         return PendingApproval(
             request_id=rid,

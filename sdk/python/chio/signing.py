@@ -1,5 +1,5 @@
-"""What an agent and an approver sign (SPEC §2, §3; Chio-Proof from
-docs/ARCHITECTURE.md). testdata/vectors pins every byte of it.
+"""What an agent and an approver sign (SPEC §2, §3; the Chio-Proof read and
+cancel headers from docs/ARCHITECTURE.md). testdata/vectors pins every byte of it.
 
 Every signature is Ed25519 over DOMAIN || 0x00 || JCS(object without
 "signature"). The functions here build exactly those bytes; nothing signed
@@ -20,6 +20,7 @@ from .keys import PrivateKey
 
 CALL_PROOF_DOMAIN = "chio.call.v1"
 STATUS_PROOF_DOMAIN = "chio.call-status.v1"
+CANCEL_PROOF_DOMAIN = "chio.cancel.v1"
 STATUS_PROOF_HEADER = "Chio-Proof"
 
 _MAX_SAFE = 2**53
@@ -74,6 +75,20 @@ def status_proof(key: PrivateKey, id: str, issued_at: int | None = None) -> str:
         raise BadRequest("chio: issued_at must not be negative")
     payload = canonicalize({"request_id": id, "issued_at": issued_at})
     return f"{issued_at}.{key.sign(message(STATUS_PROOF_DOMAIN, payload)).hex()}"
+
+
+def cancel_proof(key: PrivateKey, approval_id: str, reason: str, issued_at: int | None = None) -> str:
+    """The Chio-Proof header with which an agent cancels its own parked call:
+    "<issued_at>.<hex signature>" over JCS({approval_id, issued_at, reason})
+    in its own domain, so a read proof (which may be seen in logs) cannot
+    cancel. reason is signed exactly as it is sent."""
+    if issued_at is None:
+        issued_at = int(time.time())
+    _check_time(issued_at)
+    if issued_at < 0:
+        raise BadRequest("chio: issued_at must not be negative")
+    payload = canonicalize({"approval_id": approval_id, "issued_at": issued_at, "reason": reason})
+    return f"{issued_at}.{key.sign(message(CANCEL_PROOF_DOMAIN, payload)).hex()}"
 
 
 def sign_object(key: PrivateKey, domain: str, obj: Mapping) -> bytes:

@@ -61,6 +61,9 @@ class SyncClient:
     def await_approval(self, id: str, timeout: float | None = None) -> Allowed | ToolDenied:
         return self._run(self._client.await_approval(id, timeout))
 
+    def cancel(self, approval_id: str, reason: str) -> ToolDenied:
+        return self._run(self._client.cancel(approval_id, reason))
+
     def resume_with_approval(
         self, approval_token: bytes | str | Mapping, *, approval_request_id: str | None = None, timeout: float | None = None
     ) -> Allowed | ToolDenied:

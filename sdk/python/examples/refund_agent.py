@@ -2,6 +2,7 @@
 
     python3 refund_agent.py request ORDER AMOUNT   # call; park it if a human must decide
     python3 refund_agent.py resume [SECONDS]       # later, from any process: finish parked calls
+    python3 refund_agent.py cancel ORDER REASON    # withdraw the order's parked call
 
 CHIO_URL, CHIO_KEY and CHIO_CAPABILITY say where chiod is and who the agent
 is. Parked calls live in a SQLite table (workflow.db), standing in for your
@@ -64,11 +65,31 @@ async def resume(seconds: float) -> None:
             db.execute("UPDATE parked SET state = ? WHERE approval_id = ?", (result.status, approval_id))
 
 
+async def cancel(order_id: str, reason: str) -> None:
+    # The customer withdrew the order: nobody needs to decide any more.
+    client = chio.Client.from_env()
+    with workflow_db() as db:
+        rows = db.execute("SELECT approval_id FROM parked WHERE order_id = ? AND state = 'pending'", (order_id,)).fetchall()
+    for (approval_id,) in rows:
+        try:
+            result = await client.cancel(approval_id, reason)  # signed by the agent key
+        except chio.Conflict:
+            # A human decided first, and that decision stands: see how it ended.
+            result = await client.await_approval(approval_id)
+        report(order_id, result)
+        with workflow_db() as db:
+            db.execute("UPDATE parked SET state = ? WHERE approval_id = ?", (result.status, approval_id))
+
+
 def report(order_id: str, result: chio.Allowed | chio.ToolDenied) -> None:
-    if isinstance(result, chio.ToolDenied):
+    if isinstance(result, chio.ToolDenied) and result.status == "cancelled":
+        print(f"order {order_id}: cancelled: {result.reason}")
+    elif isinstance(result, chio.ToolDenied):
         print(f"order {order_id}: {result.status} by {result.guard}: {result.reason}")
-    elif result.tool_error:
-        print(f"order {order_id}: the refund failed: {result.tool_error}")
+    elif result.failed:
+        # execution: "tool_error" (it ran and failed), "not_delivered" (it never
+        # saw the call) or "unknown" (it may have run: check before retrying).
+        print(f"order {order_id}: the refund failed ({result.execution}): {result.tool_error}")
     else:
         by = f" (approved by {result.approval.approver_name})" if result.approval else ""
         print(f"order {order_id}: refund {result.output['refund_id']} issued{by}")
@@ -79,5 +100,7 @@ if __name__ == "__main__":
         asyncio.run(request(sys.argv[2], int(sys.argv[3])))
     elif sys.argv[1:2] == ["resume"]:
         asyncio.run(resume(float(sys.argv[2]) if len(sys.argv) > 2 else 600))
+    elif sys.argv[1:2] == ["cancel"] and len(sys.argv) == 4:
+        asyncio.run(cancel(sys.argv[2], sys.argv[3]))
     else:
         sys.exit(__doc__)

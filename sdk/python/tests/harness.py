@@ -195,14 +195,17 @@ class FlakyProxy:
     purpose, to test retries. faults is consumed in order, one per POST:
     "drop" forwards the call and closes the connection without answering
     (the decision is made, the answer is lost); "503" answers 503 without
-    forwarding; "pass" forwards. Every POST body is kept in bodies."""
+    forwarding; "dispatching" forwards and answers as chiod does a retry
+    that meets the call still in flight (202, status dispatching, no
+    approval id); "pass" forwards. Every POST body is kept in bodies, every
+    request's method and path in requests."""
 
     def __init__(self, target: str, faults: list[str]):
         import http.server
         import urllib.request
 
         proxy = self
-        self.faults, self.bodies = list(faults), []
+        self.faults, self.bodies, self.requests = list(faults), [], []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -222,6 +225,7 @@ class FlakyProxy:
             def _handle(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else None
+                proxy.requests.append((self.command, self.path))
                 fault = "pass"
                 if self.command == "POST" and self.path == "/v1/calls":
                     proxy.bodies.append(body)
@@ -230,6 +234,10 @@ class FlakyProxy:
                     status, data = 503, b'{"error":"unavailable","message":"injected by the test proxy"}'
                 else:
                     status, data = self._forward(body)
+                if fault == "dispatching":
+                    out = json.loads(data)
+                    status = 202
+                    data = json.dumps({"status": "dispatching", "request_id": out["request_id"], "receipt_id": out["receipt_id"]}).encode()
                 if fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(2)

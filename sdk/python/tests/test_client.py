@@ -1,6 +1,7 @@
 """The client against a real chiod, beyond the seed's sketch: waiting (also
-across a chiod restart), idempotent retries, confirm and ask, tool errors,
-input checks, and the synchronous twin."""
+across a chiod restart), idempotent retries (and a retry that meets its call
+in flight), cancelling, confirm and ask, tool errors, input checks, and the
+synchronous twin."""
 
 import asyncio
 import json
@@ -26,6 +27,9 @@ from chio import (
     Unauthorized,
 )
 
+from chio._http import request as http_request
+from chio.signing import cancel_proof, status_proof
+
 from . import harness
 
 REFUND = dict(
@@ -41,6 +45,14 @@ def setUpModule():
 
 def client_for(agent, url=None):
     return Client(url or harness.chiod().url, key_file=agent.key_file, capability_file=agent.capability_file)
+
+
+def receipt(receipt_id):
+    """A stored receipt, read with the operator's token."""
+    d = harness.chiod()
+    status, body = http_request("GET", f"{d.url}/v1/receipts/{receipt_id}", None, {"Authorization": "Bearer " + d.admin_token}, 10)
+    assert status == 200, (status, body)
+    return json.loads(body)
 
 
 async def pending_request(agent):
@@ -149,6 +161,15 @@ class Retries(unittest.IsolatedAsyncioTestCase):
             await self._through(["503"] * 10)
         self.assertEqual(cm.exception.status, 503)
 
+    async def test_a_retry_that_meets_the_call_in_flight_waits_for_it(self):
+        # chiod answers "dispatching" with no approval id when a retry arrives
+        # while the call it already allowed is still running: that is no
+        # human wait, and call_tool reports the call's outcome instead.
+        r, proxy = await self._through(["dispatching"])
+        self.assertIsInstance(r, Allowed)
+        self.assertEqual((r.output["amount"], r.execution, r.failed), (450, "succeeded", False))
+        self.assertIn(("GET", f"/v1/calls/{r.request_id}?wait=30000ms"), proxy.requests)
+
     async def test_replayed_request_id(self):
         agent = await harness.agent("refunds")
         c = client_for(agent)
@@ -163,6 +184,90 @@ class Retries(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(Conflict):
             await c.call_tool("payment-server", "issue_refund", arguments={**REFUND["arguments"], "amount": 451},
                               governed_intent=REFUND["governed_intent"], request_id=rid)
+
+
+class Cancelling(unittest.IsolatedAsyncioTestCase):
+    async def _parked(self):
+        agent = await harness.agent("refunds")
+        c = client_for(agent)
+        r = await c.call_tool("payment-server", "issue_refund", **REFUND)
+        self.assertIsInstance(r, PendingApproval)
+        return agent, c, r
+
+    async def test_the_agent_cancels_with_its_key(self):
+        _, c, r = await self._parked()
+        waiter = asyncio.ensure_future(c.await_approval(r.approval_request_id, timeout=60))
+        await asyncio.sleep(0.2)
+        self.assertFalse(waiter.done())
+        done = await c.cancel(r.approval_request_id, "customer withdrew the request")
+        self.assertIsInstance(done, ToolDenied)
+        self.assertEqual((done.status, done.reason, done.request_id), ("cancelled", "customer withdrew the request", r.request_id))
+        # Whoever waits learns it: a waiter already parked, a later await by
+        # either id, a status read.
+        for got in (await waiter, await c.await_approval(r.approval_request_id, timeout=5),
+                    await c.await_approval(r.request_id, timeout=5), await c.status(r.request_id)):
+            self.assertIsInstance(got, ToolDenied)
+            self.assertEqual((got.status, got.reason, got.receipt_id), ("cancelled", "customer withdrew the request", done.receipt_id))
+        req = await c.approval(r.approval_request_id)
+        self.assertEqual((req["status"], req["resolution"]["decided_by"]), ("cancelled", "agent"))
+        rc = receipt(done.receipt_id)
+        self.assertEqual(rc["decision"], {"verdict": "cancelled", "reason": "customer withdrew the request"})
+        self.assertEqual((rc["metadata"]["cancelled_by"], rc["metadata"]["previous_receipt_id"]), ("agent", r.receipt_id))
+        self.assertNotIn(r.request_id, [e["request_id"] for e in harness.chiod().ledger()])  # the tool never ran
+        with self.assertRaises(Conflict):
+            await c.cancel(r.approval_request_id, "again")
+
+    async def test_an_operator_cancels_with_the_admin_token(self):
+        _, c, r = await self._parked()
+        op = SyncClient(harness.chiod().url, bearer=harness.chiod().admin_token)
+        done = await asyncio.to_thread(op.cancel, r.approval_request_id, "duplicate of order #8833")
+        self.assertEqual((done.status, done.reason), ("cancelled", "duplicate of order #8833"))
+        self.assertEqual(receipt(done.receipt_id)["metadata"]["cancelled_by"], "admin")
+        got = await c.await_approval(r.approval_request_id, timeout=5)
+        self.assertEqual((got.status, got.reason), ("cancelled", "duplicate of order #8833"))
+
+    async def test_a_read_proof_cannot_cancel(self):
+        agent, c, r = await self._parked()
+        other = await harness.agent("refunds")
+        key, aid = chio.PrivateKey.load(agent.key_file), r.approval_request_id
+        url = f"{harness.chiod().url}/approvals/{aid}/cancel"
+        for name, proof in (
+            ("the agent's read proof for the approval", status_proof(key, aid)),
+            ("the agent's read proof for the call", status_proof(key, r.request_id)),
+            ("a cancel proof for another reason", cancel_proof(key, aid, "another reason")),
+            ("another agent's cancel proof", cancel_proof(chio.PrivateKey.load(other.key_file), aid, "withdrawn")),
+        ):
+            with self.subTest(name):
+                status, body = await asyncio.to_thread(
+                    http_request, "POST", url, b'{"reason":"withdrawn"}', {"Content-Type": "application/json", "Chio-Proof": proof}, 10
+                )
+                self.assertEqual((status, json.loads(body)["error"]), (401, "unauthorized"))
+        with self.assertRaises(Unauthorized):  # another agent's client, signing properly
+            await client_for(other).cancel(aid, "withdrawn")
+        self.assertIsInstance(await c.status(aid), PendingApproval)
+
+    async def test_cancel_after_approval_is_a_conflict(self):
+        _, c, r = await self._parked()
+        await asyncio.to_thread(harness.chiod().approve, r.approval_request_id)
+        with self.assertRaises(Conflict) as cm:
+            await c.cancel(r.approval_request_id, "too late")
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "conflict"))
+        done = await c.await_approval(r.approval_request_id, timeout=30)
+        self.assertIsInstance(done, Allowed)  # the decision stands
+        self.assertEqual(done.output["amount"], 450)
+
+    async def test_bad_input_is_refused_before_sending(self):
+        agent = await harness.agent("refunds")
+        c = Client("http://127.0.0.1:9", key_file=agent.key_file)  # nothing listens
+        for aid, reason in (("req-1", "withdrawn"), ("", "withdrawn"), ("ar-1", ""), ("ar-1", " \t\n")):
+            with self.subTest(aid=aid, reason=reason), self.assertRaises(BadRequest):
+                await c.cancel(aid, reason)
+        with self.assertRaises(CanonicalJSONError):
+            await c.cancel("ar-1", "\ud800")
+        with self.assertRaises(Unauthorized):  # neither a key nor a bearer
+            await Client("http://127.0.0.1:9").cancel("ar-1", "withdrawn")
+        with self.assertRaises(chio.TransportError):
+            await c.cancel("ar-1", "withdrawn")
 
 
 class HumanInTheLoop(unittest.IsolatedAsyncioTestCase):
@@ -207,9 +312,18 @@ class HumanInTheLoop(unittest.IsolatedAsyncioTestCase):
 class Outcomes(unittest.IsolatedAsyncioTestCase):
     async def test_tool_error_is_visible(self):
         agent = await harness.agent("files")
-        r = await client_for(agent).call_tool("demo", "delete_file", {"path": "no/such/file"})
+        c = client_for(agent)
+        r = await c.call_tool("demo", "delete_file", {"path": "no/such/file"})
         self.assertIsInstance(r, Allowed)
-        self.assertEqual(r.tool_error, "not found")
+        self.assertEqual((r.tool_error, r.execution, r.failed), ("not found", "tool_error", True))
+        # The failure has its own receipt, chained to the allow receipt.
+        rc = receipt(r.receipt_id)
+        self.assertEqual((rc["decision"]["verdict"], rc["metadata"]["execution"]), ("incomplete", "tool_error"))
+        # Read back later, it says the same.
+        again = await c.status(r.request_id)
+        self.assertEqual((again.tool_error, again.execution, again.failed), ("not found", "tool_error", True))
+        ok = await client_for(await harness.agent("echo")).call_tool("demo", "echo", {"text": "hi"})
+        self.assertEqual((ok.execution, ok.failed, ok.tool_error), ("succeeded", False, None))
 
     async def test_raw_json_arguments(self):
         agent = await harness.agent("echo")

@@ -1,6 +1,7 @@
 """docs/agent-developer.md's Python example is examples/refund_agent.py,
 verbatim, and it runs: park an approval in a workflow store, exit, and
-finish the call later from other processes."""
+finish the call later from other processes; withdraw a parked call; report
+a refund the tool refused."""
 
 import os
 import re
@@ -52,6 +53,19 @@ class DocsExample(unittest.TestCase):
         self.assertEqual(sum(e["request_id"] == "refund-order-8834" for e in d.ledger()), 1)
         # Below the threshold no human is asked.
         self.assertRegex(step("request", "17", "50"), r"^order 17: refund rf-[0-9a-f]{16} issued$")
+
+        # Withdrawn before a human decided: cancelled, nothing left parked, no refund.
+        self.assertRegex(step("request", "9001", "450"), r"^order 9001: parked ar-")
+        self.assertEqual(step("cancel", "9001", "customer withdrew the request"), "order 9001: cancelled: customer withdrew the request")
+        self.assertEqual(step("resume", "30"), "")
+        self.assertFalse(any(e["request_id"] == "refund-order-9001" for e in d.ledger()))
+        # Too late to withdraw: the human's decision stands.
+        m = re.fullmatch(r"order 9002: parked (ar-\S+) until .*", step("request", "9002", "450"))
+        self.assertTrue(m)
+        d.approve(m.group(1))
+        self.assertRegex(step("cancel", "9002", "changed my mind"), r"^order 9002: refund rf-[0-9a-f]{16} issued \(approved by Finance Lead\)$")
+        # The tool refuses a zero refund: a failure, not an output.
+        self.assertEqual(step("request", "18", "0"), "order 18: the refund failed (tool_error): invalid arguments: amount must be > 0")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import unittest
 
 from chio import CanonicalJSONError, PrivateKey, canonicalize, sign_approval, sign_denial
 from chio.canon import RawJSON, canonicalize_text
-from chio.signing import CALL_PROOF_DOMAIN, call_proof, message, parameter_hash, status_proof
+from chio.signing import CALL_PROOF_DOMAIN, CANCEL_PROOF_DOMAIN, call_proof, cancel_proof, message, parameter_hash, status_proof
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 VECTORS = os.path.join(ROOT, "testdata", "vectors")
@@ -84,6 +84,19 @@ class StatusProof(unittest.TestCase):
             with self.subTest(c["name"]):
                 self.assertEqual(canonicalize({"request_id": c["id"], "issued_at": c["issued_at"]}), c["signed"].encode("utf-8"))
                 self.assertEqual(status_proof(key(c["key"]), c["id"], c["issued_at"]), c["header"])
+
+
+class CancelProof(unittest.TestCase):
+    def test_cases(self):
+        for c in load("cancel_proof.json")["cases"]:
+            with self.subTest(c["name"]):
+                fields = {"approval_id": c["approval_id"], "issued_at": c["issued_at"], "reason": c["reason"]}
+                self.assertEqual(canonicalize(fields), c["signed"].encode("utf-8"))
+                self.assertEqual(cancel_proof(key(c["key"]), c["approval_id"], c["reason"], c["issued_at"]), c["header"])
+                sig = key(c["key"]).sign(message(CANCEL_PROOF_DOMAIN, c["signed"].encode("utf-8"))).hex()
+                self.assertEqual(f"{c['issued_at']}.{sig}", c["header"])
+                # Its own domain: a read proof over the same id is another header.
+                self.assertNotEqual(status_proof(key(c["key"]), c["approval_id"], c["issued_at"]), c["header"])
 
 
 class ApprovalToken(unittest.TestCase):

@@ -2,6 +2,7 @@
 //
 //   node refund-agent.js request ORDER AMOUNT   # call; park it if a human must decide
 //   node refund-agent.js resume [SECONDS]       # later, from any process: finish parked calls
+//   node refund-agent.js cancel ORDER REASON    # withdraw the order's parked call
 //
 // CHIO_URL, CHIO_KEY and CHIO_CAPABILITY say where chiod is and who the agent
 // is. Parked calls live in workflow.json, standing in for your workflow
@@ -70,11 +71,34 @@ async function resume(seconds: number): Promise<void> {
   }
 }
 
+async function cancel(orderId: string, reason: string): Promise<void> {
+  // The customer withdrew the order: nobody needs to decide any more.
+  const client = ChioClient.fromEnv();
+  const parked = load();
+  for (const p of parked.filter((p) => p.orderId === orderId && p.state === "pending")) {
+    let result: Allowed | ToolDenied;
+    try {
+      result = await client.cancel(p.approvalId, reason); // signed by the agent key
+    } catch (e) {
+      if (!(e instanceof ChioError && e.code === "conflict")) throw e;
+      // A human decided first, and that decision stands: see how it ended.
+      result = await client.awaitApproval(p.approvalId);
+    }
+    report(orderId, result);
+    p.state = result.status;
+    save(parked);
+  }
+}
+
 function report(orderId: string, result: Allowed | ToolDenied): void {
-  if (isToolDenied(result)) {
+  if (isToolDenied(result) && result.status === "cancelled") {
+    console.log(`order ${orderId}: cancelled: ${result.reason}`);
+  } else if (isToolDenied(result)) {
     console.log(`order ${orderId}: ${result.status} by ${result.guard}: ${result.reason}`);
-  } else if (result.toolError) {
-    console.log(`order ${orderId}: the refund failed: ${result.toolError}`);
+  } else if (result.failed) {
+    // execution: "tool_error" (it ran and failed), "not_delivered" (it never
+    // saw the call) or "unknown" (it may have run: check before retrying).
+    console.log(`order ${orderId}: the refund failed (${result.execution}): ${result.toolError}`);
   } else {
     const by = result.approval ? ` (approved by ${result.approval.approverName})` : "";
     console.log(`order ${orderId}: refund ${(result.output as { refund_id: string }).refund_id} issued${by}`);
@@ -84,7 +108,8 @@ function report(orderId: string, result: Allowed | ToolDenied): void {
 const [cmd, ...args] = process.argv.slice(2);
 if (cmd === "request" && args.length === 2) await request(args[0]!, Number(args[1]));
 else if (cmd === "resume") await resume(args[0] ? Number(args[0]) : 600);
+else if (cmd === "cancel" && args.length === 2) await cancel(args[0]!, args[1]!);
 else {
-  console.error("usage: refund-agent request ORDER AMOUNT | resume [SECONDS]");
+  console.error("usage: refund-agent request ORDER AMOUNT | resume [SECONDS] | cancel ORDER REASON");
   process.exit(2);
 }

@@ -3,7 +3,8 @@
  *
  * The Go SDK (sdk/) is the reference; this mirrors its behaviour: signed
  * call proofs, retries with the same request id, waiting across agent and
- * chiod restarts, Chio-Proof reads, resume with a token, confirm and ask.
+ * chiod restarts (and waiting out a call still in flight), Chio-Proof
+ * reads, cancelling a parked call, resume with a token, confirm and ask.
  */
 
 import { readFileSync, statSync } from "node:fs";
@@ -13,7 +14,7 @@ import { RawJSON, canonicalize, parseStrict } from "./canon.js";
 import { ChioError, apiError, isRetryable } from "./errors.js";
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
-import { STATUS_PROOF_HEADER, callProof, newId, parameterHash, statusProof } from "./signing.js";
+import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:7420";
 /** The server whose confirm/ask verbs are used unless told otherwise. */
@@ -197,7 +198,10 @@ export class ChioClient {
   /**
    * Submit a call; resolves to Allowed, PendingApproval or ToolDenied (a
    * denial is a result, not an error). After a dropped connection or a 503
-   * the same id and content are sent again, a few times, with backoff.
+   * the same id and content are sent again, a few times, with backoff. A
+   * call chiod allowed but is still running (such a retry can meet it in
+   * flight) is waited out: the result is its outcome, never a
+   * pending_approval without a human.
    */
   async callTool(call: ToolCall): Promise<CallResult> {
     const key = this.#key;
@@ -246,6 +250,12 @@ export class ChioClient {
       backoff *= 2;
     }
 
+    if (state["status"] === "dispatching" && !state["approval_request_id"]) {
+      // Allowed and in flight (a retry while chiod finishes the call it
+      // already decided): wait for its outcome rather than report a human
+      // wait that is not happening.
+      return this.awaitApproval(requestId);
+    }
     const result = fromState(state);
     if (result.status === "pending_approval" && result.deadline === undefined) {
       // A replayed outcome (an idempotent retry) does not carry the deadline:
@@ -408,6 +418,37 @@ export class ChioClient {
     const body = `{"token":${raw}${opts.channel ? `,"channel":${canonicalize(opts.channel)}` : ""}}`;
     const { data } = await this.#send("POST", `/approvals/${encodeURIComponent(approvalId)}/respond`, body, {}, [200], REQUEST_TIMEOUT_MS, opts.signal);
     return data as RespondResult;
+  }
+
+  /**
+   * Withdraw a parked call before a human decided it: the call ends
+   * cancelled, with a signed `cancelled` receipt, and everyone awaiting it
+   * gets a ToolDenied with status "cancelled" and this reason.
+   *
+   * With the agent key, the agent cancels (a Chio-Proof in the
+   * chio.cancel.v1 domain over the approval id, the time and the reason: a
+   * read proof cannot cancel); a client without a key but with an admin
+   * bearer cancels as an operator. An id that is not an approval id or an
+   * empty reason is "bad_request"; a request already decided (or
+   * cancelled) is "conflict". One attempt: after a "transport" error,
+   * status() or awaitApproval() says whether it took.
+   */
+  async cancel(approvalId: string, reason: string, opts: { signal?: AbortSignal } = {}): Promise<ToolDenied> {
+    if (typeof approvalId !== "string" || !approvalId.startsWith("ar-")) {
+      throw new ChioError("bad_request", `chio: ${JSON.stringify(approvalId)} is not an approval id (ar-…)`);
+    }
+    if (typeof reason !== "string" || !reason.trim()) throw new ChioError("bad_request", "chio: a cancellation needs a reason");
+    const body = canonicalize({ reason }); // strict: a lone surrogate is refused here
+    let headers: Record<string, string>;
+    if (this.#key) headers = { [STATUS_PROOF_HEADER]: cancelProof(this.#key, approvalId, reason) };
+    else if (this.#bearer) headers = { Authorization: "Bearer " + this.#bearer };
+    else throw new ChioError("unauthorized", "chio: cancelling needs the agent key or an admin token (bearer)");
+    const { data } = await this.#send("POST", "/approvals/" + encodeURIComponent(approvalId) + "/cancel", body, headers, [200], REQUEST_TIMEOUT_MS, opts.signal);
+    const result = isObject(data) ? fromState(data) : undefined;
+    if (result?.status !== "cancelled") {
+      throw new ChioError("error", `chio: cancel ${approvalId}: unexpected answer from chiod: ${JSON.stringify(data).slice(0, 200)}`);
+    }
+    return result;
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * @chio-protocol/sdk: agents call tools through chiod, handle pending
- * approvals, and sign what chio signs (call proofs, Chio-Proof headers,
- * approval tokens) byte for byte as the Go implementation does.
+ * approvals, and sign what chio signs (call proofs, Chio-Proof read and
+ * cancel headers, approval tokens) byte for byte as the Go implementation does.
  *
  *   import { ChioClient, isPendingApproval, isToolDenied } from "@chio-protocol/sdk";
  *   const client = ChioClient.fromEnv(); // CHIO_URL, CHIO_KEY, CHIO_CAPABILITY
@@ -22,7 +22,17 @@ export {
   type ToolCall,
   type WaitOptions,
 } from "./client.js";
-export { isAllowed, isPendingApproval, isToolDenied, type Allowed, type ApprovalInfo, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
+export {
+  isAllowed,
+  isPendingApproval,
+  isToolDenied,
+  type Allowed,
+  type ApprovalInfo,
+  type CallResult,
+  type Execution,
+  type PendingApproval,
+  type ToolDenied,
+} from "./results.js";
 export { CanonicalJSONError, ChioError, isRetryable, type CanonicalRefusal, type ChioErrorCode } from "./errors.js";
 export { PrivateKey } from "./keys.js";
 export {
@@ -36,4 +46,17 @@ export {
   type TokenOptions,
 } from "./approver.js";
 export { MAX_DEPTH, RawJSON, canonicalBytes, canonicalize, canonicalizeText, jcs, parseStrict, type JSONValue } from "./canon.js";
-export { CALL_PROOF_DOMAIN, STATUS_PROOF_DOMAIN, STATUS_PROOF_HEADER, callProof, message, newId, parameterHash, signObject, statusProof, type ProofFields } from "./signing.js";
+export {
+  CALL_PROOF_DOMAIN,
+  CANCEL_PROOF_DOMAIN,
+  STATUS_PROOF_DOMAIN,
+  STATUS_PROOF_HEADER,
+  callProof,
+  cancelProof,
+  message,
+  newId,
+  parameterHash,
+  signObject,
+  statusProof,
+  type ProofFields,
+} from "./signing.js";

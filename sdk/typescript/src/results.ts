@@ -18,14 +18,31 @@ export interface ApprovalInfo {
   amendedArguments?: unknown;
 }
 
-/** The tool ran. toolError is set when it ran and failed. */
+/**
+ * What became of an allowed call at its tool: it succeeded, the tool ran and
+ * reported a failure, the tool certainly never saw the call, or it may or
+ * may not have run it.
+ */
+export type Execution = "succeeded" | "tool_error" | "not_delivered" | "unknown";
+
+/**
+ * The call was allowed and sent to its tool. Check `failed`: the tool
+ * failed, was never reached, or its outcome is unknown (`execution` says
+ * which, `toolError` says why); `output` means something only when it did
+ * not fail.
+ */
 export interface Allowed {
   status: "allowed";
   requestId: string;
+  /** The final receipt: for a failure, the "incomplete" one that records it. */
   receiptId: string;
   /** The tool's output, parsed JSON. */
   output: unknown;
   toolError?: string;
+  /** What became of the call at its tool; undefined if chiod did not say. */
+  execution?: Execution;
+  /** Whether the tool did not succeed (as the Go SDK's Allowed.Failed). */
+  failed: boolean;
   /** Set when the call waited for a human. */
   approvalRequestId?: string;
   approval?: ApprovalInfo;
@@ -84,11 +101,24 @@ export function fromState(st: Record<string, unknown>): CallResult {
   const common = { requestId: s("request_id"), receiptId: s("receipt_id") };
   const extra = { ...(s("approval_request_id") ? { approvalRequestId: s("approval_request_id") } : {}), ...(approval ? { approval } : {}) };
   switch (status) {
-    case "allowed":
-      return { status, ...common, output: st["output"] ?? null, ...(s("tool_error") ? { toolError: s("tool_error") } : {}), ...extra };
+    case "allowed": {
+      const toolError = s("tool_error");
+      const execution = s("execution") as Execution | "";
+      return {
+        status,
+        ...common,
+        output: st["output"] ?? null,
+        ...(toolError ? { toolError } : {}),
+        ...(execution ? { execution } : {}),
+        failed: toolError !== "" || (execution !== "" && execution !== "succeeded"),
+        ...extra,
+      };
+    }
     case "pending_approval":
     case "dispatching": {
-      // Dispatching: approved, the tool is running; nothing to show yet.
+      // Dispatching: allowed or approved, the tool is running; nothing to
+      // show yet. (callTool waits out one that never waited for a human
+      // rather than report it as pending.)
       const dl = st["deadline"];
       return {
         status: "pending_approval",

@@ -1,6 +1,6 @@
 /**
- * What an agent and an approver sign (SPEC §2, §3; the Chio-Proof header of
- * docs/ARCHITECTURE.md). testdata/vectors pins every byte of it.
+ * What an agent and an approver sign (SPEC §2, §3; the Chio-Proof read and
+ * cancel headers of docs/ARCHITECTURE.md). testdata/vectors pins every byte of it.
  *
  * Every signature is Ed25519 over DOMAIN || 0x00 || JCS(object without
  * "signature"). The functions here build exactly those bytes; nothing
@@ -15,6 +15,7 @@ import type { PrivateKey } from "./keys.js";
 
 export const CALL_PROOF_DOMAIN = "chio.call.v1";
 export const STATUS_PROOF_DOMAIN = "chio.call-status.v1";
+export const CANCEL_PROOF_DOMAIN = "chio.cancel.v1";
 export const STATUS_PROOF_HEADER = "Chio-Proof";
 
 /** The exact bytes signed under domain. */
@@ -65,6 +66,19 @@ export function statusProof(key: PrivateKey, id: string, issuedAt: number = Math
   if (issuedAt < 0) throw new ChioError("bad_request", "chio: issued_at must not be negative");
   const payload = canonicalBytes({ request_id: id, issued_at: issuedAt });
   return `${issuedAt}.${key.sign(message(STATUS_PROOF_DOMAIN, payload)).toString("hex")}`;
+}
+
+/**
+ * The Chio-Proof header with which an agent cancels its own parked call:
+ * "<issued_at>.<hex signature>" over JCS({approval_id, issued_at, reason})
+ * in its own domain, so a read proof (which may be seen in logs) cannot
+ * cancel. reason is signed exactly as it is sent.
+ */
+export function cancelProof(key: PrivateKey, approvalId: string, reason: string, issuedAt: number = Math.floor(Date.now() / 1000)): string {
+  checkTime(issuedAt);
+  if (issuedAt < 0) throw new ChioError("bad_request", "chio: issued_at must not be negative");
+  const payload = canonicalBytes({ approval_id: approvalId, issued_at: issuedAt, reason });
+  return `${issuedAt}.${key.sign(message(CANCEL_PROOF_DOMAIN, payload)).toString("hex")}`;
 }
 
 /** Sign obj under domain: the canonical object with its "signature" member, exactly the text to send. */

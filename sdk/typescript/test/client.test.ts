@@ -1,6 +1,7 @@
 // The client against a real chiod, beyond the seed's sketch: waiting (also
-// across a chiod restart), idempotent retries, confirm and ask, tool
-// errors and input checks.
+// across a chiod restart), idempotent retries (and a retry that meets its
+// call in flight), cancelling, confirm and ask, tool errors and input
+// checks.
 
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -15,10 +16,13 @@ import {
   ChioError,
   PrivateKey,
   RawJSON,
+  cancelProof,
   signApproval,
+  statusProof,
   type Allowed,
   type CallResult,
   type ToolCall,
+  type ToolDenied,
 } from "@chio-protocol/sdk";
 
 import { Chiod, FINANCE_LEAD_KEY, chiod, stopChiod, type Agent } from "./harness.js";
@@ -101,13 +105,21 @@ test("resume with the same token twice reports the same end", async () => {
   await assert.rejects(c.resumeWithApproval({ approvalToken: token, approvalRequestId: "ar-other" }), code("bad_request"));
 });
 
-/** A proxy in front of chiod that fails POST /v1/calls as told: "drop" forwards and then closes without answering, "503" answers 503. */
-async function flakyProxy(target: string, faults: string[]): Promise<{ url: string; bodies: string[]; close: () => void }> {
+/**
+ * A proxy in front of chiod that fails POST /v1/calls as told: "drop"
+ * forwards and then closes without answering, "503" answers 503,
+ * "dispatching" forwards and answers as chiod does a retry that meets the
+ * call still in flight (202, status dispatching, no approval id). Every
+ * request's method and path is kept in requests.
+ */
+async function flakyProxy(target: string, faults: string[]): Promise<{ url: string; bodies: string[]; requests: string[]; close: () => void }> {
   const bodies: string[] = [];
+  const requests: string[] = [];
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString("utf8");
+    requests.push(`${req.method} ${req.url}`);
     let fault = "pass";
     if (req.method === "POST" && req.url === "/v1/calls") {
       bodies.push(body);
@@ -125,16 +137,22 @@ async function flakyProxy(target: string, faults: string[]): Promise<{ url: stri
     const init: RequestInit = { method: req.method!, headers };
     if (body) init.body = body;
     const up = await fetch(target + req.url, init);
-    const text = await up.text();
+    let text = await up.text();
+    let status = up.status;
     if (fault === "drop") {
       req.socket.destroy();
       return;
     }
-    res.writeHead(up.status, { "Content-Type": "application/json" }).end(text);
+    if (fault === "dispatching") {
+      const out = JSON.parse(text) as Record<string, unknown>;
+      status = 202;
+      text = JSON.stringify({ status: "dispatching", request_id: out["request_id"], receipt_id: out["receipt_id"] });
+    }
+    res.writeHead(status, { "Content-Type": "application/json" }).end(text);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, bodies, close: () => server.close() };
+  return { url: `http://127.0.0.1:${port}`, bodies, requests, close: () => server.close() };
 }
 
 function ledger(d: Chiod): Array<{ request_id: string }> {
@@ -176,6 +194,22 @@ test("retries: 503s are retried, a few times", async () => {
   }
 });
 
+test("retries: a retry that meets the call in flight waits for its outcome", async () => {
+  // chiod answers "dispatching" with no approval id when a retry arrives
+  // while the call it already allowed is still running: that is no human
+  // wait, and callTool reports the call's outcome instead.
+  const d = await chiod();
+  const p = await flakyProxy(d.url, ["dispatching"]);
+  try {
+    const r = (await clientFor(await d.newAgent("refunds-auto"), p.url).callTool(refund(`inflight-${Date.now()}`))) as Allowed;
+    assert.equal(r.status, "allowed");
+    assert.deepEqual([(r.output as Record<string, unknown>)["amount"], r.execution, r.failed], [450, "succeeded", false]);
+    assert.ok(p.requests.includes(`GET /v1/calls/${r.requestId}?wait=30000ms`), p.requests.join("\n"));
+  } finally {
+    p.close();
+  }
+});
+
 test("a replayed request id gets the first outcome; other content is a conflict", async () => {
   const agent = await (await chiod()).newAgent("refunds");
   const rid = `run-${Date.now()}:refund`;
@@ -186,6 +220,97 @@ test("a replayed request id gets the first outcome; other content is a conflict"
   const other = refund(rid);
   other.arguments = { customer_id: "cust-9012", amount: 451, currency: "USD" };
   await assert.rejects(clientFor(agent).callTool(other), code("conflict"));
+});
+
+/** A stored receipt, read with the operator's token. */
+async function receipt(d: Chiod, id: string): Promise<{ decision: Record<string, unknown>; metadata: Record<string, unknown> }> {
+  const r = await fetch(`${d.url}/v1/receipts/${id}`, { headers: { Authorization: "Bearer " + d.adminToken } });
+  assert.equal(r.status, 200);
+  return (await r.json()) as { decision: Record<string, unknown>; metadata: Record<string, unknown> };
+}
+
+async function parked(d: Chiod): Promise<{ agent: Agent; c: ChioClient; requestId: string; approvalId: string; receiptId: string }> {
+  const agent = await d.newAgent("refunds");
+  const c = clientFor(agent);
+  const r = await c.callTool(refund());
+  return { agent, c, requestId: r.requestId, approvalId: pendingId(r), receiptId: r.receiptId };
+}
+
+test("cancel: the agent withdraws its parked call with its key; awaiters see cancelled", async () => {
+  const d = await chiod();
+  const { c, requestId, approvalId, receiptId } = await parked(d);
+  let settled = false;
+  const waiter = c.awaitApproval(approvalId, { timeoutMs: 60_000 }).finally(() => (settled = true));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(settled, false);
+  const done = await c.cancel(approvalId, "customer withdrew the request");
+  assert.deepEqual([done.status, done.reason, done.requestId], ["cancelled", "customer withdrew the request", requestId]);
+  // Whoever waits learns it: a waiter already parked, a later await by
+  // either id, a status read.
+  for (const got of [await waiter, await c.awaitApproval(approvalId, { timeoutMs: 5_000 }), await c.awaitApproval(requestId, { timeoutMs: 5_000 }), await c.status(requestId)]) {
+    const g = got as ToolDenied;
+    assert.deepEqual([g.status, g.reason, g.receiptId], ["cancelled", "customer withdrew the request", done.receiptId]);
+  }
+  const req = (await c.approval(approvalId)) as unknown as { status: string; resolution: { decided_by: string } };
+  assert.deepEqual([req.status, req.resolution.decided_by], ["cancelled", "agent"]);
+  const rc = await receipt(d, done.receiptId);
+  assert.deepEqual(rc.decision, { verdict: "cancelled", reason: "customer withdrew the request" });
+  assert.deepEqual([rc.metadata["cancelled_by"], rc.metadata["previous_receipt_id"]], ["agent", receiptId]);
+  assert.equal(ledger(d).filter((e) => e.request_id === requestId).length, 0); // the tool never ran
+  await assert.rejects(c.cancel(approvalId, "again"), code("conflict"));
+});
+
+test("cancel: an operator with the admin token", async () => {
+  const d = await chiod();
+  const { c, approvalId } = await parked(d);
+  const done = await new ChioClient({ url: d.url, bearer: d.adminToken }).cancel(approvalId, "duplicate of order #8833");
+  assert.deepEqual([done.status, done.reason], ["cancelled", "duplicate of order #8833"]);
+  assert.equal((await receipt(d, done.receiptId)).metadata["cancelled_by"], "admin");
+  const got = (await c.awaitApproval(approvalId, { timeoutMs: 5_000 })) as ToolDenied;
+  assert.deepEqual([got.status, got.reason], ["cancelled", "duplicate of order #8833"]);
+});
+
+test("cancel: a read proof cannot cancel, nor another agent", async () => {
+  const d = await chiod();
+  const { agent, c, requestId, approvalId } = await parked(d);
+  const other = await d.newAgent("refunds");
+  const key = PrivateKey.load(agent.keyFile);
+  for (const [name, proof] of [
+    ["the agent's read proof for the approval", statusProof(key, approvalId)],
+    ["the agent's read proof for the call", statusProof(key, requestId)],
+    ["a cancel proof for another reason", cancelProof(key, approvalId, "another reason")],
+    ["another agent's cancel proof", cancelProof(PrivateKey.load(other.keyFile), approvalId, "withdrawn")],
+  ] as const) {
+    const r = await fetch(`${d.url}/approvals/${approvalId}/cancel`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Chio-Proof": proof },
+      body: '{"reason":"withdrawn"}',
+    });
+    assert.deepEqual([r.status, ((await r.json()) as { error: string }).error], [401, "unauthorized"], name);
+  }
+  await assert.rejects(clientFor(other).cancel(approvalId, "withdrawn"), code("unauthorized")); // signing properly, but not its call
+  assert.equal((await c.status(approvalId)).status, "pending_approval");
+});
+
+test("cancel after approval is a conflict; the decision stands", async () => {
+  const d = await chiod();
+  const { c, approvalId } = await parked(d);
+  await d.approve(approvalId);
+  await assert.rejects(c.cancel(approvalId, "too late"), (e: unknown) => e instanceof ChioError && e.code === "conflict" && e.status === 409);
+  const done = (await c.awaitApproval(approvalId, { timeoutMs: 30_000 })) as Allowed;
+  assert.equal(done.status, "allowed");
+  assert.equal((done.output as Record<string, unknown>)["amount"], 450);
+});
+
+test("cancel: bad input is refused before anything is sent", async () => {
+  const agent = await (await chiod()).newAgent("refunds");
+  const c = new ChioClient({ url: "http://127.0.0.1:9", keyFile: agent.keyFile }); // nothing listens
+  for (const [id, reason] of [["req-1", "withdrawn"], ["", "withdrawn"], ["ar-1", ""], ["ar-1", " \t\n"]]) {
+    await assert.rejects(c.cancel(id!, reason!), code("bad_request"), `${id} ${JSON.stringify(reason)}`);
+  }
+  await assert.rejects(c.cancel("ar-1", "\ud800"), CanonicalJSONError);
+  await assert.rejects(new ChioClient({ url: "http://127.0.0.1:9" }).cancel("ar-1", "withdrawn"), code("unauthorized"));
+  await assert.rejects(c.cancel("ar-1", "withdrawn"), code("transport"));
 });
 
 test("confirm: yes and no", async () => {
@@ -226,11 +351,19 @@ test("confirm without a grant is denied by policy", async () => {
   await assert.rejects(c.confirm("Deploy?", undefined, { timeoutMs: 10_000 }), code("denied_by_policy"));
 });
 
-test("a tool that fails is allowed, with toolError", async () => {
-  const c = clientFor(await (await chiod()).newAgent("files"));
+test("a tool that fails is allowed, with toolError and execution tool_error", async () => {
+  const d = await chiod();
+  const c = clientFor(await d.newAgent("files"));
   const r = (await c.callTool({ server: "demo", tool: "delete_file", arguments: { path: "no/such/file" } })) as Allowed;
-  assert.equal(r.status, "allowed");
-  assert.equal(r.toolError, "not found");
+  assert.deepEqual([r.status, r.toolError, r.execution, r.failed], ["allowed", "not found", "tool_error", true]);
+  // The failure has its own receipt, chained to the allow receipt.
+  const rc = await receipt(d, r.receiptId);
+  assert.deepEqual([rc.decision["verdict"], rc.metadata["execution"]], ["incomplete", "tool_error"]);
+  // Read back later, it says the same.
+  const again = (await c.status(r.requestId)) as Allowed;
+  assert.deepEqual([again.toolError, again.execution, again.failed], ["not found", "tool_error", true]);
+  const ok = (await clientFor(await d.newAgent("echo")).callTool({ server: "demo", tool: "echo", arguments: { text: "hi" } })) as Allowed;
+  assert.deepEqual([ok.execution, ok.failed, ok.toolError], ["succeeded", false, undefined]);
 });
 
 test("RawJSON arguments travel as written", async () => {

@@ -1,6 +1,7 @@
 // docs/agent-developer.md's TypeScript example is examples/refund-agent.ts,
 // verbatim, and it runs: park an approval in a workflow store, exit, and
-// finish the call later from other processes.
+// finish the call later from other processes; withdraw a parked call;
+// report a refund the tool refused.
 
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -50,4 +51,18 @@ test("park, then resume from other processes", async () => {
   assert.equal(ledger.filter((l) => JSON.parse(l).request_id === "refund-order-8834").length, 1);
   // Below the threshold no human is asked.
   assert.match(await step("request", "17", "50"), /^order 17: refund rf-[0-9a-f]{16} issued$/);
+
+  // Withdrawn before a human decided: cancelled, nothing left parked, no refund.
+  assert.match(await step("request", "9001", "450"), /^order 9001: parked ar-/);
+  assert.equal(await step("cancel", "9001", "customer withdrew the request"), "order 9001: cancelled: customer withdrew the request");
+  assert.equal(await step("resume", "30"), "");
+  const refunds = () => readFileSync(join(d.dataDir, "builtin", "ledger.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).request_id);
+  assert.ok(!refunds().includes("refund-order-9001"));
+  // Too late to withdraw: the human's decision stands.
+  const parked = /^order 9002: parked (ar-\S+) until /.exec(await step("request", "9002", "450"));
+  assert.ok(parked);
+  await d.approve(parked[1]!);
+  assert.match(await step("cancel", "9002", "changed my mind"), /^order 9002: refund rf-[0-9a-f]{16} issued \(approved by Finance Lead\)$/);
+  // The tool refuses a zero refund: a failure, not an output.
+  assert.equal(await step("request", "18", "0"), "order 18: the refund failed (tool_error): invalid arguments: amount must be > 0");
 });

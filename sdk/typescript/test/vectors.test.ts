@@ -8,10 +8,12 @@ import { test } from "node:test";
 
 import {
   CALL_PROOF_DOMAIN,
+  CANCEL_PROOF_DOMAIN,
   CanonicalJSONError,
   PrivateKey,
   RawJSON,
   callProof,
+  cancelProof,
   canonicalize,
   canonicalizeText,
   message,
@@ -95,6 +97,19 @@ test("Chio-Proof status headers", async (t) => {
     await t.test(c.name, () => {
       assert.equal(canonicalize({ request_id: c.id, issued_at: c.issued_at }), c.signed);
       assert.equal(statusProof(key(c.key), c.id, c.issued_at), c.header);
+    });
+  }
+});
+
+test("Chio-Proof cancel headers", async (t) => {
+  for (const c of load("cancel_proof.json").cases) {
+    await t.test(c.name, () => {
+      assert.equal(canonicalize({ approval_id: c.approval_id, issued_at: c.issued_at, reason: c.reason }), c.signed);
+      assert.equal(cancelProof(key(c.key), c.approval_id, c.reason, c.issued_at), c.header);
+      const sig = key(c.key).sign(message(CANCEL_PROOF_DOMAIN, Buffer.from(c.signed, "utf8"))).toString("hex");
+      assert.equal(`${c.issued_at}.${sig}`, c.header);
+      // Its own domain: a read proof over the same id is another header.
+      assert.notEqual(statusProof(key(c.key), c.approval_id, c.issued_at), c.header);
     });
   }
 });
