@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("receipt verify", "verify ID (signature + Merkle proof), --all (the whole log) or --file EXPORT (offline)", runReceiptVerify)
+	register("receipt verify [ID]", "verify one receipt (signature + Merkle proof), --all (the whole log) or --file EXPORT (offline)", runReceiptVerify)
 }
 
 func runReceiptVerify(e *Env, args []string) int {
@@ -37,8 +37,11 @@ func runReceiptVerify(e *Env, args []string) int {
 	if *file != "" {
 		modes++
 	}
-	if modes != 1 || len(pos) > 1 {
-		return fail(e, usageError("usage: chio receipt verify ID | --all | --file EXPORT --kernel-key ed25519:…"))
+	switch {
+	case len(pos) > 1:
+		return fail(e, usageErr("receipt verify", "unexpected argument %q (one receipt id at a time)", pos[1]))
+	case modes != 1:
+		return fail(e, usageErr("receipt verify", "give exactly one of ID, --all or --file EXPORT"))
 	}
 	if *file != "" {
 		if *keyText == "" {

@@ -173,7 +173,7 @@ func TestReceiptAuditCommands(t *testing.T) {
 	if json.Unmarshal([]byte(out), &rep) != nil || rep.OK() || rep.Problems[0].Line != 4 || rep.Problems[0].Seq != 9 {
 		t.Fatalf("json report: %s", out)
 	}
-	if _, errOut, code := w.chio(t, "receipt", "verify"); code != cli.ExitUsage || !strings.Contains(errOut, "usage:") {
+	if _, errOut, code := w.chio(t, "receipt", "verify"); code != cli.ExitUsage || !strings.Contains(errOut, "exactly one of ID, --all or --file") {
 		t.Fatalf("verify without a mode: %d %s", code, errOut)
 	}
 }

@@ -51,7 +51,7 @@ func TestWatchApproveWithNote(t *testing.T) {
 	}
 	for _, want := range []string{out.ApprovalRequestID, "for 450 USD: order 8834", "amount:   450 USD", "intent:   order 8834",
 		"quorum:   0/1 approvals (tier 1)", "agent:    " + w.agent.Public().String(), "deadline:",
-		"[a]pprove, [d]eny, a[m]end, [s]kip? a", "note (optional): looks fine", "approved " + out.ApprovalRequestID + ": executed, receipt rc-"} {
+		"[a]pprove, [d]eny, a[m]end, [s]kip? a", "note (optional): looks fine", "approved " + out.ApprovalRequestID + ": executed (receipt rc-"} {
 		if !strings.Contains(so, want) {
 			t.Errorf("output lacks %q:\n%s", want, so)
 		}
@@ -75,9 +75,11 @@ func TestWatchApproveWithNote(t *testing.T) {
 func TestWatchDenyWithReason(t *testing.T) {
 	w := newApprovalWorld(t)
 	out := w.refund(t, 450)
-	// An unknown answer is asked again.
-	so, se, code := w.watch(t, adminEnv(), strings.NewReader("x\nd\nduplicate refund\n"), "--key", w.key("cfo"))
-	if code != 0 || !strings.Contains(so, "answer a, d, m or s") || !strings.Contains(so, "denied "+out.ApprovalRequestID) {
+	// An unknown answer is asked again; so is an empty reason: a denial
+	// needs one, as `chio approval deny --reason` does.
+	so, se, code := w.watch(t, adminEnv(), strings.NewReader("x\nd\n\nduplicate refund\n"), "--key", w.key("cfo"))
+	if code != 0 || !strings.Contains(so, "answer [a]pprove, [d]eny, a[m]end, [s]kip") || !strings.Contains(so, "reason (required): \na denial needs a reason") ||
+		!strings.Contains(so, "denied "+out.ApprovalRequestID+": the call will not run") {
 		t.Fatalf("exit %d\n%s\n%s", code, so, se)
 	}
 	req, _ := w.k.Approval(out.ApprovalRequestID)

@@ -87,6 +87,37 @@ type ApprovalView struct {
 	Request    *approval.Request    `json:"request"`
 	Status     string               `json:"status"`
 	Resolution *approval.Resolution `json:"resolution,omitempty"`
+	// Approvers names the request's trusted approvers as the policy in
+	// force lists them (a key it no longer lists is left out).
+	Approvers []ApproverName `json:"approvers,omitempty"`
+}
+
+// ApproverName is an approver key with its display name.
+type ApproverName struct {
+	PublicKey   string `json:"public_key"`
+	DisplayName string `json:"display_name"`
+}
+
+// approverNames looks the request's trusted approvers up in its grant
+// (policy_id) as the policy in force has it; escalation tiers name that
+// grant's approvers, so every tier's approvers are found there.
+func (s *Server) approverNames(req *approval.Request) []ApproverName {
+	names := map[string]string{}
+	for _, g := range s.cfg.Kernel.Policy().Grants {
+		if g.Approval == nil || g.ID != req.PolicyID {
+			continue
+		}
+		for _, a := range g.Approval.Approvers {
+			names[a.PublicKey.String()] = a.DisplayName
+		}
+	}
+	var out []ApproverName
+	for _, k := range req.TrustedApprovers {
+		if n, ok := names[k]; ok {
+			out = append(out, ApproverName{PublicKey: k, DisplayName: n})
+		}
+	}
+	return out
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +142,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, ApprovalView{Request: req, Status: req.Status, Resolution: req.Resolution})
+	writeJSON(w, http.StatusOK, ApprovalView{Request: req, Status: req.Status, Resolution: req.Resolution, Approvers: s.approverNames(req)})
 }
 
 var errNeedAuth = apiErr(http.StatusUnauthorized, CodeUnauthorized, "a bearer token or a Chio-Proof header is required")
