@@ -65,6 +65,21 @@ tool = "confirm"
 [[grants.approval.approvers]]
 public_key = "%[1]s"
 display_name = "Finance Lead"
+
+[[grants]]
+id = "quorum"
+server = "demo"
+tool = "delete_file"
+[grants.constraints]
+require_approval_always = true
+[grants.approval]
+quorum = 2
+[[grants.approval.approvers]]
+public_key = "%[1]s"
+display_name = "Finance Lead"
+[[grants.approval.approvers]]
+public_key = "%[2]s"
+display_name = "CFO"
 `
 
 const approvalAdminToken = "admin-secret"
@@ -97,7 +112,7 @@ func newApprovalWorld(t *testing.T) *approvalWorld {
 	gen("stranger")
 	w.agent = gen("agent")
 	w.tw = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(approvalPolicy, lead.Public(), cfo.Public()), PolicyName: "cli.toml",
-		DataDir: w.dir, Clock: clock.Real{}, Agent: testkit.Key(w.agent), Grants: []string{"echo", "refunds", "ask", "confirm"},
+		DataDir: w.dir, Clock: clock.Real{}, Agent: testkit.Key(w.agent), Grants: []string{"echo", "refunds", "ask", "confirm", "quorum"},
 		RequestPrefix: "req-cli-", Serve: true, AdminToken: approvalAdminToken})
 	w.k, w.url, w.capRaw = w.tw.Kernel, w.tw.URL, w.tw.CapRaw
 	return w
@@ -150,6 +165,12 @@ func TestApprovalListAndShow(t *testing.T) {
 	so, _, code = w.run(adminEnv(), "approval", "show", out.ApprovalRequestID)
 	if code != 0 || !strings.Contains(so, "for 450 USD: order 8834") || !strings.Contains(so, "pending") || !strings.Contains(so, out.RequestID) {
 		t.Fatalf("show: %d\n%s", code, so)
+	}
+	// Approvers by name, as the policy names them.
+	lead, _ := keys.LoadPrivateKey(w.key("lead"))
+	cfo, _ := keys.LoadPrivateKey(w.key("cfo"))
+	if !strings.Contains(so, "APPROVERS       Finance Lead ("+lead.Public().String()+")\n                CFO ("+cfo.Public().String()+")") {
+		t.Fatalf("show approvers:\n%s", so)
 	}
 	so, _, code = w.run(adminEnv(), "approval", "show", out.ApprovalRequestID, "--output", "json")
 	var v map[string]any

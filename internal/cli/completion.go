@@ -121,7 +121,7 @@ _chio() {
     esac
     case " $(_chio_next "$cmd") " in
       *" $w "*) cmd="${cmd:+$cmd }$w" ;;
-      *) break ;;
+      *) [[ -n "$(_chio_next "$cmd")" ]] && return 0; break ;; # not a command: nothing to offer
     esac
   done
   if [[ "$cur" == -* ]]; then
@@ -158,6 +158,9 @@ function __chio_cmd
         set -l cand (string join ' ' $path $w)
         if contains -- $cand $__chio_prefixes
             set path $path $w
+        else if test -z "$path"; or contains -- "$path" $__chio_groups
+            echo '?' # not a command: nothing to offer
+            return
         else
             break
         end
@@ -177,6 +180,13 @@ complete -c chio -f
 		}
 	}
 	fmt.Fprintf(&b, "set -g __chio_prefixes %s\n", strings.Join(ps, " "))
+	var gs []string
+	for _, p := range t.prefixes {
+		if _, isCmd := t.flags[p]; p != "" && !isCmd {
+			gs = append(gs, fmt.Sprintf("'%s'", p))
+		}
+	}
+	fmt.Fprintf(&b, "set -g __chio_groups %s\n", strings.Join(gs, " "))
 	for _, p := range t.prefixes {
 		for _, w := range t.next[p] {
 			full := strings.TrimSpace(p + " " + w)

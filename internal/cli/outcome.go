@@ -94,9 +94,13 @@ func resolutionText(res *approval.Resolution) string {
 		}
 		return s
 	case approval.StatusDenied:
-		s = "denied by " + deniedBy(res.Guard, who)
-		if res.Guard == "" && who != "" {
+		switch {
+		case res.Guard == "" && who == "":
+			s = "denied"
+		case res.Guard == "":
 			s = "denied by " + who
+		default:
+			s = "denied by " + deniedBy(res.Guard, who)
 		}
 	default:
 		s = res.Outcome

@@ -192,11 +192,17 @@ func printReport(w io.Writer, rep *receipt.VerifyReport, source string) {
 	}
 	fmt.Fprintf(w, "source:      %s\nkernel key:  %s\n", source, rep.KernelKey)
 	fmt.Fprintf(w, "receipts:    %d (seq 1..%d), signatures checked\n", rep.Receipts, rep.LastSeq)
+	checkpoints := fmt.Sprintf("%d valid", rep.Checkpoints)
+	if rep.CheckpointFailures > 0 {
+		checkpoints += fmt.Sprintf(", %d FAILED", rep.CheckpointFailures)
+	}
 	if cp := rep.Latest; cp != nil {
-		fmt.Fprintf(w, "checkpoints: %d valid; latest tree_size %d, root %s matches the recomputed Merkle root\n", rep.Checkpoints, cp.TreeSize, cp.RootHash)
+		fmt.Fprintf(w, "checkpoints: %s; latest valid tree_size %d, root %s matches the recomputed Merkle root\n", checkpoints, cp.TreeSize, cp.RootHash)
 		if rep.Uncovered > 0 {
-			fmt.Fprintf(w, "             %d newer receipts are not covered by a checkpoint yet\n", rep.Uncovered)
+			fmt.Fprintf(w, "             %d newer receipts are not covered by a valid checkpoint\n", rep.Uncovered)
 		}
+	} else {
+		fmt.Fprintf(w, "checkpoints: %s\n", checkpoints)
 	}
 	fmt.Fprintf(w, "approvals:   %d chains linked, %d pending; %d approval tokens and %d batch tokens verified\n",
 		rep.Chains, rep.Pending, rep.Tokens, rep.BatchTokens)

@@ -215,3 +215,36 @@ func proxyTo(rw http.ResponseWriter, r *http.Request, target *url.URL) {
 		}
 	}
 }
+
+// A confirm request is confirmed or declined; amend is not offered (the
+// kernel refuses amendments of anything but a tool call).
+func TestWatchConfirm(t *testing.T) {
+	w := newApprovalWorld(t)
+	out := w.submit(t, "confirm", `{"prompt":"Ship the release?","details":{"version":"2.4"}}`, "")
+	so, se, code := w.watch(t, adminEnv(), strings.NewReader("m\nc\nship it\n"), "--key", w.key("lead"))
+	if code != 0 || !strings.Contains(so, "[c]onfirm, [d]ecline, [s]kip? m\nanswer [c]onfirm, [d]ecline, [s]kip") ||
+		strings.Contains(so, "a[m]end") || !strings.Contains(so, "approved "+out.ApprovalRequestID+": executed") {
+		t.Fatalf("exit %d\n%s\n%s", code, so, se)
+	}
+	req, _ := w.k.Approval(out.ApprovalRequestID)
+	if req.Status != approval.StatusApproved || req.Votes[0].Note != "ship it" {
+		t.Fatalf("%+v", req)
+	}
+	// Declining needs a reason too.
+	out = w.submit(t, "confirm", `{"prompt":"Delete the old bucket?"}`, "")
+	so, se, code = w.watch(t, adminEnv(), strings.NewReader("d\n\nnot yet\n"), "--key", w.key("lead"))
+	if code != 0 || !strings.Contains(so, "a denial needs a reason") || !strings.Contains(so, "denied "+out.ApprovalRequestID) {
+		t.Fatalf("exit %d\n%s\n%s", code, so, se)
+	}
+}
+
+// A tool call whose grant does not show its arguments cannot be amended:
+// the approver would edit what they cannot see.
+func TestWatchNoAmendWithoutArguments(t *testing.T) {
+	w := newApprovalWorld(t)
+	out := w.submit(t, "delete_file", `{"path":"/tmp/x"}`, "") // quorum 2, arguments not exposed
+	so, se, code := w.watch(t, adminEnv(), strings.NewReader("m\ns\n"), "--key", w.key("lead"))
+	if code != 0 || !strings.Contains(so, "[a]pprove, [d]eny, [s]kip? m\nanswer [a]pprove, [d]eny, [s]kip") || !strings.Contains(so, "skipped "+out.ApprovalRequestID) {
+		t.Fatalf("exit %d\n%s\n%s", code, so, se)
+	}
+}
