@@ -60,21 +60,21 @@ func (p Problem) String() string {
 
 // VerifyReport is what VerifyExport found.
 type VerifyReport struct {
-	KernelKey    string      `json:"kernel_key"`
-	Receipts     uint64      `json:"receipts"`
-	LastSeq      uint64      `json:"last_seq"`
-	Checkpoints  int         `json:"checkpoints"` // signed and matching the receipts
+	KernelKey   string `json:"kernel_key"`
+	Receipts    uint64 `json:"receipts"`
+	LastSeq     uint64 `json:"last_seq"`
+	Checkpoints int    `json:"checkpoints"` // signed and matching the receipts
 	// CheckpointFailures are checkpoints that failed a check (signature,
 	// size, root); each is also a Problem.
-	CheckpointFailures int `json:"checkpoint_failures"`
-	Latest       *Checkpoint `json:"latest_checkpoint,omitempty"`
-	Uncovered    uint64      `json:"uncovered"` // receipts after the latest checkpoint
-	Chains       int         `json:"approval_chains"`
-	Pending      int         `json:"pending_approvals"` // incomplete, no final receipt yet
-	Tokens       int         `json:"approval_tokens"`
-	BatchTokens  int         `json:"batch_tokens"`
-	Problems     []Problem   `json:"problems"`
-	ProblemCount int         `json:"problem_count"`
+	CheckpointFailures int         `json:"checkpoint_failures"`
+	Latest             *Checkpoint `json:"latest_checkpoint,omitempty"`
+	Uncovered          uint64      `json:"uncovered"` // receipts after the latest checkpoint
+	Chains             int         `json:"approval_chains"`
+	Pending            int         `json:"pending_approvals"` // incomplete, no final receipt yet
+	Tokens             int         `json:"approval_tokens"`
+	BatchTokens        int         `json:"batch_tokens"`
+	Problems           []Problem   `json:"problems"`
+	ProblemCount       int         `json:"problem_count"`
 }
 
 // OK reports whether every check passed.

@@ -11,7 +11,9 @@ import (
 	"github.com/chiokernel/chio/kernel"
 )
 
-func quickstartPolicy() string { return filepath.Join("..", "..", "examples", "policies", "quickstart.toml") }
+func quickstartPolicy() string {
+	return filepath.Join("..", "..", "examples", "policies", "quickstart.toml")
+}
 
 type explained struct {
 	Grant  string `json:"grant"`

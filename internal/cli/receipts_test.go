@@ -13,6 +13,7 @@ import (
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/testkit"
+	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -91,7 +92,8 @@ func TestReceiptStatsKernelIsNotAnApprover(t *testing.T) {
 	auto := w.Submit(t, "echo", `{"n":2}`, "")
 	fake.Advance(61 * time.Second)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if req, _ := w.Kernel.Approval(auto.ApprovalRequestID); req.Status != approval.StatusPending {
+		// Done once the call ran and its allow receipt is committed.
+		if rec, _ := w.Kernel.Call(auto.RequestID); rec != nil && rec.Status == kernel.StatusAllowed {
 			break
 		}
 		if time.Now().After(deadline) {
