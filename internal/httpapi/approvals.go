@@ -129,7 +129,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := s.cfg.Kernel.Approval(id)
 	if err != nil && (bearer || !errors.Is(err, kernel.ErrNotFound)) {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "approval request", id))
 		return
 	}
 	if !bearer {
@@ -219,9 +219,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	res, err := s.respondOne(r.Context(), r.PathValue("id"), &rr)
+	id := r.PathValue("id")
+	res, err := s.respondOne(r.Context(), id, &rr)
 	if err != nil {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "approval request", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -229,7 +230,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) respondOne(ctx context.Context, id string, rr *RespondRequest) (*kernel.RespondResult, error) {
 	if id == "" || len(id) > MaxIDLen {
-		return nil, apiErr(http.StatusNotFound, CodeNotFound, "no such approval request")
+		return nil, notFoundAs(kernel.ErrNotFound, "approval request", id)
 	}
 	outcome, err := rr.check()
 	if err != nil {
@@ -352,11 +353,11 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) {
 func (s *Server) revokeBatch(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if id == "" || len(id) > MaxIDLen {
-		writeErr(w, apiErr(http.StatusNotFound, CodeNotFound, "no such batch approval"))
+		writeErr(w, notFoundAs(kernel.ErrNotFound, "standing approval", id))
 		return
 	}
 	if err := s.cfg.Kernel.RevokeBatch(r.Context(), id); err != nil {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "standing approval", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
@@ -465,7 +466,7 @@ func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := s.cfg.Kernel.Call(id)
 	if err != nil && (bearer || !errors.Is(err, kernel.ErrNotFound)) {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "call", id))
 		return
 	}
 	if !bearer {
