@@ -47,9 +47,9 @@ type Options struct {
 	MetricsAuth string
 	// Getenv reads the environment (CHIO_ADMIN_TOKEN, CHIO_READ_TOKEN);
 	// nil = os.Getenv.
-	Getenv     func(string) string
-	Out        io.Writer
-	Clock      clock.Clock
+	Getenv func(string) string
+	Out    io.Writer
+	Clock  clock.Clock
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
 }
