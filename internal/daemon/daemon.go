@@ -304,11 +304,11 @@ func firstSteps(addr string, p *policy.Policy, adminPath, readPath, pidPath stri
 	}
 	return fmt.Sprintf(`
 chiod is ready at http://%[1]s  (policy %[2]s)
-First call, in another shell (bin/: go build -o bin/ ./cmd/...):
+First call, in another shell (in a checkout, chio is in bin/: export PATH=$PWD/bin:$PATH):
   export CHIO_URL=http://%[1]s CHIO_ADMIN_TOKEN=%[3]s
-  mkdir -p agent && bin/chio keygen --out agent/agent.pem
-  bin/chio capability issue --subject $(bin/chio keygen --show agent/agent.pem) --grant echo --ttl 1h --out agent/agent.cap
-  bin/chio call demo echo --args '{"hello":"world"}' --capability agent/agent.cap --key agent/agent.pem
+  mkdir -p agent && chio keygen --out agent/agent.pem
+  chio capability issue --subject $(chio keygen --show agent/agent.pem) --grant echo --ttl 1h --out agent/agent.cap
+  chio call demo echo --args '{"hello":"world"}' --capability agent/agent.cap --key agent/agent.pem
 Approvers and auditors read with CHIO_READ_TOKEN=%[4]s
 Dashboard: http://%[1]s/dashboard/   Reload the policy: kill -HUP $(cat %[5]s)
 See README.md "Quick start" for a denied and a pending call.
