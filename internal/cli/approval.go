@@ -183,7 +183,7 @@ func runApprovalShow(e *Env, args []string) int {
 	row("CREATED", time.Unix(a.CreatedAt, 0).UTC().Format(time.RFC3339))
 	row("DEADLINE", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339)+" ("+until(time.Now(), a.ExpiresAt)+")")
 	row("QUORUM", fmt.Sprintf("%d/%d approved, %d denied (tier %d)", approved, a.Quorum, denied, a.Tier+1))
-	row("TRIGGERED BY", strings.Join(a.TriggeredBy, ", "))
+	row("WHY", triggerText(a)+" ("+strings.Join(a.TriggeredBy, ", ")+")")
 	row("APPROVERS", strings.Join(v.approverNames(), "\n\t"))
 	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
 		row("INTENT", string(a.GovernedIntent))

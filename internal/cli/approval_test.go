@@ -166,6 +166,9 @@ func TestApprovalListAndShow(t *testing.T) {
 	if code != 0 || !strings.Contains(so, "for 450 USD: order 8834") || !strings.Contains(so, "pending") || !strings.Contains(so, out.RequestID) {
 		t.Fatalf("show: %d\n%s", code, so)
 	}
+	if !strings.Contains(so, "WHY             the amount is at or above the approval threshold (require_approval_above)") {
+		t.Fatalf("show why:\n%s", so)
+	}
 	// Approvers by name, as the policy names them.
 	lead, _ := keys.LoadPrivateKey(w.key("lead"))
 	cfo, _ := keys.LoadPrivateKey(w.key("cfo"))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/kernel"
@@ -109,4 +110,31 @@ func resolutionText(res *approval.Resolution) string {
 		s += ": " + res.Reason
 	}
 	return s
+}
+
+// triggerText says in words why a request asks a person; unknown triggers
+// (a check routed to a human by on_trigger) are named.
+func triggerText(req *approval.Request) string {
+	var out []string
+	for _, t := range req.TriggeredBy {
+		switch t {
+		case kernel.GuardApprovalAbove:
+			out = append(out, "the amount is at or above the approval threshold")
+		case kernel.GuardApprovalAlways:
+			out = append(out, "every call under this grant needs approval")
+		case kernel.GuardApprovalFirstN:
+			out = append(out, "one of the agent's first calls under this grant")
+		case kernel.GuardApprovalActions:
+			out = append(out, "this kind of action needs approval")
+		case "hitl":
+			if req.Kind == approval.KindConfirm {
+				out = append(out, "the agent asks you to confirm")
+			} else {
+				out = append(out, "the agent asks you")
+			}
+		default:
+			out = append(out, "the "+t+" check asks for a person instead of denying")
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -422,7 +422,7 @@ func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 	}
 	fmt.Fprintf(out, "  quorum:   %s (tier %d)\n", q, a.Tier+1)
 	if len(a.TriggeredBy) > 0 {
-		fmt.Fprintf(out, "  why:      %s\n", strings.Join(a.TriggeredBy, ", "))
+		fmt.Fprintf(out, "  why:      %s\n", triggerText(a))
 	}
 	if len(a.Arguments) > 0 {
 		fmt.Fprintf(out, "  arguments: %s\n", a.Arguments)

@@ -51,6 +51,7 @@ func TestWatchApproveWithNote(t *testing.T) {
 	}
 	for _, want := range []string{out.ApprovalRequestID, "for 450 USD: order 8834", "amount:   450 USD", "intent:   order 8834",
 		"quorum:   0/1 approvals (tier 1)", "agent:    " + w.agent.Public().String(), "deadline:",
+		"why:      the amount is at or above the approval threshold\n",
 		"[a]pprove, [d]eny, a[m]end, [s]kip? a", "note (optional): looks fine", "approved " + out.ApprovalRequestID + ": executed (receipt rc-"} {
 		if !strings.Contains(so, want) {
 			t.Errorf("output lacks %q:\n%s", want, so)
