@@ -16,6 +16,7 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
@@ -30,15 +31,14 @@ func init() {
 	register("approval batch revoke ID", "admin: revoke a standing approval", runBatchRevoke)
 }
 
-// approvalView is GET /approvals/{id}'s answer (httpapi.ApprovalView).
+// approvalView is GET /approvals/{id}'s answer (httpapi.ApprovalView, with
+// the request held by value: an answer without one reads as empty, never
+// as a nil pointer).
 type approvalView struct {
-	Request    approval.Request     `json:"request"`
-	Status     string               `json:"status"`
-	Resolution *approval.Resolution `json:"resolution,omitempty"`
-	Approvers  []struct {
-		PublicKey   string `json:"public_key"`
-		DisplayName string `json:"display_name"`
-	} `json:"approvers,omitempty"`
+	Request    approval.Request       `json:"request"`
+	Status     string                 `json:"status"`
+	Resolution *approval.Resolution   `json:"resolution,omitempty"`
+	Approvers  []httpapi.ApproverName `json:"approvers,omitempty"`
 }
 
 // approverNames lists the request's trusted approvers by name, as the

@@ -103,7 +103,7 @@ func Main(args []string, e *Env) int {
 			usage(e.Stdout)
 			return ExitOK
 		}
-		rest = append(rest[1:], "--help")
+		rest = slices.Concat(rest[1:], []string{"--help"})
 	}
 	c, n := lookup(rest)
 	if c == nil {
@@ -112,7 +112,7 @@ func Main(args []string, e *Env) int {
 	// Global flags given before the command are the command's own flags
 	// (after it, its flag set parses them anyway); one it does not take,
 	// such as --url for keygen, does not concern it.
-	code := c.run(e, append(globalFor(*c, global), rest[n:]...))
+	code := c.run(e, slices.Concat(globalFor(*c, global), rest[n:]))
 	if e.helped {
 		return ExitOK
 	}
@@ -134,7 +134,7 @@ func splitGlobal(args []string) (global, rest []string, help bool, err error) {
 				return global, nil, true, nil
 			}
 			// `chio --help call` shows call's help.
-			return global, append(args[1:], "--help"), false, nil
+			return global, slices.Concat(args[1:], []string{"--help"}), false, nil
 		case !globalFlags[name]:
 			return nil, nil, false, fmt.Errorf("unknown global flag %s (global flags: --url, --output)", a)
 		case hasVal:
