@@ -60,18 +60,21 @@ func (p Problem) String() string {
 
 // VerifyReport is what VerifyExport found.
 type VerifyReport struct {
-	KernelKey    string      `json:"kernel_key"`
-	Receipts     uint64      `json:"receipts"`
-	LastSeq      uint64      `json:"last_seq"`
-	Checkpoints  int         `json:"checkpoints"`
-	Latest       *Checkpoint `json:"latest_checkpoint,omitempty"`
-	Uncovered    uint64      `json:"uncovered"` // receipts after the latest checkpoint
-	Chains       int         `json:"approval_chains"`
-	Pending      int         `json:"pending_approvals"` // incomplete, no final receipt yet
-	Tokens       int         `json:"approval_tokens"`
-	BatchTokens  int         `json:"batch_tokens"`
-	Problems     []Problem   `json:"problems"`
-	ProblemCount int         `json:"problem_count"`
+	KernelKey   string `json:"kernel_key"`
+	Receipts    uint64 `json:"receipts"`
+	LastSeq     uint64 `json:"last_seq"`
+	Checkpoints int    `json:"checkpoints"` // signed and matching the receipts
+	// CheckpointFailures are checkpoints that failed a check (signature,
+	// size, root); each is also a Problem.
+	CheckpointFailures int         `json:"checkpoint_failures"`
+	Latest             *Checkpoint `json:"latest_checkpoint,omitempty"`
+	Uncovered          uint64      `json:"uncovered"` // receipts after the latest checkpoint
+	Chains             int         `json:"approval_chains"`
+	Pending            int         `json:"pending_approvals"` // incomplete, no final receipt yet
+	Tokens             int         `json:"approval_tokens"`
+	BatchTokens        int         `json:"batch_tokens"`
+	Problems           []Problem   `json:"problems"`
+	ProblemCount       int         `json:"problem_count"`
 }
 
 // OK reports whether every check passed.
@@ -575,19 +578,22 @@ func (v *verifier) merkle() {
 				size = fmt.Sprint(it.cp.TreeSize)
 			}
 			v.problem(it.line, nil, "checkpoint tree_size %s: %v", size, it.err)
+			v.rep.CheckpointFailures++
 			continue
 		}
-		v.rep.Checkpoints++
 		cp := it.cp
 		if cp.TreeSize > n {
 			v.problem(it.line, nil, "checkpoint tree_size %d covers more receipts than the export holds (%d)", cp.TreeSize, n)
+			v.rep.CheckpointFailures++
 			continue
 		}
 		root, _ := tree.Root(cp.TreeSize)
 		if want, _ := cp.Root(); root != want {
 			v.problem(it.line, nil, "checkpoint tree_size %d: root_hash %s does not match the root recomputed from the receipts (%s)", cp.TreeSize, cp.RootHash, HashHex(root))
+			v.rep.CheckpointFailures++
 			continue
 		}
+		v.rep.Checkpoints++
 		if v.rep.Latest == nil || cp.TreeSize > v.rep.Latest.TreeSize {
 			v.rep.Latest = cp
 		}

@@ -219,6 +219,10 @@ func TestVerifyForgedCheckpoint(t *testing.T) {
 	rep = verifyBytes(t, join(ls))
 	expectProblem(t, rep, 10, "checkpoint tree_size 7: root_hash")
 	expectProblem(t, rep, 10, "does not match the root recomputed from the receipts")
+	// A checkpoint that fails is not counted as valid (the size-4 one is).
+	if rep.Checkpoints != 1 || rep.CheckpointFailures != 1 || rep.Latest.TreeSize != 4 {
+		t.Fatalf("counted %d valid, %d failed, latest %+v", rep.Checkpoints, rep.CheckpointFailures, rep.Latest)
+	}
 
 	// A checkpoint that claims more receipts than the log holds.
 	big, _, _ := SignCheckpoint(fxKernel, 8, root, time.Now())

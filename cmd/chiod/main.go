@@ -17,6 +17,7 @@ func main() {
 	flag.StringVar(&o.ConfigPath, "config", "chio.toml", "policy file")
 	flag.StringVar(&o.Listen, "listen", "", "listen address (overrides [kernel].listen)")
 	flag.StringVar(&o.DataDir, "data-dir", "", "data directory (overrides [kernel].data_dir)")
+	flag.StringVar(&o.MetricsAuth, "metrics-auth", os.Getenv("CHIO_METRICS_AUTH"), "who may read /metrics: token (the reader or admin token; default) or none (env CHIO_METRICS_AUTH)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -16,23 +16,52 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
 
 func init() {
-	register("approval list", "pending approvals: [--subject KEY] [--server S] [--tool T] [--limit N]", runApprovalList)
-	register("approval show", "one approval request: ID", runApprovalShow)
-	register("approval approve", "sign and post an approval: ID --key FILE [--note TEXT] [--amend JSON] [--ttl 10m]", runApprovalApprove)
-	register("approval deny", "sign and post a denial: ID --key FILE --reason TEXT", runApprovalDeny)
-	register("approval batch", "standing approvals: create --key FILE --server P --tool P --for D … | list | revoke ID", runApprovalBatch)
+	register("approval list", "pending approvals, oldest first", runApprovalList)
+	register("approval show ID", "one approval request: summary, intent, deadline, approvers, votes, outcome", runApprovalShow)
+	register("approval approve ID", "sign and post an approval with --key (exit 0 executed, 3 more votes needed, 4 not executed, 6 tool failed)", runApprovalApprove)
+	register("approval deny ID", "sign and post a denial with --key and --reason", runApprovalDeny)
+	register("approval batch create", "sign a standing approval: --key FILE --server PATTERN --tool PATTERN --for 1h", runBatchCreate)
+	register("approval batch list", "standing approvals and their usage", runBatchList)
+	register("approval batch revoke ID", "admin: revoke a standing approval", runBatchRevoke)
 }
 
-// approvalView is GET /approvals/{id}'s answer.
+// approvalView is GET /approvals/{id}'s answer (httpapi.ApprovalView, with
+// the request held by value: an answer without one reads as empty, never
+// as a nil pointer).
 type approvalView struct {
-	Request    approval.Request     `json:"request"`
-	Status     string               `json:"status"`
-	Resolution *approval.Resolution `json:"resolution,omitempty"`
+	Request    approval.Request       `json:"request"`
+	Status     string                 `json:"status"`
+	Resolution *approval.Resolution   `json:"resolution,omitempty"`
+	Approvers  []httpapi.ApproverName `json:"approvers,omitempty"`
+}
+
+// approverNames lists the request's trusted approvers by name, as the
+// server's view names them; a key the policy in force no longer lists is
+// shown as such.
+func (v *approvalView) approverNames() []string {
+	names := map[string]string{}
+	for _, a := range v.Approvers {
+		names[a.PublicKey] = a.DisplayName
+	}
+	out := make([]string, 0, len(v.Request.TrustedApprovers))
+	for _, k := range v.Request.TrustedApprovers {
+		n, ok := names[k]
+		switch {
+		case !ok:
+			out = append(out, k+" (not an approver in the policy in force)")
+		case n == "":
+			out = append(out, k)
+		default:
+			out = append(out, n+" ("+k+")")
+		}
+	}
+	return out
 }
 
 func runApprovalList(e *Env, args []string) int {
@@ -42,8 +71,12 @@ func runApprovalList(e *Env, args []string) int {
 	server := fs.String("server", "", "only this tool server")
 	tool := fs.String("tool", "", "only this tool")
 	limit := fs.Int("limit", 100, "at most this many (1..1000)")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return ExitUsage
+	}
+	if err := wantArgs("approval list", pos, 0); err != nil {
+		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
@@ -115,8 +148,8 @@ func runApprovalShow(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 1 {
-		return fail(e, usageError("usage: chio approval show ID"))
+	if err := wantArgs("approval show", pos, 1); err != nil {
+		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
@@ -150,8 +183,8 @@ func runApprovalShow(e *Env, args []string) int {
 	row("CREATED", time.Unix(a.CreatedAt, 0).UTC().Format(time.RFC3339))
 	row("DEADLINE", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339)+" ("+until(time.Now(), a.ExpiresAt)+")")
 	row("QUORUM", fmt.Sprintf("%d/%d approved, %d denied (tier %d)", approved, a.Quorum, denied, a.Tier+1))
-	row("TRIGGERED BY", strings.Join(a.TriggeredBy, ", "))
-	row("APPROVERS", strings.Join(a.TrustedApprovers, "\n\t"))
+	row("WHY", triggerText(a)+" ("+strings.Join(a.TriggeredBy, ", ")+")")
+	row("APPROVERS", strings.Join(v.approverNames(), "\n\t"))
 	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
 		row("INTENT", string(a.GovernedIntent))
 	}
@@ -163,8 +196,7 @@ func runApprovalShow(e *Env, args []string) int {
 		row("VOTE", fmt.Sprintf("%s by %s via %s: %s", vote.Decision, nameOr(vote.DisplayName, vote.Approver), vote.Channel, vote.Note))
 	}
 	if res := v.Resolution; res != nil {
-		row("RESOLUTION", strings.TrimSpace(fmt.Sprintf("%s at %s %s", res.Outcome,
-			time.Unix(res.At, 0).UTC().Format(time.RFC3339), res.Reason)))
+		row("RESOLUTION", resolutionText(res)+" ("+time.Unix(res.At, 0).UTC().Format(time.RFC3339)+")")
 	}
 	tw.Flush()
 	return ExitOK
@@ -207,18 +239,19 @@ func runDecision(e *Env, args []string, decision string) int {
 	if err != nil {
 		return ExitUsage
 	}
+	name := "approval " + verb
+	if err := wantArgs(name, pos, 1); err != nil {
+		return fail(e, err)
+	}
 	switch {
-	case len(pos) != 1 || *keyFile == "":
-		if decision == approval.DecisionApproved {
-			return fail(e, usageError("usage: chio approval approve ID --key FILE [--note TEXT] [--amend JSON] [--answers JSON] [--ttl 10m]"))
-		}
-		return fail(e, usageError("usage: chio approval deny ID --key FILE --reason TEXT"))
+	case *keyFile == "":
+		return fail(e, usageErr(name, "--key FILE is required (your approver key)"))
 	case decision == approval.DecisionDenied && strings.TrimSpace(*note) == "":
-		return fail(e, usageError("--reason is required"))
+		return fail(e, usageErr(name, "--reason is required (signed, shown to the agent and in the receipt)"))
 	case len(*note) > approval.MaxNoteLen:
-		return fail(e, usageError(fmt.Sprintf("note/reason longer than %d bytes", approval.MaxNoteLen)))
+		return fail(e, usageErr(name, "note/reason longer than %d bytes", approval.MaxNoteLen))
 	case *ttl <= 0 || *ttl > approval.MaxApprovalTTL:
-		return fail(e, usageError("--ttl must be in (0, 1h]"))
+		return fail(e, usageErr(name, "--ttl must be in (0, 1h]"))
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
@@ -277,19 +310,13 @@ func runDecision(e *Env, args []string, decision string) int {
 	if _, err := r.send(ctx, "POST", "/approvals/"+url.PathEscape(id)+"/respond", body.Bytes(), nil, &res); err != nil {
 		return fail(e, err)
 	}
+	line, code := respondResult(id, &res)
 	if r.output != "table" {
 		printJSON(e.Stdout, res, r.output == "jsonl")
-		return ExitOK
+	} else {
+		fmt.Fprintln(e.Stdout, line)
 	}
-	switch res.Outcome {
-	case approval.StatusApproved:
-		fmt.Fprintf(e.Stdout, "approved %s: executed, receipt %s\n", id, res.ReceiptID)
-	case approval.StatusDenied:
-		fmt.Fprintf(e.Stdout, "denied %s: receipt %s\n", id, res.ReceiptID)
-	default:
-		fmt.Fprintf(e.Stdout, "vote recorded for %s: %d of %d approvals\n", id, res.Approvals, res.Quorum)
-	}
-	return ExitOK
+	return code
 }
 
 // send is remote.do for a body that must travel byte-exact (signed tokens)
@@ -354,20 +381,6 @@ func bearerFromEnv(e *Env) string {
 
 // --- standing (batch) approvals ---
 
-func runApprovalBatch(e *Env, args []string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "create":
-			return runBatchCreate(e, args[1:])
-		case "list":
-			return runBatchList(e, args[1:])
-		case "revoke":
-			return runBatchRevoke(e, args[1:])
-		}
-	}
-	return fail(e, usageError("usage: chio approval batch create|list|revoke …"))
-}
-
 func runBatchCreate(e *Env, args []string) int {
 	fs := newFlags(e, "approval batch create")
 	r := addRemote(fs, e)
@@ -383,8 +396,16 @@ func runBatchCreate(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 0 || *keyFile == "" || *server == "" || *tool == "" || *window == 0 {
-		return fail(e, usageError("usage: chio approval batch create --key FILE --server PATTERN --tool PATTERN --for 1h [--subject KEY] [--max-calls N] [--max-amount-per-call UNITS:CUR] [--max-total UNITS:CUR]"))
+	if err := wantArgs("approval batch create", pos, 0); err != nil {
+		return fail(e, err)
+	}
+	for _, f := range []struct {
+		missing bool
+		name    string
+	}{{*keyFile == "", "--key FILE"}, {*server == "", "--server PATTERN"}, {*tool == "", "--tool PATTERN"}, {*window == 0, "--for DURATION"}} {
+		if f.missing {
+			return fail(e, usageErr("approval batch create", "%s is required", f.name))
+		}
 	}
 	switch {
 	case !approval.ValidPattern(*server) || !approval.ValidPattern(*tool):
@@ -459,8 +480,12 @@ func parseAmount(s string) (*approval.Amount, error) {
 func runBatchList(e *Env, args []string) int {
 	fs := newFlags(e, "approval batch list")
 	r := addRemote(fs, e)
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return ExitUsage
+	}
+	if err := wantArgs("approval batch list", pos, 0); err != nil {
+		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
@@ -515,8 +540,8 @@ func runBatchRevoke(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 1 {
-		return fail(e, usageError("usage: chio approval batch revoke ID"))
+	if err := wantArgs("approval batch revoke", pos, 1); err != nil {
+		return fail(e, err)
 	}
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()

@@ -58,6 +58,30 @@ tool = "ask"
 [[grants.approval.approvers]]
 public_key = "%[1]s"
 display_name = "Finance Lead"
+
+[[grants]]
+id = "confirm"
+server = "demo"
+tool = "confirm"
+[grants.approval]
+[[grants.approval.approvers]]
+public_key = "%[1]s"
+display_name = "Finance Lead"
+
+[[grants]]
+id = "quorum"
+server = "demo"
+tool = "delete_file"
+[grants.constraints]
+require_approval_always = true
+[grants.approval]
+quorum = 2
+[[grants.approval.approvers]]
+public_key = "%[1]s"
+display_name = "Finance Lead"
+[[grants.approval.approvers]]
+public_key = "%[2]s"
+display_name = "CFO"
 `
 
 const approvalAdminToken = "admin-secret"
@@ -90,7 +114,7 @@ func newApprovalWorld(t *testing.T) *approvalWorld {
 	gen("stranger")
 	w.agent = gen("agent")
 	w.tw = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(approvalPolicy, lead.Public(), cfo.Public()), PolicyName: "cli.toml",
-		DataDir: w.dir, Clock: clock.Real{}, Agent: testkit.Key(w.agent), Grants: []string{"echo", "refunds", "ask"},
+		DataDir: w.dir, Clock: clock.Real{}, Agent: testkit.Key(w.agent), Grants: []string{"echo", "refunds", "ask", "confirm", "quorum"},
 		RequestPrefix: "req-cli-", Serve: true, AdminToken: approvalAdminToken})
 	w.k, w.url, w.capRaw = w.tw.Kernel, w.tw.URL, w.tw.CapRaw
 	return w
@@ -143,6 +167,15 @@ func TestApprovalListAndShow(t *testing.T) {
 	so, _, code = w.run(adminEnv(), "approval", "show", out.ApprovalRequestID)
 	if code != 0 || !strings.Contains(so, "for 450 USD: order 8834") || !strings.Contains(so, "pending") || !strings.Contains(so, out.RequestID) {
 		t.Fatalf("show: %d\n%s", code, so)
+	}
+	if !strings.Contains(so, "WHY             the amount is at or above the approval threshold (require_approval_above)") {
+		t.Fatalf("show why:\n%s", so)
+	}
+	// Approvers by name, as the policy names them.
+	lead, _ := keys.LoadPrivateKey(w.key("lead"))
+	cfo, _ := keys.LoadPrivateKey(w.key("cfo"))
+	if !strings.Contains(so, "APPROVERS       Finance Lead ("+lead.Public().String()+")\n                CFO ("+cfo.Public().String()+")") {
+		t.Fatalf("show approvers:\n%s", so)
 	}
 	so, _, code = w.run(adminEnv(), "approval", "show", out.ApprovalRequestID, "--output", "json")
 	var v map[string]any
@@ -271,7 +304,8 @@ func TestApproveDenyAwait(t *testing.T) {
 		}{
 			"key not in the policy":    {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID, "--key", w.key("stranger")}, 1, "approval_rejected"},
 			"the agent's own key":      {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID, "--key", w.key("agent")}, 1, "approval_rejected"},
-			"approve without --key":    {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID}, 2, "usage"},
+			"approve without --key":    {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID}, 2, "--key FILE is required"},
+			"approve without an id":    {adminEnv(), []string{"approval", "approve", "--key", w.key("lead")}, 2, "missing ID"},
 			"deny without --reason":    {adminEnv(), []string{"approval", "deny", out.ApprovalRequestID, "--key", w.key("lead")}, 2, "--reason"},
 			"amend not an object":      {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"), "--amend", "[1]"}, 2, "--amend"},
 			"ttl over an hour":         {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"), "--ttl", "2h"}, 2, "--ttl"},
@@ -327,12 +361,12 @@ func TestApprovalBatch(t *testing.T) {
 		err  string
 	}{
 		"untrusted approver": {adminEnv(), []string{"approval", "batch", "create", "--key", w.key("stranger"), "--server", "demo", "--tool", "*", "--for", "1h"}, 1, "approval_rejected"},
-		"no --for":           {adminEnv(), []string{"approval", "batch", "create", "--key", w.key("lead"), "--server", "demo", "--tool", "*"}, 2, "usage"},
+		"no --for":           {adminEnv(), []string{"approval", "batch", "create", "--key", w.key("lead"), "--server", "demo", "--tool", "*"}, 2, "--for DURATION is required"},
 		"bad pattern":        {adminEnv(), []string{"approval", "batch", "create", "--key", w.key("lead"), "--server", "d*o", "--tool", "*", "--for", "1h"}, 2, "pattern"},
 		"bad amount":         {adminEnv(), []string{"approval", "batch", "create", "--key", w.key("lead"), "--server", "demo", "--tool", "*", "--for", "1h", "--max-total", "lots"}, 2, "UNITS:CURRENCY"},
 		"revoke needs admin": {map[string]string{}, []string{"approval", "batch", "revoke", id}, 1, "unauthorized"},
 		"revoke unknown":     {adminEnv(), []string{"approval", "batch", "revoke", "ba-nope"}, 1, "not_found"},
-		"no subcommand":      {adminEnv(), []string{"approval", "batch"}, 2, "usage"},
+		"no subcommand":      {adminEnv(), []string{"approval", "batch"}, 2, "missing command; one of: create, list, revoke"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, se, code := w.run(c.env, c.args...)

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("await", "wait for an approval or call: exit 0 executed, 4 denied, 5 timed out", runAwait)
+	register("await ID", "wait for an approval (ar-…) or call (request id): exit 0 executed, 4 denied or cancelled, 5 timed out, 6 the tool failed", runAwait)
 }
 
 const (
@@ -48,8 +48,11 @@ func runAwait(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 1 || *timeout <= 0 {
-		return fail(e, usageError("usage: chio await ID [--timeout 600s] [--key FILE] (ID: ar-… approval id or request id)"))
+	if err := wantArgs("await", pos, 1); err != nil {
+		return fail(e, err)
+	}
+	if *timeout <= 0 {
+		return fail(e, usageErr("await", "--timeout must be positive"))
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
@@ -58,7 +61,7 @@ func runAwait(e *Env, args []string) int {
 	if bearerFromEnv(e) == "" {
 		kf := envOr(e, *keyFile, "CHIO_KEY")
 		if kf == "" {
-			return fail(e, usageError("await needs CHIO_READ_TOKEN / CHIO_ADMIN_TOKEN, or the agent's --key (CHIO_KEY)"))
+			return fail(e, usageErr("await", "needs CHIO_READ_TOKEN / CHIO_ADMIN_TOKEN, or the agent's --key (CHIO_KEY)"))
 		}
 		k, err := keys.LoadPrivateKey(kf)
 		if err != nil {
@@ -96,10 +99,8 @@ func runAwait(e *Env, args []string) int {
 		}
 		st = &cur
 		switch st.Status {
-		case kernel.StatusAllowed:
-			return printAwaited(e, r, st, ExitOK)
-		case kernel.StatusDenied, kernel.StatusCancelled:
-			return printAwaited(e, r, st, ExitDenied)
+		case kernel.StatusAllowed, kernel.StatusDenied, kernel.StatusCancelled:
+			return printAwaited(e, r, st, outcomeCode(&st.Outcome))
 		}
 		if !time.Now().Before(deadline) {
 			return a.stop(e, id, *timeout, st, errTimedOut)
@@ -157,12 +158,15 @@ func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 		printJSON(e.Stdout, st, r.output == "jsonl")
 		return code
 	}
-	if code == ExitOK {
+	switch st.Status {
+	case kernel.StatusAllowed:
 		if st.ToolError != "" {
 			fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", st.ToolError)
 		}
 		fmt.Fprintln(e.Stdout, string(st.Output))
-	} else {
+	case kernel.StatusCancelled:
+		fmt.Fprintf(e.Stdout, "cancelled: %s\n", st.Reason)
+	default:
 		fmt.Fprintf(e.Stdout, "%s by %s: %s\n", st.Status, dash(st.Guard), st.Reason)
 	}
 	if ap := st.Approval; ap != nil && ap.Approver != "" {

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register("call", "call a tool: exit 0 allowed, 3 pending, 4 denied", runCall)
+	register("call SERVER TOOL", "call a tool with --args JSON: exit 0 allowed, 3 pending, 4 denied, 6 the tool failed", runCall)
 }
 
 func runCall(e *Env, args []string) int {
@@ -28,8 +28,8 @@ func runCall(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 2 {
-		return fail(e, usageError("usage: chio call SERVER TOOL --args JSON [--intent JSON] --capability FILE --key FILE"))
+	if err := wantArgs("call", pos, 2); err != nil {
+		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
@@ -50,7 +50,7 @@ func runCall(e *Env, args []string) int {
 // buildCall reads the capability and key and signs the call proof.
 func buildCall(e *Env, server, tool, op, args, intent, capFile, keyFile, reqID string) (*kernel.ToolCall, error) {
 	if capFile == "" || keyFile == "" {
-		return nil, usageError("--capability and --key (or CHIO_CAPABILITY and CHIO_KEY) are required")
+		return nil, usageErr("call", "--capability and --key (or CHIO_CAPABILITY and CHIO_KEY) are required")
 	}
 	capRaw, err := os.ReadFile(capFile)
 	if err != nil {
@@ -98,7 +98,8 @@ func trimNL(b []byte) []byte {
 	return b
 }
 
-// printOutcome prints a call outcome and maps it to the exit code.
+// printOutcome prints a call outcome and maps it to the exit code: 0
+// allowed, 3 pending, 4 denied or cancelled, 6 allowed but the tool failed.
 func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
 	if r.output != "table" {
 		printJSON(e.Stdout, out, r.output == "jsonl")
@@ -113,12 +114,22 @@ func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
 			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
 			fmt.Fprintf(e.Stderr, "pending approval: %s (deadline %s); wait with: chio await %s\n",
 				out.Summary, time.Unix(out.Deadline, 0).UTC().Format(time.RFC3339), out.ApprovalRequestID)
+		case kernel.StatusCancelled:
+			fmt.Fprintf(e.Stdout, "cancelled: %s\n", out.Reason)
 		default:
 			fmt.Fprintf(e.Stdout, "denied by %s: %s\n", out.Guard, out.Reason)
 		}
 	}
+	return outcomeCode(out)
+}
+
+// outcomeCode is a call outcome's exit code (chio call, chio await).
+func outcomeCode(out *kernel.Outcome) int {
 	switch out.Status {
 	case kernel.StatusAllowed:
+		if out.ToolError != "" {
+			return ExitToolFailed
+		}
 		return ExitOK
 	case kernel.StatusPendingApproval, kernel.StatusDispatching:
 		return ExitPending

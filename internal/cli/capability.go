@@ -9,8 +9,8 @@ import (
 )
 
 func init() {
-	register("capability issue", "admin: issue a capability to an agent key", runCapabilityIssue)
-	register("capability revoke", "admin: revoke a capability by id", runCapabilityRevoke)
+	register("capability issue", "admin: issue a capability to an agent key (--subject KEY --grant ID… [--ttl 24h] [--out FILE])", runCapabilityIssue)
+	register("capability revoke ID", "admin: revoke a capability by id", runCapabilityRevoke)
 }
 
 type multi []string
@@ -32,11 +32,14 @@ func runCapabilityIssue(e *Env, args []string) int {
 	}
 	// Extra positionals after --grant are more grant ids (`--grant a b`).
 	grants = append(grants, pos...)
-	if *subject == "" || len(grants) == 0 {
-		return fail(e, usageError("usage: chio capability issue --subject KEY --grant ID… [--ttl 24h] [--out FILE]"))
+	switch {
+	case *subject == "":
+		return fail(e, usageErr("capability issue", "--subject KEY is required (the agent's ed25519:… public key)"))
+	case len(grants) == 0:
+		return fail(e, usageErr("capability issue", "at least one --grant ID is required"))
 	}
 	if _, err := time.ParseDuration(*ttl); err != nil {
-		return fail(e, usageError("--ttl: "+err.Error()))
+		return fail(e, usageErr("capability issue", "--ttl: %v", err))
 	}
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()
@@ -66,8 +69,8 @@ func runCapabilityRevoke(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 1 {
-		return fail(e, usageError("usage: chio capability revoke ID"))
+	if err := wantArgs("capability revoke", pos, 1); err != nil {
+		return fail(e, err)
 	}
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()

@@ -15,8 +15,12 @@ func runKeygen(e *Env, args []string) int {
 	fs := newFlags(e, "keygen")
 	out := fs.String("out", "", "write the new private key to this file (refuses to overwrite)")
 	show := fs.String("show", "", "print the public key of an existing key file instead")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return ExitUsage
+	}
+	if err := wantArgs("keygen", pos, 0); err != nil {
+		return fail(e, err)
 	}
 	if *show != "" {
 		k, err := keys.LoadPrivateKey(*show)
@@ -27,7 +31,7 @@ func runKeygen(e *Env, args []string) int {
 		return ExitOK
 	}
 	if *out == "" {
-		return fail(e, usageError("keygen needs --out FILE (or --show FILE)"))
+		return fail(e, usageErr("keygen", "needs --out FILE (or --show FILE)"))
 	}
 	k, err := keys.Generate(rand.Reader)
 	if err != nil {

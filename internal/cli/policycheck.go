@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	register("policy check", "validate a policy file; every error with its line", runPolicyCheck)
+	register("policy check FILE", "validate a policy file; every error with its line", runPolicyCheck)
 }
 
 func runPolicyCheck(e *Env, args []string) int {
@@ -16,8 +16,8 @@ func runPolicyCheck(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 1 {
-		return fail(e, usageError("usage: chio policy check FILE"))
+	if err := wantArgs("policy check", pos, 1); err != nil {
+		return fail(e, err)
 	}
 	p, err := policy.Load(pos[0])
 	if err != nil {

@@ -16,18 +16,22 @@ import (
 )
 
 func init() {
-	register("receipt export", "write every receipt, checkpoint and approval token to a JSONL file (--out FILE) for offline verification", runReceiptExport)
+	register("receipt export", "write every receipt, checkpoint and approval token to --out FILE (JSON Lines) for offline verification", runReceiptExport)
 }
 
 func runReceiptExport(e *Env, args []string) int {
 	fs := newFlags(e, "receipt export")
 	r := addRemote(fs, e)
 	out := fs.String("out", "", "file to write (JSON Lines)")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return ExitUsage
 	}
+	if err := wantArgs("receipt export", pos, 0); err != nil {
+		return fail(e, err)
+	}
 	if *out == "" {
-		return fail(e, usageError("usage: chio receipt export --out FILE"))
+		return fail(e, usageErr("receipt export", "--out FILE is required"))
 	}
 	ctx, cancel := ctxTimeout(time.Hour)
 	defer cancel()

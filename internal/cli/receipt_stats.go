@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 )
 
 func init() {
-	register("receipt stats", "receipt counts and approval latency: [filters] --group-by FIELD", runReceiptStats)
+	register("receipt stats", "receipt counts and approval latency (avg, p50, p95), with list's filters and --group-by FIELD", runReceiptStats)
 }
 
 func runReceiptStats(e *Env, args []string) int {
@@ -17,14 +18,18 @@ func runReceiptStats(e *Env, args []string) int {
 	r := addRemote(fs, e)
 	filters := addFilterFlags(fs)
 	groupBy := fs.String("group-by", "", "decision, guard, tool_server, tool_name, subject or metadata.KEY")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return ExitUsage
+	}
+	if err := wantArgs("receipt stats", pos, 0); err != nil {
+		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}
 	if _, err := receipt.NewStats(*groupBy); err != nil {
-		return fail(e, usageError(err.Error()))
+		return fail(e, usageErr("receipt stats", "--group-by: %v", err))
 	}
 	q := filters.values()
 	if *groupBy != "" {
@@ -36,8 +41,21 @@ func runReceiptStats(e *Env, args []string) int {
 	if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &res); err != nil {
 		return fail(e, err)
 	}
+	out := statsOutput{StatsResult: res}
+	// Grouped by approver, the kernel's own auto-approvals at a deadline
+	// (auto_approve_advisory) would count as an approver and their latency
+	// (the whole timeout) as a person's: they are moved to a section of
+	// their own, found by asking again for just the auto-approved receipts.
+	if isApproverField(*groupBy) {
+		q.Add("meta", "auto_approved=true")
+		var auto receipt.StatsResult
+		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &auto); err != nil {
+			return fail(e, err)
+		}
+		out.split(auto)
+	}
 	if r.output != "table" {
-		printJSON(e.Stdout, res, r.output == "jsonl")
+		printJSON(e.Stdout, out, r.output == "jsonl")
 		return ExitOK
 	}
 	head := "GROUP"
@@ -46,7 +64,54 @@ func runReceiptStats(e *Env, args []string) int {
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tCOUNT\tLATENCY AVG\tP50\tP95\n", head)
-	for _, g := range res.Groups {
+	statsRows(tw, out.Groups)
+	tw.Flush()
+	if len(out.AutoApproved) > 0 {
+		fmt.Fprintln(e.Stdout, "\nnot a person: auto-approved by the kernel at the deadline (auto_approve_advisory; review_required)")
+		tw = tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
+		fmt.Fprintf(tw, "%s\tCOUNT\tLATENCY AVG\tP50\tP95\n", head)
+		statsRows(tw, out.AutoApproved)
+		tw.Flush()
+	}
+	fmt.Fprintf(e.Stdout, "total %d receipts\n", res.Total)
+	return ExitOK
+}
+
+// statsOutput is the server's stats, with auto-approvals apart when the
+// groups are approvers.
+type statsOutput struct {
+	receipt.StatsResult
+	// AutoApproved are the groups of receipts the kernel auto-approved
+	// (they are not in Groups); Total still counts them.
+	AutoApproved []receipt.StatsGroup `json:"auto_approved,omitempty"`
+}
+
+func isApproverField(f string) bool {
+	return f == "metadata.approver" || f == "metadata.approver_display_name"
+}
+
+// split moves auto's groups out of o.Groups into o.AutoApproved.
+func (o *statsOutput) split(auto receipt.StatsResult) {
+	autoCount := map[string]uint64{}
+	for _, g := range auto.Groups {
+		autoCount[g.Key] = g.Count
+	}
+	groups := o.Groups[:0:0]
+	for _, g := range o.Groups {
+		if n := autoCount[g.Key]; n > 0 {
+			if n >= g.Count {
+				continue
+			}
+			g.Count -= n // a person shares the kernel's name; their latency is mixed in
+		}
+		groups = append(groups, g)
+	}
+	o.Groups = groups
+	o.AutoApproved = auto.Groups
+}
+
+func statsRows(tw io.Writer, groups []receipt.StatsGroup) {
+	for _, g := range groups {
 		key := g.Key
 		if key == "" {
 			key = "(none)"
@@ -57,9 +122,6 @@ func runReceiptStats(e *Env, args []string) int {
 			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\n", key, g.Count)
 		}
 	}
-	tw.Flush()
-	fmt.Fprintf(e.Stdout, "total %d receipts\n", res.Total)
-	return ExitOK
 }
 
 // ms renders milliseconds for people: 850ms, 4.2s, 3m10s.

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("receipt verify", "verify ID (signature + Merkle proof), --all (the whole log) or --file EXPORT (offline)", runReceiptVerify)
+	register("receipt verify [ID]", "verify one receipt (signature + Merkle proof), --all (the whole log) or --file EXPORT (offline)", runReceiptVerify)
 }
 
 func runReceiptVerify(e *Env, args []string) int {
@@ -37,8 +37,11 @@ func runReceiptVerify(e *Env, args []string) int {
 	if *file != "" {
 		modes++
 	}
-	if modes != 1 || len(pos) > 1 {
-		return fail(e, usageError("usage: chio receipt verify ID | --all | --file EXPORT --kernel-key ed25519:…"))
+	switch {
+	case len(pos) > 1:
+		return fail(e, usageErr("receipt verify", "unexpected argument %q (one receipt id at a time)", pos[1]))
+	case modes != 1:
+		return fail(e, usageErr("receipt verify", "give exactly one of ID, --all or --file EXPORT"))
 	}
 	if *file != "" {
 		if *keyText == "" {
@@ -189,11 +192,17 @@ func printReport(w io.Writer, rep *receipt.VerifyReport, source string) {
 	}
 	fmt.Fprintf(w, "source:      %s\nkernel key:  %s\n", source, rep.KernelKey)
 	fmt.Fprintf(w, "receipts:    %d (seq 1..%d), signatures checked\n", rep.Receipts, rep.LastSeq)
+	checkpoints := fmt.Sprintf("%d valid", rep.Checkpoints)
+	if rep.CheckpointFailures > 0 {
+		checkpoints += fmt.Sprintf(", %d FAILED", rep.CheckpointFailures)
+	}
 	if cp := rep.Latest; cp != nil {
-		fmt.Fprintf(w, "checkpoints: %d valid; latest tree_size %d, root %s matches the recomputed Merkle root\n", rep.Checkpoints, cp.TreeSize, cp.RootHash)
+		fmt.Fprintf(w, "checkpoints: %s; latest valid tree_size %d, root %s matches the recomputed Merkle root\n", checkpoints, cp.TreeSize, cp.RootHash)
 		if rep.Uncovered > 0 {
-			fmt.Fprintf(w, "             %d newer receipts are not covered by a checkpoint yet\n", rep.Uncovered)
+			fmt.Fprintf(w, "             %d newer receipts are not covered by a valid checkpoint\n", rep.Uncovered)
 		}
+	} else {
+		fmt.Fprintf(w, "checkpoints: %s\n", checkpoints)
 	}
 	fmt.Fprintf(w, "approvals:   %d chains linked, %d pending; %d approval tokens and %d batch tokens verified\n",
 		rep.Chains, rep.Pending, rep.Tokens, rep.BatchTokens)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -172,12 +173,22 @@ func TestReceiptAuditCommands(t *testing.T) {
 		!strings.Contains(out, "FAILED:") {
 		t.Fatalf("tampered file: %d\n%s", code, out)
 	}
+	// A checkpoint whose root no longer matches is a failure, not "valid".
+	// (Its signature then fails too: either way it must not count.)
+	zeroRoot := regexp.MustCompile(`"root_hash":"[0-9a-f]{64}"`)
+	forged := zeroRoot.ReplaceAll(data, []byte(`"root_hash":"`+strings.Repeat("0", 64)+`"`))
+	bad2 := filepath.Join(w.dir, "forged-checkpoints.jsonl")
+	os.WriteFile(bad2, forged, 0o600)
+	out, _, code = w.chio(t, "receipt", "verify", "--file", bad2, "--kernel-key", w.kernelKey.String())
+	if code != cli.ExitError || !strings.Contains(out, "checkpoints: 0 valid, ") || !strings.Contains(out, " FAILED") || strings.Contains(out, "matches the recomputed") {
+		t.Fatalf("forged checkpoints: %d\n%s", code, out)
+	}
 	out, _, _ = w.chio(t, "receipt", "verify", "--file", bad, "--kernel-key", w.kernelKey.String(), "--output", "json")
 	var rep receipt.VerifyReport
 	if json.Unmarshal([]byte(out), &rep) != nil || rep.OK() || rep.Problems[0].Line != 4 || rep.Problems[0].Seq != 9 {
 		t.Fatalf("json report: %s", out)
 	}
-	if _, errOut, code := w.chio(t, "receipt", "verify"); code != cli.ExitUsage || !strings.Contains(errOut, "usage:") {
+	if _, errOut, code := w.chio(t, "receipt", "verify"); code != cli.ExitUsage || !strings.Contains(errOut, "exactly one of ID, --all or --file") {
 		t.Fatalf("verify without a mode: %d %s", code, errOut)
 	}
 }

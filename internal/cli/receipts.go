@@ -1,21 +1,26 @@
 package cli
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/receipt"
 )
 
 func init() {
 	register("receipt list", "list receipts: --decision --guard --server --tool --meta --since --until --limit --order", runReceiptList)
-	register("receipt show", "show one receipt", runReceiptShow)
+	register("receipt show ID", "show one receipt", runReceiptShow)
 }
 
 // filterFlags are the filters `receipt list` and `receipt stats` share;
@@ -60,25 +65,43 @@ func runReceiptList(e *Env, args []string) int {
 	filters := addFilterFlags(fs)
 	limit := fs.Int("limit", 100, "at most this many receipts")
 	order := fs.String("order", "asc", "asc (oldest first) or desc (newest first)")
-	if _, err := parse(fs, args); err != nil {
+	stillPending := fs.Bool("still-pending", false, "only suspensions (incomplete receipts) whose approval is still pending now")
+	pos, err := parse(fs, args)
+	if err != nil {
 		return ExitUsage
+	}
+	if err := wantArgs("receipt list", pos, 0); err != nil {
+		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}
 	if *limit < 1 {
-		return fail(e, usageError("--limit must be ≥ 1"))
+		return fail(e, usageErr("receipt list", "--limit must be ≥ 1"))
 	}
 	if *order != "asc" && *order != "desc" {
-		return fail(e, usageError("--order must be asc or desc"))
+		return fail(e, usageErr("receipt list", "--order must be asc or desc"))
 	}
 	q := filters.values()
+	if *stillPending {
+		if d := *filters.decision; d != "" && d != receipt.Incomplete {
+			return fail(e, usageErr("receipt list", "--still-pending lists incomplete receipts; it cannot be combined with --decision %s", d))
+		}
+		q.Set("decision", receipt.Incomplete)
+	}
 	q.Set("order", *order)
 	ctx, cancel := ctxTimeout(5 * time.Minute)
 	defer cancel()
-	all := []json.RawMessage{}
+	all := []*listed{}
+	statuses := &approvalStatuses{r: r, known: map[string]string{}}
 	for len(all) < *limit {
-		q.Set("limit", strconv.Itoa(min(*limit-len(all), 1000)))
+		// With --still-pending a page may be mostly filtered out: ask for
+		// full pages and stop at the limit.
+		n := *limit - len(all)
+		if *stillPending {
+			n = 1000
+		}
+		q.Set("limit", strconv.Itoa(min(n, 1000)))
 		var page struct {
 			Receipts   []json.RawMessage `json:"receipts"`
 			NextCursor string            `json:"next_cursor"`
@@ -86,7 +109,29 @@ func runReceiptList(e *Env, args []string) int {
 		if _, err := r.do(ctx, "GET", "/v1/receipts?"+q.Encode(), nil, &page); err != nil {
 			return fail(e, err)
 		}
-		all = append(all, page.Receipts...)
+		rows := make([]*listed, 0, len(page.Receipts))
+		for _, raw := range page.Receipts {
+			rc, err := receipt.Parse(raw)
+			if err != nil {
+				return fail(e, fmt.Errorf("%w: %v", errBadResponse, err))
+			}
+			rows = append(rows, &listed{raw: raw, rc: rc})
+		}
+		// The status of each suspension now: the table shows it, and
+		// --still-pending keeps only those still waiting.
+		if *stillPending || r.output == "table" {
+			if err := statuses.fill(ctx, rows); err != nil {
+				if *stillPending {
+					return fail(e, fmt.Errorf("reading approval status: %w", err))
+				}
+				fmt.Fprintf(e.Stderr, "chio: cannot read approval status (%v); STATUS shows ?\n", err)
+			}
+		}
+		for _, l := range rows {
+			if len(all) < *limit && (!*stillPending || l.status == approval.StatusPending) {
+				all = append(all, l)
+			}
+		}
 		if page.NextCursor == "" {
 			break
 		}
@@ -94,27 +139,85 @@ func runReceiptList(e *Env, args []string) int {
 	}
 	switch r.output {
 	case "json":
-		printJSON(e.Stdout, all, false)
+		raws := make([]json.RawMessage, len(all))
+		for i, l := range all {
+			raws[i] = l.raw
+		}
+		printJSON(e.Stdout, raws, false)
 	case "jsonl":
-		for _, raw := range all {
-			fmt.Fprintln(e.Stdout, string(raw))
+		for _, l := range all {
+			fmt.Fprintln(e.Stdout, string(l.raw))
 		}
 	default:
 		tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEQ\tTIME\tDECISION\tGUARD\tSERVER/TOOL\tRECEIPT\tDETAIL")
-		for _, raw := range all {
-			rc, err := receipt.Parse(raw)
-			if err != nil {
-				return fail(e, err)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s/%s\t%s\t%s\n", rc.Seq,
+		fmt.Fprintln(tw, "SEQ\tTIME\tDECISION\tGUARD\tSERVER/TOOL\tRECEIPT\tSTATUS\tDETAIL")
+		for _, l := range all {
+			rc := l.rc
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", rc.Seq,
 				time.UnixMilli(rc.Timestamp).UTC().Format(time.RFC3339), rc.Decision.Verdict, dash(rc.Decision.Guard),
-				rc.ToolServer, rc.ToolName, rc.ID, detail(rc))
+				rc.ToolServer, rc.ToolName, rc.ID, dash(l.status), detail(rc))
 		}
 		tw.Flush()
 		fmt.Fprintf(e.Stderr, "%d receipts\n", len(all))
 	}
 	return ExitOK
+}
+
+// listed is one receipt of `receipt list`; status is, for a suspension
+// (an incomplete receipt of an approval request), that request's status now.
+type listed struct {
+	raw    json.RawMessage
+	rc     *receipt.Receipt
+	status string
+}
+
+// approvalStatuses reads the current status of approval requests, a few
+// at a time, remembering what it read.
+type approvalStatuses struct {
+	r     *remote
+	known map[string]string
+}
+
+func (s *approvalStatuses) fill(ctx context.Context, rows []*listed) error {
+	var ids []string
+	for _, l := range rows {
+		if id := receipt.MetaString(l.rc.Metadata["approval_request_id"]); l.rc.Decision.Verdict == receipt.Incomplete && id != "" {
+			if _, ok := s.known[id]; !ok && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	got := make([]string, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var v struct {
+				Status string `json:"status"`
+			}
+			_, errs[i] = s.r.do(ctx, "GET", "/approvals/"+url.PathEscape(id), nil, &v)
+			got[i] = v.Status
+		})
+	}
+	wg.Wait()
+	var first error
+	for i, id := range ids {
+		if errs[i] != nil {
+			first = cmp.Or(first, errs[i])
+			s.known[id] = "?"
+			continue
+		}
+		s.known[id] = got[i]
+	}
+	for _, l := range rows {
+		if l.rc.Decision.Verdict == receipt.Incomplete {
+			l.status = s.known[receipt.MetaString(l.rc.Metadata["approval_request_id"])]
+		}
+	}
+	return first
 }
 
 func dash(s string) string {
@@ -149,8 +252,11 @@ func runReceiptShow(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 1 {
-		return fail(e, usageError("usage: chio receipt show ID"))
+	if err := wantArgs("receipt show", pos, 1); err != nil {
+		return fail(e, err)
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
 	}
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()

@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	register("approval watch", "terminal channel: prompt for each new request this key may decide: --key FILE [--ttl 10m]", runApprovalWatch)
+	register("approval watch", "terminal channel: prompt for each new request --key FILE may decide", runApprovalWatch)
 }
 
 // Watch reconnect backoff (on transport errors and server errors).
@@ -40,10 +40,14 @@ const (
 //
 //	[a]pprove, [d]eny, a[m]end, [s]kip?
 //
-// then, for approve / deny / amend, "note (optional):"; amend first asks
-// for the amended arguments (a JSON object); approving a question request
-// asks each question. The token is signed like `chio approval approve`
-// does and posted with channel "terminal". Stdin may be a pipe: lines are
+// (confirm requests offer [c]onfirm / [d]ecline, questions [a]nswer /
+// [d]ecline; amend only where the kernel would accept it), then a note
+// (optional) or, for a denial, a reason (required, like `chio approval
+// deny --reason`); amend first asks for the amended arguments (a JSON
+// object); answering a question request asks each question. What became
+// of the call is printed as `chio approval approve` prints it. The token
+// is signed like `chio approval approve` does and posted with channel
+// "terminal". Stdin may be a pipe: lines are
 // read in order, and end of input ends the watch with exit 0 once the
 // lines already read are used up. Lines typed on a terminal while no
 // request is shown are ignored. Each request is prompted at most once
@@ -57,8 +61,11 @@ func runApprovalWatch(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
-	if len(pos) != 0 || *keyFile == "" {
-		return fail(e, usageError("usage: chio approval watch --key FILE [--ttl 10m]"))
+	if err := wantArgs("approval watch", pos, 0); err != nil {
+		return fail(e, err)
+	}
+	if *keyFile == "" {
+		return fail(e, usageErr("approval watch", "--key FILE is required (your approver key)"))
 	}
 	if *ttl <= 0 || *ttl > approval.MaxApprovalTTL {
 		return fail(e, usageError("--ttl must be in (0, 1h]"))
@@ -215,29 +222,45 @@ func (w *watcher) ask(prompt string) (string, bool) {
 	return strings.TrimSpace(l), true
 }
 
+// choices are the answers a request offers at the prompt: confirm
+// requests are confirmed or declined, questions answered or declined, and
+// only a tool call that shows its arguments and needs one approval can be
+// amended (the kernel refuses other amendments).
+func choices(req *approval.Request) (prompt string, keys map[string]string) {
+	switch req.Kind {
+	case approval.KindConfirm:
+		return "[c]onfirm, [d]ecline, [s]kip? ", map[string]string{"c": "approve", "confirm": "approve", "d": "deny", "decline": "deny", "s": "skip", "skip": "skip"}
+	case approval.KindQuestion:
+		return "[a]nswer, [d]ecline, [s]kip? ", map[string]string{"a": "approve", "answer": "approve", "d": "deny", "decline": "deny", "s": "skip", "skip": "skip"}
+	}
+	keys = map[string]string{"a": "approve", "approve": "approve", "d": "deny", "deny": "deny", "s": "skip", "skip": "skip"}
+	if len(req.Arguments) == 0 || req.Quorum > 1 {
+		return "[a]pprove, [d]eny, [s]kip? ", keys
+	}
+	keys["m"], keys["amend"] = "amend", "amend"
+	return "[a]pprove, [d]eny, a[m]end, [s]kip? ", keys
+}
+
 // prompt shows one request and acts on the answer; false at end of input.
 func (w *watcher) prompt(req *approval.Request) bool {
 	printRequest(w.e.Stdout, req, time.Now())
 	var decision string
 	var amended, answers json.RawMessage
+	ask, keys := choices(req)
 	for decision == "" {
-		a, ok := w.ask("[a]pprove, [d]eny, a[m]end, [s]kip? ")
+		a, ok := w.ask(ask)
 		if !ok {
 			return false
 		}
-		switch strings.ToLower(a) {
-		case "a", "approve":
+		switch keys[strings.ToLower(a)] {
+		case "approve":
 			decision = approval.DecisionApproved
-		case "d", "deny":
+		case "deny":
 			decision = approval.DecisionDenied
-		case "s", "skip":
+		case "skip":
 			fmt.Fprintf(w.e.Stdout, "skipped %s\n\n", req.ApprovalID)
 			return true
-		case "m", "amend":
-			if req.Kind != approval.KindToolCall || req.Quorum > 1 {
-				fmt.Fprintln(w.e.Stdout, "amend is only possible on a tool call that needs one approval")
-				continue
-			}
+		case "amend":
 			for amended == nil {
 				j, ok := w.ask("amended arguments (JSON object): ")
 				if !ok {
@@ -251,7 +274,7 @@ func (w *watcher) prompt(req *approval.Request) bool {
 			}
 			decision = approval.DecisionApproved
 		default:
-			fmt.Fprintln(w.e.Stdout, "answer a, d, m or s")
+			fmt.Fprintln(w.e.Stdout, "answer "+strings.TrimSuffix(strings.TrimSpace(ask), "?"))
 		}
 	}
 	if decision == approval.DecisionApproved && req.Kind == approval.KindQuestion {
@@ -260,17 +283,28 @@ func (w *watcher) prompt(req *approval.Request) bool {
 			return false
 		}
 	}
+	// A denial needs a reason, as `chio approval deny --reason` does: it is
+	// signed and shown to the agent and on the receipt.
+	label := "note (optional): "
+	if decision == approval.DecisionDenied {
+		label = "reason (required): "
+	}
 	var note string
 	for {
-		n, ok := w.ask("note (optional): ")
+		n, ok := w.ask(label)
 		if !ok {
 			return false
 		}
-		if len(n) <= approval.MaxNoteLen {
-			note = n
-			break
+		switch {
+		case len(n) > approval.MaxNoteLen:
+			fmt.Fprintf(w.e.Stdout, "at most %d bytes\n", approval.MaxNoteLen)
+			continue
+		case decision == approval.DecisionDenied && n == "":
+			fmt.Fprintln(w.e.Stdout, "a denial needs a reason")
+			continue
 		}
-		fmt.Fprintf(w.e.Stdout, "a note is at most %d bytes\n", approval.MaxNoteLen)
+		note = n
+		break
 	}
 	w.decide(req, decision, note, amended, answers)
 	fmt.Fprintln(w.e.Stdout)
@@ -353,14 +387,8 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 		fmt.Fprintf(w.e.Stdout, "error: %s: %v\n", id, err)
 		return
 	}
-	switch res.Outcome {
-	case approval.StatusApproved:
-		fmt.Fprintf(w.e.Stdout, "approved %s: executed, receipt %s\n", id, res.ReceiptID)
-	case approval.StatusDenied:
-		fmt.Fprintf(w.e.Stdout, "denied %s: receipt %s\n", id, res.ReceiptID)
-	default:
-		fmt.Fprintf(w.e.Stdout, "vote recorded for %s: %d of %d approvals\n", id, res.Approvals, res.Quorum)
-	}
+	line, _ := respondResult(id, &res)
+	fmt.Fprintln(w.e.Stdout, line)
 }
 
 // printRequest shows what an approver needs to decide.
@@ -394,7 +422,7 @@ func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 	}
 	fmt.Fprintf(out, "  quorum:   %s (tier %d)\n", q, a.Tier+1)
 	if len(a.TriggeredBy) > 0 {
-		fmt.Fprintf(out, "  why:      %s\n", strings.Join(a.TriggeredBy, ", "))
+		fmt.Fprintf(out, "  why:      %s\n", triggerText(a))
 	}
 	if len(a.Arguments) > 0 {
 		fmt.Fprintf(out, "  arguments: %s\n", a.Arguments)

@@ -51,7 +51,8 @@ func TestWatchApproveWithNote(t *testing.T) {
 	}
 	for _, want := range []string{out.ApprovalRequestID, "for 450 USD: order 8834", "amount:   450 USD", "intent:   order 8834",
 		"quorum:   0/1 approvals (tier 1)", "agent:    " + w.agent.Public().String(), "deadline:",
-		"[a]pprove, [d]eny, a[m]end, [s]kip? a", "note (optional): looks fine", "approved " + out.ApprovalRequestID + ": executed, receipt rc-"} {
+		"why:      the amount is at or above the approval threshold\n",
+		"[a]pprove, [d]eny, a[m]end, [s]kip? a", "note (optional): looks fine", "approved " + out.ApprovalRequestID + ": executed (receipt rc-"} {
 		if !strings.Contains(so, want) {
 			t.Errorf("output lacks %q:\n%s", want, so)
 		}
@@ -75,9 +76,11 @@ func TestWatchApproveWithNote(t *testing.T) {
 func TestWatchDenyWithReason(t *testing.T) {
 	w := newApprovalWorld(t)
 	out := w.refund(t, 450)
-	// An unknown answer is asked again.
-	so, se, code := w.watch(t, adminEnv(), strings.NewReader("x\nd\nduplicate refund\n"), "--key", w.key("cfo"))
-	if code != 0 || !strings.Contains(so, "answer a, d, m or s") || !strings.Contains(so, "denied "+out.ApprovalRequestID) {
+	// An unknown answer is asked again; so is an empty reason: a denial
+	// needs one, as `chio approval deny --reason` does.
+	so, se, code := w.watch(t, adminEnv(), strings.NewReader("x\nd\n\nduplicate refund\n"), "--key", w.key("cfo"))
+	if code != 0 || !strings.Contains(so, "answer [a]pprove, [d]eny, a[m]end, [s]kip") || !strings.Contains(so, "reason (required): \na denial needs a reason") ||
+		!strings.Contains(so, "denied "+out.ApprovalRequestID+": the call will not run") {
 		t.Fatalf("exit %d\n%s\n%s", code, so, se)
 	}
 	req, _ := w.k.Approval(out.ApprovalRequestID)
@@ -211,5 +214,38 @@ func proxyTo(rw http.ResponseWriter, r *http.Request, target *url.URL) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// A confirm request is confirmed or declined; amend is not offered (the
+// kernel refuses amendments of anything but a tool call).
+func TestWatchConfirm(t *testing.T) {
+	w := newApprovalWorld(t)
+	out := w.submit(t, "confirm", `{"prompt":"Ship the release?","details":{"version":"2.4"}}`, "")
+	so, se, code := w.watch(t, adminEnv(), strings.NewReader("m\nc\nship it\n"), "--key", w.key("lead"))
+	if code != 0 || !strings.Contains(so, "[c]onfirm, [d]ecline, [s]kip? m\nanswer [c]onfirm, [d]ecline, [s]kip") ||
+		strings.Contains(so, "a[m]end") || !strings.Contains(so, "approved "+out.ApprovalRequestID+": executed") {
+		t.Fatalf("exit %d\n%s\n%s", code, so, se)
+	}
+	req, _ := w.k.Approval(out.ApprovalRequestID)
+	if req.Status != approval.StatusApproved || req.Votes[0].Note != "ship it" {
+		t.Fatalf("%+v", req)
+	}
+	// Declining needs a reason too.
+	out = w.submit(t, "confirm", `{"prompt":"Delete the old bucket?"}`, "")
+	so, se, code = w.watch(t, adminEnv(), strings.NewReader("d\n\nnot yet\n"), "--key", w.key("lead"))
+	if code != 0 || !strings.Contains(so, "a denial needs a reason") || !strings.Contains(so, "denied "+out.ApprovalRequestID) {
+		t.Fatalf("exit %d\n%s\n%s", code, so, se)
+	}
+}
+
+// A tool call whose grant does not show its arguments cannot be amended:
+// the approver would edit what they cannot see.
+func TestWatchNoAmendWithoutArguments(t *testing.T) {
+	w := newApprovalWorld(t)
+	out := w.submit(t, "delete_file", `{"path":"/tmp/x"}`, "") // quorum 2, arguments not exposed
+	so, se, code := w.watch(t, adminEnv(), strings.NewReader("m\ns\n"), "--key", w.key("lead"))
+	if code != 0 || !strings.Contains(so, "[a]pprove, [d]eny, [s]kip? m\nanswer [a]pprove, [d]eny, [s]kip") || !strings.Contains(so, "skipped "+out.ApprovalRequestID) {
+		t.Fatalf("exit %d\n%s\n%s", code, so, se)
 	}
 }

@@ -45,8 +45,14 @@ type Options struct {
 	ConfigPath string
 	Listen     string // overrides [kernel].listen
 	DataDir    string // overrides [kernel].data_dir
-	Out        io.Writer
-	Clock      clock.Clock
+	// MetricsAuth is who may read GET /metrics: "token" (the default: the
+	// reader or admin token) or "none" (anyone who can reach chiod).
+	MetricsAuth string
+	// Getenv reads the environment (CHIO_ADMIN_TOKEN, CHIO_READ_TOKEN);
+	// nil = os.Getenv.
+	Getenv func(string) string
+	Out    io.Writer
+	Clock  clock.Clock
 	// Ready, if set, is called with the bound address once serving.
 	Ready func(addr string)
 }
@@ -55,6 +61,16 @@ type Options struct {
 func Run(ctx context.Context, o Options) error {
 	if o.Out == nil {
 		o.Out = os.Stderr
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	switch o.MetricsAuth {
+	case "":
+		o.MetricsAuth = MetricsAuthToken
+	case MetricsAuthToken, MetricsAuthNone:
+	default:
+		return fmt.Errorf("refusing to start: -metrics-auth must be %s or %s, not %q", MetricsAuthToken, MetricsAuthNone, o.MetricsAuth)
 	}
 	log := slog.New(slog.NewTextHandler(o.Out, nil))
 	p, err := policy.Load(o.ConfigPath)
@@ -68,6 +84,17 @@ func Run(ctx context.Context, o Options) error {
 	if o.DataDir != "" {
 		p.Kernel.DataDir = o.DataDir
 	}
+	dataDir := p.Kernel.DataDir
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	// One chiod per data dir: the lock comes first, so a second chiod says
+	// who holds the dir instead of waiting on the store's lock.
+	lock, err := lockDataDir(dataDir)
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	defer lock.release()
 	// Bind first: with -listen 127.0.0.1:0 the real address is known before
 	// channels build links from the public URL.
 	ln, err := net.Listen("tcp", p.Kernel.Listen)
@@ -79,10 +106,6 @@ func Run(ctx context.Context, o Options) error {
 		p.Kernel.Listen = ln.Addr().String() // the real port when -listen asked for :0
 		p.Kernel.PublicURL = policy.DefaultPublicURL(p.Kernel)
 	}
-	dataDir := p.Kernel.DataDir
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
 	key, created, err := loadOrCreateKey(filepath.Join(dataDir, "kernel.pem"))
 	if err != nil {
 		return err
@@ -90,12 +113,13 @@ func Run(ctx context.Context, o Options) error {
 	if created {
 		log.Info("generated kernel key", "path", filepath.Join(dataDir, "kernel.pem"), "public_key", key.Public().String())
 	}
-	adminToken, tokenPath, err := adminToken(dataDir)
+	adminToken, adminPath, err := bearerToken(o.Getenv, dataDir, "CHIO_ADMIN_TOKEN", AdminTokenFile, log)
 	if err != nil {
 		return err
 	}
-	if tokenPath != "" {
-		log.Info("CHIO_ADMIN_TOKEN not set; admin token written", "path", tokenPath)
+	readToken, readPath, err := bearerToken(o.Getenv, dataDir, "CHIO_READ_TOKEN", ReadTokenFile, log)
+	if err != nil {
+		return err
 	}
 	var metrics *httpapi.Metrics
 	var store *boltstore.Store
@@ -171,12 +195,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := k.Recover(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	readToken := os.Getenv("CHIO_READ_TOKEN")
-	if readToken != "" && len(readToken) < MinTokenLen {
-		return fmt.Errorf("refusing to start: CHIO_READ_TOKEN is shorter than %d characters", MinTokenLen)
-	}
 	api, err := httpapi.New(httpapi.Config{Kernel: k, Store: store, AdminToken: adminToken,
-		ReadToken: readToken, Metrics: metrics, Ready: store.Ready})
+		ReadToken: readToken, Metrics: metrics, Ready: store.Ready, MetricsPublic: o.MetricsAuth == MetricsAuthNone})
 	if err != nil {
 		return err
 	}
@@ -213,8 +233,9 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}()
 	addr := ln.Addr().String()
-	log.Info("chiod serving", "addr", addr, "policy", p.Source, "policy_hash", p.Hash, "kernel_key", key.Public().String())
-	fmt.Fprint(o.Out, firstSteps(addr, p, tokenPath))
+	log.Info("chiod serving", "addr", addr, "policy", p.Source, "policy_hash", p.Hash, "kernel_key", key.Public().String(),
+		"pid", os.Getpid(), "pid_file", lock.path, "metrics_auth", o.MetricsAuth)
+	fmt.Fprint(o.Out, firstSteps(addr, p, adminPath, readPath, lock.path))
 	if o.Ready != nil {
 		o.Ready(addr)
 	}
@@ -249,46 +270,79 @@ func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
 	return k, true, nil
 }
 
-// adminToken returns CHIO_ADMIN_TOKEN, or the token in the data dir
-// (generating it, mode 0600, on first start) and that file's path.
-func adminToken(dataDir string) (string, string, error) {
-	if t := os.Getenv("CHIO_ADMIN_TOKEN"); t != "" {
+// Token files in the data dir, written on first start when the
+// environment does not set the token.
+const (
+	AdminTokenFile = "admin.token"
+	ReadTokenFile  = "read.token"
+)
+
+// /metrics access (Options.MetricsAuth, chiod -metrics-auth).
+const (
+	MetricsAuthToken = "token"
+	MetricsAuthNone  = "none"
+)
+
+// bearerToken returns the token in the environment variable env or, when
+// it is unset, the one in dataDir/file, generated (mode 0600) on first
+// start; path is that file ("" when the environment set the token).
+func bearerToken(getenv func(string) string, dataDir, env, file string, log *slog.Logger) (token, path string, err error) {
+	if t := getenv(env); t != "" {
 		if len(t) < MinTokenLen {
-			return "", "", fmt.Errorf("refusing to start: CHIO_ADMIN_TOKEN is shorter than %d characters", MinTokenLen)
+			return "", "", fmt.Errorf("refusing to start: %s is shorter than %d characters", env, MinTokenLen)
 		}
 		return t, "", nil
 	}
-	path := filepath.Join(dataDir, "admin.token")
+	path = filepath.Join(dataDir, file)
 	if b, err := os.ReadFile(path); err == nil {
-		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, path, nil
+		t := strings.TrimSpace(string(b))
+		if len(t) < MinTokenLen {
+			return "", "", fmt.Errorf("refusing to start: %s holds a token shorter than %d characters", path, MinTokenLen)
 		}
+		log.Info(env+" not set; using the token in "+file, "path", path)
+		return t, path, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", "", fmt.Errorf("%s: %w", env, err)
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", "", err
 	}
 	t := hex.EncodeToString(b[:])
-	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
-		return "", "", fmt.Errorf("admin token: %w", err)
+	// O_EXCL: never overwrite a token someone wrote meanwhile.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		_, err = f.WriteString(t + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", env, err)
+	}
+	log.Info(env+" not set; generated a token", "path", path)
 	return t, path, nil
 }
 
-func firstSteps(addr string, p *policy.Policy, tokenPath string) string {
-	token := "$CHIO_ADMIN_TOKEN"
-	if tokenPath != "" {
-		token = "$(cat " + tokenPath + ")"
+func firstSteps(addr string, p *policy.Policy, adminPath, readPath, pidPath string) string {
+	admin, read := "$CHIO_ADMIN_TOKEN", "$CHIO_READ_TOKEN"
+	if adminPath != "" {
+		admin = "$(cat " + adminPath + ")"
+	}
+	if readPath != "" {
+		read = "$(cat " + readPath + ")"
 	}
 	return fmt.Sprintf(`
-chiod is ready at http://%s  (policy %s)
-First call, in another shell:
-  export CHIO_URL=http://%s CHIO_ADMIN_TOKEN=%s
-  chio keygen --out agent.pem
-  chio capability issue --subject $(chio keygen --show agent.pem) --grant echo --ttl 1h --out agent.cap
-  chio call demo echo --args '{"hello":"world"}' --capability agent.cap --key agent.pem
+chiod is ready at http://%[1]s  (policy %[2]s)
+First call, in another shell (in a checkout, chio is in bin/: export PATH=$PWD/bin:$PATH):
+  export CHIO_URL=http://%[1]s CHIO_ADMIN_TOKEN=%[3]s
+  mkdir -p agent && chio keygen --out agent/agent.pem
+  chio capability issue --subject $(chio keygen --show agent/agent.pem) --grant echo --ttl 1h --out agent/agent.cap
+  chio call demo echo --args '{"hello":"world"}' --capability agent/agent.cap --key agent/agent.pem
+Approvers and auditors read with CHIO_READ_TOKEN=%[4]s
+Dashboard: http://%[1]s/dashboard/   Reload the policy: kill -HUP $(cat %[5]s)
 See README.md "Quick start" for a denied and a pending call.
-`, addr, p.Source, addr, token)
+`, addr, p.Source, admin, read, pidPath)
 }
 
 // newReceiptLog is the Merkle log over the receipts, checkpointed per

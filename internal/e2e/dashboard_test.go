@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -108,6 +109,17 @@ public_key = "` + financeLeadKey + `"
 display_name = "Finance Lead"
 
 [[grants]]
+id = "confirm"
+server = "assistant"
+tool = "confirm"
+[grants.approval]
+timeout_seconds = 900
+channels = ["dashboard"]
+[[grants.approval.approvers]]
+public_key = "` + financeLeadKey + `"
+display_name = "Finance Lead"
+
+[[grants]]
 id = "db"
 server = "payments"
 tool = "write_rows"
@@ -121,10 +133,13 @@ display_name = "DBA on call"
 %[3]s`
 
 // echoDispatcher answers every call with its arguments, so an amendment
-// shows in the output.
+// shows in the output; arguments with "fail":true make the tool fail.
 type echoDispatcher struct{}
 
 func (echoDispatcher) Dispatch(ctx context.Context, r kernel.DispatchRequest) (kernel.DispatchResult, error) {
+	if strings.Contains(string(r.Arguments), `"fail":true`) {
+		return kernel.DispatchResult{ToolError: "card network timeout"}, nil
+	}
 	return kernel.DispatchResult{Output: json.RawMessage(`{"done":` + string(r.Arguments) + `}`)}, nil
 }
 
@@ -166,7 +181,7 @@ func startLiveKernel(t *testing.T, channels, extraTOML string, notifier func(*ke
 			}
 		}})
 	lk.agent = w.Agent
-	for _, g := range []string{"refunds", "refunds-edit", "db", "ask"} {
+	for _, g := range []string{"refunds", "refunds-edit", "db", "ask", "confirm"} {
 		raw, _, err := lk.k.IssueCapability(lk.agent.Public(), []string{g}, time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -196,11 +211,17 @@ func (l *lateNotifier) Notify(event string, req *approval.Request) {
 // submit makes a call as the agent and returns the kernel's outcome.
 func (lk *liveKernel) submit(t *testing.T, grant, tool, args, intent string) *kernel.Outcome {
 	t.Helper()
+	return lk.submitWith(t, lk.caps[grant], grant, tool, args, intent)
+}
+
+// submitWith makes a call under the capability capRaw.
+func (lk *liveKernel) submitWith(t *testing.T, capRaw json.RawMessage, grant, tool, args, intent string) *kernel.Outcome {
+	t.Helper()
 	server := "payments"
-	if grant == "ask" {
+	if grant == "ask" || grant == "confirm" {
 		server = "assistant"
 	}
-	c := &kernel.ToolCall{RequestID: fmt.Sprintf("req-%d-%d", time.Now().UnixNano(), lk.seq.Add(1)), Capability: lk.caps[grant],
+	c := &kernel.ToolCall{RequestID: fmt.Sprintf("req-%d-%d", time.Now().UnixNano(), lk.seq.Add(1)), Capability: capRaw,
 		Server: server, Tool: tool, Arguments: json.RawMessage(args)}
 	if intent != "" {
 		c.GovernedIntent = json.RawMessage(intent)
@@ -283,17 +304,21 @@ func (lk *liveKernel) finalReceipt(t *testing.T, approvalID string) *receipt.Rec
 	return nil
 }
 
-// chromium returns the browser to drive, skipping only outside CI.
+// chromium returns the browser to drive. Without one the test is skipped,
+// except under CI (CI set, as CI services and .ci/run's callers set it),
+// where a missing browser is a failure: the dashboard must be tested there.
 func chromium(t *testing.T) string {
 	t.Helper()
-	const path = "/usr/bin/chromium"
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set and %s is missing: .ci/run installs Debian's chromium", path)
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
 		}
-		t.Skipf("%s not installed (apt-get install chromium); set CI=true to make this a failure", path)
 	}
-	return path
+	if os.Getenv("CI") != "" {
+		t.Fatal("CI is set and no Chromium is installed: .ci/run installs Debian's chromium (apt-get install chromium)")
+	}
+	t.Skip("Chromium is not installed (apt-get install chromium); with CI=true this is a failure")
+	return ""
 }
 
 // newBrowser starts a headless Chromium with a fresh profile.
@@ -391,10 +416,17 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("CSP = %q", csp)
 	}
 
-	// 1. Open the page and import the Finance Lead's key file.
-	browse(t, ctx, "open and import key",
-		chromedp.Navigate(lk.url+"/dashboard/"),
-		chromedp.WaitVisible(css("#setup")),
+	// 1. Open the page and import the Finance Lead's key file. The picker is
+	// one control ("Choose a .pem file…"), not that and the browser's own
+	// "Choose File" button beside it.
+	browse(t, ctx, "open", chromedp.Navigate(lk.url+"/dashboard/"), chromedp.WaitVisible(css("#setup")))
+	if hidden := read(t, ctx, "native file input", chromedp.Evaluate[bool](`(() => {
+		const i = document.querySelector('#key-file'), r = i.getBoundingClientRect();
+		return getComputedStyle(i).opacity === '0' && r.width <= 1 && r.height <= 1;
+	})()`)); !hidden {
+		t.Fatal("the native file input is visible beside the picker")
+	}
+	browse(t, ctx, "import key",
 		chromedp.SetUploadFiles(css("#key-file"), []string{filepath.Join(root, "examples/keys/finance-lead.pem")}),
 		chromedp.WaitVisible(css("#tabs")),
 		chromedp.WaitReady(css(`#live[data-state="live"]`)),
@@ -419,8 +451,38 @@ func TestDashboardInChromium(t *testing.T) {
 	if ask.Status != kernel.StatusPendingApproval {
 		t.Fatalf("ask: %+v", ask)
 	}
+	conf := lk.submit(t, "confirm", "confirm", `{"prompt":"Ship release 2.4 to production?","details":{"service":"checkout","version":"2.4.0","window":"Tue 10:00 UTC"}}`, "")
+	if conf.Status != kernel.StatusPendingApproval {
+		t.Fatalf("confirm: %+v", conf)
+	}
 	browse(t, ctx, "live card", chromedp.WaitVisible(css(card(pend.ApprovalRequestID))),
-		chromedp.WaitVisible(css(card(edit.ApprovalRequestID))), chromedp.WaitVisible(css(card(ask.ApprovalRequestID))))
+		chromedp.WaitVisible(css(card(edit.ApprovalRequestID))), chromedp.WaitVisible(css(card(ask.ApprovalRequestID))),
+		chromedp.WaitVisible(css(card(conf.ApprovalRequestID))))
+	// Who asked: the grant the agent's capability matched, and its key;
+	// why, in words (the guard's name stays in the tooltip).
+	asked := read(t, ctx, "asked by", chromedp.Text(css(card(pend.ApprovalRequestID)+" .asker dd")))
+	why := read(t, ctx, "why", chromedp.Text(css(card(pend.ApprovalRequestID)+" .why-asked dd")))
+	if !strings.Contains(asked, "an agent holding grant refunds") || !strings.Contains(asked, "ed25519:") ||
+		why != "the amount is at or above the approval threshold" {
+		t.Fatalf("refund card: asked %q why %q", asked, why)
+	}
+	// The confirm card: the prompt once, its details as a list, no raw
+	// JSON; confirm requests and questions are declined, not denied.
+	confText := read(t, ctx, "confirm card", chromedp.Text(css(card(conf.ApprovalRequestID))))
+	confDetails := read(t, ctx, "confirm details", chromedp.Text(css(card(conf.ApprovalRequestID)+" .confirm-details")))
+	if strings.Count(confText, "Ship release 2.4 to production?") != 1 || strings.Contains(confText, `"prompt"`) || strings.Contains(confText, "{") ||
+		!strings.Contains(confDetails, "version") || !strings.Contains(confDetails, "2.4.0") || strings.Contains(confText, "hitl") ||
+		!strings.Contains(confText, "the agent asks you to confirm") {
+		t.Fatalf("confirm card:\n%s", confText)
+	}
+	for _, id := range []string{conf.ApprovalRequestID, ask.ApprovalRequestID} {
+		if b := read(t, ctx, "decline", chromedp.Text(css(card(id)+` button[data-action="deny"]`))); b != "Decline" {
+			t.Fatalf("%s deny button says %q", id, b)
+		}
+	}
+	if b := read(t, ctx, "deny", chromedp.Text(css(card(pend.ApprovalRequestID)+` button[data-action="deny"]`))); b != "Deny" {
+		t.Fatalf("tool call deny button says %q", b)
+	}
 	summary := read(t, ctx, "summary", chromedp.Text(css(card(pend.ApprovalRequestID)+" .summary")))
 	amount := read(t, ctx, "amount", chromedp.Text(css(card(pend.ApprovalRequestID)+" .amount dd")))
 	deadline := read(t, ctx, "deadline", chromedp.Text(css(card(pend.ApprovalRequestID)+" .countdown")))
@@ -533,13 +595,72 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal("the agent's long-poll did not return after the answers")
 	}
 
-	// 6. History lists the resolved requests with links to their receipts.
+	// 5c. Confirm.
+	c = card(conf.ApprovalRequestID)
+	browse(t, ctx, "confirm", press(c+` button[data-action="approve"]`), chromedp.WaitNotPresent(css(c)))
+
+	// 5d. An approval is not an execution. The capability is revoked while
+	// the request waits: the approval is signed, the call does not run,
+	// and the card says so and why.
+	revCap, revInfo, err := lk.k.IssueCapability(lk.agent.Public(), []string{"refunds"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := lk.submitWith(t, revCap, "refunds", "issue_refund", `{"order":"A-501","amount":700}`, `{"purpose":"Refund a lost parcel","max_amount":{"units":700,"currency":"USD"}}`)
+	if err := lk.k.Revoke(context.Background(), revInfo.ID); err != nil {
+		t.Fatal(err)
+	}
+	c = card(rev.ApprovalRequestID)
+	browse(t, ctx, "approve after revocation",
+		chromedp.WaitVisible(css(c)),
+		press(c+` button[data-action="approve"]`),
+		chromedp.WaitVisible(css(c+" .card-error")),
+	)
+	if msg := read(t, ctx, "revoked card", chromedp.Text(css(c+" .card-error"))); !strings.Contains(msg, "Approved, but the call did not run: denied by the capability guard: capability revoked") {
+		t.Fatalf("revoked: %q", msg)
+	}
+	// The tool fails: approved, and the card says the tool failed.
+	failing := lk.submit(t, "refunds", "issue_refund", `{"order":"A-502","amount":650,"fail":true}`, `{"purpose":"Refund a damaged item","max_amount":{"units":650,"currency":"USD"}}`)
+	c = card(failing.ApprovalRequestID)
+	browse(t, ctx, "approve a failing tool",
+		chromedp.WaitVisible(css(c)),
+		press(c+` button[data-action="approve"]`),
+		chromedp.WaitVisible(css(c+" .card-error")),
+	)
+	if msg := read(t, ctx, "failed card", chromedp.Text(css(c+" .card-error"))); !strings.Contains(msg, "Approved — the tool failed: card network timeout") {
+		t.Fatalf("tool failed: %q", msg)
+	}
+
+	// 6. History lists the resolved requests with links to their receipts,
+	// and says who or what decided: a person, or a guard.
+	row := func(id string) string { return `#history-rows tr[data-id="` + id + `"]` }
 	browse(t, ctx, "history",
 		press("#tab-history"),
-		chromedp.WaitVisible(css(`#history-rows tr[data-id="`+pend.ApprovalRequestID+`"] a.receipt-link`)),
-		chromedp.WaitVisible(css(`#history-rows tr[data-id="`+den.ApprovalRequestID+`"] .pill-denied`)),
-		chromedp.WaitVisible(css(`#history-rows tr[data-id="`+edit.ApprovalRequestID+`"] .pill-approved`)),
+		chromedp.WaitVisible(css(row(pend.ApprovalRequestID)+` a.receipt-link`)),
+		chromedp.WaitVisible(css(row(den.ApprovalRequestID)+` .pill-denied`)),
+		chromedp.WaitVisible(css(row(edit.ApprovalRequestID)+` .pill-approved`)),
+		chromedp.WaitVisible(css(row(rev.ApprovalRequestID)+` .by-guard`)),
+		chromedp.WaitVisible(css(row(failing.ApprovalRequestID)+` .pill-tool-failed`)),
 	)
+	for id, want := range map[string][2]string{
+		den.ApprovalRequestID:     {"Denied by Finance Lead: Card does not match the order.", "Finance Lead"},
+		rev.ApprovalRequestID:     {"Approved by Finance Lead, but denied by the capability guard: capability revoked during the approval wait", "the capability guard"},
+		failing.ApprovalRequestID: {"Approved by Finance Lead — the tool failed: card network timeout", "Finance Lead"},
+		pend.ApprovalRequestID:    {"Approved by Finance Lead — executed", "Finance Lead"},
+		conf.ApprovalRequestID:    {"Confirmed by Finance Lead", "Finance Lead"},
+	} {
+		outcome := read(t, ctx, "history outcome", chromedp.Text(css(row(id)+" .h-outcome")))
+		by := read(t, ctx, "history by", chromedp.Text(css(row(id)+" td:nth-child(4)")))
+		if outcome != want[0] || by != want[1] {
+			t.Errorf("history %s: %q by %q, want %q by %q", id, outcome, by, want[0], want[1])
+		}
+	}
+	if os.Getenv("CHIO_UPDATE_SCREENSHOT") != "" {
+		shot := read(t, ctx, "history screenshot", chromedp.FullScreenshot(100))
+		if err := os.WriteFile(filepath.Join(root, "docs", "dashboard-history.png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	links := read(t, ctx, "history links", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#history-rows a.receipt-link')).map(a => a.getAttribute('href'))`))
 	browse(t, ctx, "back to pending", press("#tab-pending"))
 	if len(links) < 3 || !strings.HasPrefix(links[0], "/v1/receipts/rc-") {

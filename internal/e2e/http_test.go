@@ -63,6 +63,8 @@ func TestHTTPContract(t *testing.T) {
 		{"unknown receipt", "GET", "/v1/receipts/rc-nope", "", d.token, 404, "not_found"},
 		{"bad decision filter", "GET", "/v1/receipts?decision=maybe", "", d.token, 400, "bad_request"},
 		{"capability for unknown grant", "POST", "/v1/capabilities", `{"subject":"` + a.key.Public().String() + `","grants":["nope"],"ttl":"1h"}`, d.token, 400, "bad_request"},
+		{"unknown route", "GET", "/v2/calls", "", "", 404, "not_found"},
+		{"wrong method", "PUT", "/v1/calls", "{}", "", 405, "bad_request"},
 		{"capability for weak key", "POST", "/v1/capabilities", `{"subject":"ed25519:0100000000000000000000000000000000000000000000000000000000000000","grants":["echo"],"ttl":"1h"}`, d.token, 400, "bad_request"},
 	}
 	for _, c := range cases {
@@ -82,8 +84,14 @@ func TestHTTPContract(t *testing.T) {
 	if code != 403 || out.Guard != "capability" {
 		t.Fatalf("after revoke: %d %+v", code, out)
 	}
-	// Metrics are Prometheus text.
-	resp, err := http.Get(d.url + "/metrics")
+	// Metrics are Prometheus text, for a token holder (chiod -metrics-auth
+	// none opens them).
+	if resp, err := http.Get(d.url + "/metrics"); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("metrics without a token: %v %v", resp, err)
+	}
+	req, _ := http.NewRequest("GET", d.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

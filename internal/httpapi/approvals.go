@@ -85,6 +85,37 @@ type ApprovalView struct {
 	Request    *approval.Request    `json:"request"`
 	Status     string               `json:"status"`
 	Resolution *approval.Resolution `json:"resolution,omitempty"`
+	// Approvers names the request's trusted approvers as the policy in
+	// force lists them (a key it no longer lists is left out).
+	Approvers []ApproverName `json:"approvers,omitempty"`
+}
+
+// ApproverName is an approver key with its display name.
+type ApproverName struct {
+	PublicKey   string `json:"public_key"`
+	DisplayName string `json:"display_name"`
+}
+
+// approverNames looks the request's trusted approvers up in its grant
+// (policy_id) as the policy in force has it; escalation tiers name that
+// grant's approvers, so every tier's approvers are found there.
+func (s *Server) approverNames(req *approval.Request) []ApproverName {
+	names := map[string]string{}
+	for _, g := range s.cfg.Kernel.Policy().Grants {
+		if g.Approval == nil || g.ID != req.PolicyID {
+			continue
+		}
+		for _, a := range g.Approval.Approvers {
+			names[a.PublicKey.String()] = a.DisplayName
+		}
+	}
+	var out []ApproverName
+	for _, k := range req.TrustedApprovers {
+		if n, ok := names[k]; ok {
+			out = append(out, ApproverName{PublicKey: k, DisplayName: n})
+		}
+	}
+	return out
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +127,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := s.cfg.Kernel.Approval(id)
 	if err != nil && (bearer || !errors.Is(err, kernel.ErrNotFound)) {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "approval request", id))
 		return
 	}
 	if !bearer {
@@ -109,7 +140,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, ApprovalView{Request: req, Status: req.Status, Resolution: req.Resolution})
+	writeJSON(w, http.StatusOK, ApprovalView{Request: req, Status: req.Status, Resolution: req.Resolution, Approvers: s.approverNames(req)})
 }
 
 var errNeedAuth = apiErr(http.StatusUnauthorized, CodeUnauthorized, "a bearer token or a Chio-Proof header is required")
@@ -186,9 +217,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	res, err := s.respondOne(r.Context(), r.PathValue("id"), &rr)
+	id := r.PathValue("id")
+	res, err := s.respondOne(r.Context(), id, &rr)
 	if err != nil {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "approval request", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -196,7 +228,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) respondOne(ctx context.Context, id string, rr *RespondRequest) (*kernel.RespondResult, error) {
 	if id == "" || len(id) > MaxIDLen {
-		return nil, apiErr(http.StatusNotFound, CodeNotFound, "no such approval request")
+		return nil, notFoundAs(kernel.ErrNotFound, "approval request", id)
 	}
 	outcome, err := rr.check()
 	if err != nil {
@@ -319,11 +351,11 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) {
 func (s *Server) revokeBatch(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if id == "" || len(id) > MaxIDLen {
-		writeErr(w, apiErr(http.StatusNotFound, CodeNotFound, "no such batch approval"))
+		writeErr(w, notFoundAs(kernel.ErrNotFound, "standing approval", id))
 		return
 	}
 	if err := s.cfg.Kernel.RevokeBatch(r.Context(), id); err != nil {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "standing approval", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})

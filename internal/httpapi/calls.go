@@ -46,7 +46,7 @@ func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := s.cfg.Kernel.Call(id)
 	if err != nil && (bearer || !errors.Is(err, kernel.ErrNotFound)) {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "call", id))
 		return
 	}
 	if !bearer {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/chiokernel/chio/approval"
@@ -87,6 +88,24 @@ func isApprovalRejection(err error) bool {
 		}
 	}
 	return false
+}
+
+// notFoundAs names what was not found, with its id ("approval request
+// ar-… not found"): a bare "not found" does not say which of a script's
+// ids was wrong. Other errors pass through.
+func notFoundAs(err error, what, id string) error {
+	if errors.Is(err, kernel.ErrNotFound) {
+		return apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s %q not found", what, clipID(id)))
+	}
+	return err
+}
+
+// clipID keeps an id echoed in a message short: it is the client's input.
+func clipID(id string) string {
+	if len(id) > MaxIDLen {
+		return id[:MaxIDLen] + "…"
+	}
+	return id
 }
 
 func writeErr(w http.ResponseWriter, err error) {

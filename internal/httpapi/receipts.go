@@ -82,7 +82,7 @@ func (s *Server) storedReceipt(id string) ([]byte, error) {
 		raw = bytes.Clone(v) // bbolt memory is valid only inside the tx
 		return err
 	})
-	return raw, err
+	return raw, notFoundAs(err, "receipt", id)
 }
 
 // ReceiptPage is GET /v1/receipts' answer. Receipts are the stored bytes;

@@ -29,6 +29,10 @@ type Config struct {
 	// StreamWriteTimeout bounds one SSE frame's write; zero means
 	// StreamWriteTimeout (limits.go). Tests shorten it.
 	StreamWriteTimeout time.Duration
+	// MetricsPublic serves GET /metrics without a credential (for a
+	// scraper on a trusted network). By default it needs the reader or
+	// admin token, like every other read.
+	MetricsPublic bool
 }
 
 // Server is chiod's HTTP handler.
@@ -68,8 +72,51 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/capabilities", s.requireRole(roleAdmin, s.issueCapability))
 	s.mux.HandleFunc("POST /v1/capabilities/{id}/revoke", s.requireRole(roleAdmin, s.revokeCapability))
 	s.healthRoutes() // health.go
-	s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	if cfg.MetricsPublic {
+		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	} else {
+		s.mux.Handle("GET /metrics", s.requireToken(cfg.Metrics.Handler()))
+	}
+	// Everything else answers in the API's error envelope, not the mux's
+	// plain-text "404 page not found".
+	s.mux.HandleFunc("/", s.noRoute)
 	return s, nil
+}
+
+// requireToken admits the reader or admin bearer token only (no approver
+// session: metrics are for operators).
+func (s *Server) requireToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.tokenRole(r) < roleReader {
+			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "the reader or admin bearer token is required"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// noRoute answers a request no route serves: 405 with Allow when the path
+// exists for other methods, else 404. (It is registered at "/", so the
+// other routes never pay for this.)
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeErr(w, apiErr(http.StatusMethodNotAllowed, CodeBadRequest,
+			fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, clipID(r.URL.Path), strings.Join(allowed, ", "))))
+		return
+	}
+	writeErr(w, apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, clipID(r.URL.Path))))
 }
 
 // Handle lets later layers (approvals, channels) add routes.

@@ -287,6 +287,43 @@ async function decide(req, decision, extra) {
 // ---------------------------------------------------------------------------
 const KIND_LABEL = { tool_call: 'Tool call', confirm: 'Confirm', question: 'Question' };
 
+// Why a request asks a human, in words; the guard names stay in the title.
+const TRIGGER_TEXT = {
+  require_approval_above: 'the amount is at or above the approval threshold',
+  require_approval_always: 'every call under this grant needs approval',
+  require_approval_first_n: 'one of the agent\'s first calls under this grant',
+  require_approval_for_actions: 'this kind of action needs approval',
+};
+
+function whyText(req) {
+  const kind = req.kind || 'tool_call';
+  return (req.triggered_by || []).map((t) => {
+    if (t === 'hitl') return kind === 'confirm' ? 'the agent asks you to confirm' : 'the agent asks you';
+    return TRIGGER_TEXT[t] || `the ${t} check asks for a person instead of denying`;
+  }).join('; ');
+}
+
+// Who asked: the agent's capability holds the grant the call matched; the
+// key identifies the agent (full key on hover).
+function askedBy(req) {
+  return el('span', { class: 'asked-by' },
+    el('span', {}, 'an agent holding grant ', el('code', { class: 'grant', text: req.policy_id })),
+    el('code', { class: 'agent-key', title: `${req.subject_id}\ncapability ${req.capability_id || ''}`, text: shortKey(req.subject_id) }));
+}
+
+// What a confirm request shows besides its prompt (the summary): the
+// agent's details, as a list when they are an object.
+function confirmDetails(args) {
+  const d = args && args.details;
+  if (d === undefined || d === null) return null;
+  if (typeof d !== 'object' || Array.isArray(d)) {
+    return el('div', { class: 'confirm-details' }, el('pre', { class: 'mono', text: JSON.stringify(d, null, 2) }));
+  }
+  return el('dl', { class: 'confirm-details kv' }, Object.entries(d).flatMap(([k, v]) => [
+    el('dt', { text: k }), el('dd', { class: typeof v === 'string' ? '' : 'mono', text: typeof v === 'string' ? v : JSON.stringify(v) }),
+  ]));
+}
+
 function detail(label, value, cls) {
   if (value === undefined || value === null || value === '') return null;
   return el('div', { class: 'detail ' + (cls || '') }, el('dt', { text: label }), el('dd', {}, value));
@@ -381,11 +418,12 @@ function renderCard(req) {
     try {
       const res = await decide(req, decision, extra);
       const done = res.outcome === 'approved' || res.outcome === 'denied';
-      const what = !done ? `Vote recorded — ${res.approvals} of ${res.quorum} approvals so far` :
-        res.outcome === 'approved' ? (mode === 'amend' ? 'Approved with amendments' : 'Approved') : 'Denied';
-      ok.textContent = done ? `${what}. Receipt ${res.receipt_id || '—'}` : what;
-      ok.hidden = false;
-      card.classList.add('decided');
+      const { text, failed } = decisionResult(res, kind, mode);
+      const box = failed ? err : ok;
+      box.textContent = done ? `${text}. Receipt ${res.receipt_id || '—'}` : text;
+      box.hidden = false;
+      // An approval whose call did not run stays a while longer: it is news.
+      card.classList.add(failed ? 'decided-failed' : 'decided');
       if (done && !state.email) removeCard(req.approval_id);
     } catch (e) {
       err.textContent = e.message;
@@ -397,8 +435,9 @@ function renderCard(req) {
   const isConfirm = kind === 'confirm';
   const approveBtn = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'approve', onclick: () => act('approved') },
     isConfirm ? 'Confirm' : kind === 'question' ? 'Send answers' : 'Approve');
+  // Confirm and question requests are the agent asking: they are declined.
   const denyBtn = el('button', { type: 'button', class: 'btn btn-deny', 'data-action': 'deny', onclick: () => act('denied') },
-    isConfirm ? 'Decline' : 'Deny');
+    kind === 'tool_call' ? 'Deny' : 'Decline');
   let amendBtn = null, amendSubmit = null;
   if (canAmend) {
     amendSubmit = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'amend-submit', hidden: true, onclick: () => act('approved', 'amend') }, 'Approve amended');
@@ -423,15 +462,15 @@ function renderCard(req) {
     el('dl', { class: 'details' },
       detail('Purpose', intent && intent.purpose),
       detail('Amount', amount, 'amount'),
-      detail('Agent', el('code', { title: req.subject_id, text: shortKey(req.subject_id) })),
-      detail('Policy', el('code', { text: req.policy_id })),
+      detail('Asked by', askedBy(req), 'asker'),
       detail('Quorum', el('span', { class: 'quorum' }, pips, ` ${approved} of ${req.quorum || 1} approval${(req.quorum || 1) > 1 ? 's' : ''}`)),
-      detail('Triggered by', (req.triggered_by || []).join(', ')),
-      detail('Action', intent && intent.action_category),
+      detail('Why', el('span', { title: (req.triggered_by || []).join(', '), text: whyText(req) }), 'why-asked'),
+      detail('Category', intent && intent.action_category),
       detail('Request', el('code', { class: 'reqid', text: req.approval_id })),
     ),
-    args !== null && kind !== 'question' ? el('details', { class: 'args', open: kind === 'confirm' || undefined },
-      el('summary', { text: kind === 'confirm' ? 'Details' : 'Arguments' }),
+    kind === 'confirm' ? confirmDetails(args) : null,
+    args !== null && kind === 'tool_call' ? el('details', { class: 'args' },
+      el('summary', { text: 'Arguments' }),
       el('pre', { class: 'mono', text: JSON.stringify(args, null, 2) })) : null,
     kind === 'question' ? questionForm(req) : null,
     amendBox,
@@ -442,6 +481,20 @@ function renderCard(req) {
     err, ok,
   ].filter(Boolean));
   return card;
+}
+
+// decisionResult says what a decision did: an approval is not an
+// execution (a guard re-run at resume may stop the call, the tool may fail).
+function decisionResult(res, kind, mode) {
+  if (res.outcome === 'denied') return { text: kind === 'tool_call' ? 'Denied' : 'Declined' };
+  if (res.outcome !== 'approved') return { text: `Vote recorded — ${res.approvals} of ${res.quorum} approvals so far` };
+  const c = res.call || {};
+  if (c.status === 'denied') return { text: `Approved, but the call did not run: denied by the ${c.guard} guard: ${c.reason}`, failed: true };
+  if (c.status === 'cancelled') return { text: `Approved, but the call was cancelled: ${c.reason}`, failed: true };
+  if (c.tool_error) return { text: `Approved — the tool failed: ${c.tool_error}`, failed: true };
+  if (kind === 'confirm') return { text: 'Confirmed' };
+  if (kind === 'question') return { text: 'Answers sent' };
+  return { text: mode === 'amend' ? 'Approved with amendments — executed' : 'Approved — executed' };
 }
 
 function upsert(req) {
@@ -477,7 +530,7 @@ function removeCard(id) {
   if (c) {
     state.cards.delete(id);
     // A card just decided here stays a moment so its result can be read.
-    const linger = c.el.classList.contains('decided') ? 1500 : 0;
+    const linger = c.el.classList.contains('decided-failed') ? 8000 : c.el.classList.contains('decided') ? 1500 : 0;
     setTimeout(() => { c.el.classList.add('leave'); setTimeout(() => c.el.remove(), 250); }, linger);
   }
   refreshCounts();
@@ -588,20 +641,54 @@ async function loadHistory() {
   body.replaceChildren();
   for (const { r, req } of rows) {
     const m = r.metadata || {};
-    const verdict = r.decision.verdict;
-    const label = m.auto_approved ? 'auto-approved' : verdict === 'allow' ? 'approved' : verdict === 'deny' ? (r.decision.guard === 'approval-timeout' ? 'timed out' : 'denied') : verdict;
+    const o = outcomeOf(r, req);
     body.append(el('tr', { 'data-id': m.approval_request_id || '' },
       el('td', { class: 'nowrap', text: fmtTime(r.timestamp / 1000) }),
       el('td', {}, el('div', { class: 'h-summary', text: req ? req.summary : `${r.tool_server} · ${r.tool_name}` }),
-        m.note ? el('div', { class: 'h-note', text: '“' + m.note + '”' }) : null,
-        m.amended ? el('div', { class: 'h-note', text: 'amended arguments' }) : null),
-      el('td', {}, el('span', { class: 'pill pill-' + label.replace(/\s+/g, '-'), text: label })),
-      el('td', { text: m.approver_display_name || (m.approver ? shortKey(m.approver) : '—') }),
+        el('div', { class: 'h-outcome', text: o.text }),
+        m.note && !o.text.includes(m.note) ? el('div', { class: 'h-note', text: '“' + m.note + '”' }) : null),
+      el('td', {}, el('span', { class: 'pill pill-' + o.label.replace(/\s+/g, '-'), text: o.label })),
+      el('td', {}, el('span', { class: o.person ? 'by-person' : 'by-guard', text: o.by })),
       el('td', { text: m.channel || '—' }),
       el('td', {}, el('a', { href: '/v1/receipts/' + encodeURIComponent(r.id), target: '_blank', rel: 'noopener', class: 'mono receipt-link', text: r.id.slice(0, 16) + '…' })),
     ));
   }
   $('history-empty').hidden = rows.length > 0;
+}
+
+// outcomeOf says who or what ended a request and why, from its final
+// receipt (signed) and the request's resolution. A guard is not a person:
+// "denied by the capability guard: …" is not "denied by CFO: …".
+function outcomeOf(r, req) {
+  const m = r.metadata || {}, d = r.decision || {}, res = (req && req.resolution) || {};
+  const person = m.approver_display_name || res.decided_by || (m.approver ? shortKey(m.approver) : '');
+  const guard = (g) => `the ${g} guard`;
+  if (d.verdict === 'allow') {
+    if (m.auto_approved) {
+      return { label: 'auto-approved', by: 'the deadline (kernel)', text: 'Auto-approved by the kernel at the deadline: no person reviewed it (review required)' };
+    }
+    if (m.batch_approval_id) return { label: 'approved', by: 'a standing approval', text: `Approved by a standing approval (${m.batch_approval_id})` };
+    const kind = (req && req.kind) || 'tool_call';
+    if (kind !== 'tool_call') {
+      return { label: 'approved', by: person, person: true, text: `${kind === 'confirm' ? 'Confirmed' : 'Answered'} by ${person}` };
+    }
+    const how = `Approved by ${person}` + (m.amended ? ', with amended arguments' : '');
+    if (m.tool_error) return { label: 'tool failed', by: person, person: true, text: `${how} — the tool failed: ${m.tool_error}` };
+    return { label: 'approved', by: person, person: true, text: how + ' — executed' };
+  }
+  if (d.verdict === 'deny') {
+    if (d.guard === 'human-approval') {
+      const verb = req && req.kind && req.kind !== 'tool_call' ? 'Declined' : 'Denied';
+      return { label: 'denied', by: person, person: true, text: `${verb} by ${person}` + (m.note ? `: ${m.note}` : '') };
+    }
+    if (d.guard === 'approval-timeout') return { label: 'timed out', by: 'the deadline', text: `Timed out: ${d.reason}` };
+    // A guard re-run when the approved call resumed (e.g. the capability was
+    // revoked during the wait) stopped it after a person approved.
+    const text = (person ? `Approved by ${person}, but denied by ${guard(d.guard)}: ` : `Denied by ${guard(d.guard)}: `) + d.reason;
+    return { label: 'denied', by: guard(d.guard), text };
+  }
+  if (d.verdict === 'cancelled') return { label: 'cancelled', by: '—', text: `Cancelled: ${d.reason}` };
+  return { label: d.verdict || '?', by: '—', text: d.reason || '' };
 }
 
 function switchView(v) {
