@@ -25,12 +25,15 @@ const (
 // Request is SPEC §3's ApprovalRequest plus the kernel's bookkeeping. The
 // fields up to Arguments are the wire contract shown to approvers.
 type Request struct {
-	ApprovalID       string          `json:"approval_id"`
-	Kind             string          `json:"kind"`
-	PolicyID         string          `json:"policy_id"`
-	SubjectID        string          `json:"subject_id"`
-	CapabilityID     string          `json:"capability_id"`
-	SubjectPublicKey string          `json:"subject_public_key"`
+	ApprovalID       string `json:"approval_id"`
+	Kind             string `json:"kind"`
+	PolicyID         string `json:"policy_id"`
+	SubjectID        string `json:"subject_id"`
+	CapabilityID     string `json:"capability_id"`
+	SubjectPublicKey string `json:"subject_public_key"`
+	// SubjectLabel is the agent's name from its signed capability ("" when
+	// it has none): what approvers read instead of a key.
+	SubjectLabel     string          `json:"subject_label,omitempty"`
 	ToolServer       string          `json:"tool_server"`
 	ToolName         string          `json:"tool_name"`
 	Action           string          `json:"action"`

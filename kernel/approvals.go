@@ -88,7 +88,7 @@ func (k *Kernel) newApprovalRequest(rec *CallRecord, p *policy.Policy, g *policy
 	tool, _ := p.Tool(rec.Server, rec.Tool)
 	req := &approval.Request{
 		ApprovalID: approval.NewRequestID(), Kind: approval.KindToolCall, PolicyID: g.ID,
-		SubjectID: rec.Subject, SubjectPublicKey: rec.Subject, CapabilityID: rec.CapabilityID,
+		SubjectID: rec.Subject, SubjectPublicKey: rec.Subject, SubjectLabel: rec.SubjectLabel, CapabilityID: rec.CapabilityID,
 		ToolServer: rec.Server, ToolName: rec.Tool, Action: rec.Action, ParameterHash: rec.ParameterHash,
 		CreatedAt: now.Unix(), ExpiresAt: now.Add(timeout).Unix(), Summary: Summarize(rec, tool, intent),
 		GovernedIntent: rec.Intent, TrustedApprovers: approvers, TriggeredBy: d.TriggeredBy,

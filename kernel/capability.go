@@ -3,7 +3,10 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gofrs/uuid/v5"
 
@@ -18,14 +21,17 @@ const CapabilitySchema = "chio.capability.v1"
 // Capability grants a subject (agent key) the named policy grants until
 // ExpiresAt. It is signed by the kernel key or a configured authority key.
 type Capability struct {
-	Schema    string   `json:"schema"`
-	ID        string   `json:"id"`
-	Issuer    string   `json:"issuer"`
-	Subject   string   `json:"subject"`
-	Grants    []string `json:"grants"`
-	IssuedAt  int64    `json:"issued_at"`
-	ExpiresAt int64    `json:"expires_at"`
-	Signature string   `json:"signature,omitempty"`
+	Schema  string   `json:"schema"`
+	ID      string   `json:"id"`
+	Issuer  string   `json:"issuer"`
+	Subject string   `json:"subject"`
+	Grants  []string `json:"grants"`
+	// Label names the agent for humans ("support-bot-eu"); signed with the
+	// rest, so approvers can trust it as the issuer's word. Optional.
+	Label     string `json:"label,omitempty"`
+	IssuedAt  int64  `json:"issued_at"`
+	ExpiresAt int64  `json:"expires_at"`
+	Signature string `json:"signature,omitempty"`
 }
 
 // Capability errors.
@@ -38,6 +44,14 @@ var (
 // IssueCapability signs a new capability for subject. now comes from the
 // caller's clock.
 func IssueCapability(issuer keys.PrivateKey, subject keys.PublicKey, grants []string, now time.Time, ttl time.Duration) ([]byte, *Capability, error) {
+	return IssueLabeledCapability(issuer, subject, "", grants, now, ttl)
+}
+
+// IssueLabeledCapability is IssueCapability with a label naming the agent.
+func IssueLabeledCapability(issuer keys.PrivateKey, subject keys.PublicKey, label string, grants []string, now time.Time, ttl time.Duration) ([]byte, *Capability, error) {
+	if err := checkLabel(label); err != nil {
+		return nil, nil, err
+	}
 	if subject.IsZero() {
 		return nil, nil, fmt.Errorf("%w: no subject key", ErrCapabilityInvalid)
 	}
@@ -53,7 +67,7 @@ func IssueCapability(issuer keys.PrivateKey, subject keys.PublicKey, grants []st
 	}
 	c := &Capability{
 		Schema: CapabilitySchema, ID: "cap-" + id.String(), Issuer: issuer.Public().String(),
-		Subject: subject.String(), Grants: grants,
+		Subject: subject.String(), Grants: grants, Label: label,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(),
 	}
 	raw, err := signed.Sign(issuer, CapabilitySchema, c)
@@ -76,6 +90,9 @@ func ParseCapability(raw []byte, trusted ...keys.PublicKey) (*Capability, keys.P
 	}
 	if c.Schema != CapabilitySchema || c.ID == "" || len(c.Grants) == 0 || len(c.Grants) > MaxCapabilityGrants {
 		return nil, keys.PublicKey{}, fmt.Errorf("%w: missing schema, id or grants", ErrCapabilityInvalid)
+	}
+	if err := checkLabel(c.Label); err != nil {
+		return nil, keys.PublicKey{}, err
 	}
 	subject, err := keys.ParsePublicKey(c.Subject)
 	if err != nil {
@@ -114,4 +131,13 @@ func (c *Capability) Has(id string) bool {
 		}
 	}
 	return false
+}
+
+// checkLabel keeps a label short and printable: approvers read it.
+func checkLabel(l string) error {
+	if len(l) > MaxLabelLen || !utf8.ValidString(l) || strings.TrimSpace(l) != l ||
+		strings.ContainsFunc(l, unicode.IsControl) {
+		return fmt.Errorf("%w: label must be at most %d bytes of printable text without surrounding spaces", ErrCapabilityInvalid, MaxLabelLen)
+	}
+	return nil
 }

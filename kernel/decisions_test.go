@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
@@ -246,5 +247,24 @@ func TestApprovedButDeniedOnResumeIsReportedHonestly(t *testing.T) {
 	req, _ := w.Kernel.Approval(out.ApprovalRequestID)
 	if rs := req.Resolution; rs.Guard != kernel.GuardCapability || rs.CallStatus != kernel.StatusDenied || rs.DecidedBy != "CFO" {
 		t.Fatalf("resolution: %+v", rs)
+	}
+}
+
+// A capability may carry a signed label naming the agent; approvers see it
+// on the request. Labels are bounded and printable.
+func TestCapabilityLabel(t *testing.T) {
+	w := bindingWorld(t, false, &scriptedTool{})
+	raw, c, err := w.Kernel.IssueLabeledCapability(w.Agent.Public(), "support-bot-eu", []string{"hidden"}, time.Hour)
+	if err != nil || c.Label != "support-bot-eu" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	out := w.SubmitCall(t, w.CallAs(t, w.Agent, raw, "pay", "issue_refund", refund300, ""))
+	if req, _ := w.Kernel.Approval(out.ApprovalRequestID); req.SubjectLabel != "support-bot-eu" {
+		t.Fatalf("request label %q", req.SubjectLabel)
+	}
+	for _, bad := range []string{strings.Repeat("x", kernel.MaxLabelLen+1), " padded", "tab\tinside", "bell\a"} {
+		if _, _, err := w.Kernel.IssueLabeledCapability(w.Agent.Public(), bad, []string{"hidden"}, time.Hour); !errors.Is(err, kernel.ErrCapabilityInvalid) {
+			t.Errorf("label %q: %v", bad, err)
+		}
 	}
 }

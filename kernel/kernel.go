@@ -164,13 +164,19 @@ func (k *Kernel) Clock() clock.Clock { return k.clock }
 
 // IssueCapability signs a capability with the kernel key.
 func (k *Kernel) IssueCapability(subject keys.PublicKey, grants []string, ttl time.Duration) ([]byte, *Capability, error) {
+	return k.IssueLabeledCapability(subject, "", grants, ttl)
+}
+
+// IssueLabeledCapability signs a capability whose label names the agent
+// for approvers.
+func (k *Kernel) IssueLabeledCapability(subject keys.PublicKey, label string, grants []string, ttl time.Duration) ([]byte, *Capability, error) {
 	p := k.Policy()
 	for _, g := range grants {
 		if _, ok := p.Grant(g); !ok {
 			return nil, nil, fmt.Errorf("%w: unknown grant %q", ErrCapabilityInvalid, g)
 		}
 	}
-	return IssueCapability(k.key, subject, grants, k.clock.Now(), ttl)
+	return IssueLabeledCapability(k.key, subject, label, grants, k.clock.Now(), ttl)
 }
 
 // Revoke durably revokes a capability id; later calls under it are denied.
@@ -342,7 +348,7 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 	p := k.Policy()
 	rec := &CallRecord{
 		RequestID: call.RequestID, Subject: vc.subject.String(), CapabilityID: vc.cap.ID,
-		CapabilityExpiresAt: vc.cap.ExpiresAt, Server: call.Server, Tool: call.Tool, Operation: call.Operation, Action: call.Operation,
+		CapabilityExpiresAt: vc.cap.ExpiresAt, SubjectLabel: vc.cap.Label, Server: call.Server, Tool: call.Tool, Operation: call.Operation, Action: call.Operation,
 		ParameterHash: paramHash, Arguments: call.Arguments, Intent: call.GovernedIntent,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
 	}

@@ -17,6 +17,8 @@ const (
 	MaxCapabilityBytes = 64 << 10
 	// MaxCapabilityGrants bounds grants per capability.
 	MaxCapabilityGrants = 1024
+	// MaxLabelLen bounds a capability's label (the agent's name for humans).
+	MaxLabelLen = 64
 	// MaxCapabilityTTL bounds how long an issued capability may live.
 	MaxCapabilityTTL = 365 * 24 * time.Hour
 	// GuardBudget is each guard's time budget; overrunning it is a Deny.

@@ -47,6 +47,7 @@ type CallRecord struct {
 	CapabilityID string `json:"capability_id"`
 	// CapabilityExpiresAt is re-checked when an approved call resumes.
 	CapabilityExpiresAt int64           `json:"capability_expires_at"`
+	SubjectLabel        string          `json:"subject_label,omitempty"` // the capability's label
 	GrantID             string          `json:"grant_id,omitempty"`
 	Server              string          `json:"server"`
 	Tool                string          `json:"tool"`

@@ -178,7 +178,11 @@ func runApprovalShow(e *Env, args []string) int {
 	row("STATUS", v.Status)
 	row("SUMMARY", a.Summary)
 	row("SERVER/TOOL", a.ToolServer+"/"+a.ToolName+" ("+a.Action+")")
-	row("AGENT", a.SubjectID)
+	if a.SubjectLabel != "" {
+		row("AGENT", a.SubjectLabel+" ("+a.SubjectID+")")
+	} else {
+		row("AGENT", a.SubjectID)
+	}
 	row("REQUEST", a.RequestID)
 	row("CREATED", time.Unix(a.CreatedAt, 0).UTC().Format(time.RFC3339))
 	row("DEADLINE", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339)+" ("+until(time.Now(), a.ExpiresAt)+")")

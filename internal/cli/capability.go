@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register("capability issue", "admin: issue a capability to an agent key (--subject KEY --grant ID… [--ttl 24h] [--out FILE])", runCapabilityIssue)
+	register("capability issue", "admin: issue a capability to an agent key (--subject KEY --grant ID… [--label NAME] [--ttl 24h] [--out FILE])", runCapabilityIssue)
 	register("capability revoke ID", "admin: revoke a capability by id", runCapabilityRevoke)
 }
 
@@ -25,6 +25,7 @@ func runCapabilityIssue(e *Env, args []string) int {
 	var grants multi
 	fs.Var(&grants, "grant", "grant id (repeatable)")
 	ttl := fs.String("ttl", "24h", "lifetime")
+	label := fs.String("label", "", "the agent's name, signed into the capability and shown to approvers (≤ 64 bytes)")
 	out := fs.String("out", "", "write the capability JSON here (default: stdout)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -48,6 +49,9 @@ func runCapabilityIssue(e *Env, args []string) int {
 		Capability json.RawMessage `json:"capability"`
 	}
 	body := map[string]any{"subject": *subject, "grants": []string(grants), "ttl": *ttl}
+	if *label != "" {
+		body["label"] = *label
+	}
 	if _, err := r.do(ctx, "POST", "/v1/capabilities", body, &resp, 201); err != nil {
 		return fail(e, err)
 	}

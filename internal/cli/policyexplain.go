@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
@@ -101,12 +100,15 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 	if len(in.Args) == 0 {
 		in.Args = json.RawMessage("{}")
 	}
-	if err := canon.Check(in.Args); err != nil || !strings.HasPrefix(strings.TrimSpace(string(in.Args)), "{") {
-		return nil, fmt.Errorf("%w: arguments must be a JSON object", errBadCall)
+	// The kernel judges the canonical form of what the agent sent.
+	args, err := canon.Canonicalize(in.Args)
+	if err != nil || args[0] != '{' {
+		return nil, fmt.Errorf("%w: arguments must be a JSON object: %v", errBadCall, err)
 	}
-	intent, err := parseIntent(in.Intent)
+	in.Args = args
+	intent, err := kernel.ParseIntent(in.Intent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", errBadCall, err)
 	}
 	for _, g := range in.Grants {
 		if _, ok := p.Grant(g); !ok {
@@ -153,8 +155,8 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 	if tool.IsHITL() {
 		// confirm / ask always ask a human once the guards allow (as the
 		// kernel does); their fields are checked first.
-		if err := checkHITL(in.Tool, in.Args); err != nil {
-			return nil, err
+		if err := kernel.CheckHITLArgs(in.Tool, in.Args); err != nil {
+			return nil, fmt.Errorf("%w: %v", errBadCall, err)
 		}
 		if d.Verdict == kernel.Allow {
 			d = kernel.Decision{Verdict: kernel.PendingApproval, TriggeredBy: []string{"hitl"}, Reason: "the agent asks a human (" + in.Tool + ")"}
@@ -178,36 +180,6 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 		x.Outcome.DecidedBy = []string{"grant " + grant.ID + ": every guard allowed"}
 	}
 	return x, nil
-}
-
-// parseIntent reads a governed intent as the kernel does: strict JSON,
-// units ≥ 0 with a currency.
-func parseIntent(raw json.RawMessage) (*kernel.GovernedIntent, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var gi kernel.GovernedIntent
-	if err := canon.Unmarshal(raw, &gi); err != nil {
-		return nil, fmt.Errorf("%w: governed intent: %v", errBadCall, err)
-	}
-	if gi.MaxAmount != nil && (gi.MaxAmount.Units < 0 || gi.MaxAmount.Currency == "") {
-		return nil, fmt.Errorf("%w: governed intent max_amount needs units ≥ 0 and a currency", errBadCall)
-	}
-	return &gi, nil
-}
-
-func checkHITL(tool string, args json.RawMessage) error {
-	var err error
-	switch tool {
-	case policy.ToolConfirm:
-		_, err = approval.ParseConfirm(args)
-	case policy.ToolAsk:
-		_, err = approval.ParseAsk(args)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", errBadCall, err)
-	}
-	return nil
 }
 
 // plan is who the request would go to first: with escalation, the first

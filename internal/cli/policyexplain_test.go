@@ -67,7 +67,7 @@ func TestPolicyExplain(t *testing.T) {
 	for _, g := range x.Guards {
 		switch {
 		case g.Guard == kernel.GuardApprovalAbove:
-			if g.Verdict != "pending_approval" || !strings.Contains(g.Reason, "450 USD meets the approval threshold 200") {
+			if g.Verdict != "pending_approval" || !strings.Contains(g.Reason, "450 USD meets the approval threshold of 200") {
 				t.Fatalf("threshold row: %+v", g)
 			}
 			pendingRows++
@@ -127,7 +127,12 @@ public_key = "ed25519:392eda50f5c5dd24f3fef6c0f1f44a598b4b6e293b407a39b1d9aa3193
 display_name = "Finance Lead"
 `), 0o600)
 	x := explain(t, pol, "--server", "fs", "--tool", "delete_file", "--args", `{"path":"/etc/hosts"}`)
-	var row = x.Guards[2]
+	var row = x.Guards[0]
+	for _, g := range x.Guards {
+		if g.Guard == kernel.GuardForbiddenPaths {
+			row = g
+		}
+	}
 	if row.Guard != kernel.GuardForbiddenPaths || !row.RoutedToHuman || row.Verdict != "pending_approval" ||
 		x.Outcome.Verdict != "pending_approval" || strings.Join(x.Outcome.TriggeredBy, ",") != kernel.GuardForbiddenPaths {
 		t.Fatalf("%+v %+v", row, x.Outcome)
@@ -146,7 +151,7 @@ func TestPolicyExplainMistakes(t *testing.T) {
 		"no file":         {[]string{"--server", "demo", "--tool", "echo"}, cli.ExitUsage, "missing FILE"},
 		"unknown grant":   {[]string{quickstartPolicy(), "--server", "demo", "--tool", "echo", "--grant", "nope"}, cli.ExitUsage, `grant "nope" is not in`},
 		"args not object": {[]string{quickstartPolicy(), "--server", "demo", "--tool", "echo", "--args", "[1]"}, cli.ExitUsage, "arguments must be a JSON object"},
-		"bad intent":      {[]string{quickstartPolicy(), "--server", "demo", "--tool", "echo", "--intent", `{"purpose":1}`}, cli.ExitUsage, "governed intent"},
+		"bad intent":      {[]string{quickstartPolicy(), "--server", "demo", "--tool", "echo", "--intent", `{"purpose":1}`}, cli.ExitUsage, "governed_intent"},
 		"weak subject":    {[]string{quickstartPolicy(), "--server", "demo", "--tool", "echo", "--subject", "ed25519:0100000000000000000000000000000000000000000000000000000000000000"}, cli.ExitUsage, "--subject"},
 		"invalid policy":  {[]string{bad, "--server", "demo", "--tool", "echo"}, cli.ExitError, "bad.toml:2"},
 		"missing policy":  {[]string{"nope.toml", "--server", "demo", "--tool", "echo"}, cli.ExitError, "nope.toml"},

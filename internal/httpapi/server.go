@@ -194,7 +194,8 @@ func StatusFor(status string) int {
 type CapabilityRequest struct {
 	Subject string   `json:"subject"`
 	Grants  []string `json:"grants"`
-	TTL     string   `json:"ttl"` // Go duration, e.g. "24h"
+	TTL     string   `json:"ttl"`             // Go duration, e.g. "24h"
+	Label   string   `json:"label,omitempty"` // the agent's name, shown to approvers
 }
 
 func (s *Server) issueCapability(w http.ResponseWriter, r *http.Request) {
@@ -213,7 +214,7 @@ func (s *Server) issueCapability(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, apiErr(http.StatusBadRequest, CodeBadRequest, "ttl: "+err.Error()))
 		return
 	}
-	raw, c, err := s.cfg.Kernel.IssueCapability(subject, req.Grants, ttl)
+	raw, c, err := s.cfg.Kernel.IssueLabeledCapability(subject, req.Label, req.Grants, ttl)
 	if err != nil {
 		writeErr(w, apiErr(http.StatusBadRequest, CodeBadRequest, err.Error()))
 		return

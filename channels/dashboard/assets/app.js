@@ -303,11 +303,15 @@ function whyText(req) {
   }).join('; ');
 }
 
-// Who asked: the agent's capability holds the grant the call matched; the
-// key identifies the agent (full key on hover).
+// Who asked: the agent's name from its signed capability when it has one,
+// the grant the call matched, and the key that identifies the agent (full
+// key on hover).
 function askedBy(req) {
-  return el('span', { class: 'asked-by' },
-    el('span', {}, 'an agent holding grant ', el('code', { class: 'grant', text: req.policy_id })),
+  const who = req.subject_label
+    ? el('span', {}, el('strong', { class: 'agent-label', text: req.subject_label }), ', holding grant ')
+    : el('span', {}, 'an agent holding grant ');
+  who.append(el('code', { class: 'grant', text: req.policy_id }));
+  return el('span', { class: 'asked-by' }, who,
     el('code', { class: 'agent-key', title: `${req.subject_id}\ncapability ${req.capability_id || ''}`, text: shortKey(req.subject_id) }));
 }
 
