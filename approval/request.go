@@ -33,15 +33,18 @@ type Request struct {
 	SubjectPublicKey string `json:"subject_public_key"`
 	// SubjectLabel is the agent's name from its signed capability ("" when
 	// it has none): what approvers read instead of a key.
-	SubjectLabel     string          `json:"subject_label,omitempty"`
-	ToolServer       string          `json:"tool_server"`
-	ToolName         string          `json:"tool_name"`
-	Action           string          `json:"action"`
-	ParameterHash    string          `json:"parameter_hash"`
-	ExpiresAt        int64           `json:"expires_at"`
-	CallbackHint     string          `json:"callback_hint,omitempty"`
-	CreatedAt        int64           `json:"created_at"`
-	Summary          string          `json:"summary"`
+	SubjectLabel  string `json:"subject_label,omitempty"`
+	ToolServer    string `json:"tool_server"`
+	ToolName      string `json:"tool_name"`
+	Action        string `json:"action"`
+	ParameterHash string `json:"parameter_hash"`
+	ExpiresAt     int64  `json:"expires_at"`
+	CallbackHint  string `json:"callback_hint,omitempty"`
+	CreatedAt     int64  `json:"created_at"`
+	Summary       string `json:"summary"`
+	// Amount is the money the call moves, read from its arguments where
+	// the tool declares it (not the agent's word); nil when it declares none.
+	Amount           *Amount         `json:"amount,omitempty"`
 	GovernedIntent   json.RawMessage `json:"governed_intent"`
 	TrustedApprovers []string        `json:"trusted_approvers"`
 	TriggeredBy      []string        `json:"triggered_by"`

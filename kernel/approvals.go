@@ -98,6 +98,9 @@ func (k *Kernel) newApprovalRequest(rec *CallRecord, p *policy.Policy, g *policy
 	if len(req.GovernedIntent) == 0 {
 		req.GovernedIntent = json.RawMessage("null")
 	}
+	if a, err := DeriveAmount(tool, rec.Arguments); err == nil && a != nil {
+		req.Amount = &approval.Amount{Units: a.Units, Currency: a.Currency}
+	}
 	if p.Kernel.PublicURL != "" {
 		req.CallbackHint = p.Kernel.PublicURL + "/approvals/" + req.ApprovalID + "/respond"
 	}

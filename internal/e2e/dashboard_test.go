@@ -56,6 +56,8 @@ category = "financial"
 [[servers.tools]]
 name = "edit_refund"
 action = "charge"
+amount = "/amount"
+currency = "/currency"
 [[servers.tools]]
 name = "write_rows"
 action = "write"
@@ -606,7 +608,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := lk.submitWith(t, revCap, "refunds", "issue_refund", `{"order":"A-501","amount":700}`, `{"purpose":"Refund a lost parcel","max_amount":{"units":700,"currency":"USD"}}`)
+	rev := lk.submitWith(t, revCap, "refunds", "issue_refund", `{"order":"A-501","amount":700,"currency":"USD"}`, `{"purpose":"Refund a lost parcel","max_amount":{"units":700,"currency":"USD"}}`)
 	if err := lk.k.Revoke(context.Background(), revInfo.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -620,7 +622,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("revoked: %q", msg)
 	}
 	// The tool fails: approved, and the card says the tool failed.
-	failing := lk.submit(t, "refunds", "issue_refund", `{"order":"A-502","amount":650,"fail":true}`, `{"purpose":"Refund a damaged item","max_amount":{"units":650,"currency":"USD"}}`)
+	failing := lk.submit(t, "refunds", "issue_refund", `{"order":"A-502","amount":650,"currency":"USD","fail":true}`, `{"purpose":"Refund a damaged item","max_amount":{"units":650,"currency":"USD"}}`)
 	c = card(failing.ApprovalRequestID)
 	browse(t, ctx, "approve a failing tool",
 		chromedp.WaitVisible(css(c)),
@@ -647,6 +649,7 @@ func TestDashboardInChromium(t *testing.T) {
 		rev.ApprovalRequestID:     {"Approved by Finance Lead, but denied by the capability guard: capability revoked during the approval wait", "the capability guard"},
 		failing.ApprovalRequestID: {"Approved by Finance Lead — the tool failed: card network timeout", "Finance Lead"},
 		pend.ApprovalRequestID:    {"Approved by Finance Lead — executed", "Finance Lead"},
+		edit.ApprovalRequestID:    {"Approved by Finance Lead, amended to 400 USD (asked: 900 USD) — executed", "Finance Lead"},
 		conf.ApprovalRequestID:    {"Confirmed by Finance Lead", "Finance Lead"},
 	} {
 		outcome := read(t, ctx, "history outcome", chromedp.Text(css(row(id)+" .h-outcome")))

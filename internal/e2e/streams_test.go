@@ -422,7 +422,9 @@ func streamStatus(t *testing.T, d *daemon, cred string) (int, []byte) {
 // streamGauge reads chio_event_subscribers{pool} from /metrics.
 func streamGauge(t *testing.T, d *daemon, pool string) int {
 	t.Helper()
-	resp, err := http.Get(d.url + "/metrics")
+	req, _ := http.NewRequest("GET", d.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token) // /metrics needs a token
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

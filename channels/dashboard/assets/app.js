@@ -384,7 +384,10 @@ function renderCard(req) {
   const trusted = !state.key || (req.trusted_approvers || []).includes(state.key.publicKey);
   const voted = state.key && (req.votes || []).some((v) => v.approver === state.key.publicKey);
 
-  const amount = intent && intent.max_amount ? `${intent.max_amount.units} ${intent.max_amount.currency}` : '';
+  // The amount the arguments move (the kernel reads it where the tool says
+  // it lives); the agent's declared max_amount only when the tool declares none.
+  const amount = req.amount ? `${req.amount.units} ${req.amount.currency}`
+    : intent && intent.max_amount ? `up to ${intent.max_amount.units} ${intent.max_amount.currency} (declared by the agent)` : '';
   const pips = el('span', { class: 'pips' });
   for (let i = 0; i < (req.quorum || 1); i++) pips.append(el('span', { class: 'pip' + (i < approved ? ' on' : '') }));
 
@@ -419,8 +422,10 @@ function renderCard(req) {
       }
     }
     setBusy(true);
+    card.dataset.deciding = '1';
     try {
       const res = await decide(req, decision, extra);
+      delete card.dataset.deciding;
       const done = res.outcome === 'approved' || res.outcome === 'denied';
       const { text, failed } = decisionResult(res, kind, mode);
       const box = failed ? err : ok;
@@ -430,9 +435,12 @@ function renderCard(req) {
       card.classList.add(failed ? 'decided-failed' : 'decided');
       if (done && !state.email) removeCard(req.approval_id);
     } catch (e) {
+      delete card.dataset.deciding;
       err.textContent = e.message;
       err.hidden = false;
       setBusy(false);
+      // Resolved meanwhile (by someone else, or by this very vote): let it go.
+      if (!state.pending.has(req.approval_id)) removeCard(req.approval_id);
     }
   }
 
@@ -532,6 +540,9 @@ function removeCard(id) {
   state.pending.delete(id);
   const c = state.cards.get(id);
   if (c) {
+    // The approval resolves before its call runs: while this card's own
+    // decision is in flight, act() removes it once the outcome is shown.
+    if (c.el.dataset.deciding) { refreshCounts(); return; }
     state.cards.delete(id);
     // A card just decided here stays a moment so its result can be read.
     const linger = c.el.classList.contains('decided-failed') ? 8000 : c.el.classList.contains('decided') ? 1500 : 0;
@@ -636,7 +647,11 @@ async function loadHistory() {
     const id = r.metadata && r.metadata.approval_request_id;
     let req = requestCache.get(id);
     if (!req && id) {
-      try { req = (await api('GET', '/approvals/' + encodeURIComponent(id))).request; requestCache.set(id, req); } catch { req = null; }
+      try {
+        req = (await api('GET', '/approvals/' + encodeURIComponent(id))).request;
+        // Cache only what can no longer change: a settled call's request.
+        if (req && req.resolution && req.resolution.call_status) requestCache.set(id, req);
+      } catch { req = null; }
     }
     return { r, req };
   }));
@@ -676,8 +691,14 @@ function outcomeOf(r, req) {
     if (kind !== 'tool_call') {
       return { label: 'approved', by: person, person: true, text: `${kind === 'confirm' ? 'Confirmed' : 'Answered'} by ${person}` };
     }
-    const how = `Approved by ${person}` + (m.amended ? ', with amended arguments' : '');
-    if (m.tool_error) return { label: 'tool failed', by: person, person: true, text: `${how} — the tool failed: ${m.tool_error}` };
+    const amended = m.amount ? `, amended to ${m.amount.units} ${m.amount.currency}` +
+      (m.original_amount ? ` (asked: ${m.original_amount.units} ${m.original_amount.currency})` : '') : ', with amended arguments';
+    const how = `Approved by ${person}` + (m.amended ? amended : '');
+    // The allow receipt is signed before the call is sent (write-ahead);
+    // what the tool did is on the request's resolution once it settled.
+    const toolError = m.tool_error || res.tool_error;
+    if (toolError) return { label: 'tool failed', by: person, person: true, text: `${how} — the tool failed: ${toolError}` };
+    if (res.call_status !== 'allowed') return { label: 'approved', by: person, person: true, text: how + ' — running' };
     return { label: 'approved', by: person, person: true, text: how + ' — executed' };
   }
   if (d.verdict === 'deny') {
