@@ -62,8 +62,14 @@ func (k *Kernel) Recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p := k.Policy()
 	for _, r := range pending {
 		k.armTimer(r.ApprovalID, r.ExpiresAt)
+		// The policy may have changed while chiod was down: its approvers
+		// are the ones that count (a request left with none ends now).
+		if err := k.reconcile(ctx, p, r.ApprovalID); err != nil {
+			return fmt.Errorf("reconcile %s: %w", r.ApprovalID, err)
+		}
 	}
 	return k.RecoverInFlight(context.WithoutCancel(ctx))
 }
