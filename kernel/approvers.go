@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -79,51 +80,43 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 			return nil
 		}
 	}
-	now := k.clock.Now()
-	var final *approval.Request
-	var rec *CallRecord
-	var ended, changed bool
+	var updated *approval.Request
+	var orphaned bool
 	err := k.store.Update(ctx, func(tx Tx) error {
-		ended, changed = false, false
+		updated, orphaned = nil, false
 		req, err := tx.Approval(id)
-		if err != nil {
+		if err != nil || req.Status != approval.StatusPending {
 			return err
-		}
-		if req.Status != approval.StatusPending {
-			return nil
 		}
 		trusted, requesters, ok := approversNow(p, req)
-		if ok {
-			changed = !slices.Equal(trusted, req.TrustedApprovers) || !slices.Equal(requesters, req.Requesters)
-			req.TrustedApprovers, req.Requesters = trusted, requesters
-			final = req
-			return tx.PutApproval(req)
+		if !ok {
+			orphaned = true
+			return nil
 		}
-		if rec, err = tx.Call(req.RequestID); err != nil {
-			return err
+		if slices.Equal(trusted, req.TrustedApprovers) && slices.Equal(requesters, req.Requesters) {
+			return nil
 		}
-		reason := fmt.Sprintf("no approver of grant %s may decide this call under the policy in force", req.PolicyID)
-		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardApprovalPolicy, Reason: reason}, nil, now)
-		req.Status, req.TrustedApprovers = approval.StatusDenied, trusted
-		req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), ReceiptID: r.ID,
-			Guard: GuardApprovalPolicy, CallStatus: StatusDenied}
-		rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardApprovalPolicy, reason, r.ID, now.UnixMilli()
-		tx.AppendReceipt(r)
-		if err := tx.PutCall(rec); err != nil {
-			return err
-		}
-		ended, final = true, req
+		req.TrustedApprovers, req.Requesters = trusted, requesters
+		updated = req
 		return tx.PutApproval(req)
 	})
 	switch {
 	case err != nil:
 		return err
-	case ended:
-		k.stopTimer(id)
-		k.announce(EventApprovalResolved, final)
-		k.completed(rec)
-	case changed:
-		snap := *final
+	case orphaned:
+		// Nobody may decide it any more: it ends with a deny receipt now.
+		_, err := k.endPending(ctx, p, id, k.clock.Now(), ending{
+			status: approval.StatusDenied, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalPolicy,
+			reason: func(req *approval.Request) string {
+				return fmt.Sprintf("no approver of grant %s may decide this call under the policy in force", req.PolicyID)
+			},
+		})
+		if errors.Is(err, approval.ErrNotPending) {
+			return nil // decided meanwhile
+		}
+		return err
+	case updated != nil:
+		snap := *updated
 		k.events.publish(Event{Type: EventApprovalRequested, Approval: &snap})
 	}
 	return nil

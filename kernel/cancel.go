@@ -31,38 +31,13 @@ func (k *Kernel) Cancel(ctx context.Context, approvalID, reason, by string) (*Ou
 	case by != CancelledByAdmin && by != CancelledByAgent:
 		return nil, fmt.Errorf("%w: unknown canceller %q", ErrBadCall, by)
 	}
-	now := k.clock.Now()
-	p := k.Policy()
-	var final *approval.Request
-	var rec *CallRecord
-	err := k.store.Update(ctx, func(tx Tx) error {
-		req, err := tx.Approval(approvalID)
-		if err != nil {
-			return err
-		}
-		if req.Status != approval.StatusPending {
-			return fmt.Errorf("%w: request is %s", approval.ErrNotPending, req.Status)
-		}
-		if rec, err = tx.Call(req.RequestID); err != nil {
-			return err
-		}
-		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Cancelled, Reason: reason}, nil, now)
-		r.Metadata["cancelled_by"] = by
-		req.Status = approval.StatusCancelled
-		req.Resolution = &approval.Resolution{Outcome: approval.StatusCancelled, Reason: reason, At: now.Unix(),
-			ReceiptID: r.ID, CallStatus: StatusCancelled, DecidedBy: by}
-		rec.Status, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusCancelled, reason, r.ID, now.UnixMilli()
-		tx.AppendReceipt(r)
-		if err := tx.PutCall(rec); err != nil {
-			return err
-		}
-		final = req
-		return tx.PutApproval(req)
+	rec, err := k.endPending(ctx, k.Policy(), approvalID, k.clock.Now(), ending{
+		status: approval.StatusCancelled, callStatus: StatusCancelled, verdict: receipt.Cancelled,
+		reason: func(*approval.Request) string { return reason }, decidedBy: by,
+		meta: map[string]any{"cancelled_by": by},
 	})
 	if err != nil {
 		return nil, err
 	}
-	k.stopTimer(approvalID)
-	k.announce(EventApprovalResolved, final)
-	return k.completed(rec), nil
+	return OutcomeOf(rec), nil
 }

@@ -120,39 +120,13 @@ func (k *Kernel) escalate(ctx context.Context, id string, now time.Time) error {
 }
 
 func (k *Kernel) timeoutDeny(ctx context.Context, id string, now time.Time) error {
-	p := k.Policy()
-	var final *approval.Request
-	var rec *CallRecord
-	err := k.store.Update(ctx, func(tx Tx) error {
-		req, err := tx.Approval(id)
-		if err != nil {
-			return err
-		}
-		if req.Status != approval.StatusPending {
-			return approval.ErrNotPending
-		}
-		if rec, err = tx.Call(req.RequestID); err != nil {
-			return err
-		}
-		reason := fmt.Sprintf("no decision before the deadline (%s)", time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC3339))
-		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardApprovalTimeout, Reason: reason}, nil, now)
-		req.Status = approval.StatusExpired
-		req.Resolution = &approval.Resolution{Outcome: approval.StatusExpired, Reason: reason, At: now.Unix(), ReceiptID: r.ID,
-			Guard: GuardApprovalTimeout, CallStatus: StatusDenied}
-		rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardApprovalTimeout, reason, r.ID, now.UnixMilli()
-		tx.AppendReceipt(r)
-		if err := tx.PutCall(rec); err != nil {
-			return err
-		}
-		final = req
-		return tx.PutApproval(req)
+	_, err := k.endPending(ctx, k.Policy(), id, now, ending{
+		status: approval.StatusExpired, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalTimeout,
+		reason: func(req *approval.Request) string {
+			return fmt.Sprintf("no decision before the deadline (%s)", time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC3339))
+		},
 	})
-	if err != nil {
-		return err
-	}
-	k.announce(EventApprovalResolved, final)
-	k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(rec)})
-	return nil
+	return err
 }
 
 // autoApprove is timeout_action = auto_approve_advisory: the kernel signs a

@@ -55,6 +55,13 @@ func SignStatusProof(key keys.PrivateKey, requestID string, at time.Time) string
 // within MaxStatusProofSkew of now, and an Ed25519 signature by subject over
 // "chio.call-status.v1" || 0x00 || JCS({"request_id","issued_at"}).
 func VerifyStatusProof(header string, subject keys.PublicKey, requestID string, now time.Time) error {
+	return verifyHeaderProof(header, subject, now, func(at int64) ([]byte, error) { return statusProofMessage(requestID, at) })
+}
+
+// verifyHeaderProof is the one check behind every Chio-Proof header (read
+// and cancel proofs differ only in the message signed): shape, time window,
+// then the signature over message(issued_at) by subject.
+func verifyHeaderProof(header string, subject keys.PublicKey, now time.Time, message func(issuedAt int64) ([]byte, error)) error {
 	if len(header) > maxStatusProofLen {
 		return fmt.Errorf("%w: longer than %d bytes", ErrStatusProof, maxStatusProofLen)
 	}
@@ -76,7 +83,7 @@ func VerifyStatusProof(header string, subject keys.PublicKey, requestID string, 
 	if err != nil {
 		return fmt.Errorf("%w: signature: %v", ErrStatusProof, err)
 	}
-	msg, err := statusProofMessage(requestID, at)
+	msg, err := message(at)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrStatusProof, err)
 	}

@@ -1,12 +1,9 @@
 package httpapi
 
 import (
-	"crypto/ed25519"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/chiokernel/chio/internal/canon"
@@ -48,34 +45,9 @@ func SignCancelProof(key keys.PrivateKey, approvalID, reason string, at time.Tim
 }
 
 // VerifyCancelProof checks a cancel Chio-Proof: the header shape and time
-// window of VerifyStatusProof, in the cancel domain.
+// window of VerifyStatusProof, in the cancel domain, over the reason too.
 func VerifyCancelProof(header string, subject keys.PublicKey, approvalID, reason string, now time.Time) error {
-	if len(header) > maxStatusProofLen {
-		return fmt.Errorf("%w: longer than %d bytes", ErrStatusProof, maxStatusProofLen)
-	}
-	ts, sigHex, ok := strings.Cut(header, ".")
-	if !ok || !decimal(ts) || len(sigHex) != 2*ed25519.SignatureSize || strings.ToLower(sigHex) != sigHex {
-		return fmt.Errorf("%w: want <issued_at>.<128 lowercase hex>", ErrStatusProof)
-	}
-	at, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: issued_at: %v", ErrStatusProof, err)
-	}
-	if skew := now.Sub(time.Unix(at, 0)); skew > MaxStatusProofSkew || skew < -MaxStatusProofSkew {
-		return fmt.Errorf("%w: issued_at %d is %s from now (max %s)", ErrStatusProof, at, skew.Round(time.Second), MaxStatusProofSkew)
-	}
-	sig, err := hex.DecodeString(sigHex)
-	if err != nil {
-		return fmt.Errorf("%w: signature: %v", ErrStatusProof, err)
-	}
-	msg, err := cancelProofMessage(approvalID, reason, at)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrStatusProof, err)
-	}
-	if subject.IsZero() || !ed25519.Verify(subject.Ed25519(), msg, sig) {
-		return fmt.Errorf("%w: signature does not verify for this id, reason and key", ErrStatusProof)
-	}
-	return nil
+	return verifyHeaderProof(header, subject, now, func(at int64) ([]byte, error) { return cancelProofMessage(approvalID, reason, at) })
 }
 
 func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,66 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// ending is how a pending request ends without a call running: a deadline
+// that denies, a cancellation, a policy that leaves nobody to decide.
+type ending struct {
+	status     string // the request's new status: expired | denied | cancelled
+	callStatus string // the parked call's: StatusDenied | StatusCancelled
+	verdict    string // the receipt's: receipt.Deny | receipt.Cancelled
+	guard      string // deny receipts only
+	reason     func(req *approval.Request) string
+	decidedBy  string         // who asked for the end, when someone did
+	meta       map[string]any // extra receipt metadata
+}
+
+// endPending ends pending request id and its parked call in ONE durable
+// commit, with a receipt chained to the incomplete one; then its deadline
+// is disarmed and subscribers learn both ends. A request that is no longer
+// pending is left as it is (approval.ErrNotPending).
+func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, now time.Time, e ending) (*CallRecord, error) {
+	var final *approval.Request
+	var rec *CallRecord
+	err := k.store.Update(ctx, func(tx Tx) error {
+		req, err := tx.Approval(id)
+		if err != nil {
+			return err
+		}
+		if req.Status != approval.StatusPending {
+			return fmt.Errorf("%w: request is %s", approval.ErrNotPending, req.Status)
+		}
+		if rec, err = tx.Call(req.RequestID); err != nil {
+			return err
+		}
+		reason := e.reason(req)
+		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: e.verdict, Guard: e.guard, Reason: reason}, nil, now)
+		for key, v := range e.meta {
+			r.Metadata[key] = v
+		}
+		req.Status = e.status
+		req.Resolution = &approval.Resolution{Outcome: e.status, Reason: reason, At: now.Unix(), ReceiptID: r.ID,
+			Guard: e.guard, CallStatus: e.callStatus, DecidedBy: e.decidedBy}
+		rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = e.callStatus, e.guard, reason, r.ID, now.UnixMilli()
+		tx.AppendReceipt(r)
+		if err := tx.PutCall(rec); err != nil {
+			return err
+		}
+		final = req
+		return tx.PutApproval(req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	k.stopTimer(id)
+	k.announce(EventApprovalResolved, final)
+	k.completed(rec)
+	return rec, nil
+}
