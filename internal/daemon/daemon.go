@@ -26,7 +26,6 @@ import (
 	"github.com/chiokernel/chio/internal/dispatch"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/store/boltstore"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
@@ -95,17 +94,18 @@ func Run(ctx context.Context, o Options) error {
 		log.Info("CHIO_ADMIN_TOKEN not set; admin token written", "path", tokenPath)
 	}
 	var metrics *httpapi.Metrics
-	var store *boltstore.Store
+	var store store
 	metrics = httpapi.NewMetrics(func() float64 { return float64(store.QueueDepth()) })
 	rlog := newReceiptLog(p, key, o.Clock, log)
 	var k *kernel.Kernel
-	store, err = boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: metrics.Commit, Log: rlog,
+	st, err := openStore(ctx, p, dataDir, key, rlog, storeHooks{observe: metrics.Commit,
 		// A store that failed and healed lets the kernel finish the calls
 		// the failure left in flight.
-		OnHeal: func() { _ = k.RecoverInFlight(context.Background()) }})
+		onHeal: func() { _ = k.RecoverInFlight(context.Background()) }})
 	if err != nil {
 		return err
 	}
+	store = st.store
 	defer store.Close()
 	stopLog, err := startReceiptLog(ctx, rlog, store)
 	if err != nil {
@@ -140,10 +140,18 @@ func Run(ctx context.Context, o Options) error {
 		OnFailure: func(id, ch, msg string) { _ = k.RecordNotifyFailure(context.Background(), id, ch, msg) },
 		Metric:    func(ch, res string) { metrics.Notify.WithLabelValues(ch, res).Inc() }})
 	defer hub.Close()
-	k, err = kernel.New(kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
-		Clock: o.Clock, Authorities: authorities, Observer: metrics, Notifier: hub})
+	kcfg := kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
+		Clock: o.Clock, Authorities: authorities, Observer: metrics, Notifier: hub}
+	if st.relay != nil {
+		// Replicas: events reach waiters on every replica.
+		kcfg.Relay = st.relay
+	}
+	k, err = kernel.New(kcfg)
 	if err != nil {
 		return err
+	}
+	if st.relay != nil {
+		st.relay.Attach(k)
 	}
 	// Deliveries stop retrying before the dispatcher and the store close: a
 	// call cut off by the shutdown stays in flight for the next start.
@@ -287,7 +295,7 @@ func newReceiptLog(p *policy.Policy, key keys.PrivateKey, clk clock.Clock, log *
 // checkpoint (a store that no longer matches what the kernel signed refuses
 // to start: fail closed) and starts the checkpoint signer. The returned stop
 // signs a final checkpoint.
-func startReceiptLog(ctx context.Context, l *receipt.Log, store *boltstore.Store) (func(), error) {
+func startReceiptLog(ctx context.Context, l *receipt.Log, store receipt.CheckpointStore) (func(), error) {
 	if err := l.Start(ctx, store); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}

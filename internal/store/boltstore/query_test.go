@@ -82,10 +82,11 @@ func TestOpenRefusesLeafHole(t *testing.T) {
 	storetest.RandomLog(t, s, 20, rand.New(rand.NewPCG(5, 6)))
 	s.Close()
 	db, _ := bolt.Open(path, 0o600, nil)
-	db.Update(func(btx *bolt.Tx) error { return btx.Bucket(boltstore.BucketLeavesForTest).Delete(boltstore.SeqKeyForTest(7)) })
+	db.Update(func(btx *bolt.Tx) error {
+		return btx.Bucket(boltstore.BucketLeavesForTest).Delete(boltstore.SeqKeyForTest(7))
+	})
 	db.Close()
 	if _, err := boltstore.Open(path, testKey(), boltstore.Options{Log: receipt.NewLog(testKey(), receipt.LogOptions{})}); err == nil || !strings.Contains(err.Error(), "receipt log corrupt") {
 		t.Fatalf("open with a leaf hole: %v", err)
 	}
 }
-

@@ -21,6 +21,7 @@ import (
 //	log:<seq>        a commit made the log's head <seq> (sent inside the
 //	                 committing transaction, so delivered when it commits)
 //	ev:<JSON array>  events that happened on one replica, as references
+//	up:<id>          a replica started: relay events again, someone listens
 const notifyChannel = "chio"
 
 // Bus relays kernel events between replicas (kernel.EventRelay). A NOTIFY
@@ -30,13 +31,14 @@ const notifyChannel = "chio"
 // is at least as new as the event (the event is sent after its commit).
 // A replica with no subscriber reads nothing.
 type Bus struct {
-	s       *Store
-	out     chan eventRef
-	mu      sync.Mutex
-	sub     Subscriber
-	dropped atomic.Int64
-	stop    chan struct{}
-	done    chan struct{}
+	s         *Store
+	listening chan struct{} // closed once LISTEN first holds
+	out       chan eventRef
+	mu        sync.Mutex
+	sub       Subscriber
+	dropped   atomic.Int64
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // Subscriber receives events relayed from other replicas; *kernel.Kernel
@@ -57,7 +59,7 @@ type eventRef struct {
 }
 
 func newBus(s *Store) *Bus {
-	b := &Bus{s: s, out: make(chan eventRef, RelayQueue), stop: make(chan struct{}), done: make(chan struct{})}
+	b := &Bus{s: s, listening: make(chan struct{}), out: make(chan eventRef, RelayQueue), stop: make(chan struct{}), done: make(chan struct{})}
 	go b.send()
 	return b
 }
@@ -115,7 +117,16 @@ func (b *Bus) send() {
 			b.flush(b.pending())
 			return
 		}
+		// Linger a moment so that one NOTIFY carries many events (each is
+		// a transaction in PostgreSQL); a wake-up a few ms late is fine.
+		select {
+		case <-time.After(RelayLinger):
+		case <-b.stop:
+		}
 		refs := append([]eventRef{first}, b.pending()...)
+		if b.s.alone.Load() {
+			continue // no other replica is alive to tell
+		}
 		b.flush(refs)
 	}
 }
@@ -190,7 +201,9 @@ func (s *Store) listenLoop(b *Bus) {
 	for s.bg.Err() == nil {
 		err := s.listenOnce(b, func() {
 			backoff = 100 * time.Millisecond
-			if !first {
+			if first {
+				close(b.listening)
+			} else {
 				if sub := b.subscriber(); sub != nil {
 					sub.ResetSubscribers()
 				}
@@ -232,6 +245,10 @@ func (s *Store) listenOnce(b *Bus, connected func()) error {
 		case strings.HasPrefix(n.Payload, "log:"):
 			if seq, err := strconv.ParseUint(n.Payload[4:], 10, 64); err == nil {
 				s.follow(seq)
+			}
+		case strings.HasPrefix(n.Payload, "up:"):
+			if n.Payload[3:] != s.id {
+				s.alone.Store(false)
 			}
 		case strings.HasPrefix(n.Payload, "ev:"):
 			var refs []eventRef

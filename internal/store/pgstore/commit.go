@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
@@ -117,60 +115,109 @@ type batchResult struct {
 	appended []*kernel.Appended
 }
 
-// runBatch runs the functions of live in one transaction.
+// runBatch runs the functions of live in one transaction: all at once, then
+// again one by one for those that read what an earlier one wrote (batch.go).
 func (s *Store) runBatch(live []*op) batchResult {
 	ctx, cancel := context.WithTimeout(s.bg, CommitTimeout)
 	defer cancel()
 	res := batchResult{culprit: -1, opErr: make([]error, len(live))}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		res.err = err
 		return res
 	}
-	defer tx.Rollback(context.Background()) // a no-op after Commit
-	w := newWriteTx(ctx, s, tx)
-	for i, o := range live {
-		w.begin()
-		err := runOp(o, w)
-		if w.dbErr != nil {
-			res.err, res.culprit = w.dbErr, i
-			return res
-		}
-		if err == nil {
-			// A receipt that cannot be signed fails its own decision, not
-			// the batch.
-			for _, a := range w.op.receipts {
-				if err = receipt.Validate(a.Receipt); err == nil && !textKey(a.Receipt.ID) {
-					err = fmt.Errorf("%w: receipt id %q", errBadKey, a.Receipt.ID)
-				}
-				if err != nil {
-					break
-				}
-			}
-		}
-		if err != nil {
-			w.drop()
-			res.opErr[i] = err
-			continue
-		}
-		w.keep()
+	b := newBatchTx(ctx, s, conn)
+	defer b.end()
+	var views []*fnTx
+	var errs []error
+	if len(live) == 1 {
+		views, errs = []*fnTx{newFnTx(b, 0, nil)}, make([]error, 1)
+		errs[0] = runOp(live[0], views[0])
+	} else {
+		views, errs = b.runConcurrent(live)
 	}
-	if w.empty() {
-		return res // nothing to write: the rollback releases the row locks
-	}
-	if res.appended, err = w.flush(); err != nil {
-		res.err = err
+	if err := b.aborted(); err != nil {
+		res.err, res.culprit = err, b.culprit
 		return res
 	}
-	if err := tx.Commit(ctx); err != nil {
-		res.err = fmt.Errorf("commit: %w", err)
+	written, kinds := map[string]bool{}, map[byte]bool{}
+	keep := func(i int, f *fnTx, err error) {
+		if err == nil {
+			err = signable(f.layer.receipts)
+		}
+		if err != nil {
+			res.opErr[i] = err // fails alone: its layer is dropped
+			return
+		}
+		f.layer.writes(func(k string) { written[k], kinds[k[0]] = true, true })
+		b.base.merge(f.layer)
+	}
+	var rerun []int
+	for i, f := range views {
+		if conflicts(f.reads, written, kinds) {
+			rerun = append(rerun, i) // it saw the state before an earlier function's write
+			continue
+		}
+		keep(i, f, errs[i])
+	}
+	for _, i := range rerun {
+		f := newFnTx(b, i, nil)
+		err := runOp(live[i], f)
+		if err := b.aborted(); err != nil {
+			res.err, res.culprit = err, b.culprit
+			return res
+		}
+		keep(i, f, err)
+	}
+	if b.base.empty() {
+		return res // nothing to write: the rollback releases the row locks
+	}
+	if res.appended, err = b.flush(); err != nil {
+		res.err = err
 		return res
 	}
 	return res
 }
 
+// end rolls back a transaction that did not commit (releasing its row
+// locks) and returns the connection; one that cannot roll back is closed
+// by the pool, which the server takes as a rollback.
+func (b *batchTx) end() {
+	if b.begun && !b.committed {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = b.conn.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+	b.conn.Release()
+}
+
+// conflicts reports whether a function read a key (or scanned a kind) that
+// kept functions wrote.
+func conflicts(reads, written map[string]bool, kinds map[byte]bool) bool {
+	for k := range reads {
+		if len(k) == 1 && kinds[k[0]] || len(k) > 1 && written[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// signable checks a function's receipts: one that cannot be signed fails
+// its own decision, not the batch.
+func signable(rs []*kernel.Appended) error {
+	for _, a := range rs {
+		if err := receipt.Validate(a.Receipt); err != nil {
+			return err
+		}
+		if !textKey(a.Receipt.ID) {
+			return fmt.Errorf("%w: receipt id %q", errBadKey, a.Receipt.ID)
+		}
+	}
+	return nil
+}
+
 // runOp isolates a panicking function: it fails alone, closed.
-func runOp(o *op, w *writeTx) (err error) {
+func runOp(o *op, w *fnTx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("pgstore: update function panicked: %v", r)

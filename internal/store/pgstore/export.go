@@ -32,7 +32,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 	x := receipt.NewExportWriter(w, receipt.ExportHeader{KernelKey: s.key.Public().String(),
 		ExportedAt: time.Now().UnixMilli(), Receipts: last})
 	var werr error
-	err = scanReceipts(ctx, tx, 1, last, func(_ uint64, raw []byte) bool {
+	err = scanReceipts(runnerOf(ctx, tx), 1, last, func(_ uint64, raw []byte) bool {
 		werr = x.Signed(raw)
 		return werr == nil && ctx.Err() == nil
 	})
@@ -58,7 +58,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rt := &readTx{s: s, ctx: ctx, q: tx}
+	rt := &readTx{s: s, ctx: ctx, snap: tx}
 	if err := exportEvidence(ctx, tx, last, "approval_token_id", "approval_request_id", func(id string) (any, error) {
 		req, err := rt.Approval(id)
 		if err != nil {

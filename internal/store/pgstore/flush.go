@@ -13,11 +13,12 @@ import (
 	"github.com/chiokernel/chio/receipt"
 )
 
-// flush writes the batch's layer: every row in one pipelined round trip,
-// ending with the log head's advance (which locks it) when the batch has
-// receipts; then, under that lock, the receipts are numbered, signed and
-// copied in. The caller commits.
-func (w *writeTx) flush() ([]*kernel.Appended, error) {
+// flush writes the batch's layer and commits: every row in one pipelined
+// round trip, ending with COMMIT — or, when the batch has receipts, with
+// the log head's advance (which locks it); then, under that lock, the
+// receipts are numbered, signed, and inserted with the COMMIT in a second
+// round trip. The lock is held for one signing and one round trip.
+func (w *batchTx) flush() ([]*kernel.Appended, error) {
 	b := w.base
 	batch := &pgx.Batch{}
 	w.queueCalls(batch)
@@ -64,32 +65,21 @@ func (w *writeTx) flush() ([]*kernel.Appended, error) {
 			ON CONFLICT (id) DO UPDATE SET batch = excluded.batch`, ids, raws)
 	}
 	n := len(b.receipts)
+	var last int64
 	if n > 0 {
 		// Last, so the lock on the head is held for as short as possible.
 		// The notification reaches the other replicas when this commits.
 		batch.Queue(`WITH h AS (UPDATE chio_log_head SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq),
 			n AS (SELECT pg_notify($2, 'log:' || last_seq) FROM h)
-			SELECT last_seq FROM h, n`, n, notifyChannel)
+			SELECT last_seq FROM h, n`, n, notifyChannel).QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
+	} else {
+		batch.Queue("COMMIT")
 	}
-	queued := batch.Len()
-	br := w.tx.SendBatch(w.ctx, batch)
-	var last int64
-	for i := 0; i < queued; i++ {
-		var err error
-		if n > 0 && i == queued-1 {
-			err = br.QueryRow().Scan(&last)
-		} else {
-			_, err = br.Exec()
-		}
-		if err != nil {
-			br.Close()
-			return nil, err
-		}
-	}
-	if err := br.Close(); err != nil {
+	if err := w.send(batch); err != nil {
 		return nil, err
 	}
 	if n == 0 {
+		w.committed = true
 		return nil, nil
 	}
 	first := uint64(last) - uint64(n) + 1
@@ -106,7 +96,7 @@ func (w *writeTx) flush() ([]*kernel.Appended, error) {
 // inserted (a concurrent insert of the same request id then fails this
 // transaction on the key: never overwrite a decision); the others upserted.
 // A dispatching call is owned by this replica: it is the one delivering it.
-func (w *writeTx) queueCalls(batch *pgx.Batch) {
+func (w *batchTx) queueCalls(batch *pgx.Batch) {
 	type cols struct {
 		ids, status []string
 		owner       []*string
@@ -136,7 +126,7 @@ func (w *writeTx) queueCalls(batch *pgx.Batch) {
 
 // queueCounters writes counters the same way: insert what was absent,
 // upsert the rest.
-func (w *writeTx) queueCounters(batch *pgx.Batch) {
+func (w *batchTx) queueCounters(batch *pgx.Batch) {
 	var insK, upsK [][]byte
 	var insV, upsV []int64
 	for k, v := range w.base.counters {
@@ -156,8 +146,9 @@ func (w *writeTx) queueCounters(batch *pgx.Batch) {
 }
 
 // writeReceipts signs the numbered receipts across all cores (their seqs
-// are fixed, so the bytes do not depend on scheduling) and copies them in.
-func (w *writeTx) writeReceipts(rs []*kernel.Appended) error {
+// are fixed, so the bytes do not depend on scheduling), inserts them and
+// commits.
+func (w *batchTx) writeReceipts(rs []*kernel.Appended) error {
 	n := len(rs)
 	errs := make([]error, n)
 	workers := min(runtime.GOMAXPROCS(0), (n+3)/4)
@@ -172,36 +163,67 @@ func (w *writeTx) writeReceipts(rs []*kernel.Appended) error {
 		}(k)
 	}
 	wg.Wait()
-	rows := make([][]any, n)
+	var c receiptCols
 	for i, a := range rs {
 		if errs[i] != nil {
 			return fmt.Errorf("pgstore: sign receipt %s: %w", a.Receipt.ID, errs[i])
 		}
-		rows[i] = receiptRow(a)
+		c.add(a)
 	}
-	_, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"chio_receipts"}, receiptColumns, pgx.CopyFromRows(rows))
-	return err
+	batch := &pgx.Batch{}
+	batch.Queue(insertReceipts, c.seq, c.id, c.ts, c.verdict, c.guard, c.server, c.tool, c.subject, c.request,
+		c.metaKeys, c.metaLo, c.metaHi, c.latency, c.raw, c.leaf)
+	batch.Queue("COMMIT")
+	if err := w.send(batch); err != nil {
+		return err
+	}
+	w.committed = true
+	return nil
 }
 
-var receiptColumns = []string{"seq", "id", "ts", "verdict", "guard", "server", "tool", "subject", "request_id",
-	"meta_keys", "latency_ms", "raw", "leaf"}
+// insertReceipts inserts a batch of receipts from column arrays; each
+// row's metadata keys are its slice (lo, hi] of one flat array.
+const insertReceipts = `INSERT INTO chio_receipts
+	(seq, id, ts, verdict, guard, server, tool, subject, request_id, meta_keys, latency_ms, raw, leaf)
+	SELECT u.seq, u.id, u.ts, u.verdict, u.guard, u.server, u.tool, u.subject, u.request_id,
+		coalesce(($10::bytea[])[u.lo + 1 : u.hi], '{}'::bytea[]), u.latency, u.raw, u.leaf
+	FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bytea[], $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[],
+		$9::bytea[], $11::int[], $12::int[], $13::float8[], $14::bytea[], $15::bytea[])
+		AS u(seq, id, ts, verdict, guard, server, tool, subject, request_id, lo, hi, latency, raw, leaf)`
 
-// receiptRow is a receipt's row: the signed bytes, their leaf hash, and the
-// fields audit queries filter on.
-func receiptRow(a *kernel.Appended) []any {
+// receiptCols are receipts' rows as columns: the signed bytes, their leaf
+// hash, and the fields audit queries filter on.
+type receiptCols struct {
+	seq, ts                                             []int64
+	id                                                  []string
+	verdict, guard, server, tool, subject, request, raw [][]byte
+	leaf, metaKeys                                      [][]byte
+	metaLo, metaHi                                      []int32
+	latency                                             []*float64
+}
+
+func (c *receiptCols) add(a *kernel.Appended) {
 	r := a.Receipt
-	keys := make([][]byte, 0, len(r.Metadata))
+	keys := make([]string, 0, len(r.Metadata))
 	for k := range r.Metadata {
-		keys = append(keys, []byte(k))
+		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return string(keys[i]) < string(keys[j]) })
+	sort.Strings(keys)
+	c.metaLo = append(c.metaLo, int32(len(c.metaKeys)))
+	for _, k := range keys {
+		c.metaKeys = append(c.metaKeys, []byte(k))
+	}
+	c.metaHi = append(c.metaHi, int32(len(c.metaKeys)))
 	var latency *float64
 	if v, ok := metaNumber(r.Metadata[receipt.LatencyKey]); ok {
 		latency = &v
 	}
 	leaf := receipt.LeafHash(a.Raw)
-	return []any{int64(r.Seq), r.ID, r.Timestamp, []byte(r.Decision.Verdict), []byte(r.Decision.Guard),
-		[]byte(r.ToolServer), []byte(r.ToolName), []byte(r.Subject), []byte(r.RequestID), keys, latency, a.Raw, leaf[:]}
+	c.seq, c.ts, c.id = append(c.seq, int64(r.Seq)), append(c.ts, r.Timestamp), append(c.id, r.ID)
+	c.verdict, c.guard = append(c.verdict, []byte(r.Decision.Verdict)), append(c.guard, []byte(r.Decision.Guard))
+	c.server, c.tool = append(c.server, []byte(r.ToolServer)), append(c.tool, []byte(r.ToolName))
+	c.subject, c.request = append(c.subject, []byte(r.Subject)), append(c.request, []byte(r.RequestID))
+	c.latency, c.raw, c.leaf = append(c.latency, latency), append(c.raw, a.Raw), append(c.leaf, leaf[:])
 }
 
 // metaNumber reads a metadata number the way receipt stats do after

@@ -11,7 +11,7 @@ const (
 	// DefaultCommitters is how many transactions one replica has in flight:
 	// functions read the database one round trip at a time, so a single
 	// committer would be bound by latency, not by the database.
-	DefaultCommitters = 4
+	DefaultCommitters = 1
 	// CommitTimeout bounds one batch's transaction.
 	CommitTimeout = 30 * time.Second
 	// ReadTimeout bounds one View.
@@ -31,6 +31,10 @@ const (
 	MaxNotifyPayload = 7800
 	// RelayQueue bounds events waiting to be relayed to other replicas.
 	RelayQueue = 65536
+	// RelayLinger is how long the relay waits to fill one NOTIFY.
+	RelayLinger = 2 * time.Millisecond
+	// ListenTimeout bounds how long Open waits for its LISTEN connection.
+	ListenTimeout = 15 * time.Second
 	// FollowInterval is how often the log catches up with other replicas'
 	// commits when no notification arrived.
 	FollowInterval = time.Second

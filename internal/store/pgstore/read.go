@@ -6,44 +6,70 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/kernel"
 )
 
-// readTx implements kernel.ReadTx over one pooled connection. Each read is
-// its own statement and sees what was committed when it ran.
+// readTx implements kernel.ReadTx. Keyed lookups are batched with other
+// Views' (reader.go); scans run on a connection taken when first needed.
+// Each read sees what was committed when it ran. With snap set (an
+// export's snapshot transaction) every read runs on it.
 type readTx struct {
-	s   *Store
-	ctx context.Context
-	q   querier
-	err error // a failure of a read that cannot return one (LastSeq)
+	s    *Store
+	ctx  context.Context
+	snap pgx.Tx
+	conn *pgxpool.Conn // taken for scans when first needed, released at the end
+	err  error         // a failure of a read that cannot return one (LastSeq)
 }
 
 func (r *readTx) wrap(err error) error { return fmt.Errorf("%w: %v", kernel.ErrUnavailable, err) }
 
-// one reads a single bytea column of one row; found=false when absent.
-func (r *readTx) one(sql string, arg any) ([]byte, bool, error) {
-	var raw []byte
-	err := r.q.QueryRow(r.ctx, sql, arg).Scan(&raw)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, false, nil
-	case err != nil:
-		return nil, false, r.wrap(err)
+// querier returns where scans run.
+func (r *readTx) querier() (querier, error) {
+	if r.snap != nil {
+		return r.snap, nil
 	}
-	return raw, true, nil
+	if r.conn == nil {
+		c, err := r.s.pool.Acquire(r.ctx)
+		if err != nil {
+			return nil, r.wrap(err)
+		}
+		r.conn = c
+	}
+	return r.conn, nil
+}
+
+func (r *readTx) release() {
+	if r.conn != nil {
+		r.conn.Release()
+	}
+}
+
+// lookup reads one row by key: batched, or on q in a snapshot.
+func (r *readTx) lookup(kind lookupKind, key string) (*query, error) {
+	if r.snap == nil {
+		return r.s.lookup(r.ctx, kind, key)
+	}
+	q := &query{kind: kind, key: key}
+	batch := &pgx.Batch{}
+	queueLookups(batch, []*query{q}, false)
+	if err := r.snap.SendBatch(r.ctx, batch).Close(); err != nil {
+		return nil, r.wrap(err)
+	}
+	return q, nil
 }
 
 func (r *readTx) Call(id string) (*kernel.CallRecord, error) {
 	if !textKey(id) {
 		return nil, kernel.ErrNotFound
 	}
-	raw, ok, err := r.one("SELECT rec FROM chio_calls WHERE request_id = $1", id)
-	if err != nil || !ok {
+	q, err := r.lookup(lookCall, id)
+	if err != nil || !q.found {
 		return nil, notFound(err)
 	}
-	return decodeCall(id, raw)
+	return decodeCall(id, q.raw)
 }
 
 func notFound(err error) error {
@@ -53,44 +79,51 @@ func notFound(err error) error {
 	return kernel.ErrNotFound
 }
 
-func (r *readTx) exists(sql string, arg any) (bool, error) {
-	var ok bool
-	if err := r.q.QueryRow(r.ctx, sql, arg).Scan(&ok); err != nil {
-		return false, r.wrap(err)
-	}
-	return ok, nil
-}
-
 func (r *readTx) Revoked(id string) (bool, error) {
 	if !textKey(id) {
 		return false, nil
 	}
-	return r.exists("SELECT EXISTS (SELECT 1 FROM chio_revoked WHERE capability_id = $1)", id)
+	q, err := r.lookup(lookRevoked, id)
+	if err != nil {
+		return false, err
+	}
+	return q.found, nil
 }
 
 func (r *readTx) Counter(key string) (uint64, error) {
-	var v int64
-	err := r.q.QueryRow(r.ctx, "SELECT value FROM chio_counters WHERE key = $1", []byte(key)).Scan(&v)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, nil
-	case err != nil:
-		return 0, r.wrap(err)
+	q, err := r.lookup(lookCounter, key)
+	if err != nil {
+		return 0, err
 	}
-	return uint64(v), nil
+	return uint64(q.num), nil
 }
 
-func (r *readTx) Receipt(id string) ([]byte, error) { return readReceipt(r.ctx, r.q, id, r.wrap) }
+func (r *readTx) Receipt(id string) ([]byte, error) {
+	q, err := r.querier()
+	if err != nil {
+		return nil, err
+	}
+	return readReceipt(r.ctx, q, id, r.wrap)
+}
 
 func (r *readTx) Receipts(from, to uint64, fn func(uint64, []byte) bool) error {
-	if err := scanReceipts(r.ctx, r.q, from, to, fn); err != nil {
+	q, err := r.querier()
+	if err != nil {
+		return err
+	}
+	if err := scanReceipts(runnerOf(r.ctx, q), from, to, fn); err != nil {
 		return r.wrap(err)
 	}
 	return nil
 }
 
 func (r *readTx) LastSeq() uint64 {
-	n, err := lastSeq(r.ctx, r.q)
+	q, err := r.querier()
+	if err != nil {
+		r.err = err
+		return 0
+	}
+	n, err := lastSeq(r.ctx, q)
 	if err != nil && r.err == nil {
 		r.err = r.wrap(err)
 	}
@@ -101,19 +134,23 @@ func (r *readTx) Approval(id string) (*approval.Request, error) {
 	if !textKey(id) {
 		return nil, kernel.ErrNotFound
 	}
-	raw, ok, err := r.one("SELECT req FROM chio_approvals WHERE approval_id = $1", id)
-	if err != nil || !ok {
+	q, err := r.lookup(lookApproval, id)
+	if err != nil || !q.found {
 		return nil, notFound(err)
 	}
-	return decodeApproval(id, raw)
+	return decodeApproval(id, q.raw)
 }
 
 // PendingApprovals pages through pending requests by id (UUIDv7: oldest
 // first).
 func (r *readTx) PendingApprovals(fn func(*approval.Request) bool) error {
+	qr, err := r.querier()
+	if err != nil {
+		return err
+	}
 	after := ""
 	for {
-		rows, err := r.q.Query(r.ctx, `SELECT approval_id, req FROM chio_approvals
+		rows, err := qr.Query(r.ctx, `SELECT approval_id, req FROM chio_approvals
 			WHERE status = 'pending' AND approval_id > $1 ORDER BY approval_id LIMIT $2`, after, ScanChunk)
 		if err != nil {
 			return r.wrap(err)
@@ -153,22 +190,30 @@ func (r *readTx) Consumed(tokenID string) (bool, error) {
 	if !textKey(tokenID) {
 		return false, nil
 	}
-	return r.exists("SELECT EXISTS (SELECT 1 FROM chio_consumed WHERE token_id = $1)", tokenID)
+	q, err := r.lookup(lookConsumed, tokenID)
+	if err != nil {
+		return false, err
+	}
+	return q.found, nil
 }
 
 func (r *readTx) Batch(id string) (*approval.Batch, error) {
 	if !textKey(id) {
 		return nil, kernel.ErrNotFound
 	}
-	raw, ok, err := r.one("SELECT batch FROM chio_batches WHERE id = $1", id)
-	if err != nil || !ok {
+	q, err := r.lookup(lookBatch, id)
+	if err != nil || !q.found {
 		return nil, notFound(err)
 	}
-	return decodeBatch(id, raw)
+	return decodeBatch(id, q.raw)
 }
 
 func (r *readTx) Batches(fn func(*approval.Batch) bool) error {
-	rows, err := r.q.Query(r.ctx, "SELECT id, batch FROM chio_batches ORDER BY id")
+	qr, err := r.querier()
+	if err != nil {
+		return err
+	}
+	rows, err := qr.Query(r.ctx, "SELECT id, batch FROM chio_batches ORDER BY id")
 	if err != nil {
 		return r.wrap(err)
 	}
@@ -201,7 +246,11 @@ func (r *readTx) Batches(fn func(*approval.Batch) bool) error {
 
 func (r *readTx) Dispatching(fn func(*kernel.CallRecord) bool) error {
 	var ids []string
-	if err := scanDispatchingIDs(r.ctx, r.q, func(id string) { ids = append(ids, id) }); err != nil {
+	qr, err := r.querier()
+	if err != nil {
+		return err
+	}
+	if err := scanDispatchingIDs(r.ctx, qr, func(id string) { ids = append(ids, id) }); err != nil {
 		return r.wrap(err)
 	}
 	for _, id := range ids {
@@ -236,32 +285,47 @@ func readReceipt(ctx context.Context, q querier, id string, wrap func(error) err
 	return raw, nil
 }
 
-// scanReceipts visits receipts with seq in [from, to], ascending, a chunk
-// per query so that stopping early costs at most one chunk.
-func scanReceipts(ctx context.Context, q querier, from, to uint64, fn func(uint64, []byte) bool) error {
-	from = max(from, 1)
-	for from <= to {
-		rows, err := q.Query(ctx, "SELECT seq, raw FROM chio_receipts WHERE seq >= $1 AND seq <= $2 ORDER BY seq LIMIT $3",
-			int64(from), int64(min(to, 1<<62)), ScanChunk)
+// runner runs one query and hands its rows to scan.
+type runner func(sql string, args []any, scan func(pgx.Rows) error) error
+
+// runnerOf runs queries on q.
+func runnerOf(ctx context.Context, q querier) runner {
+	return func(sql string, args []any, scan func(pgx.Rows) error) error {
+		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
+		defer rows.Close()
+		if err := scan(rows); err != nil {
+			return err
+		}
+		return rows.Err()
+	}
+}
+
+// scanReceipts visits receipts with seq in [from, to], ascending, a chunk
+// per query so that stopping early costs at most one chunk.
+func scanReceipts(run runner, from, to uint64, fn func(uint64, []byte) bool) error {
+	from = max(from, 1)
+	for from <= to {
 		type hit struct {
 			seq uint64
 			raw []byte
 		}
 		var page []hit
-		for rows.Next() {
-			var seq int64
-			var raw []byte
-			if err := rows.Scan(&seq, &raw); err != nil {
-				rows.Close()
-				return err
-			}
-			page = append(page, hit{uint64(seq), raw})
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		err := run("SELECT seq, raw FROM chio_receipts WHERE seq >= $1 AND seq <= $2 ORDER BY seq LIMIT $3",
+			[]any{int64(from), int64(min(to, 1<<62)), ScanChunk}, func(rows pgx.Rows) error {
+				for rows.Next() {
+					var seq int64
+					var raw []byte
+					if err := rows.Scan(&seq, &raw); err != nil {
+						return err
+					}
+					page = append(page, hit{uint64(seq), raw})
+				}
+				return nil
+			})
+		if err != nil {
 			return err
 		}
 		for _, h := range page {

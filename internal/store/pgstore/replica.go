@@ -58,6 +58,14 @@ func (s *Store) heartbeat() {
 			slog.Warn("replica heartbeat failed", "err", err)
 			s.setHealth(err)
 		}
+		if err == nil {
+			var others int
+			err = s.pool.QueryRow(ctx, `SELECT count(*) FROM chio_replicas WHERE id <> $1 AND heartbeat_ms >= `+dbNowMS+` - $2`,
+				s.id, s.opts.Lease.Milliseconds()).Scan(&others)
+			// A replica that starts now is told nothing until the next beat:
+			// its waiters started after this check, and they re-read state.
+			s.alone.Store(err == nil && others == 0)
+		}
 		if beats++; beats%50 == 0 {
 			s.prune(ctx)
 		}

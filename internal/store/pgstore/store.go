@@ -58,9 +58,11 @@ type Store struct {
 	closed  bool
 	depth   atomic.Int64
 	health  atomic.Pointer[error] // the last commit's or heartbeat's failure
+	alone   atomic.Bool           // no other live replica (heartbeat): events need no relay
 
-	logMu sync.Mutex // one feeder of opts.Log at a time (logfeed.go)
-	bus   *Bus
+	logMu   sync.Mutex  // one feeder of opts.Log at a time (logfeed.go)
+	lookups chan *query // Views' keyed reads (reader.go)
+	bus     *Bus
 
 	bg     context.Context // background work: heartbeat, follower, bus
 	stopBg context.CancelFunc
@@ -109,7 +111,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	s := &Store{pool: pool, key: opts.Key, opts: opts, id: kernel.NewID("rp-"),
-		queue: make(chan *op, QueueCapacity), closing: make(chan struct{})}
+		queue: make(chan *op, QueueCapacity), closing: make(chan struct{}), lookups: make(chan *query, QueueCapacity)}
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	if err := s.init(ctx); err != nil {
 		s.stopBg()
@@ -121,10 +123,29 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		go s.commitLoop()
 	}
 	s.bus = newBus(s)
-	s.bgWG.Add(3)
+	s.bgWG.Add(3 + readers)
 	go s.heartbeat()
 	go s.follower()
 	go s.bus.listen()
+	for range readers {
+		go s.readLoop()
+	}
+	// Serve only once other replicas' events and commits reach this one: a
+	// waiter that subscribed before LISTEN held would miss them.
+	select {
+	case <-s.bus.listening:
+	case <-ctx.Done():
+		s.Close()
+		return nil, fmt.Errorf("pgstore: LISTEN: %w", ctx.Err())
+	case <-time.After(ListenTimeout):
+		s.Close()
+		return nil, fmt.Errorf("pgstore: could not LISTEN for other replicas' events within %s", ListenTimeout)
+	}
+	// Replicas that believed themselves alone relay their events again.
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, "up:"+s.id); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("pgstore: announce replica: %w", err)
+	}
 	return s, nil
 }
 
@@ -221,12 +242,8 @@ func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
 func (s *Store) View(fn func(kernel.ReadTx) error) error {
 	ctx, cancel := context.WithTimeout(s.bg, ReadTimeout)
 	defer cancel()
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %v", kernel.ErrUnavailable, err)
-	}
-	defer conn.Release()
-	rt := &readTx{s: s, ctx: ctx, q: conn}
+	rt := &readTx{s: s, ctx: ctx}
+	defer rt.release()
 	if err := fn(rt); err != nil {
 		return err
 	}

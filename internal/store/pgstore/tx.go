@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,40 +14,32 @@ import (
 	"github.com/chiokernel/chio/receipt"
 )
 
-// writeTx implements kernel.Tx inside one batch transaction.
+// fnTx implements kernel.Tx for one function of a batch.
 //
 // Reads lock what they return (SELECT … FOR UPDATE), so a check a function
 // makes still holds when the batch commits; a second replica's function
 // reading the same row waits, then sees this commit. Writes go to the
-// running function's layer; a function that succeeds merges its layer into
-// the batch's, one that fails is dropped without a trace — PostgreSQL
-// never saw its writes. flush writes the batch's layer at the end.
-type writeTx struct {
-	ctx   context.Context
-	s     *Store
-	tx    pgx.Tx
-	dbErr error  // a statement failed: the transaction is aborted
-	base  *layer // the functions kept so far
-	op    *layer // the function running now
-
-	// Rows this transaction read (and so locked); found=false: absent. An
-	// absent row another transaction inserts meanwhile makes this one's
-	// insert fail on the unique key, and the batch runs again.
-	dbCalls    map[string]dbRow
-	dbApproval map[string]dbRow
-	dbCounters map[string]counterRow
-	dbBatches  map[string]dbRow
+// function's own layer: a function that fails is dropped without a trace
+// (PostgreSQL never saw its writes), one that is kept merges its layer into
+// the batch's, and flush writes that at the end.
+type fnTx struct {
+	b      *batchTx
+	idx    int
+	layer  *layer
+	reads  map[string]bool // conflict keys this function read (see batch.go)
+	events chan<- event    // nil: running alone, reads go straight to the database
 }
 
-type dbRow struct {
-	found bool
-	raw   []byte
-}
-
-type counterRow struct {
-	found bool
-	value uint64
-}
+// Conflict keys: a kind letter and the row's key; a kind letter alone is a
+// scan over every row of that kind.
+const (
+	kCall     = "c"
+	kApproval = "a"
+	kCounter  = "n"
+	kRevoked  = "r"
+	kConsumed = "t"
+	kBatch    = "b"
+)
 
 // layer is one function's (or the batch's) buffered writes.
 type layer struct {
@@ -72,65 +63,97 @@ type approvalRow struct {
 	raw     []byte
 }
 
-func newLayer() *layer {
-	return &layer{calls: map[string]callRow{}, approvals: map[string]approvalRow{}, counters: map[string]uint64{},
-		revoked: map[string]int64{}, consumed: map[string]string{}, batches: map[string][]byte{}}
+// newLayer returns an empty layer; its maps are made on first write (most
+// functions write one or two kinds).
+func newLayer() *layer { return &layer{} }
+
+// put sets m[k] = v, making m first if needed.
+func put[V any](m *map[string]V, k string, v V) {
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[k] = v
 }
 
-func newWriteTx(ctx context.Context, s *Store, tx pgx.Tx) *writeTx {
-	return &writeTx{ctx: ctx, s: s, tx: tx, base: newLayer(), dbCalls: map[string]dbRow{},
-		dbApproval: map[string]dbRow{}, dbCounters: map[string]counterRow{}, dbBatches: map[string]dbRow{}}
+func newFnTx(b *batchTx, idx int, events chan<- event) *fnTx {
+	return &fnTx{b: b, idx: idx, layer: newLayer(), reads: map[string]bool{}, events: events}
 }
 
-func (w *writeTx) begin() { w.op = newLayer() }
-func (w *writeTx) drop()  { w.op = nil }
+// writes lists the conflict keys a layer writes.
+func (l *layer) writes(fn func(key string)) {
+	for k := range l.calls {
+		fn(kCall + k)
+	}
+	for k := range l.approvals {
+		fn(kApproval + k)
+	}
+	for k := range l.counters {
+		fn(kCounter + k)
+	}
+	for k := range l.revoked {
+		fn(kRevoked + k)
+	}
+	for k := range l.consumed {
+		fn(kConsumed + k)
+	}
+	for k := range l.batches {
+		fn(kBatch + k)
+	}
+}
 
-func (w *writeTx) keep() {
-	o, b := w.op, w.base
+// merge adds a kept function's writes to the batch's.
+func (l *layer) merge(o *layer) {
 	for k, v := range o.calls {
-		b.calls[k] = v
+		put(&l.calls, k, v)
 	}
 	for k, v := range o.approvals {
-		b.approvals[k] = v
+		put(&l.approvals, k, v)
 	}
 	for k, v := range o.counters {
-		b.counters[k] = v
+		put(&l.counters, k, v)
 	}
 	for k, v := range o.revoked {
-		if _, ok := b.revoked[k]; !ok {
-			b.revoked[k] = v
+		if _, ok := l.revoked[k]; !ok {
+			put(&l.revoked, k, v)
 		}
 	}
 	for k, v := range o.consumed {
-		b.consumed[k] = v
+		put(&l.consumed, k, v)
 	}
 	for k, v := range o.batches {
-		b.batches[k] = v
+		put(&l.batches, k, v)
 	}
-	b.receipts = append(b.receipts, o.receipts...)
-	w.op = nil
+	l.receipts = append(l.receipts, o.receipts...)
 }
 
-func (w *writeTx) empty() bool {
-	b := w.base
-	return len(b.calls)+len(b.approvals)+len(b.counters)+len(b.revoked)+len(b.consumed)+len(b.batches)+len(b.receipts) == 0
+func (l *layer) empty() bool {
+	return len(l.calls)+len(l.approvals)+len(l.counters)+len(l.revoked)+len(l.consumed)+len(l.batches)+len(l.receipts) == 0
 }
 
-// layers are searched newest first.
-func (w *writeTx) layers() []*layer {
-	if w.op != nil {
-		return []*layer{w.op, w.base}
-	}
-	return []*layer{w.base}
+// run gets a statement answered: in the batch's next pipeline while
+// functions run concurrently, or now when this one runs alone.
+func (f *fnTx) run(sql string, args []any, scan func(pgx.Rows) error) error {
+	return f.ask(&query{fn: f.idx, sql: sql, args: args, scan: scan})
 }
 
-// fail records a statement error: the transaction is aborted, and the
-// batch is retried without the function that caused it (commit.go).
-func (w *writeTx) fail(err error) error {
-	if w.dbErr == nil {
-		w.dbErr = err
+// lookup reads one row by key (batch.go: lookups).
+func (f *fnTx) lookup(kind lookupKind, key string) (*query, error) {
+	q := &query{fn: f.idx, kind: kind, key: key}
+	return q, f.ask(q)
+}
+
+func (f *fnTx) ask(q *query) error {
+	if f.events == nil {
+		f.b.pipeline([]*query{q})
+	} else {
+		q.done = make(chan struct{})
+		f.events <- q
+		<-q.done
 	}
-	return fmt.Errorf("%w: %v", kernel.ErrUnavailable, err)
+	if q.err != nil {
+		return fmt.Errorf("%w: %v", kernel.ErrUnavailable, q.err)
+	}
+	return nil
 }
 
 // errBadKey: a key no row can have (PostgreSQL text holds no NUL).
@@ -140,35 +163,46 @@ func textKey(s string) bool {
 	return s != "" && utf8.ValidString(s) && !slices.Contains([]byte(s), 0)
 }
 
-// row reads one locked row into cache.
-func (w *writeTx) row(cache map[string]dbRow, sql, key string) (dbRow, error) {
-	if r, ok := cache[key]; ok {
+// row reads one locked row of a cached kind.
+func (f *fnTx) row(cache map[string]dbRow, kind lookupKind, key string) (dbRow, error) {
+	f.b.mu.Lock()
+	r, ok := cache[key]
+	f.b.mu.Unlock()
+	if ok {
 		return r, nil
 	}
-	var raw []byte
-	err := w.tx.QueryRow(w.ctx, sql, key).Scan(&raw)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		cache[key] = dbRow{}
-		return dbRow{}, nil
-	case err != nil:
-		return dbRow{}, w.fail(err)
+	q, err := f.lookup(kind, key)
+	if err != nil {
+		return dbRow{}, err
 	}
-	r := dbRow{found: true, raw: raw}
-	cache[key] = r
+	r = dbRow{found: q.found, raw: q.raw}
+	f.b.mu.Lock()
+	if prev, ok := cache[key]; ok {
+		r = prev // another function read it in the same pipeline
+	} else {
+		cache[key] = r
+	}
+	f.b.mu.Unlock()
 	return r, nil
 }
 
-func (w *writeTx) Call(id string) (*kernel.CallRecord, error) {
-	for _, l := range w.layers() {
-		if c, ok := l.calls[id]; ok {
-			return decodeCall(id, c.raw)
-		}
+func (f *fnTx) exists(kind lookupKind, key string) (bool, error) {
+	q, err := f.lookup(kind, key)
+	return q.found, err
+}
+
+func (f *fnTx) Call(id string) (*kernel.CallRecord, error) {
+	if c, ok := f.layer.calls[id]; ok {
+		return decodeCall(id, c.raw)
+	}
+	f.reads[kCall+id] = true
+	if c, ok := f.b.base.calls[id]; ok {
+		return decodeCall(id, c.raw)
 	}
 	if !textKey(id) {
 		return nil, kernel.ErrNotFound
 	}
-	r, err := w.row(w.dbCalls, "SELECT rec FROM chio_calls WHERE request_id = $1 FOR UPDATE", id)
+	r, err := f.row(f.b.dbCalls, lookCall, id)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +212,7 @@ func (w *writeTx) Call(id string) (*kernel.CallRecord, error) {
 	return decodeCall(id, r.raw)
 }
 
-func (w *writeTx) PutCall(c *kernel.CallRecord) error {
+func (f *fnTx) PutCall(c *kernel.CallRecord) error {
 	if !textKey(c.RequestID) {
 		return fmt.Errorf("%w: request id %q", errBadKey, c.RequestID)
 	}
@@ -186,108 +220,131 @@ func (w *writeTx) PutCall(c *kernel.CallRecord) error {
 	if err != nil {
 		return err
 	}
-	w.op.calls[c.RequestID] = callRow{status: c.Status, raw: raw}
+	put(&f.layer.calls, c.RequestID, callRow{status: c.Status, raw: raw})
 	return nil
 }
 
-func (w *writeTx) Revoked(id string) (bool, error) {
-	for _, l := range w.layers() {
-		if _, ok := l.revoked[id]; ok {
-			return true, nil
-		}
+func (f *fnTx) Revoked(id string) (bool, error) {
+	if _, ok := f.layer.revoked[id]; ok {
+		return true, nil
+	}
+	f.reads[kRevoked+id] = true
+	if _, ok := f.b.base.revoked[id]; ok {
+		return true, nil
 	}
 	if !textKey(id) {
 		return false, nil
 	}
-	return w.exists("SELECT EXISTS (SELECT 1 FROM chio_revoked WHERE capability_id = $1)", id)
+	return f.exists(lookRevoked, id)
 }
 
-func (w *writeTx) exists(sql string, arg any) (bool, error) {
-	var ok bool
-	if err := w.tx.QueryRow(w.ctx, sql, arg).Scan(&ok); err != nil {
-		return false, w.fail(err)
-	}
-	return ok, nil
-}
-
-func (w *writeTx) Revoke(id string, at int64) error {
+func (f *fnTx) Revoke(id string, at int64) error {
 	if !textKey(id) {
 		return fmt.Errorf("%w: capability id %q", errBadKey, id)
 	}
-	if ok, err := w.Revoked(id); err != nil || ok {
+	if ok, err := f.Revoked(id); err != nil || ok {
 		return err // the first revocation time wins
 	}
-	w.op.revoked[id] = at
+	put(&f.layer.revoked, id, at)
 	return nil
 }
 
-func (w *writeTx) Counter(key string) (uint64, error) {
-	for _, l := range w.layers() {
-		if v, ok := l.counters[key]; ok {
-			return v, nil
-		}
+func (f *fnTx) Counter(key string) (uint64, error) {
+	if v, ok := f.layer.counters[key]; ok {
+		return v, nil
 	}
-	if r, ok := w.dbCounters[key]; ok {
+	f.reads[kCounter+key] = true
+	if v, ok := f.b.base.counters[key]; ok {
+		return v, nil
+	}
+	f.b.mu.Lock()
+	r, ok := f.b.dbCounters[key]
+	f.b.mu.Unlock()
+	if ok {
 		return r.value, nil
 	}
-	var v int64
-	err := w.tx.QueryRow(w.ctx, "SELECT value FROM chio_counters WHERE key = $1 FOR UPDATE", []byte(key)).Scan(&v)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		w.dbCounters[key] = counterRow{}
-		return 0, nil
-	case err != nil:
-		return 0, w.fail(err)
+	q, err := f.lookup(lookCounter, key)
+	if err != nil {
+		return 0, err
 	}
-	w.dbCounters[key] = counterRow{found: true, value: uint64(v)}
-	return uint64(v), nil
+	r = counterRow{found: q.found, value: uint64(q.num)}
+	f.b.mu.Lock()
+	if prev, ok := f.b.dbCounters[key]; ok {
+		r = prev
+	} else {
+		f.b.dbCounters[key] = r
+	}
+	f.b.mu.Unlock()
+	return r.value, nil
 }
 
-func (w *writeTx) SetCounter(key string, v uint64) error {
+func (f *fnTx) SetCounter(key string, v uint64) error {
 	if v > 1<<62 {
 		return fmt.Errorf("pgstore: counter %d out of range", v)
 	}
-	w.op.counters[key] = v
+	put(&f.layer.counters, key, v)
 	return nil
 }
 
-func (w *writeTx) Receipt(id string) ([]byte, error) {
-	return readReceipt(w.ctx, w.tx, id, w.fail)
-}
-
-func (w *writeTx) Receipts(from, to uint64, fn func(uint64, []byte) bool) error {
-	if err := scanReceipts(w.ctx, w.tx, from, to, fn); err != nil {
-		return w.fail(err)
+func (f *fnTx) Receipt(id string) ([]byte, error) {
+	if !textKey(id) {
+		return nil, kernel.ErrNotFound
 	}
-	return nil
+	raw, ok, err := f.bytesRow("SELECT raw FROM chio_receipts WHERE id = $1", id)
+	if err == nil && !ok {
+		err = kernel.ErrNotFound
+	}
+	return raw, err
+}
+
+func (f *fnTx) bytesRow(sql string, arg any) ([]byte, bool, error) {
+	var raw []byte
+	found := false
+	err := f.run(sql, []any{arg}, func(rows pgx.Rows) error {
+		if rows.Next() {
+			found = true
+			return rows.Scan(&raw)
+		}
+		return nil
+	})
+	return raw, found, err
+}
+
+func (f *fnTx) Receipts(from, to uint64, fn func(uint64, []byte) bool) error {
+	return scanReceipts(f.run, from, to, fn)
 }
 
 // LastSeq is the last committed seq; this batch's receipts are numbered
 // after it only when the batch commits.
-func (w *writeTx) LastSeq() uint64 {
-	n, err := lastSeq(w.ctx, w.tx)
-	if err != nil {
-		w.fail(err)
-	}
-	return n
+func (f *fnTx) LastSeq() uint64 {
+	var n int64
+	_ = f.run("SELECT last_seq FROM chio_log_head WHERE id = 1", nil, func(rows pgx.Rows) error {
+		if rows.Next() {
+			return rows.Scan(&n)
+		}
+		return nil
+	})
+	return uint64(n) // a failure aborts the batch (batch.go)
 }
 
-func (w *writeTx) AppendReceipt(r *receipt.Receipt) *kernel.Appended {
+func (f *fnTx) AppendReceipt(r *receipt.Receipt) *kernel.Appended {
 	a := &kernel.Appended{Receipt: r}
-	w.op.receipts = append(w.op.receipts, a)
+	f.layer.receipts = append(f.layer.receipts, a)
 	return a
 }
 
-func (w *writeTx) Approval(id string) (*approval.Request, error) {
-	for _, l := range w.layers() {
-		if a, ok := l.approvals[id]; ok {
-			return decodeApproval(id, a.raw)
-		}
+func (f *fnTx) Approval(id string) (*approval.Request, error) {
+	if a, ok := f.layer.approvals[id]; ok {
+		return decodeApproval(id, a.raw)
+	}
+	f.reads[kApproval+id] = true
+	if a, ok := f.b.base.approvals[id]; ok {
+		return decodeApproval(id, a.raw)
 	}
 	if !textKey(id) {
 		return nil, kernel.ErrNotFound
 	}
-	r, err := w.row(w.dbApproval, "SELECT req FROM chio_approvals WHERE approval_id = $1 FOR UPDATE", id)
+	r, err := f.row(f.b.dbApproval, lookApproval, id)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +354,7 @@ func (w *writeTx) Approval(id string) (*approval.Request, error) {
 	return decodeApproval(id, r.raw)
 }
 
-func (w *writeTx) PutApproval(r *approval.Request) error {
+func (f *fnTx) PutApproval(r *approval.Request) error {
 	if !textKey(r.ApprovalID) {
 		return fmt.Errorf("%w: approval id %q", errBadKey, r.ApprovalID)
 	}
@@ -305,28 +362,58 @@ func (w *writeTx) PutApproval(r *approval.Request) error {
 	if err != nil {
 		return err
 	}
-	w.op.approvals[r.ApprovalID] = approvalRow{status: r.Status, expires: r.ExpiresAt, raw: raw}
+	put(&f.layer.approvals, r.ApprovalID, approvalRow{status: r.Status, expires: r.ExpiresAt, raw: raw})
 	return nil
 }
 
-func (w *writeTx) PendingApprovals(fn func(*approval.Request) bool) error {
-	ids := map[string]bool{}
-	err := scanPendingIDs(w.ctx, w.tx, func(id string) { ids[id] = true })
-	if err != nil {
-		return w.fail(err)
-	}
-	for _, l := range w.layers() {
-		for id := range l.approvals {
-			ids[id] = true
+// ids reads a column of ids.
+func (f *fnTx) ids(sql string) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := f.run(sql, nil, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			out[id] = true
+		}
+		return nil
+	})
+	return out, err
+}
+
+// merged returns, sorted, the ids of db plus every id this function or the
+// batch wrote of that kind.
+func merged(db map[string]bool, layers ...[]string) []string {
+	for _, l := range layers {
+		for _, id := range l {
+			db[id] = true
 		}
 	}
-	order := make([]string, 0, len(ids))
-	for id := range ids {
-		order = append(order, id)
+	out := make([]string, 0, len(db))
+	for id := range db {
+		out = append(out, id)
 	}
-	slices.Sort(order) // ids are UUIDv7: oldest first
-	for _, id := range order {
-		r, err := w.Approval(id)
+	slices.Sort(out)
+	return out
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (f *fnTx) PendingApprovals(fn func(*approval.Request) bool) error {
+	f.reads[kApproval] = true
+	db, err := f.ids("SELECT approval_id FROM chio_approvals WHERE status = 'pending'")
+	if err != nil {
+		return err
+	}
+	for _, id := range merged(db, keysOf(f.layer.approvals), keysOf(f.b.base.approvals)) { // UUIDv7: oldest first
+		r, err := f.Approval(id)
 		if errors.Is(err, kernel.ErrNotFound) {
 			continue
 		}
@@ -340,46 +427,50 @@ func (w *writeTx) PendingApprovals(fn func(*approval.Request) bool) error {
 	return nil
 }
 
-func (w *writeTx) Consumed(tokenID string) (bool, error) {
-	for _, l := range w.layers() {
-		if _, ok := l.consumed[tokenID]; ok {
-			return true, nil
-		}
+func (f *fnTx) Consumed(tokenID string) (bool, error) {
+	if _, ok := f.layer.consumed[tokenID]; ok {
+		return true, nil
+	}
+	f.reads[kConsumed+tokenID] = true
+	if _, ok := f.b.base.consumed[tokenID]; ok {
+		return true, nil
 	}
 	if !textKey(tokenID) {
 		return false, nil
 	}
-	return w.exists("SELECT EXISTS (SELECT 1 FROM chio_consumed WHERE token_id = $1)", tokenID)
+	return f.exists(lookConsumed, tokenID)
 }
 
 // Consume buffers the token's row; the primary key decides at commit: of
 // two transactions consuming one token, the second fails on the key, runs
 // again, and its function then gets approval.ErrReplay here.
-func (w *writeTx) Consume(tokenID, approvalID string) error {
+func (f *fnTx) Consume(tokenID, approvalID string) error {
 	if !textKey(tokenID) || !textKey(approvalID) {
 		return fmt.Errorf("%w: token id %q", errBadKey, tokenID)
 	}
-	used, err := w.Consumed(tokenID)
+	used, err := f.Consumed(tokenID)
 	if err != nil {
 		return err
 	}
 	if used {
 		return approval.ErrReplay
 	}
-	w.op.consumed[tokenID] = approvalID
+	put(&f.layer.consumed, tokenID, approvalID)
 	return nil
 }
 
-func (w *writeTx) Batch(id string) (*approval.Batch, error) {
-	for _, l := range w.layers() {
-		if b, ok := l.batches[id]; ok {
-			return decodeBatch(id, b)
-		}
+func (f *fnTx) Batch(id string) (*approval.Batch, error) {
+	if b, ok := f.layer.batches[id]; ok {
+		return decodeBatch(id, b)
+	}
+	f.reads[kBatch+id] = true
+	if b, ok := f.b.base.batches[id]; ok {
+		return decodeBatch(id, b)
 	}
 	if !textKey(id) {
 		return nil, kernel.ErrNotFound
 	}
-	r, err := w.row(w.dbBatches, "SELECT batch FROM chio_batches WHERE id = $1 FOR UPDATE", id)
+	r, err := f.row(f.b.dbBatches, lookBatch, id)
 	if err != nil {
 		return nil, err
 	}
@@ -392,42 +483,33 @@ func (w *writeTx) Batch(id string) (*approval.Batch, error) {
 // Batches locks every standing approval (in id order, so two replicas
 // claiming slots never deadlock on them): its counters change only under
 // the lock, and two calls can never both take the last slot.
-func (w *writeTx) Batches(fn func(*approval.Batch) bool) error {
-	rows, err := w.tx.Query(w.ctx, "SELECT id, batch FROM chio_batches ORDER BY id FOR UPDATE")
+func (f *fnTx) Batches(fn func(*approval.Batch) bool) error {
+	f.reads[kBatch] = true
+	db := map[string]bool{}
+	err := f.run("SELECT id, batch FROM chio_batches ORDER BY id FOR UPDATE", nil, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			var raw []byte
+			if err := rows.Scan(&id, &raw); err != nil {
+				return err
+			}
+			db[id] = true
+			f.b.mu.Lock()
+			if _, ok := f.b.dbBatches[id]; !ok {
+				f.b.dbBatches[id] = dbRow{found: true, raw: raw}
+			}
+			f.b.mu.Unlock()
+		}
+		return nil
+	})
 	if err != nil {
-		return w.fail(err)
+		return err
 	}
-	for rows.Next() {
-		var id string
-		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			rows.Close()
-			return w.fail(err)
+	for _, id := range merged(db, keysOf(f.layer.batches), keysOf(f.b.base.batches)) {
+		b, err := f.Batch(id)
+		if errors.Is(err, kernel.ErrNotFound) {
+			continue
 		}
-		w.dbBatches[id] = dbRow{found: true, raw: raw}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return w.fail(err)
-	}
-	ids := map[string]bool{}
-	for id, r := range w.dbBatches {
-		if r.found {
-			ids[id] = true
-		}
-	}
-	for _, l := range w.layers() {
-		for id := range l.batches {
-			ids[id] = true
-		}
-	}
-	order := make([]string, 0, len(ids))
-	for id := range ids {
-		order = append(order, id)
-	}
-	slices.Sort(order)
-	for _, id := range order {
-		b, err := w.Batch(id)
 		if err != nil {
 			return err
 		}
@@ -438,7 +520,7 @@ func (w *writeTx) Batches(fn func(*approval.Batch) bool) error {
 	return nil
 }
 
-func (w *writeTx) PutBatch(b *approval.Batch) error {
+func (f *fnTx) PutBatch(b *approval.Batch) error {
 	if !textKey(b.Token.ID) {
 		return fmt.Errorf("%w: batch id %q", errBadKey, b.Token.ID)
 	}
@@ -446,27 +528,18 @@ func (w *writeTx) PutBatch(b *approval.Batch) error {
 	if err != nil {
 		return err
 	}
-	w.op.batches[b.Token.ID] = raw
+	put(&f.layer.batches, b.Token.ID, raw)
 	return nil
 }
 
-func (w *writeTx) Dispatching(fn func(*kernel.CallRecord) bool) error {
-	ids := map[string]bool{}
-	if err := scanDispatchingIDs(w.ctx, w.tx, func(id string) { ids[id] = true }); err != nil {
-		return w.fail(err)
+func (f *fnTx) Dispatching(fn func(*kernel.CallRecord) bool) error {
+	f.reads[kCall] = true
+	db, err := f.ids("SELECT request_id FROM chio_calls WHERE status = 'dispatching'")
+	if err != nil {
+		return err
 	}
-	for _, l := range w.layers() {
-		for id := range l.calls {
-			ids[id] = true
-		}
-	}
-	order := make([]string, 0, len(ids))
-	for id := range ids {
-		order = append(order, id)
-	}
-	slices.Sort(order)
-	for _, id := range order {
-		c, err := w.Call(id)
+	for _, id := range merged(db, keysOf(f.layer.calls), keysOf(f.b.base.calls)) {
+		c, err := f.Call(id)
 		if errors.Is(err, kernel.ErrNotFound) {
 			continue
 		}
