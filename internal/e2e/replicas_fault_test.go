@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,6 +84,15 @@ func TestReplicasKill9UnderLoad(t *testing.T) {
 	c.restart(0)
 
 	settle(t, c.node(1), l)
+	// Calls the victim had decided that nobody was told about (cut off by
+	// the kill) are taken over once its lease lapses: wait for every call
+	// with an allow receipt to settle.
+	waitFor(t, "every allowed call to settle", func() bool { return allSettled(t, c.node(2)) })
+	for i := 0; i < 3; i++ {
+		if strings.Contains(c.node(i).log(), "took over calls in flight") {
+			t.Logf("replica %d took over calls in flight of the killed replica", i)
+		}
+	}
 	for i := 0; i < 3; i++ {
 		checkCrashInvariants(t, c.node(i), tool, l)
 	}
@@ -92,6 +102,31 @@ func TestReplicasKill9UnderLoad(t *testing.T) {
 	}
 	t.Logf("calls sent per replica %d/%d/%d; %d receipts and %d parked approvals acknowledged, %d approvals presented",
 		sent[0].Load(), sent[1].Load(), sent[2].Load(), len(l.receipts), len(l.parked), l.approvals.Load())
+}
+
+// allSettled reports whether every call with an allow receipt has left
+// dispatching.
+func allSettled(t *testing.T, d *daemon) bool {
+	cursor := ""
+	for {
+		var page struct {
+			Receipts   []map[string]any `json:"receipts"`
+			NextCursor string           `json:"next_cursor"`
+		}
+		if d.do(t, "GET", "/v1/receipts?decision=allow&limit=1000&cursor="+cursor, nil, &page) != 200 {
+			return false
+		}
+		for _, r := range page.Receipts {
+			var st kernel.Outcome
+			if d.do(t, "GET", "/v1/calls/"+fmt.Sprint(r["request_id"]), nil, &st) != 200 || st.Status == kernel.StatusDispatching {
+				return false
+			}
+		}
+		if page.NextCursor == "" {
+			return true
+		}
+		cursor = page.NextCursor
+	}
 }
 
 // replicaWorker sends a mix of calls round-robin over the replicas until

@@ -80,26 +80,25 @@ func (s *Store) prune(ctx context.Context) {
 }
 
 // ClaimDeadlines implements kernel.Replicated: pending requests due at now
-// (the kernel's clock), not held by another replica's live claim, are
-// claimed for ClaimLease. SKIP LOCKED passes over requests another
-// transaction is changing right now; a later sweep sees them.
+// (the kernel's clock), not held by another live replica's claim, are
+// claimed for ClaimLease. A replica may claim one request again by id (its
+// timer retrying), never in a sweep (its timer may be firing it right
+// now). SKIP LOCKED passes over requests another transaction is changing
+// right now; a later sweep sees them.
 func (s *Store) ClaimDeadlines(ctx context.Context, now time.Time, id string, limit int) ([]string, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
-	filter := ""
-	args := []any{s.id, now.Unix(), limit, ClaimLease.Milliseconds()}
-	if id != "" {
-		filter = " AND approval_id = $5"
-		args = append(args, id)
-	}
+	args := []any{s.id, now.Unix(), limit, ClaimLease.Milliseconds(), id, s.opts.Lease.Milliseconds()}
 	rows, err := s.pool.Query(ctx, `UPDATE chio_approvals SET claimed_by = $1, claim_until = `+dbNowMS+` + $4
 		WHERE approval_id IN (
 			SELECT approval_id FROM chio_approvals
 			WHERE status = 'pending' AND expires_at <= $2
-				AND (claim_until < `+dbNowMS+` OR claimed_by = $1)`+filter+`
+				AND (claim_until < `+dbNowMS+` OR ($5::text <> '' AND claimed_by = $1) OR NOT EXISTS (SELECT 1 FROM chio_replicas r
+					WHERE r.id = claimed_by AND r.heartbeat_ms >= `+dbNowMS+` - $6))
+				AND ($5::text = '' OR approval_id = $5::text)
 			ORDER BY expires_at LIMIT $3
 			FOR UPDATE SKIP LOCKED)
 		RETURNING approval_id`, args...)
