@@ -36,7 +36,7 @@ lease_seconds = 3
 
 // cluster is n chiod replicas sharing one database and one kernel key.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	config string
 	dirs   []string
 	mu     sync.Mutex
@@ -44,7 +44,7 @@ type cluster struct {
 }
 
 // startPostgres starts this test's PostgreSQL server.
-func startPostgres(t *testing.T) *pgtest.Server {
+func startPostgres(t testing.TB) *pgtest.Server {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("replicas on PostgreSQL; run without -short")
@@ -59,7 +59,7 @@ func startPostgres(t *testing.T) *pgtest.Server {
 
 // startCluster writes policy (plus the [store] table) and starts n
 // replicas, each with its own data dir holding a copy of one kernel.pem.
-func startCluster(t *testing.T, srv *pgtest.Server, policy string, n int) *cluster {
+func startCluster(t testing.TB, srv *pgtest.Server, policy string, n int) *cluster {
 	t.Helper()
 	dsn, err := srv.CreateDatabase(t.Name())
 	if err != nil {

@@ -70,10 +70,11 @@ func replicaKernels(b *testing.B, n int) ([]*kernel.Kernel, keys.PrivateKey, []b
 }
 
 // BenchmarkAllowPathPG: decisions/s and latency, 64 concurrent callers
-// spread over 1 or 3 in-process replicas.
+// (or one: unloaded) spread over 1 or 3 in-process replicas.
 func BenchmarkAllowPathPG(b *testing.B) {
-	for _, n := range []int{1, 3} {
-		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
+	for _, c := range []struct{ n, callers int }{{1, 1}, {1, 64}, {3, 64}} {
+		n, callers := c.n, c.callers
+		b.Run(fmt.Sprintf("replicas=%d/callers=%d", n, callers), func(b *testing.B) {
 			ks, agent, capRaw, capID := replicaKernels(b, n)
 			args := json.RawMessage(`{"hello":"world"}`)
 			ph, _ := kernel.ParameterHash("demo", "echo", args, nil)
@@ -91,7 +92,7 @@ func BenchmarkAllowPathPG(b *testing.B) {
 			goCPU0, pgCPU0 := processCPU(), postgresCPU()
 			b.ResetTimer()
 			start := time.Now()
-			for w := 0; w < 64; w++ {
+			for w := 0; w < callers; w++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -121,7 +122,7 @@ func BenchmarkAllowPathPG(b *testing.B) {
 			b.ReportMetric(rate, "decisions/s")
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()), "p99-µs")
-			b.Logf("%d replicas: %d decisions in %s = %.0f/s; p50 %s p99 %s", n, b.N, elapsed.Round(time.Millisecond), rate,
+			b.Logf("%d replicas, %d callers: %d decisions in %s = %.0f/s; p50 %s p99 %s", n, callers, b.N, elapsed.Round(time.Millisecond), rate,
 				lat[len(lat)/2].Round(10*time.Microsecond), lat[min(len(lat)-1, len(lat)*99/100)].Round(10*time.Microsecond))
 		})
 	}
