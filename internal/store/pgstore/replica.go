@@ -57,6 +57,8 @@ func (s *Store) heartbeat() {
 		if err != nil && s.bg.Err() == nil {
 			slog.Warn("replica heartbeat failed", "err", err)
 			s.setHealth(err)
+		} else if err == nil {
+			s.setHealth(nil) // reachable again (a failing commit says otherwise at once)
 		}
 		if err == nil {
 			var others int
