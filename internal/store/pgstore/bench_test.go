@@ -137,9 +137,14 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// postgresCPU sums the CPU time of every postgres process (Linux /proc;
-// 0 elsewhere): the database's share of a decision.
+// postgresCPU sums the CPU time of this test's PostgreSQL server and its
+// backends (Linux /proc; 0 elsewhere): the database's share of a decision.
+// Other PostgreSQL servers on the machine are not counted.
 func postgresCPU() time.Duration {
+	srv, err := pgtest.Shared()
+	if err != nil {
+		return 0
+	}
 	var ticks int64
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range stats {
@@ -149,11 +154,15 @@ func postgresCPU() time.Duration {
 		}
 		s := string(b)
 		i := strings.LastIndex(s, ")")
-		if i < 0 || !strings.Contains(s[:i], "(postgres") {
+		if i < 0 {
 			continue
 		}
+		pid, _ := strconv.Atoi(strings.Fields(s[:i])[0])
 		f := strings.Fields(s[i+1:])
 		if len(f) < 13 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); pid != srv.PID() && ppid != srv.PID() {
 			continue
 		}
 		u, _ := strconv.ParseInt(f[11], 10, 64)

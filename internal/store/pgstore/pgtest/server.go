@@ -132,6 +132,9 @@ func (s *Server) DSN(db string) string {
 // Port is the server's TCP port.
 func (s *Server) Port() int { return s.port }
 
+// PID is the postmaster's process id (its backends are its children).
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // CreateDatabase creates a new, empty database and returns its DSN.
 func (s *Server) CreateDatabase(prefix string) (string, error) {
 	name := fmt.Sprintf("%s_%d_%d", sanitize(prefix), os.Getpid(), s.dbs.Add(1))
