@@ -28,8 +28,9 @@ const notifyChannel = "chio"
 // payload is limited to 8000 bytes and an approval can be far larger, so
 // only references travel — the event's type and the approval or request
 // id — and a receiving replica reads the state from the database, which
-// is at least as new as the event (the event is sent after its commit).
-// A replica with no subscriber reads nothing.
+// is at least as new as the event (the event is sent after its commit;
+// it may be newer — a request already resolved — and its own event then
+// follows). A replica with no subscriber reads nothing.
 type Bus struct {
 	s         *Store
 	listening chan struct{} // closed once LISTEN first holds
