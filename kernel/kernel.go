@@ -453,10 +453,10 @@ func (k *Kernel) tracksFirstN(grantID string) bool {
 }
 
 // firstNCount reads the durable count of a grant's first-N calls by a
-// subject. It is read from the store every time, never cached: a kernel
-// sharing the store with others would otherwise miss their calls, and a
-// count that is too high lets calls skip approval. A count that cannot be
-// read is 0: the call asks a human (fail closed).
+// subject. It is read from the store every time, never cached: a cached
+// count is wrong as soon as another kernel sharing the store counts a
+// call, and the guard decides from it whether a human is asked. A count
+// that cannot be read is 0: the call asks a human (fail closed).
 func (k *Kernel) firstNCount(key string) uint64 {
 	var n uint64
 	if err := k.store.View(func(tx ReadTx) error {
