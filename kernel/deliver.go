@@ -100,9 +100,6 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 		return err
 	}
 	*rec = next
-	if count {
-		k.firstNCounter(key).Add(1)
-	}
 	return nil
 }
 

@@ -15,7 +15,7 @@ func TestKernelImportsNoTransportOrDriver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	forbidden := []string{"net/http", "go.etcd.io/bbolt", "github.com/slack-go/slack", "net/smtp",
+	forbidden := []string{"net/http", "go.etcd.io/bbolt", "github.com/jackc/pgx", "github.com/slack-go/slack", "net/smtp",
 		"github.com/chiokernel/chio/internal/httpapi", "github.com/chiokernel/chio/channels"}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, f := range forbidden {

@@ -18,8 +18,11 @@ type ending struct {
 	verdict    string // the receipt's: receipt.Deny | receipt.Cancelled
 	guard      string // deny receipts only
 	reason     func(req *approval.Request) string
-	decidedBy  string         // who asked for the end, when someone did
-	meta       map[string]any // extra receipt metadata
+	// check, if set, replaces the pending check (it must refuse a request
+	// that is not pending).
+	check     func(req *approval.Request) error
+	decidedBy string         // who asked for the end, when someone did
+	meta      map[string]any // extra receipt metadata
 }
 
 // endPending ends pending request id and its parked call in ONE durable
@@ -34,7 +37,11 @@ func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, no
 		if err != nil {
 			return err
 		}
-		if req.Status != approval.StatusPending {
+		if e.check != nil {
+			if err := e.check(req); err != nil {
+				return err
+			}
+		} else if req.Status != approval.StatusPending {
 			return fmt.Errorf("%w: request is %s", approval.ErrNotPending, req.Status)
 		}
 		if rec, err = tx.Call(req.RequestID); err != nil {

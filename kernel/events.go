@@ -103,6 +103,7 @@ var poolLimits = [poolCount]struct{ max, buffer int }{
 type broker struct {
 	mu    sync.Mutex
 	pools [poolCount]map[chan Event]struct{}
+	relay EventRelay // other replicas (bus.go); nil when the store is ours alone
 }
 
 func newBroker() *broker {
@@ -151,6 +152,13 @@ func (k *Kernel) Subscribers(pool Pool) int {
 }
 
 func (b *broker) publish(e Event) {
+	b.publishLocal(e)
+	if b.relay != nil {
+		b.relay.Relay(e)
+	}
+}
+
+func (b *broker) publishLocal(e Event) {
 	e.wire = &wireOnce{}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -46,6 +46,9 @@ type Config struct {
 	// Schemas validates amended arguments against tools' input schemas;
 	// nil: no tool declares one.
 	Schemas SchemaValidator
+	// Relay carries events to the other replicas sharing Store (bus.go);
+	// nil: the store is this kernel's alone.
+	Relay EventRelay
 }
 
 // Kernel decides tool calls. It is safe for concurrent use.
@@ -62,7 +65,6 @@ type Kernel struct {
 	caps       *lru.Cache[[32]byte, verifiedCap]
 	inflight   sync.Map // request_id → chan struct{} closed when decided
 	rate       *rateWindow
-	firstN     sync.Map // counter key → *atomic.Uint64 (committed count)
 	events     *broker
 	notifier   Notifier
 	timersMu   sync.Mutex
@@ -79,8 +81,9 @@ type Kernel struct {
 	schemas    SchemaValidator
 	// stop is closed by Close: deliveries stop retrying and leave their
 	// calls in flight for the next start instead of recording a failure.
-	stop     chan struct{}
-	stopOnce sync.Once
+	stop      chan struct{}
+	stopOnce  sync.Once
+	sweepOnce sync.Once // replica.go
 }
 
 type verifiedCap struct {
@@ -131,6 +134,7 @@ func New(cfg Config) (*Kernel, error) {
 			Guards: append(BuiltinGuards(), cfg.Guards...), Budget: GuardBudget, Stopwatch: cfg.Stopwatch,
 		},
 	}
+	k.events.relay = cfg.Relay
 	k.policy.Store(cfg.Policy)
 	return k, nil
 }
@@ -231,6 +235,11 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	// From here on the call has effects (a dispatch, a durable receipt): a
 	// client that disconnects must not cancel them half way.
 	out, err := k.decide(context.WithoutCancel(ctx), call, vc, paramHash, revoked, now)
+	if errors.Is(err, ErrRequestUsed) {
+		// Another kernel sharing the store decided this request id between
+		// our read and our commit: answer like a local duplicate would.
+		return k.replay(call, vc, paramHash)
+	}
 	if err == nil && k.observer != nil {
 		k.observer.Decision(out.Status, time.Since(start))
 	}
@@ -377,7 +386,7 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 			req.PriorCalls = k.firstNCount(firstNKey(grant.ID, rec.Subject))
 		}
 		if grant.Constraints.MaxCallsPerMinute > 0 {
-			req.RecentCalls = k.rate.hit(grant.ID+"\x00"+rec.Subject, now, grant.Constraints.MaxCallsPerMinute)
+			req.RecentCalls = k.recentCalls(grant.ID+"\x00"+rec.Subject, now, grant.Constraints.MaxCallsPerMinute)
 		}
 	}
 	d := k.pipeline.Evaluate(req, true)
@@ -449,18 +458,19 @@ func (k *Kernel) tracksFirstN(grantID string) bool {
 	return ok && g.Constraints.RequireApprovalFirstN > 0
 }
 
-func (k *Kernel) firstNCounter(key string) *atomic.Uint64 {
-	if v, ok := k.firstN.Load(key); ok {
-		return v.(*atomic.Uint64)
-	}
-	c := new(atomic.Uint64)
-	_ = k.store.View(func(tx ReadTx) error {
-		n, err := tx.Counter(key)
-		c.Store(n)
+// firstNCount reads the durable count of a grant's first-N calls by a
+// subject. It is read from the store every time, never cached: a cached
+// count is wrong as soon as another kernel sharing the store counts a
+// call, and the guard decides from it whether a human is asked. A count
+// that cannot be read is 0: the call asks a human (fail closed).
+func (k *Kernel) firstNCount(key string) uint64 {
+	var n uint64
+	if err := k.store.View(func(tx ReadTx) error {
+		var err error
+		n, err = tx.Counter(key)
 		return err
-	})
-	v, _ := k.firstN.LoadOrStore(key, c)
-	return v.(*atomic.Uint64)
+	}); err != nil {
+		return 0
+	}
+	return n
 }
-
-func (k *Kernel) firstNCount(key string) uint64 { return k.firstNCounter(key).Load() }

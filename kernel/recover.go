@@ -71,6 +71,10 @@ func (k *Kernel) Recover(ctx context.Context) error {
 			return fmt.Errorf("reconcile %s: %w", r.ApprovalID, err)
 		}
 	}
+	if r, ok := k.store.(Replicated); ok {
+		// Other replicas park requests and die after this start: sweep.
+		k.startSweep(r)
+	}
 	return k.RecoverInFlight(context.WithoutCancel(ctx))
 }
 
@@ -80,9 +84,16 @@ func (k *Kernel) Recover(ctx context.Context) error {
 func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 	k.recovery.once.Do(func() { k.recovery.sem = make(chan struct{}, RecoveryWorkers) })
 	var inflight []*CallRecord
-	err := k.store.View(func(tx ReadTx) error {
-		return tx.Dispatching(func(c *CallRecord) bool { inflight = append(inflight, c); return true })
-	})
+	var err error
+	if r, ok := k.store.(Replicated); ok {
+		// Other replicas are delivering their own calls right now: take
+		// over only those of replicas that are gone.
+		inflight, err = r.ClaimOrphans(ctx, SweepBatch)
+	} else {
+		err = k.store.View(func(tx ReadTx) error {
+			return tx.Dispatching(func(c *CallRecord) bool { inflight = append(inflight, c); return true })
+		})
+	}
 	if err != nil {
 		return err
 	}

@@ -129,9 +129,6 @@ func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRec
 	if err != nil {
 		return nil, err
 	}
-	if count {
-		k.firstNCounter(countKey).Add(1)
-	}
 	k.announce(EventApprovalResolved, req)
 	return k.completed(rec), nil
 }

@@ -76,7 +76,9 @@ type CallRecord struct {
 	Attempts          int    `json:"attempts,omitempty"`
 }
 
-// ReadTx is a consistent read view of the store.
+// ReadTx is a read view of the store. Every read sees committed state; a
+// store shared by replicas may answer each read from its own snapshot
+// (checks that need several reads to agree run inside Update).
 type ReadTx interface {
 	Call(requestID string) (*CallRecord, error)
 	Revoked(capabilityID string) (bool, error)
@@ -101,15 +103,20 @@ type ReadTx interface {
 
 // Tx is a read-write view inside one group commit. Its functions must only
 // change the store through Tx: the committer may run them again if another
-// function in the same batch fails.
+// function in the same batch fails, or if a store shared by replicas has to
+// retry the transaction. What a function reads through Tx stays as read
+// until the commit (a shared store locks it), so checks made inside the
+// function hold when it commits.
 type Tx interface {
 	ReadTx
 	PutCall(*CallRecord) error
 	Revoke(capabilityID string, atMillis int64) error
 	SetCounter(key string, v uint64) error
-	// AppendReceipt assigns r.Seq; the committer signs it with the kernel
-	// key and stores it in the same durable commit. After Update returns nil,
-	// Signed(r) holds the stored bytes.
+	// AppendReceipt adds r to the commit; the committer assigns r.Seq (in
+	// commit order: a store shared by replicas numbers receipts only when
+	// it commits), signs it with the kernel key and stores it in the same
+	// durable commit. After Update returns nil, r.Seq is set and the
+	// Appended holds the stored bytes.
 	AppendReceipt(r *receipt.Receipt) *Appended
 	PutApproval(*approval.Request) error
 	// Consume marks a token used; approval.ErrReplay if it already was.

@@ -44,7 +44,17 @@ func (k *Kernel) onDeadline(id string) {
 	k.timersMu.Lock()
 	delete(k.timers, id)
 	k.timersMu.Unlock()
-	if err := k.Expire(context.Background(), id); err != nil && !errors.Is(err, approval.ErrNotPending) {
+	// With replicas, the deadline is fired by the kernel that claims it; one
+	// this kernel cannot claim is another's, or no longer due, and the
+	// sweep (replica.go) fires it if its claimant goes away.
+	claimed, err := k.claimDeadline(id)
+	if err == nil && !claimed {
+		return
+	}
+	if err == nil {
+		err = k.Expire(context.Background(), id)
+	}
+	if err != nil && !errors.Is(err, approval.ErrNotPending) && !errors.Is(err, ErrNotFound) {
 		// The request stays pending and durable; retry rather than lose it.
 		slog.Error("approval deadline handling failed; retrying", "approval_id", id, "err", err)
 		k.timersMu.Lock()
@@ -70,6 +80,42 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 		k.armTimer(id, req.ExpiresAt) // woke early (clock adjustment): sleep again
 		return nil
 	}
+	err = k.expire(ctx, req, now)
+	switch {
+	case errors.Is(err, errNotDue):
+		// Another kernel sharing the store moved the deadline (escalated)
+		// since we read the request: wait for the new one.
+		if cur, err := k.Approval(id); err == nil && cur.Status == approval.StatusPending {
+			k.armTimer(id, cur.ExpiresAt)
+		}
+		return nil
+	case err != nil && errors.Is(err, ErrConflict):
+		// Resolved by another kernel between our read and our commit.
+		if cur, rerr := k.Approval(id); rerr == nil && cur.Status != approval.StatusPending {
+			return approval.ErrNotPending
+		}
+	}
+	return err
+}
+
+// errNotDue: inside the transaction, the request's deadline is no longer
+// the one that fired (another kernel escalated it meanwhile).
+var errNotDue = errors.New("deadline moved")
+
+// due re-checks, inside a transaction, that the deadline Expire acts on is
+// still the request's: pending, at the tier it read, and past due.
+func due(req *approval.Request, tier int, now time.Time) error {
+	switch {
+	case req.Status != approval.StatusPending:
+		return approval.ErrNotPending
+	case req.Tier != tier || now.Unix() < req.ExpiresAt:
+		return errNotDue
+	}
+	return nil
+}
+
+func (k *Kernel) expire(ctx context.Context, req *approval.Request, now time.Time) error {
+	id := req.ApprovalID
 	action := "deny"
 	var tiers int
 	g, ok := k.Policy().Grant(req.PolicyID)
@@ -81,25 +127,25 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 	}
 	if action == "escalate" {
 		if req.Tier+1 < tiers {
-			return k.escalate(ctx, id, now)
+			return k.escalate(ctx, id, req.Tier, now)
 		}
 		action = g.Approval.Escalation.TerminalAction
 	}
 	if action == "auto_approve_advisory" {
 		return k.autoApprove(ctx, req, now)
 	}
-	return k.timeoutDeny(ctx, id, now)
+	return k.timeoutDeny(ctx, id, req.Tier, now)
 }
 
-func (k *Kernel) escalate(ctx context.Context, id string, now time.Time) error {
+func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Time) error {
 	var next *approval.Request
 	err := k.store.Update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(id)
 		if err != nil {
 			return err
 		}
-		if req.Status != approval.StatusPending {
-			return approval.ErrNotPending
+		if err := due(req, tier, now); err != nil {
+			return err
 		}
 		g, ok := k.Policy().Grant(req.PolicyID)
 		if !ok || g.Approval == nil {
@@ -119,9 +165,12 @@ func (k *Kernel) escalate(ctx context.Context, id string, now time.Time) error {
 	return nil
 }
 
-func (k *Kernel) timeoutDeny(ctx context.Context, id string, now time.Time) error {
+func (k *Kernel) timeoutDeny(ctx context.Context, id string, tier int, now time.Time) error {
 	_, err := k.endPending(ctx, k.Policy(), id, now, ending{
 		status: approval.StatusExpired, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalTimeout,
+		// Still pending, still at the tier whose deadline fired, and due: a
+		// replica that lost a race (or a late timer) changes nothing.
+		check: func(req *approval.Request) error { return due(req, tier, now) },
 		reason: func(req *approval.Request) string {
 			return fmt.Sprintf("no decision before the deadline (%s)", time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC3339))
 		},
@@ -143,7 +192,7 @@ func (k *Kernel) autoApprove(ctx context.Context, req *approval.Request, now tim
 		Decision: approval.DecisionApproved, Note: tok.Note, Channel: ChannelTimeout, At: now.Unix(), Token: raw}
 	// The kernel key is not in the trusted set; the vote is recorded
 	// directly, and only from this timeout path.
-	if err := k.forceQuorum(ctx, req.ApprovalID); err != nil {
+	if err := k.forceQuorum(ctx, req.ApprovalID, req.Tier, now); err != nil {
 		return err
 	}
 	_, err = k.recordVote(ctx, req.ApprovalID, vote, tok, now)
@@ -152,14 +201,14 @@ func (k *Kernel) autoApprove(ctx context.Context, req *approval.Request, now tim
 
 // forceQuorum lowers a request's quorum to 1 so the advisory auto-approval
 // resolves it (policy chose auto_approve_advisory for exactly this case).
-func (k *Kernel) forceQuorum(ctx context.Context, id string) error {
+func (k *Kernel) forceQuorum(ctx context.Context, id string, tier int, now time.Time) error {
 	return k.store.Update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(id)
 		if err != nil {
 			return err
 		}
-		if req.Status != approval.StatusPending {
-			return approval.ErrNotPending
+		if err := due(req, tier, now); err != nil {
+			return err
 		}
 		req.Quorum = 1
 		return tx.PutApproval(req)

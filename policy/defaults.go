@@ -38,6 +38,7 @@ type defaulter interface{ setDefaults() }
 func (p *Policy) setDefaults() {
 	p.Kernel.setDefaults()
 	p.Receipts.setDefaults()
+	p.Store.setDefaults()
 	p.Channels.Dashboard = &Dashboard{}
 	p.Channels.Dashboard.setDefaults()
 }

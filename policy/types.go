@@ -19,6 +19,8 @@ type Policy struct {
 	Servers  []Server `toml:"servers" json:"servers,omitempty"`
 	Grants   []Grant  `toml:"grants" json:"grants,omitempty"`
 	Channels Channels `toml:"channels" json:"channels"`
+	// Store is deployment, not policy: the hash does not cover it (store.go).
+	Store StoreConfig `toml:"store" json:"-"`
 
 	// Hash is the hex SHA-256 of the canonical JSON of the validated policy;
 	// every receipt carries it as policy_hash.

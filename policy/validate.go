@@ -40,6 +40,7 @@ func validate(p *Policy, probs *problems) {
 	v := &validator{p: p, probs: probs, servers: map[string]*Server{}}
 	v.kernel()
 	v.receipts()
+	v.store()
 	v.channelConfigs()
 	v.serverList()
 	v.grantList()

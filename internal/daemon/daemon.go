@@ -29,7 +29,6 @@ import (
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/mcpgw"
-	"github.com/chiokernel/chio/internal/store/boltstore"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
@@ -122,17 +121,18 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	var metrics *httpapi.Metrics
-	var store *boltstore.Store
+	var store store
 	metrics = httpapi.NewMetrics(func() float64 { return float64(store.QueueDepth()) })
 	rlog := newReceiptLog(p, key, o.Clock, log)
 	var k *kernel.Kernel
-	store, err = boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: metrics.Commit, Log: rlog,
+	st, err := openStore(ctx, p, dataDir, key, rlog, storeHooks{observe: metrics.Commit,
 		// A store that failed and healed lets the kernel finish the calls
 		// the failure left in flight.
-		OnHeal: func() { _ = k.RecoverInFlight(context.Background()) }})
+		onHeal: func() { _ = k.RecoverInFlight(context.Background()) }})
 	if err != nil {
 		return err
 	}
+	store = st.store
 	defer store.Close()
 	stopLog, err := startReceiptLog(ctx, rlog, store)
 	if err != nil {
@@ -177,14 +177,22 @@ func Run(ctx context.Context, o Options) error {
 	defer hub.Close()
 	// Arguments to MCP tools are checked against the tool's inputSchema on
 	// every front door, and again when an approver amends them.
-	k, err = kernel.New(kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
+	kcfg := kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,
 		Clock: o.Clock, Authorities: authorities, Observer: metrics, Notifier: hub,
 		Guards: []kernel.Guard{mcp.SchemaGuard{V: disp.MCP()}},
 		// An amendment that breaks the schema is refused when its token is
 		// presented (nothing consumed), not only denied on resume.
-		Schemas: disp.MCP()})
+		Schemas: disp.MCP()}
+	if st.relay != nil {
+		// Replicas: events reach waiters on every replica.
+		kcfg.Relay = st.relay
+	}
+	k, err = kernel.New(kcfg)
 	if err != nil {
 		return err
+	}
+	if st.relay != nil {
+		st.relay.Attach(k)
 	}
 	// Deliveries stop retrying before the dispatcher and the store close: a
 	// call cut off by the shutdown stays in flight for the next start.
@@ -364,7 +372,7 @@ func newReceiptLog(p *policy.Policy, key keys.PrivateKey, clk clock.Clock, log *
 // checkpoint (a store that no longer matches what the kernel signed refuses
 // to start: fail closed) and starts the checkpoint signer. The returned stop
 // signs a final checkpoint.
-func startReceiptLog(ctx context.Context, l *receipt.Log, store *boltstore.Store) (func(), error) {
+func startReceiptLog(ctx context.Context, l *receipt.Log, store receipt.CheckpointStore) (func(), error) {
 	if err := l.Start(ctx, store); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -26,50 +25,6 @@ func exportOf(t *testing.T, s *boltstore.Store) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// The store feeds the Merkle log, checkpoints survive a restart, and the
-// export of a realistic log (every chain kind, batches) verifies offline.
-func TestLogCheckpointsAndExport(t *testing.T) {
-	key := keys.FromSeed(bytes.Repeat([]byte{11}, 32))
-	path := filepath.Join(t.TempDir(), "chio.db")
-	open := func() (*boltstore.Store, *receipt.Log) {
-		log := receipt.NewLog(key, receipt.LogOptions{Every: 500, Interval: time.Hour})
-		s, err := boltstore.Open(path, key, boltstore.Options{Log: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := log.Start(context.Background(), s); err != nil {
-			s.Close()
-			t.Fatal(err)
-		}
-		return s, log
-	}
-	s, log := open()
-	sum, err := synth.Generate(context.Background(), s, key, synth.Config{Receipts: 3000, Days: 2, Seed: 3, Batch: 250})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if log.Size() != 3000 || sum.HumanApproved == 0 || sum.HumanDenied == 0 || sum.AutoApproved == 0 || sum.Batched == 0 {
-		t.Fatalf("log %d, %+v", log.Size(), sum)
-	}
-	log.Close(context.Background())
-	s.Close()
-
-	s, log = open() // the restart checks the leaves against the stored head
-	defer func() { log.Close(context.Background()); s.Close() }()
-	n := 0
-	s.Checkpoints(0, func(uint64, []byte) bool { n++; return true })
-	if _, cp, _ := log.Latest(); cp.TreeSize != 3000 || n < 3 {
-		t.Fatalf("latest %d, %d checkpoints stored", cp.TreeSize, n)
-	}
-	rep, err := receipt.VerifyExport(bytes.NewReader(exportOf(t, s)), receipt.VerifyOptions{KernelKey: key.Public()})
-	if err != nil || !rep.OK() {
-		t.Fatalf("%v %+v", err, rep.Problems)
-	}
-	if rep.Receipts != 3000 || rep.Chains == 0 || rep.Tokens == 0 || rep.BatchTokens == 0 || rep.Pending != sum.Pending {
-		t.Fatalf("report %+v (generated %+v)", rep, sum)
-	}
 }
 
 // Editing a stored receipt behind the kernel's back is caught: the proof

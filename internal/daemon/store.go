@@ -1,0 +1,62 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/store/pgstore"
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/policy"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// store is what chiod needs of its store, whichever [store] driver.
+type store interface {
+	kernel.Store
+	receipt.CheckpointStore
+	QueueDepth() int64
+	Ready() error
+}
+
+// storeHooks connect the store to the rest of chiod.
+type storeHooks struct {
+	observe func(batch int, d time.Duration) // each commit, for /metrics
+	onHeal  func()                           // a failed bbolt store healed: finish calls left in flight
+}
+
+// opened is the store [store] selects; relay is set for a store shared by
+// replicas (events travel between them), else nil.
+type opened struct {
+	store store
+	relay *pgstore.Bus
+}
+
+// openStore opens bbolt (one file in the data dir) or PostgreSQL (the DSN
+// from the environment variable [store] dsn_env names: never from the file).
+func openStore(ctx context.Context, p *policy.Policy, dataDir string, key keys.PrivateKey, log *receipt.Log, h storeHooks) (opened, error) {
+	switch p.Store.Driver {
+	case policy.StorePostgres:
+		dsn := os.Getenv(p.Store.DSNEnv)
+		if dsn == "" {
+			return opened{}, fmt.Errorf("refusing to start: [store] dsn_env names %s, which is not set or empty; export the PostgreSQL connection string in it", p.Store.DSNEnv)
+		}
+		s, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, Key: key, Log: log, Observe: h.observe,
+			Committers: p.Store.Committers, Lease: time.Duration(p.Store.LeaseSeconds) * time.Second})
+		if err != nil {
+			return opened{}, fmt.Errorf("refusing to start: %w", err)
+		}
+		return opened{store: s, relay: s.Events()}, nil
+	case policy.StoreBbolt, "":
+		s, err := boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: h.observe, Log: log, OnHeal: h.onHeal})
+		if err != nil {
+			return opened{}, err
+		}
+		return opened{store: s}, nil
+	}
+	return opened{}, fmt.Errorf("refusing to start: unknown store driver %q", p.Store.Driver)
+}

@@ -1,0 +1,230 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// commitLoop is one committer: it takes everything queued (up to MaxBatch)
+// and commits it as one transaction, until Close; then it drains.
+func (s *Store) commitLoop() {
+	defer s.wg.Done()
+	batch := make([]*op, 0, MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case o := <-s.queue:
+			batch = append(batch, o)
+		case <-s.closing:
+			for {
+				batch = batch[:0]
+			drain:
+				for len(batch) < MaxBatch {
+					select {
+					case o := <-s.queue:
+						batch = append(batch, o)
+					default:
+						break drain
+					}
+				}
+				if len(batch) == 0 {
+					return
+				}
+				s.commit(batch)
+			}
+		}
+	fill:
+		for len(batch) < MaxBatch {
+			select {
+			case o := <-s.queue:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs batch as one transaction and answers every caller. A
+// function's own failure is its answer alone. A transaction that lost a
+// race is run again; if it keeps losing, each function gets a transaction
+// of its own, so one function that cannot commit fails alone.
+func (s *Store) commit(batch []*op) {
+	s.depth.Add(-int64(len(batch)))
+	start := time.Now()
+	s.commitGroup(batch)
+	if s.opts.Observe != nil {
+		s.opts.Observe(len(batch), time.Since(start))
+	}
+}
+
+func (s *Store) commitGroup(live []*op) {
+	for attempt := 0; ; attempt++ {
+		res := s.runBatch(live)
+		switch {
+		case res.err == nil:
+			s.setHealth(nil)
+			for i, o := range live {
+				o.done <- res.opErr[i]
+			}
+			if len(res.appended) > 0 {
+				s.fed(res.appended)
+			}
+			return
+		case retryable(res.err) && attempt < MaxRetries:
+			// Lost a race: run again; the functions see the winner's state.
+		case retryable(res.err) && len(live) > 1:
+			for _, o := range live {
+				s.commitGroup([]*op{o})
+			}
+			return
+		case res.culprit >= 0 && pgCode(res.err) != "" && !retryable(res.err):
+			// One function's statement failed in the database (aborting the
+			// transaction): it fails alone, the rest run again.
+			live[res.culprit].done <- fmt.Errorf("%w: %v", kernel.ErrUnavailable, res.err)
+			live = append(live[:res.culprit:res.culprit], live[res.culprit+1:]...)
+			if len(live) == 0 {
+				return
+			}
+		default:
+			err := res.err
+			if retryable(err) {
+				err = fmt.Errorf("%w: %v", kernel.ErrConflict, err)
+			} else {
+				s.setHealth(err)
+				err = fmt.Errorf("%w: %v", kernel.ErrUnavailable, err)
+			}
+			for _, o := range live {
+				o.done <- err
+			}
+			return
+		}
+	}
+}
+
+// batchResult is one transaction's outcome.
+type batchResult struct {
+	err      error   // the transaction failed: nothing of it committed (or, at COMMIT, maybe it did)
+	culprit  int     // the function whose read aborted the transaction, or -1
+	opErr    []error // per function, when err is nil
+	appended []*kernel.Appended
+}
+
+// runBatch runs the functions of live in one transaction: all at once, then
+// again one by one for those that read what an earlier one wrote (batch.go).
+func (s *Store) runBatch(live []*op) batchResult {
+	ctx, cancel := context.WithTimeout(s.bg, CommitTimeout)
+	defer cancel()
+	res := batchResult{culprit: -1, opErr: make([]error, len(live))}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	b := newBatchTx(ctx, s, conn)
+	defer b.end()
+	var views []*fnTx
+	var errs []error
+	if len(live) == 1 {
+		views, errs = []*fnTx{newFnTx(b, 0, nil)}, make([]error, 1)
+		errs[0] = runOp(live[0], views[0])
+	} else {
+		views, errs = b.runConcurrent(live)
+	}
+	if err := b.aborted(); err != nil {
+		res.err, res.culprit = err, b.culprit
+		return res
+	}
+	written, kinds := map[string]bool{}, map[byte]bool{}
+	keep := func(i int, f *fnTx, err error) {
+		if err == nil {
+			err = signable(f.layer.receipts)
+		}
+		if err != nil {
+			res.opErr[i] = err // fails alone: its layer is dropped
+			return
+		}
+		f.layer.writes(func(k string) { written[k], kinds[k[0]] = true, true })
+		b.base.merge(f.layer)
+	}
+	var rerun []int
+	for i, f := range views {
+		if conflicts(f.reads, written, kinds) {
+			rerun = append(rerun, i) // it saw the state before an earlier function's write
+			continue
+		}
+		keep(i, f, errs[i])
+	}
+	for _, i := range rerun {
+		f := newFnTx(b, i, nil)
+		err := runOp(live[i], f)
+		if err := b.aborted(); err != nil {
+			res.err, res.culprit = err, b.culprit
+			return res
+		}
+		keep(i, f, err)
+	}
+	if b.base.empty() {
+		return res // nothing to write: the rollback releases the row locks
+	}
+	if res.appended, err = b.flush(); err != nil {
+		res.err = err
+		return res
+	}
+	return res
+}
+
+// end rolls back a transaction that did not commit (releasing its row
+// locks) and returns the connection; one that cannot roll back is closed
+// by the pool, which the server takes as a rollback.
+func (b *batchTx) end() {
+	if b.begun && !b.committed {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = b.conn.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+	b.conn.Release()
+}
+
+// conflicts reports whether a function read a key (or scanned a kind) that
+// kept functions wrote.
+func conflicts(reads, written map[string]bool, kinds map[byte]bool) bool {
+	for k := range reads {
+		if len(k) == 1 && kinds[k[0]] || len(k) > 1 && written[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// signable checks a function's receipts: one that cannot be signed fails
+// its own decision, not the batch.
+func signable(rs []*kernel.Appended) error {
+	for _, a := range rs {
+		if err := receipt.Validate(a.Receipt); err != nil {
+			return err
+		}
+		if !textKey(a.Receipt.ID) {
+			return fmt.Errorf("%w: receipt id %q", errBadKey, a.Receipt.ID)
+		}
+	}
+	return nil
+}
+
+// runOp isolates a panicking function: it fails alone, closed.
+func runOp(o *op, w *fnTx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pgstore: update function panicked: %v", r)
+		}
+	}()
+	if err := o.ctx.Err(); err != nil {
+		return err
+	}
+	return o.fn(w)
+}

@@ -1,0 +1,152 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// One log across replicas. Receipts are numbered under the lock of
+// chio_log_head inside the committing transaction, so once a transaction
+// holding seqs [a, b] has committed, every seq below a is committed too
+// (its transaction held the lock before, and released it by committing).
+// Each replica's receipt.Log must hold exactly leaves 1..n in that order:
+// after its own commit it first reads the leaves it has not seen from the
+// database, then appends its own; other replicas' commits are read when
+// their NOTIFY arrives, and at least every FollowInterval in case one was
+// missed. The Log refuses any append that is not contiguous (it would then
+// prove nothing), so every feed runs under logMu.
+
+// loadLog fills the Log with every stored leaf, refusing a log with holes.
+func (s *Store) loadLog(ctx context.Context) error {
+	last, err := lastSeq(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	leaves := make([][32]byte, 0, last)
+	if err := s.readLeaves(ctx, 1, last, func(l [32]byte) { leaves = append(leaves, l) }); err != nil {
+		return err
+	}
+	s.opts.Log.Load(leaves)
+	return nil
+}
+
+// readLeaves reads the leaf hashes of seq from..to, which must all exist.
+func (s *Store) readLeaves(ctx context.Context, from, to uint64, fn func([32]byte)) error {
+	next := from
+	for next <= to {
+		rows, err := s.pool.Query(ctx, "SELECT seq, leaf FROM chio_receipts WHERE seq >= $1 AND seq <= $2 ORDER BY seq LIMIT $3",
+			int64(next), int64(to), 50_000)
+		if err != nil {
+			return fmt.Errorf("pgstore: read leaves: %w", err)
+		}
+		got := 0
+		for rows.Next() {
+			var seq int64
+			var leaf []byte
+			if err := rows.Scan(&seq, &leaf); err != nil {
+				rows.Close()
+				return err
+			}
+			if uint64(seq) != next || len(leaf) != 32 {
+				rows.Close()
+				return fmt.Errorf("%w: leaf for seq %d found where seq %d was expected", receipt.ErrLogCorrupt, seq, next)
+			}
+			fn([32]byte(leaf))
+			next++
+			got++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if got == 0 {
+			return fmt.Errorf("%w: no leaf for seq %d (the log head says %d)", receipt.ErrLogCorrupt, next, to)
+		}
+	}
+	return nil
+}
+
+// catchUp appends to the Log every committed leaf up to seq to that it
+// lacks. Call with logMu held.
+func (s *Store) catchUp(ctx context.Context, to uint64) error {
+	log := s.opts.Log
+	from := log.Size() + 1
+	if to < from {
+		return nil
+	}
+	leaves := make([][32]byte, 0, to-from+1)
+	if err := s.readLeaves(ctx, from, to, func(l [32]byte) { leaves = append(leaves, l) }); err != nil {
+		return err
+	}
+	log.Append(from, leaves)
+	return nil
+}
+
+// fed feeds the Log this replica's just-committed receipts (seq order),
+// after the others' receipts numbered before them.
+func (s *Store) fed(appended []*kernel.Appended) {
+	if s.opts.Log == nil {
+		return
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	first := appended[0].Receipt.Seq
+	ctx, cancel := context.WithTimeout(s.bg, CommitTimeout)
+	defer cancel()
+	if err := s.catchUp(ctx, first-1); err != nil {
+		// The follower retries; the Log only lags meanwhile.
+		slog.Warn("receipt log: catching up with other replicas failed; retrying", "err", err)
+		return
+	}
+	size := s.opts.Log.Size()
+	if size >= appended[len(appended)-1].Receipt.Seq || size != first-1 {
+		return // the follower already read these from the database
+	}
+	leaves := make([][32]byte, len(appended))
+	for i, a := range appended {
+		leaves[i] = receipt.LeafHash(a.Raw)
+	}
+	s.opts.Log.Append(first, leaves)
+}
+
+// follow brings the Log up to the database's head: to a notified seq, or
+// to the head itself (to = 0).
+func (s *Store) follow(to uint64) {
+	if s.opts.Log == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.bg, CommitTimeout)
+	defer cancel()
+	if to == 0 {
+		var err error
+		if to, err = lastSeq(ctx, s.pool); err != nil {
+			return
+		}
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	if err := s.catchUp(ctx, to); err != nil && s.bg.Err() == nil {
+		slog.Warn("receipt log: following other replicas failed; retrying", "err", err)
+	}
+}
+
+// follower keeps the Log current when no notification arrives (a replica
+// that only reads, a notification lost with a connection).
+func (s *Store) follower() {
+	defer s.bgWG.Done()
+	t := time.NewTicker(FollowInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.bg.Done():
+			return
+		case <-t.C:
+			s.follow(0)
+		}
+	}
+}

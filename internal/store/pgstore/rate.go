@@ -1,0 +1,47 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// HitRate implements kernel.RateCounter: max_calls_per_minute counted in
+// the database, so the limit holds for all replicas together rather than
+// for each. Calls are counted per second; the window is the 60 seconds
+// ending at now. The count is not worth an fsync (a crash forgets at most
+// the last moment of it, as a restart forgets the in-memory window), so
+// its transaction commits asynchronously.
+func (s *Store) HitRate(key string, now time.Time) (int, error) {
+	ctx, cancel := context.WithTimeout(s.bg, ReadTimeout)
+	defer cancel()
+	sec := now.Unix()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+	b.Queue(`WITH hit AS (
+			INSERT INTO chio_rate (key, sec, n) VALUES ($1, $2, 1)
+			ON CONFLICT (key, sec) DO UPDATE SET n = chio_rate.n + 1 RETURNING n)
+		SELECT (SELECT n FROM hit) + coalesce((SELECT sum(n) FROM chio_rate WHERE key = $1 AND sec > $2 - 60 AND sec < $2), 0)`,
+		[]byte(key), sec)
+	b.Queue("COMMIT")
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var n int64
+	_, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&n)
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: rate window: %w", err)
+	}
+	return int(n), nil
+}

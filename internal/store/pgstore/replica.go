@@ -1,0 +1,164 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/chiokernel/chio/kernel"
+)
+
+// Replicas. Each chiod process registers a row in chio_replicas under a
+// fresh id and heartbeats it; a call in flight is owned by the replica that
+// moved it to dispatching (flush.go). When a replica's heartbeat is older
+// than the lease, it is gone: its calls are claimed by another replica
+// (ClaimOrphans) and finished like a crash recovery. A replica that shuts
+// down cleanly deletes its row, so its calls are taken over at once.
+//
+// Liveness is judged by the database's clock, never by the replicas' own,
+// so replicas with skewed clocks still agree on who is gone. Deadlines are
+// the kernel's (approval expires_at is set by the kernel's clock).
+
+// dbNowMS is the database's clock in unix milliseconds.
+const dbNowMS = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+
+func (s *Store) register(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO chio_replicas (id, host, started_ms, heartbeat_ms)
+		VALUES ($1, $2, `+dbNowMS+`, `+dbNowMS+`)`, s.id, s.opts.Host)
+	if err != nil {
+		return fmt.Errorf("pgstore: register replica: %w", err)
+	}
+	return nil
+}
+
+// heartbeat keeps this replica alive in the database, reports a database
+// that cannot be reached (Ready), and prunes what nobody needs any more:
+// rows of replicas gone for a day with no call left, and rate windows.
+func (s *Store) heartbeat() {
+	defer s.bgWG.Done()
+	t := time.NewTicker(max(s.opts.Lease/5, 100*time.Millisecond))
+	defer t.Stop()
+	beats := 0
+	for {
+		select {
+		case <-s.bg.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(s.bg, s.opts.Lease)
+		tag, err := s.pool.Exec(ctx, `UPDATE chio_replicas SET heartbeat_ms = `+dbNowMS+` WHERE id = $1`, s.id)
+		if err == nil && tag.RowsAffected() == 0 {
+			// Someone removed our row (an operator, or we were gone too long
+			// and were pruned): come back. Our calls may have been taken
+			// over; their settle commits then fail as conflicts.
+			err = s.register(ctx)
+		}
+		if err != nil && s.bg.Err() == nil {
+			slog.Warn("replica heartbeat failed", "err", err)
+			s.setHealth(err)
+		} else if err == nil {
+			s.setHealth(nil) // reachable again (a failing commit says otherwise at once)
+		}
+		if err == nil {
+			var others int
+			err = s.pool.QueryRow(ctx, `SELECT count(*) FROM chio_replicas WHERE id <> $1 AND heartbeat_ms >= `+dbNowMS+` - $2`,
+				s.id, s.opts.Lease.Milliseconds()).Scan(&others)
+			// A replica that starts now is told nothing until the next beat:
+			// its waiters started after this check, and they re-read state.
+			s.alone.Store(err == nil && others == 0)
+		}
+		if beats++; beats%50 == 0 {
+			s.prune(ctx)
+		}
+		cancel()
+	}
+}
+
+func (s *Store) prune(ctx context.Context) {
+	_, _ = s.pool.Exec(ctx, `DELETE FROM chio_replicas r WHERE r.heartbeat_ms < `+dbNowMS+` - 86400000
+		AND NOT EXISTS (SELECT 1 FROM chio_calls c WHERE c.status = 'dispatching' AND c.owner = r.id)`)
+	_, _ = s.pool.Exec(ctx, `DELETE FROM chio_rate WHERE sec < (`+dbNowMS+` / 1000) - 300`)
+}
+
+// ClaimDeadlines implements kernel.Replicated: pending requests due at now
+// (the kernel's clock), not held by another live replica's claim, are
+// claimed for ClaimLease. A replica may claim one request again by id (its
+// timer retrying), never in a sweep (its timer may be firing it right
+// now). SKIP LOCKED passes over requests another transaction is changing
+// right now; a later sweep sees them.
+func (s *Store) ClaimDeadlines(ctx context.Context, now time.Time, id string, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	args := []any{s.id, now.Unix(), limit, ClaimLease.Milliseconds(), id, s.opts.Lease.Milliseconds()}
+	rows, err := s.pool.Query(ctx, `UPDATE chio_approvals SET claimed_by = $1, claim_until = `+dbNowMS+` + $4
+		WHERE approval_id IN (
+			SELECT approval_id FROM chio_approvals
+			WHERE status = 'pending' AND expires_at <= $2
+				AND (claim_until < `+dbNowMS+` OR ($5::text <> '' AND claimed_by = $1) OR NOT EXISTS (SELECT 1 FROM chio_replicas r
+					WHERE r.id = claimed_by AND r.heartbeat_ms >= `+dbNowMS+` - $6))
+				AND ($5::text = '' OR approval_id = $5::text)
+			ORDER BY expires_at LIMIT $3
+			FOR UPDATE SKIP LOCKED)
+		RETURNING approval_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: claim deadlines: %v", kernel.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var claimed string
+		if err := rows.Scan(&claimed); err != nil {
+			return nil, err
+		}
+		ids = append(ids, claimed)
+	}
+	return ids, rows.Err()
+}
+
+// ClaimOrphans implements kernel.Replicated: calls dispatching under a
+// replica whose heartbeat is older than the lease (or that is gone from
+// chio_replicas) become this replica's.
+func (s *Store) ClaimOrphans(ctx context.Context, limit int) ([]*kernel.CallRecord, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `UPDATE chio_calls SET owner = $1
+		WHERE request_id IN (
+			SELECT c.request_id FROM chio_calls c
+			WHERE c.status = 'dispatching' AND c.owner IS DISTINCT FROM $1
+				AND NOT EXISTS (SELECT 1 FROM chio_replicas r
+					WHERE r.id = c.owner AND r.heartbeat_ms >= `+dbNowMS+` - $2)
+			LIMIT $3
+			FOR UPDATE OF c SKIP LOCKED)
+		RETURNING request_id, rec`, s.id, s.opts.Lease.Milliseconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: claim orphaned calls: %v", kernel.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	var out []*kernel.CallRecord
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, err
+		}
+		c, err := decodeCall(id, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) > 0 {
+		slog.Info("took over calls in flight of replicas that are gone", "calls", len(out))
+	}
+	return out, nil
+}

@@ -1,0 +1,283 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// Options configures Open. DSN and Key are required; every other zero value
+// means the default its comment names.
+type Options struct {
+	// DSN is a PostgreSQL connection string (URL or key=value). The pool
+	// size may be set in it (pool_max_conns); default 4 per CPU, at least 16.
+	DSN string
+	// Key signs receipts; every replica of one database must hold the same
+	// kernel key (the database records it and refuses another).
+	Key keys.PrivateKey
+	// Log, if set, is loaded with every stored leaf at Open and then follows
+	// every commit, this replica's and the others' (logfeed.go).
+	Log *receipt.Log
+	// Observe, if set, receives each commit's batch size and duration.
+	Observe func(batch int, d time.Duration)
+	// Committers is how many transactions this replica runs at once;
+	// 0 means DefaultCommitters.
+	Committers int
+	// Lease is how long a replica that stopped heartbeating counts as alive;
+	// 0 means DefaultLease.
+	Lease time.Duration
+	// Host names this replica in chio_replicas; "" means os.Hostname.
+	Host string
+}
+
+// Store is a PostgreSQL-backed kernel.Store shared by any number of chiod
+// replicas.
+type Store struct {
+	pool *pgxpool.Pool
+	key  keys.PrivateKey
+	opts Options
+	id   string // this process's replica id (replica.go)
+
+	queue   chan *op
+	closing chan struct{}
+	wg      sync.WaitGroup // committers
+	closeMu sync.RWMutex
+	closed  bool
+	depth   atomic.Int64
+	health  atomic.Pointer[error] // the last commit's or heartbeat's failure
+	alone   atomic.Bool           // no other live replica (heartbeat): events need no relay
+
+	logMu   sync.Mutex  // one feeder of opts.Log at a time (logfeed.go)
+	lookups chan *query // Views' keyed reads (reader.go)
+	bus     *Bus
+
+	bg     context.Context // background work: heartbeat, follower, bus
+	stopBg context.CancelFunc
+	bgWG   sync.WaitGroup
+}
+
+var (
+	_ kernel.Store       = (*Store)(nil)
+	_ kernel.Replicated  = (*Store)(nil)
+	_ kernel.RateCounter = (*Store)(nil)
+)
+
+// ErrKeyMismatch: the database's log is signed by another kernel key.
+var ErrKeyMismatch = errors.New("pgstore: this database's receipts are signed by another kernel key")
+
+type op struct {
+	ctx  context.Context
+	fn   func(kernel.Tx) error
+	done chan error
+}
+
+// Open connects, migrates the schema (refusing a newer one), checks the
+// kernel key, registers this replica and loads the Merkle log.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.DSN == "" {
+		return nil, errors.New("pgstore: no DSN")
+	}
+	if opts.Committers <= 0 {
+		opts.Committers = DefaultCommitters
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
+	}
+	cfg, err := pgxpool.ParseConfig(opts.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: DSN: %w", err)
+	}
+	if !dsnSetsPool(opts.DSN) {
+		cfg.MaxConns = int32(max(16, 4*runtime.GOMAXPROCS(0)))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	s := &Store{pool: pool, key: opts.Key, opts: opts, id: kernel.NewID("rp-"),
+		queue: make(chan *op, QueueCapacity), closing: make(chan struct{}), lookups: make(chan *query, QueueCapacity)}
+	s.bg, s.stopBg = context.WithCancel(context.Background())
+	if err := s.init(ctx); err != nil {
+		s.stopBg()
+		pool.Close()
+		return nil, err
+	}
+	for range opts.Committers {
+		s.wg.Add(1)
+		go s.commitLoop()
+	}
+	s.bus = newBus(s)
+	s.bgWG.Add(3 + readers)
+	go s.heartbeat()
+	go s.follower()
+	go s.bus.listen()
+	for range readers {
+		go s.readLoop()
+	}
+	// Serve only once other replicas' events and commits reach this one: a
+	// waiter that subscribed before LISTEN held would miss them.
+	select {
+	case <-s.bus.listening:
+	case <-ctx.Done():
+		s.Close()
+		return nil, fmt.Errorf("pgstore: LISTEN: %w", ctx.Err())
+	case <-time.After(ListenTimeout):
+		s.Close()
+		return nil, fmt.Errorf("pgstore: could not LISTEN for other replicas' events within %s", ListenTimeout)
+	}
+	// Replicas that believed themselves alone relay their events again.
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, "up:"+s.id); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("pgstore: announce replica: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Store) init(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("pgstore: connect: %w", err)
+	}
+	if _, err := migrate(ctx, s.pool); err != nil {
+		return err
+	}
+	if err := s.checkKey(ctx); err != nil {
+		return err
+	}
+	if err := s.register(ctx); err != nil {
+		return err
+	}
+	if s.opts.Log != nil {
+		if err := s.loadLog(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkKey records the kernel key in a new database and refuses a replica
+// whose key is another: two keys would sign two logs nobody can verify as
+// one.
+func (s *Store) checkKey(ctx context.Context) error {
+	pub := s.key.Public().String()
+	var stored string
+	err := s.pool.QueryRow(ctx, `INSERT INTO chio_meta (key, value) VALUES ('kernel_key', $1)
+		ON CONFLICT (key) DO UPDATE SET value = chio_meta.value RETURNING value`, pub).Scan(&stored)
+	if err != nil {
+		return fmt.Errorf("pgstore: kernel key: %w", err)
+	}
+	if stored != pub {
+		return fmt.Errorf("%w: the database holds %s, this replica's kernel.pem is %s; copy kernel.pem from a replica of this database",
+			ErrKeyMismatch, stored, pub)
+	}
+	return nil
+}
+
+// ID is this replica's id (one per process start).
+func (s *Store) ID() string { return s.id }
+
+// QueueDepth reports how many Update calls wait for a committer.
+func (s *Store) QueueDepth() int64 { return s.depth.Load() }
+
+// Ready reports whether the store can commit: nil, or why not (GET /readyz).
+func (s *Store) Ready() error {
+	s.closeMu.RLock()
+	closed := s.closed
+	s.closeMu.RUnlock()
+	if closed {
+		return errors.New("store closed")
+	}
+	if e := s.health.Load(); e != nil {
+		return fmt.Errorf("database unreachable or failing: %w", *e)
+	}
+	return nil
+}
+
+func (s *Store) setHealth(err error) {
+	if err == nil {
+		s.health.Store(nil)
+		return
+	}
+	s.health.Store(&err)
+}
+
+// Update queues fn and waits until the transaction carrying it commits (or
+// fails).
+func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
+	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return fmt.Errorf("%w: store closed", kernel.ErrUnavailable)
+	}
+	select {
+	case s.queue <- o:
+		s.depth.Add(1)
+	default:
+		s.closeMu.RUnlock()
+		return kernel.ErrQueueFull
+	}
+	s.closeMu.RUnlock()
+	// Wait even if ctx ends: the work is queued and may commit; the caller
+	// learns the outcome.
+	return <-o.done
+}
+
+// View runs fn with a read view over committed state.
+func (s *Store) View(fn func(kernel.ReadTx) error) error {
+	ctx, cancel := context.WithTimeout(s.bg, ReadTimeout)
+	defer cancel()
+	rt := &readTx{s: s, ctx: ctx}
+	defer rt.release()
+	if err := fn(rt); err != nil {
+		return err
+	}
+	return rt.err
+}
+
+// Close stops taking work, commits everything queued, tells the other
+// replicas this one is gone (its calls in flight are theirs to finish at
+// once) and closes the pool.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.closing)
+	s.closeMu.Unlock()
+	s.wg.Wait()
+	s.bus.close()
+	s.stopBg()
+	s.bgWG.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := s.pool.Exec(ctx, "DELETE FROM chio_replicas WHERE id = $1", s.id)
+	s.pool.Close()
+	return err
+}
+
+// dsnSetsPool reports whether the DSN sizes the pool itself.
+func dsnSetsPool(dsn string) bool { return strings.Contains(dsn, "pool_max_conns") }
+
+// querier is what reads need: a pooled connection or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
