@@ -41,14 +41,14 @@ func TestReplicasAudit(t *testing.T) {
 		}
 		return out.ApprovalRequestID
 	}
-	const intent = `{"purpose":"refund order 8834","max_amount":{"units":450,"currency":"USD"}}`
+	const intent = `{"purpose":"refund order 8834","max_amount":{"units":500,"currency":"USD"}}`
 	post(0, "echo-1", "demo", "echo", `{"x":1}`, "", 200)
 	post(1, "echo-2", "demo", "echo", `{"x":2}`, "", 200)
 	post(2, "rm-1", "demo", "delete_file", `{"path":"/etc/shadow"}`, "", 403)
-	approved := post(0, "refund-approve", "demo", "issue_refund", `{"amount":450}`, intent, 202)
-	denied := post(1, "refund-deny", "demo", "issue_refund", `{"amount":451}`, intent, 202)
-	post(2, "refund-wait", "demo", "issue_refund", `{"amount":452}`, intent, 202)
-	post(0, "refund-auto", "autopay", "issue_refund", `{"amount":453}`, "", 202)
+	approved := post(0, "refund-approve", "demo", "issue_refund", `{"customer_id":"cust-1","amount":450,"currency":"USD"}`, intent, 202)
+	denied := post(1, "refund-deny", "demo", "issue_refund", `{"customer_id":"cust-1","amount":451,"currency":"USD"}`, intent, 202)
+	post(2, "refund-wait", "demo", "issue_refund", `{"customer_id":"cust-1","amount":452,"currency":"USD"}`, intent, 202)
+	post(0, "refund-auto", "autopay", "issue_refund", `{"customer_id":"cust-1","amount":453,"currency":"USD"}`, "", 202)
 	allowID := respondAsHuman(t, c.node(1), approved, approval.DecisionApproved, lead)
 	respondAsHuman(t, c.node(2), denied, approval.DecisionDenied, lead)
 	waitFor(t, "the advisory auto-approval", func() bool {
@@ -96,10 +96,9 @@ func TestReplicasAudit(t *testing.T) {
 			break
 		}
 	}
-	// 6 decisions, 4 parked, and 2 incomplete receipts for the builtin
-	// refund tool refusing arguments without a customer_id.
-	if len(seen) != 12 {
-		t.Fatalf("paged %d receipts, want 12", len(seen))
+	// 6 decisions and 4 parked calls.
+	if len(seen) != 10 {
+		t.Fatalf("paged %d receipts, want 10", len(seen))
 	}
 
 	kk, err := keys.LoadPrivateKey(filepath.Join(c.dirs[0], "kernel.pem"))
@@ -130,7 +129,7 @@ func TestReplicasAudit(t *testing.T) {
 		t.Fatalf("export: %d\n%s\n%s", code, out, errOut)
 	}
 	out, errOut, code = c.node(0).chio(t, work, "receipt", "verify", "--file", export, "--kernel-key", kernelKey)
-	if code != 0 || !strings.Contains(out, "receipts:    12 (seq 1..12)") {
+	if code != 0 || !strings.Contains(out, "receipts:    10 (seq 1..10)") {
 		t.Fatalf("verify --file: %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -141,7 +140,7 @@ func TestReplicasAudit(t *testing.T) {
 	post(0, "echo-3", "demo", "echo", `{"x":3}`, "", 200)
 	post(1, "echo-4", "demo", "echo", `{"x":4}`, "", 200)
 	time.Sleep(200 * time.Millisecond)
-	if out := verifyAll(2); !strings.Contains(out, "receipts:    14 (seq 1..14)") {
+	if out := verifyAll(2); !strings.Contains(out, "receipts:    12 (seq 1..12)") {
 		t.Fatalf("after a restart:\n%s", out)
 	}
 }

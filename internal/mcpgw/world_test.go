@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 type gwWorld struct {
 	*testkit.World
 	router *dispatch.Router
-	gw     *Gateway
+	gw     atomic.Pointer[Gateway]
 }
 
 func gatewayPolicy(t testing.TB) string {
@@ -52,8 +53,9 @@ func newGatewayWorld(t testing.TB) *gwWorld {
 	}
 	w.router, err = dispatch.New(p.Servers, t.TempDir(), dispatch.WithMCP(mcp.Options{
 		OnToolsChanged: func(s string) {
-			if w.gw != nil {
-				w.gw.ToolsChanged(s)
+			// The upstream may list its tools before the gateway exists.
+			if g := w.gw.Load(); g != nil {
+				g.ToolsChanged(s)
 			}
 		}}))
 	if err != nil {
@@ -66,7 +68,7 @@ func newGatewayWorld(t testing.TB) *gwWorld {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.gw = g
+			w.gw.Store(g)
 			tw.API.Handle(Path, g)
 		}})
 	u, _ := w.router.MCP().Upstream("everything")
