@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,13 +30,34 @@ func (nopDispatcher) Dispatch(context.Context, kernel.DispatchRequest) (kernel.D
 // benchKernel is a kernel on a real, fsync'ing bbolt store with a real
 // clock (proofs must be fresh) and a no-op tool.
 func benchKernel(b *testing.B) (*kernel.Kernel, *boltstore.Store, keys.PrivateKey, []byte, string) {
+	k, st, agent, capRaw, capID, _ := benchKernelStats(b)
+	return k, st, agent, capRaw, capID
+}
+
+// commitStats counts group commits and the operations they carried.
+type commitStats struct{ commits, ops atomic.Int64 }
+
+func (c *commitStats) observe(batch int, _ time.Duration) {
+	c.commits.Add(1)
+	c.ops.Add(int64(batch))
+}
+
+// report says how many operations a commit carried on average.
+func (c *commitStats) report(b *testing.B) {
+	if n := c.commits.Load(); n > 0 {
+		b.ReportMetric(float64(c.ops.Load())/float64(n), "ops/commit")
+	}
+}
+
+func benchKernelStats(b *testing.B) (*kernel.Kernel, *boltstore.Store, keys.PrivateKey, []byte, string, *commitStats) {
 	kkey := keys.FromSeed(make([]byte, 32))
 	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
 	p, err := policy.Parse([]byte("[[servers]]\nid = \"demo\"\ntransport = \"builtin\"\n[[grants]]\nid = \"echo\"\nserver = \"demo\"\ntool = \"echo\"\n"), "bench.toml")
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), kkey, boltstore.Options{})
+	stats := new(commitStats)
+	st, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), kkey, boltstore.Options{Observe: stats.observe})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +70,7 @@ func benchKernel(b *testing.B) (*kernel.Kernel, *boltstore.Store, keys.PrivateKe
 	if err != nil {
 		b.Fatal(err)
 	}
-	return k, st, agent, capRaw, c.ID
+	return k, st, agent, capRaw, c.ID, stats
 }
 
 // signedCalls pre-signs n calls so the measured loop is the kernel's work.
@@ -67,12 +89,12 @@ func signedCalls(b *testing.B, n int, agent keys.PrivateKey, capRaw []byte, capI
 
 // BenchmarkAllowPath: in-process decisions/s with signed, fsync'd receipts.
 func BenchmarkAllowPath(b *testing.B) {
-	k, _, agent, capRaw, capID := benchKernel(b)
+	k, _, agent, capRaw, capID, stats := benchKernelStats(b)
 	calls := signedCalls(b, b.N, agent, capRaw, capID, "allow")
 	var next atomic.Int64
 	b.SetParallelism(64) // many callers so group commit can batch
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			c := calls[next.Add(1)-1]
@@ -82,13 +104,16 @@ func BenchmarkAllowPath(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+	reportCPU(b, cpu0)
+	stats.report(b)
 }
 
 // BenchmarkRawSignCommit is the ceiling the allow path is compared to: sign
 // a receipt and group-commit it, nothing else.
 func BenchmarkRawSignCommit(b *testing.B) {
 	kkey := keys.FromSeed(make([]byte, 32))
-	st, err := boltstore.Open(filepath.Join(b.TempDir(), "raw.db"), kkey, boltstore.Options{})
+	stats := new(commitStats)
+	st, err := boltstore.Open(filepath.Join(b.TempDir(), "raw.db"), kkey, boltstore.Options{Observe: stats.observe})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +121,7 @@ func BenchmarkRawSignCommit(b *testing.B) {
 	var n atomic.Int64
 	b.SetParallelism(64)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := n.Add(1)
@@ -112,6 +137,24 @@ func BenchmarkRawSignCommit(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "receipts/s")
+	reportCPU(b, cpu0)
+	stats.report(b)
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports CPU time per operation since cpu0: unlike the rate, it
+// barely moves when other processes share the machine, and 2 cores ÷ it
+// is the CPU-bound ceiling.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 func percentiles(lat []time.Duration) (p50, p99 time.Duration) {
