@@ -146,6 +146,11 @@ func SignProof(agent keys.PrivateKey, requestID, capabilityID, server, tool, par
 
 // VerifyProof checks the agent's proof at reference time ref.
 func VerifyProof(subject keys.PublicKey, p Proof, requestID, capabilityID, server, tool, paramHash string, ref time.Time) error {
+	return verifyProof(newVerifyKey(subject), p, requestID, capabilityID, server, tool, paramHash, ref)
+}
+
+// verifyProof is VerifyProof with the subject's precomputed key.
+func verifyProof(subject verifyKey, p Proof, requestID, capabilityID, server, tool, paramHash string, ref time.Time) error {
 	skew := ref.Sub(time.Unix(p.IssuedAt, 0))
 	if skew > MaxProofSkew || skew < -MaxProofSkew {
 		return fmt.Errorf("%w: issued_at %d is %s from now (max %s)", ErrStaleProof, p.IssuedAt, skew.Round(time.Second), MaxProofSkew)
@@ -161,7 +166,7 @@ func VerifyProof(subject keys.PublicKey, p Proof, requestID, capabilityID, serve
 	if err != nil {
 		return err
 	}
-	if !ed25519Verify(subject, signed.Message(CallProofSchema, payload), sig) {
+	if !subject.verify(signed.Message(CallProofSchema, payload), sig) {
 		return fmt.Errorf("%w: signature does not verify", ErrBadProof)
 	}
 	return nil

@@ -63,6 +63,9 @@ type Kernel struct {
 	policy     atomic.Pointer[policy.Policy]
 	pipeline   *Pipeline
 	caps       *lru.Cache[[32]byte, verifiedCap]
+	// verifyKeys holds agents' precomputed proof-verification keys
+	// (verify.go), by public key.
+	verifyKeys *lru.Cache[[32]byte, verifyKey]
 	inflight   sync.Map // request_id → chan struct{} closed when decided
 	rate       *rateWindow
 	events     *broker
@@ -121,13 +124,14 @@ func New(cfg Config) (*Kernel, error) {
 		cfg.Stopwatch = func() time.Duration { return time.Since(base) }
 	}
 	caps, _ := lru.New[[32]byte, verifiedCap](CapabilityCacheSize)
+	verifyKeys, _ := lru.New[[32]byte, verifyKey](VerifyKeyCacheSize)
 	if cfg.ReplayCacheSize <= 0 {
 		cfg.ReplayCacheSize = ConsumedCacheSize
 	}
 	consumed, _ := lru.New[string, struct{}](cfg.ReplayCacheSize)
 	k := &Kernel{
 		key: cfg.Key, pub: cfg.Key.Public(), store: cfg.Store, dispatcher: cfg.Dispatcher,
-		clock: cfg.Clock, observer: cfg.Observer, caps: caps, rate: newRateWindow(),
+		clock: cfg.Clock, observer: cfg.Observer, caps: caps, verifyKeys: verifyKeys, rate: newRateWindow(),
 		events: newBroker(), notifier: cfg.Notifier, timers: map[string]clock.Timer{}, consumed: consumed, schemas: cfg.Schemas, stop: make(chan struct{}),
 		trusted: append([]keys.PublicKey{cfg.Key.Public()}, cfg.Authorities...),
 		pipeline: &Pipeline{
@@ -293,7 +297,7 @@ func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, strin
 	if err != nil {
 		return verifiedCap{}, "", err
 	}
-	if err := VerifyProof(vc.subject, call.Proof, call.RequestID, vc.cap.ID, call.Server, call.Tool, paramHash, now); err != nil {
+	if err := verifyProof(k.verifyKeyFor(vc.subject), call.Proof, call.RequestID, vc.cap.ID, call.Server, call.Tool, paramHash, now); err != nil {
 		return verifiedCap{}, "", err
 	}
 	return vc, paramHash, nil

@@ -4,114 +4,69 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chiokernel/chio/internal/clock"
-	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/store/boltstore"
+	"github.com/chiokernel/chio/internal/benchload"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
-	"github.com/chiokernel/chio/receipt"
 )
 
-type nopDispatcher struct{}
-
-func (nopDispatcher) Dispatch(context.Context, kernel.DispatchRequest) (kernel.DispatchResult, error) {
-	return kernel.DispatchResult{Output: json.RawMessage(`{"ok":true}`)}, nil
+// allowRig is benchload's allow-path workload (shared with `chio bench
+// --in-process`): a kernel on a real, fsync'ing bbolt store with a real
+// clock (proofs must be fresh), a no-op tool, and n calls signed up front
+// so that the measured loop is the kernel's work.
+func allowRig(b *testing.B, n int) *benchload.AllowRig {
+	r, err := benchload.NewAllowRig(b.TempDir(), n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	return r
 }
 
-// benchKernel is a kernel on a real, fsync'ing bbolt store with a real
-// clock (proofs must be fresh) and a no-op tool.
-func benchKernel(b *testing.B) (*kernel.Kernel, *boltstore.Store, keys.PrivateKey, []byte, string) {
-	kkey := keys.FromSeed(make([]byte, 32))
-	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
-	p, err := policy.Parse([]byte("[[servers]]\nid = \"demo\"\ntransport = \"builtin\"\n[[grants]]\nid = \"echo\"\nserver = \"demo\"\ntool = \"echo\"\n"), "bench.toml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), kkey, boltstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	k, err := kernel.New(kernel.Config{Key: kkey, Policy: p, Store: st, Dispatcher: nopDispatcher{}, Clock: clock.Real{}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	capRaw, c, err := k.IssueCapability(agent.Public(), []string{"echo"}, time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return k, st, agent, capRaw, c.ID
-}
-
-// signedCalls pre-signs n calls so the measured loop is the kernel's work.
-func signedCalls(b *testing.B, n int, agent keys.PrivateKey, capRaw []byte, capID, prefix string) []*kernel.ToolCall {
-	args := json.RawMessage(`{"hello":"world"}`)
-	ph, _ := kernel.ParameterHash("demo", "echo", args, nil)
-	calls := make([]*kernel.ToolCall, n)
-	now := time.Now()
-	for i := range calls {
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		proof, _ := kernel.SignProof(agent, id, capID, "demo", "echo", ph, now)
-		calls[i] = &kernel.ToolCall{RequestID: id, Capability: capRaw, Server: "demo", Tool: "echo", Arguments: args, Proof: proof}
-	}
-	return calls
-}
-
-// BenchmarkAllowPath: in-process decisions/s with signed, fsync'd receipts.
-func BenchmarkAllowPath(b *testing.B) {
-	k, _, agent, capRaw, capID := benchKernel(b)
-	calls := signedCalls(b, b.N, agent, capRaw, capID, "allow")
-	var next atomic.Int64
-	b.SetParallelism(64) // many callers so group commit can batch
+// runRig runs b.N operations of rig with 64 callers per core (so group
+// commit can batch) and reports the rate, process CPU per operation (it
+// barely moves when other processes share the machine; cores ÷ it is the
+// CPU-bound ceiling) and store calls per group commit.
+func runRig(b *testing.B, rig benchload.Rig, unit string) {
+	c0, k0 := rig.Commits()
+	b.SetParallelism(64)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), benchload.ProcessCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			c := calls[next.Add(1)-1]
-			if out, err := k.Submit(context.Background(), c); err != nil || out.Status != kernel.StatusAllowed {
-				b.Fatalf("%v %v", out, err)
+			if err := rig.Do(context.Background()); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+	res := benchload.Result{Ops: b.N, Elapsed: time.Since(start), CPU: benchload.ProcessCPU() - cpu0}
+	c1, k1 := rig.Commits()
+	res.Commits, res.Calls = c1-c0, k1-k0
+	b.ReportMetric(res.Rate(), unit)
+	b.ReportMetric(float64(res.CPUPerOp().Nanoseconds())/1e3, "cpu-µs/op")
+	b.ReportMetric(res.CallsPerCommit(), "calls/commit")
+}
+
+// BenchmarkAllowPath: in-process decisions/s with signed, fsync'd receipts
+// (two group commits per call: the decision before dispatch, the settle).
+func BenchmarkAllowPath(b *testing.B) {
+	runRig(b, allowRig(b, b.N), "decisions/s")
 }
 
 // BenchmarkRawSignCommit is the ceiling the allow path is compared to: sign
 // a receipt and group-commit it, nothing else.
 func BenchmarkRawSignCommit(b *testing.B) {
-	kkey := keys.FromSeed(make([]byte, 32))
-	st, err := boltstore.Open(filepath.Join(b.TempDir(), "raw.db"), kkey, boltstore.Options{})
+	r, err := benchload.NewRawRig(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
-	var n atomic.Int64
-	b.SetParallelism(64)
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			err := st.Update(context.Background(), func(tx kernel.Tx) error {
-				tx.AppendReceipt(&receipt.Receipt{ID: fmt.Sprintf("rc-%d", i), RequestID: "r", Subject: "s", ToolServer: "demo",
-					ToolName: "echo", Action: "invoke", ParameterHash: strings.Repeat("a", 64), Timestamp: 1,
-					Decision: receipt.Decision{Verdict: receipt.Allow}, PolicyHash: strings.Repeat("b", 64)})
-				return nil
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "receipts/s")
+	defer r.Close()
+	runRig(b, r, "receipts/s")
 }
 
 func percentiles(lat []time.Duration) (p50, p99 time.Duration) {
@@ -121,13 +76,12 @@ func percentiles(lat []time.Duration) (p50, p99 time.Duration) {
 
 // BenchmarkAllowLatencyUnloaded: one caller at a time.
 func BenchmarkAllowLatencyUnloaded(b *testing.B) {
-	k, _, agent, capRaw, capID := benchKernel(b)
-	calls := signedCalls(b, b.N, agent, capRaw, capID, "lat")
+	rig := allowRig(b, b.N)
 	lat := make([]time.Duration, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		if _, err := k.Submit(context.Background(), calls[i]); err != nil {
+		if err := rig.Do(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		lat[i] = time.Since(t0)
@@ -142,8 +96,8 @@ func BenchmarkAllowLatencyUnloaded(b *testing.B) {
 func BenchmarkAllowAt5kOffered(b *testing.B) {
 	const rate, seconds = 5000, 2
 	for i := 0; i < b.N; i++ {
-		k, _, agent, capRaw, capID := benchKernel(b)
-		calls := signedCalls(b, rate*seconds, agent, capRaw, capID, fmt.Sprintf("open%d", i))
+		rig := allowRig(b, 0)
+		calls := rig.SignCalls(rate*seconds, fmt.Sprintf("open%d", i))
 		lat := make([]time.Duration, len(calls))
 		var wg sync.WaitGroup
 		start := time.Now()
@@ -157,7 +111,7 @@ func BenchmarkAllowAt5kOffered(b *testing.B) {
 			wg.Add(1)
 			go func(j int, c *kernel.ToolCall) {
 				defer wg.Done()
-				if _, err := k.Submit(context.Background(), c); err != nil {
+				if err := rig.Submit(context.Background(), c); err != nil {
 					b.Error(err)
 				}
 				lat[j] = time.Since(at)

@@ -26,6 +26,9 @@ const (
 	// CapabilityCacheSize is how many verified capabilities are remembered
 	// (by hash of their exact bytes) to skip re-verifying signatures.
 	CapabilityCacheSize = 8192
+	// VerifyKeyCacheSize is how many agents' precomputed proof-verification
+	// keys are kept (~10 KiB each); a miss costs ~5 µs to rebuild.
+	VerifyKeyCacheSize = 1024
 	// ConsumedCacheSize sizes the replay LRU: peak approvals/s × token TTL
 	// (≈ 18/s sustained for an hour) before lookups fall through to the store.
 	ConsumedCacheSize = 65536

@@ -1,45 +1,153 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/chiokernel/chio/internal/benchload"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
 
 func init() {
-	register("bench", "load-test a chiod over HTTP (admin token needed to issue a capability)", runBench)
+	register("bench", "measure the allow path: in process (--in-process) or a chiod over HTTP (admin token needed)", runBench)
 }
 
-// runBench drives POST /v1/calls with fresh signed calls. With --rate it is
-// open-loop: requests are scheduled at a fixed rate and latency is measured
-// from the scheduled time, so a slow server cannot hide its queueing.
+// runBench measures decisions/s. --in-process runs the allow path and the
+// raw sign-and-commit loop (the same workloads as BenchmarkAllowPath and
+// BenchmarkRawSignCommit) in this process, alternating, and prints their
+// ratio. Otherwise it drives a chiod's POST /v1/calls with fresh signed
+// calls; with --rate it is open-loop: requests are scheduled at a fixed
+// rate and latency is measured from the scheduled time, so a slow server
+// cannot hide its queueing. --raw adds the raw loop, run in this process
+// after the HTTP load (meaningful when chiod's data directory is on the
+// same disk).
 func runBench(e *Env, args []string) int {
 	fs := newFlags(e, "bench")
 	r := addRemote(fs, e)
-	duration := fs.Duration("duration", 10*time.Second, "how long to send")
-	conc := fs.Int("concurrency", 32, "concurrent connections")
-	rate := fs.Int("rate", 0, "offered calls/s (open loop); 0 = as fast as possible (closed loop)")
-	server := fs.String("server", "demo", "tool server")
-	tool := fs.String("tool", "echo", "tool")
-	grant := fs.String("grant", "echo", "grant to issue the bench capability for")
+	inProcess := fs.Bool("in-process", false, "run the allow path and the raw loop in this process (no chiod)")
+	calls := fs.Int("calls", 40000, "in process: calls (and receipts) per round")
+	rounds := fs.Int("rounds", 3, "in process: rounds of allow path + raw loop")
+	dir := fs.String("dir", "", "in process: where the stores go (default a temporary directory: put it on the disk you measure)")
+	raw := fs.Bool("raw", false, "HTTP: also run the raw loop in this process, after the load, for the ratio")
+	duration := fs.Duration("duration", 10*time.Second, "HTTP: how long to send")
+	conc := fs.Int("concurrency", 0, "concurrent callers (0: 64 per core in process, 32 connections over HTTP)")
+	rate := fs.Int("rate", 0, "HTTP: offered calls/s (open loop); 0 = as fast as possible (closed loop)")
+	server := fs.String("server", "demo", "HTTP: tool server")
+	tool := fs.String("tool", "echo", "HTTP: tool")
+	grant := fs.String("grant", "echo", "HTTP: grant to issue the bench capability for")
 	if _, err := parse(fs, args); err != nil {
 		return ExitUsage
 	}
-	if *conc < 1 || *duration <= 0 || *rate < 0 {
-		return fail(e, usageError("--concurrency ≥ 1, --duration > 0, --rate ≥ 0"))
+	if *conc < 0 || *duration <= 0 || *rate < 0 || *calls < 1 || *rounds < 1 {
+		return fail(e, usageError("--concurrency ≥ 0, --duration > 0, --rate ≥ 0, --calls ≥ 1, --rounds ≥ 1"))
 	}
+	if *inProcess {
+		if *conc == 0 {
+			*conc = 64 * runtime.GOMAXPROCS(0)
+		}
+		return benchInProcess(e, *dir, *calls, *rounds, *conc)
+	}
+	if *conc == 0 {
+		*conc = 32
+	}
+	return benchHTTP(e, r, httpBench{duration: *duration, conc: *conc, rate: *rate, server: *server, tool: *tool,
+		grant: *grant, raw: *raw, rawCalls: *calls, dir: *dir})
+}
+
+// benchInProcess alternates the allow path and the raw loop, each on a
+// fresh store, and prints every round and the medians' ratio.
+func benchInProcess(e *Env, dir string, n, rounds, conc int) int {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "chio-bench-")
+		if err != nil {
+			return fail(e, err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	fmt.Fprintf(e.Stdout, "in process: GOMAXPROCS %d, %d callers, %d calls per round, stores in %s\n", runtime.GOMAXPROCS(0), conc, n, dir)
+	var allow, rawRates []float64
+	for i := range rounds {
+		a, err := benchAllowRound(dir, n, conc, i)
+		if err != nil {
+			return fail(e, err)
+		}
+		w, err := benchRawRound(dir, n, conc, i)
+		if err != nil {
+			return fail(e, err)
+		}
+		allow, rawRates = append(allow, a.Rate()), append(rawRates, w.Rate())
+		fmt.Fprintf(e.Stdout, "round %d: allow path %s decisions/s (%s CPU/decision, %.0f calls/commit); raw sign+commit %s receipts/s (%s CPU/receipt, %.0f calls/commit); ratio %.0f%%\n",
+			i+1, thousands(a.Rate()), micro(a.CPUPerOp()), a.CallsPerCommit(), thousands(w.Rate()), micro(w.CPUPerOp()), w.CallsPerCommit(), 100*a.Rate()/w.Rate())
+	}
+	ma, mr := median(allow), median(rawRates)
+	fmt.Fprintf(e.Stdout, "median: allow path %s decisions/s, raw loop %s receipts/s: %.0f%% of the raw loop\n", thousands(ma), thousands(mr), 100*ma/mr)
+	return ExitOK
+}
+
+func benchAllowRound(dir string, n, conc, i int) (benchload.Result, error) {
+	d, err := os.MkdirTemp(dir, "allow-")
+	if err != nil {
+		return benchload.Result{}, err
+	}
+	defer os.RemoveAll(d)
+	rig, err := benchload.NewAllowRig(d, n)
+	if err != nil {
+		return benchload.Result{}, err
+	}
+	defer rig.Close()
+	res, err := benchload.Run(context.Background(), rig, n, conc)
+	if err != nil {
+		return res, fmt.Errorf("allow path, round %d: %w", i+1, err)
+	}
+	return res, nil
+}
+
+func benchRawRound(dir string, n, conc, i int) (benchload.Result, error) {
+	d, err := os.MkdirTemp(dir, "raw-")
+	if err != nil {
+		return benchload.Result{}, err
+	}
+	defer os.RemoveAll(d)
+	rig, err := benchload.NewRawRig(d)
+	if err != nil {
+		return benchload.Result{}, err
+	}
+	defer rig.Close()
+	res, err := benchload.Run(context.Background(), rig, n, conc)
+	if err != nil {
+		return res, fmt.Errorf("raw loop, round %d: %w", i+1, err)
+	}
+	return res, nil
+}
+
+type httpBench struct {
+	duration     time.Duration
+	conc, rate   int
+	server, tool string
+	grant, dir   string
+	raw          bool
+	rawCalls     int
+}
+
+// benchHTTP drives POST /v1/calls.
+func benchHTTP(e *Env, r *remote, o httpBench) int {
 	key, err := keys.Generate(rand.Reader)
 	if err != nil {
 		return fail(e, err)
@@ -49,24 +157,22 @@ func runBench(e *Env, args []string) int {
 		ID         string          `json:"id"`
 		Capability json.RawMessage `json:"capability"`
 	}
-	_, err = r.do(ctx, "POST", "/v1/capabilities", map[string]any{"subject": key.Public().String(), "grants": []string{*grant}, "ttl": "1h"}, &capResp, 201)
+	_, err = r.do(ctx, "POST", "/v1/capabilities", map[string]any{"subject": key.Public().String(), "grants": []string{o.grant}, "ttl": "1h"}, &capResp, 201)
 	cancel()
 	if err != nil {
 		return fail(e, err)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: *conc * 2, MaxIdleConnsPerHost: *conc * 2}}
-	args0 := json.RawMessage(`{"bench":true}`)
-	ph, _ := kernel.ParameterHash(*server, *tool, args0, nil)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: o.conc * 2, MaxIdleConnsPerHost: o.conc * 2}}
+	body := newCallBody(key, capResp.Capability, capResp.ID, o.server, o.tool)
 	var seq atomic.Int64
 	prefix := kernel.NewID("bench-")
+	url := r.base() + "/v1/calls"
 	one := func(ctx context.Context) (int, error) {
-		id := prefix + "-" + strconv.FormatInt(seq.Add(1), 10)
-		proof, err := kernel.SignProof(key, id, capResp.ID, *server, *tool, ph, time.Now())
+		b, err := body.build(prefix+"-"+strconv.FormatInt(seq.Add(1), 10), time.Now())
 		if err != nil {
 			return 0, err
 		}
-		b, _ := json.Marshal(kernel.ToolCall{RequestID: id, Capability: capResp.Capability, Server: *server, Tool: *tool, Arguments: args0, Proof: proof})
-		req, _ := http.NewRequestWithContext(ctx, "POST", r.base()+"/v1/calls", bytes.NewReader(b))
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(string(b)))
 		resp, err := client.Do(req)
 		if err != nil {
 			return 0, err
@@ -90,12 +196,12 @@ func runBench(e *Env, args []string) int {
 		statuses[code]++
 		lat = append(lat, d)
 	}
-	runCtx, stop := context.WithTimeout(context.Background(), *duration)
+	runCtx, stop := context.WithTimeout(context.Background(), o.duration)
 	defer stop()
-	start := time.Now()
+	cpu0, start := benchload.ProcessCPU(), time.Now()
 	var wg sync.WaitGroup
-	if *rate == 0 {
-		for w := 0; w < *conc; w++ {
+	if o.rate == 0 {
+		for range o.conc {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -107,8 +213,8 @@ func runBench(e *Env, args []string) int {
 			}()
 		}
 	} else {
-		slots := make(chan time.Time, *conc*4)
-		for w := 0; w < *conc; w++ {
+		slots := make(chan time.Time, o.conc*4)
+		for range o.conc {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -118,7 +224,7 @@ func runBench(e *Env, args []string) int {
 				}
 			}()
 		}
-		interval := time.Second / time.Duration(*rate)
+		interval := time.Second / time.Duration(o.rate)
 		for next := start; runCtx.Err() == nil; next = next.Add(interval) {
 			if d := time.Until(next); d > 0 {
 				time.Sleep(d)
@@ -128,18 +234,99 @@ func runBench(e *Env, args []string) int {
 		close(slots)
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	elapsed, cpu := time.Since(start), benchload.ProcessCPU()-cpu0
+	slices.Sort(lat)
 	pct := func(p float64) time.Duration {
 		if len(lat) == 0 {
 			return 0
 		}
 		return lat[min(len(lat)-1, int(float64(len(lat))*p))]
 	}
-	fmt.Fprintf(e.Stdout, "calls: %d in %s (%.0f calls/s), errors: %d, statuses: %v\n", len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), errs, statuses)
+	httpRate := float64(len(lat)) / elapsed.Seconds()
+	mode := "closed loop"
+	if o.rate > 0 {
+		mode = fmt.Sprintf("open loop at %d calls/s offered", o.rate)
+	}
+	fmt.Fprintf(e.Stdout, "HTTP, %s, %d connections: %d calls in %s (%s calls/s), errors: %d, statuses: %v\n",
+		mode, o.conc, len(lat), elapsed.Round(time.Millisecond), thousands(httpRate), errs, statuses)
 	fmt.Fprintf(e.Stdout, "latency: p50 %s  p95 %s  p99 %s  max %s\n", pct(.50), pct(.95), pct(.99), pct(1))
+	if len(lat) > 0 {
+		fmt.Fprintf(e.Stdout, "load generator CPU: %s per call\n", micro(cpu/time.Duration(len(lat))))
+	}
 	if errs > 0 || statuses[200] != len(lat) {
 		return ExitError
 	}
+	if o.raw {
+		dir := o.dir
+		if dir == "" {
+			d, err := os.MkdirTemp("", "chio-bench-")
+			if err != nil {
+				return fail(e, err)
+			}
+			defer os.RemoveAll(d)
+			dir = d
+		}
+		w, err := benchRawRound(dir, o.rawCalls, 64*runtime.GOMAXPROCS(0), 0)
+		if err != nil {
+			return fail(e, err)
+		}
+		fmt.Fprintf(e.Stdout, "raw sign+commit in this process: %s receipts/s; HTTP is %.0f%% of it\n", thousands(w.Rate()), 100*httpRate/w.Rate())
+	}
 	return ExitOK
 }
+
+// callBody writes POST /v1/calls bodies for one agent, capability and tool
+// with fresh request ids and proofs, without a JSON encoder per call: the
+// load generator shares the cores it measures.
+type callBody struct {
+	key                 keys.PrivateKey
+	capID, server, tool string
+	paramHash           string
+	head                []byte // {"capability":…,"server":…,"tool":…,"arguments":…,
+}
+
+func newCallBody(key keys.PrivateKey, capRaw json.RawMessage, capID, server, tool string) *callBody {
+	args := json.RawMessage(`{"bench":true}`)
+	ph, _ := kernel.ParameterHash(server, tool, args, nil)
+	head, _ := json.Marshal(struct {
+		Capability json.RawMessage `json:"capability"`
+		Server     string          `json:"server"`
+		Tool       string          `json:"tool"`
+		Arguments  json.RawMessage `json:"arguments"`
+	}{capRaw, server, tool, args})
+	return &callBody{key: key, capID: capID, server: server, tool: tool, paramHash: ph, head: head[:len(head)-1]}
+}
+
+// build signs the call's proof at `at` and returns the body.
+func (c *callBody) build(requestID string, at time.Time) ([]byte, error) {
+	p, err := kernel.SignProof(c.key, requestID, c.capID, c.server, c.tool, c.paramHash, at)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(c.head)+len(requestID)+200)
+	b = append(b, c.head...)
+	b = append(b, `,"request_id":`...)
+	b, _ = jsontext.AppendQuote(b, requestID)
+	b = append(b, `,"proof":{"issued_at":`...)
+	b = strconv.AppendInt(b, p.IssuedAt, 10)
+	b = append(b, `,"signature":"`...)
+	b = append(b, p.Signature...)
+	return append(b, `"}}`...), nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// thousands prints a rate rounded to units with thousands separators.
+func thousands(f float64) string {
+	s := strconv.FormatInt(int64(f+0.5), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func micro(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanoseconds())/1e3) }

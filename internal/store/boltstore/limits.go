@@ -10,6 +10,11 @@ const (
 	// MaxBatch bounds how many Update calls share one commit, so one commit's
 	// latency stays bounded under overload.
 	MaxBatch = 4096
+	// DefaultAbsorbWindow is how long a commit's transaction keeps taking in
+	// calls queued while it is being built (a caller released by one commit
+	// then rides the next instead of waiting a whole commit). It never
+	// delays a commit when nothing is queued.
+	DefaultAbsorbWindow = time.Millisecond
 )
 
 // MaxIndexedValue bounds an indexed value (a sub-bucket name). Longer

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/chiokernel/chio/approval"
@@ -59,6 +60,9 @@ type Options struct {
 	// HealInterval is how often a failed store tries to reopen; 0 means
 	// DefaultHealInterval.
 	HealInterval time.Duration
+	// AbsorbWindow is how long a commit's transaction keeps taking in calls
+	// queued while it is being built; 0 means DefaultAbsorbWindow.
+	AbsorbWindow time.Duration
 }
 
 // Store is a bbolt-backed kernel.Store.
@@ -99,6 +103,9 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 	}
 	if opts.HealInterval <= 0 {
 		opts.HealInterval = DefaultHealInterval
+	}
+	if opts.AbsorbWindow <= 0 {
+		opts.AbsorbWindow = DefaultAbsorbWindow
 	}
 	s := &Store{db: db, path: path, key: key, opts: opts, queue: make(chan *op, QueueCapacity),
 		closing: make(chan struct{}), done: make(chan struct{})}
@@ -240,9 +247,14 @@ func (s *Store) commitLoop() {
 	}
 }
 
-// commit runs batch in one transaction. A function that fails is answered
-// with its error and the transaction is rebuilt without it, because bbolt
-// has no savepoints and its partial writes must not reach the disk.
+// commit runs batch in one transaction, together with whatever is queued
+// while that transaction is being built (for at most Options.AbsorbWindow): callers
+// released by the previous commit then join this one instead of waiting a
+// whole commit for the next. Receipts are signed in rounds as their
+// functions finish, by the committer and GOMAXPROCS-1 helpers. A function
+// that fails, or whose receipt cannot be signed, is answered with its error
+// and the transaction is rebuilt without it, because bbolt has no savepoints
+// and its partial writes must not reach the disk.
 func (s *Store) commit(batch []*op) {
 	s.depth.Add(-int64(len(batch)))
 	start := time.Now()
@@ -258,26 +270,38 @@ func (s *Store) commit(batch []*op) {
 	for {
 		btx, err := s.db.Begin(true)
 		if err != nil {
-			s.fail(batch, err)
+			s.fail(live, err)
 			return
 		}
 		t := &tx{btx: btx, s: s, last: s.lastSeq.Load(), writable: true}
-		failedAt := -1
+		var owner []int // index in live of the function that appended each receipt
+		ran, failedAt := 0, -1
 		var ferr error
-		for i, o := range live {
-			mark := len(t.appended)
-			if ferr = runOp(o, t); ferr == nil {
-				// A receipt that could not be signed fails its own decision,
-				// not the batch (and never poisons the store).
-				for _, a := range t.appended[mark:] {
-					if ferr = receipt.Validate(a.Receipt); ferr != nil {
-						break
-					}
+		for {
+			for ; ran < len(live); ran++ {
+				mark := len(t.appended)
+				if ferr = runOp(live[ran], t); ferr != nil {
+					t.appended = t.appended[:mark]
+					failedAt = ran
+					break
+				}
+				for range t.appended[mark:] {
+					owner = append(owner, ran)
 				}
 			}
-			if ferr != nil {
-				t.appended = t.appended[:mark]
-				failedAt = i
+			if failedAt >= 0 {
+				break
+			}
+			// A receipt that cannot be signed fails its own function, not
+			// the batch (and never poisons the store).
+			if i, err := s.signReceipts(t); err != nil {
+				failedAt, ferr = owner[i], err
+				break
+			}
+			if len(live) >= MaxBatch || time.Since(start) >= s.opts.AbsorbWindow {
+				break
+			}
+			if live = s.absorb(live); ran == len(live) {
 				break
 			}
 		}
@@ -316,6 +340,22 @@ func (s *Store) commit(batch []*op) {
 	}
 }
 
+// absorb appends to live what is queued now, up to MaxBatch in all.
+func (s *Store) absorb(live []*op) []*op {
+	n := len(live)
+	for len(live) < MaxBatch {
+		select {
+		case o := <-s.queue:
+			live = append(live, o)
+			continue
+		default:
+		}
+		break
+	}
+	s.depth.Add(-int64(len(live) - n))
+	return live
+}
+
 // runOp isolates a panicking function: it fails alone, closed.
 func runOp(o *op, t *tx) (err error) {
 	defer func() {
@@ -329,35 +369,57 @@ func runOp(o *op, t *tx) (err error) {
 	return o.fn(t)
 }
 
-// writeReceipts signs the batch's receipts across all cores (seqs are
-// already fixed, so order does not depend on scheduling) and stores them.
+// signReceipts signs the transaction's receipts appended since the last
+// call (their seqs are fixed, so the bytes do not depend on scheduling).
+// The committer signs too, taking receipts one at a time from a shared
+// index, with up to GOMAXPROCS-1 helpers: under load a helper may queue
+// behind busy callers for a CPU, while the committer already holds one. On
+// failure it returns the index of a receipt that could not be signed.
+func (s *Store) signReceipts(t *tx) (int, error) {
+	from, n := t.signed, len(t.appended)
+	if from == n {
+		return 0, nil
+	}
+	errs := make([]error, n-from)
+	var next atomic.Int64
+	next.Store(int64(from))
+	sign := func() {
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			a := t.appended[i]
+			a.Raw, errs[i-from] = receipt.Sign(s.key, a.Receipt)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), (n-from+3)/4) - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sign()
+		}()
+	}
+	sign()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return from + i, err
+		}
+	}
+	t.signed = n
+	return 0, nil
+}
+
+// writeReceipts stores the transaction's signed receipts, their leaf
+// hashes and index entries.
 func (s *Store) writeReceipts(t *tx) error {
 	n := len(t.appended)
 	if n == 0 {
 		return nil
 	}
-	errs := make([]error, n)
-	workers := min(runtime.GOMAXPROCS(0), (n+3)/4)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				a := t.appended[i]
-				a.Raw, errs[i] = receipt.Sign(s.key, a.Receipt)
-			}
-		}(w)
-	}
-	wg.Wait()
 	rb, ib, lb := t.btx.Bucket(bucketReceipts), t.btx.Bucket(bucketReceiptIDs), t.btx.Bucket(bucketLeaves)
 	rb.FillPercent, lb.FillPercent = appendFill, appendFill // seq keys only grow
 	ix := newIndexer(t.btx)
 	t.leaves = make([][32]byte, 0, n)
-	for i, a := range t.appended {
-		if errs[i] != nil {
-			return errs[i]
-		}
+	for _, a := range t.appended {
 		k := seqKey(a.Receipt.Seq)
 		leaf := receiptLeaf(a.Raw)
 		t.leaves = append(t.leaves, leaf)
@@ -410,6 +472,7 @@ type tx struct {
 	last     uint64
 	writable bool
 	appended []*kernel.Appended
+	signed   int        // appended[:signed] are signed
 	leaves   [][32]byte // of appended, once signed
 }
 
@@ -418,8 +481,12 @@ func (t *tx) Call(id string) (*kernel.CallRecord, error) {
 	if v == nil {
 		return nil, kernel.ErrNotFound
 	}
+	// Every settle reads the record its decision wrote, on the committer's
+	// critical path: decoded with go-json-experiment's implementation of
+	// encoding/json's semantics, 2.7x faster (codec_test.go holds the two
+	// to the same result).
 	var c kernel.CallRecord
-	if err := json.Unmarshal(v, &c); err != nil {
+	if err := jsonv1.Unmarshal(v, &c); err != nil {
 		return nil, fmt.Errorf("boltstore: corrupt call %q: %w", id, err)
 	}
 	return &c, nil

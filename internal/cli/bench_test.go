@@ -1,0 +1,45 @@
+package cli_test
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chiokernel/chio/internal/cli"
+	"github.com/chiokernel/chio/internal/testkit"
+)
+
+// The in-process bench runs both workloads and prints a ratio; the figures
+// themselves are not asserted (benchmarks print, tests check correctness).
+func TestBenchInProcess(t *testing.T) {
+	var so, se bytes.Buffer
+	code := cli.Main([]string{"bench", "--in-process", "--calls", "300", "--rounds", "2", "--concurrency", "16", "--dir", t.TempDir()},
+		&cli.Env{Stdout: &so, Stderr: &se, Getenv: func(string) string { return "" }})
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, so.String(), se.String())
+	}
+	for _, re := range []string{`round 1: allow path [\d,]+ decisions/s .* raw sign\+commit [\d,]+ receipts/s`,
+		`round 2: `, `median: allow path [\d,]+ decisions/s, raw loop [\d,]+ receipts/s: \d+% of the raw loop`} {
+		if !regexp.MustCompile(re).MatchString(so.String()) {
+			t.Errorf("output lacks %s:\n%s", re, so.String())
+		}
+	}
+}
+
+// Over HTTP every call must come back 200 (allowed and executed), closed
+// and open loop.
+func TestBenchHTTP(t *testing.T) {
+	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: "[[servers]]\nid = \"demo\"\ntransport = \"builtin\"\n[[grants]]\nid = \"echo\"\nserver = \"demo\"\ntool = \"echo\"\n", Serve: true})
+	env := map[string]string{"CHIO_URL": w.URL, "CHIO_ADMIN_TOKEN": w.AdminToken}
+	for _, args := range [][]string{{"--duration", "300ms", "--concurrency", "4"}, {"--duration", "300ms", "--rate", "200", "--raw", "--calls", "200"}} {
+		var so, se bytes.Buffer
+		code := cli.Main(append([]string{"bench"}, args...), &cli.Env{Stdout: &so, Stderr: &se, Getenv: func(k string) string { return env[k] }})
+		if code != cli.ExitOK {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, so.String(), se.String())
+		}
+		if !strings.Contains(so.String(), "errors: 0, statuses: map[200:") || !strings.Contains(so.String(), "latency: p50") {
+			t.Errorf("%v:\n%s", args, so.String())
+		}
+	}
+}
