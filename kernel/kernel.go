@@ -85,8 +85,8 @@ type Kernel struct {
 	// (settling.go).
 	settling sync.Map
 	settles  sync.WaitGroup
-	recovery   recoveryState
-	schemas    SchemaValidator
+	recovery recoveryState
+	schemas  SchemaValidator
 	// stop is closed by Close: deliveries stop retrying and leave their
 	// calls in flight for the next start instead of recording a failure.
 	stop      chan struct{}
