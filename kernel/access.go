@@ -6,8 +6,15 @@ import (
 	"github.com/chiokernel/chio/internal/keys"
 )
 
-// Call returns the durable record of a call.
+// Call returns the record of a call: the durable one, or the settled one
+// its caller was answered with while its settle commit runs (settling.go).
 func (k *Kernel) Call(requestID string) (*CallRecord, error) {
+	rec, err := k.storedCall(requestID)
+	return k.settledView(rec), err
+}
+
+// storedCall returns the durable record of a call.
+func (k *Kernel) storedCall(requestID string) (*CallRecord, error) {
 	var rec *CallRecord
 	err := k.store.View(func(tx ReadTx) error {
 		var err error

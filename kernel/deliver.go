@@ -119,12 +119,25 @@ func (k *Kernel) deliver(ctx context.Context, rec *CallRecord) (*Outcome, error)
 		// Recovery (after a store heal) and a live delivery never both send.
 		return nil, fmt.Errorf("%w: call %s is being delivered", ErrConflict, rec.RequestID)
 	}
-	defer k.delivering.Delete(rec.RequestID)
+	return k.deliverMarked(ctx, rec)
+}
+
+// deliverMarked is deliver for a caller that holds rec's delivering mark;
+// the mark is released when the call's outcome is durable (or left for
+// the next start).
+func (k *Kernel) deliverMarked(ctx context.Context, rec *CallRecord) (*Outcome, error) {
 	res, derr := k.sendWithRetry(ctx, rec)
 	if derr != nil && k.stopping() {
+		k.delivering.Delete(rec.RequestID)
 		return nil, fmt.Errorf("%w: shutting down; call %s stays in flight and is finished at the next start", ErrUnavailable, rec.RequestID)
 	}
-	return k.settle(ctx, rec, res, derr)
+	s := k.settlementOf(rec, res, derr)
+	if answersEarly(s) {
+		k.settleInBackground(s) // releases the delivering mark when durable
+		return OutcomeOf(rec), nil
+	}
+	defer k.delivering.Delete(rec.RequestID)
+	return k.commitSettled(ctx, s)
 }
 
 // sendWithRetry makes delivery attempts until one produces a tool result,
@@ -185,6 +198,12 @@ func (k *Kernel) sleep(ctx context.Context, d time.Duration) error {
 // update; a failure also gets an incomplete receipt chained to the allow
 // receipt, so the log says the allowed effect did not (or may not) happen.
 func (k *Kernel) settle(ctx context.Context, rec *CallRecord, res DispatchResult, derr error) (*Outcome, error) {
+	return k.commitSettled(ctx, k.settlementOf(rec, res, derr))
+}
+
+// settlementOf settles rec in memory: its execution, output and (for a
+// failure) the incomplete receipt.
+func (k *Kernel) settlementOf(rec *CallRecord, res DispatchResult, derr error) settlement {
 	now := k.clock.Now()
 	rec.Output, rec.ToolError = res.Output, ""
 	var de *DeliveryError
@@ -211,7 +230,12 @@ func (k *Kernel) settle(ctx context.Context, rec *CallRecord, res DispatchResult
 		}, now)
 		rec.ReceiptID = r.ID
 	}
-	s := settlement{rec: rec, receipt: r}
+	return settlement{rec: rec, receipt: r}
+}
+
+// commitSettled makes a settlement durable, then answers with it.
+func (k *Kernel) commitSettled(ctx context.Context, s settlement) (*Outcome, error) {
+	rec := s.rec
 	if err := k.commitSettlement(ctx, s); err != nil {
 		// The tool has answered but the store cannot say so yet: keep the
 		// answer so that recovery (after the store heals) records it rather

@@ -80,8 +80,13 @@ type Kernel struct {
 	// whose commit failed (request id → settlement), for recovery to record.
 	delivering sync.Map
 	unsettled  sync.Map
-	recovery   recoveryState
-	schemas    SchemaValidator
+	// settling holds calls answered before their settle commit finished
+	// (request id → settled *CallRecord); settles counts those commits
+	// (settling.go).
+	settling sync.Map
+	settles  sync.WaitGroup
+	recovery recoveryState
+	schemas  SchemaValidator
 	// stop is closed by Close: deliveries stop retrying and leave their
 	// calls in flight for the next start instead of recording a failure.
 	stop      chan struct{}
@@ -146,8 +151,12 @@ func New(cfg Config) (*Kernel, error) {
 // Close stops retries and recovery from starting new work: a delivery that
 // fails from now on leaves its call in flight (durably dispatching) for the
 // next start, rather than recording a failure caused by the shutdown.
-// Call it before closing the Dispatcher and the Store.
-func (k *Kernel) Close() { k.stopOnce.Do(func() { close(k.stop) }) }
+// It then waits for the settle commits of calls already answered
+// (settling.go). Call it before closing the Dispatcher and the Store.
+func (k *Kernel) Close() {
+	k.stopOnce.Do(func() { close(k.stop) })
+	k.settles.Wait()
+}
 
 func (k *Kernel) stopping() bool {
 	select {
@@ -234,7 +243,7 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	if existing != nil {
-		return k.sameCall(existing, vc, paramHash)
+		return k.sameCall(k.settledView(existing), vc, paramHash)
 	}
 	// From here on the call has effects (a dispatch, a durable receipt): a
 	// client that disconnects must not cancel them half way.
@@ -329,7 +338,7 @@ func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outc
 	if err != nil {
 		return nil, fmt.Errorf("%w: duplicate request_id whose first call left no record", ErrUnavailable)
 	}
-	return k.sameCall(rec, vc, paramHash)
+	return k.sameCall(k.settledView(rec), vc, paramHash)
 }
 
 // sameCall returns a stored outcome to an idempotent retry, and refuses a

@@ -146,7 +146,19 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 		return err
 	}
 	// at_least_once: the same Idempotency-Key lets the tool deduplicate.
-	_, err := k.deliver(ctx, c)
+	// The list of calls in flight was read before this worker ran: a live
+	// delivery may have settled the call since. Its delivering mark is held
+	// until its outcome is durable, so taking the mark first and then
+	// reading the record again tells a settled call from one to re-send.
+	if _, busy := k.delivering.LoadOrStore(c.RequestID, struct{}{}); busy {
+		return nil // a live path is finishing it
+	}
+	cur, err := k.storedCall(c.RequestID)
+	if err != nil || cur.Status != StatusDispatching || cur.DecisionReceiptID != c.DecisionReceiptID {
+		k.delivering.Delete(c.RequestID)
+		return err
+	}
+	_, err = k.deliverMarked(ctx, cur)
 	return err
 }
 

@@ -17,18 +17,24 @@ import (
 )
 
 // faultStore fails Update on demand: every update while failAll is set,
-// or the updates for which failNth returns true (counted from 1).
+// or the updates for which failNth returns true (counted from 1). An
+// update for which holdNth returns true waits until release is closed.
 type faultStore struct {
 	kernel.Store
 	failAll atomic.Bool
 	n       atomic.Int64
 	failNth func(n int64) bool
+	holdNth func(n int64) bool
+	release chan struct{}
 }
 
 func (s *faultStore) Update(ctx context.Context, fn func(kernel.Tx) error) error {
 	n := s.n.Add(1)
 	if s.failAll.Load() || (s.failNth != nil && s.failNth(n)) {
 		return fmt.Errorf("%w: injected commit failure (update %d)", kernel.ErrUnavailable, n)
+	}
+	if s.holdNth != nil && s.holdNth(n) {
+		<-s.release
 	}
 	return s.Store.Update(ctx, fn)
 }
@@ -207,11 +213,16 @@ func TestCrashAfterDecisionFollowsDeliverySemantics(t *testing.T) {
 	w.store.failNth = func(n int64) bool { return n%2 == 0 }
 	echo := w.Call(t, "echo", `{"a":1}`, "")
 	refund := w.Call(t, "issue_refund", `{"customer_id":"c","amount":5,"currency":"USD"}`, "")
-	for _, c := range []*kernel.ToolCall{echo, refund} {
-		if _, err := w.Kernel.Submit(context.Background(), c); !errors.Is(err, kernel.ErrUnavailable) {
-			t.Fatalf("%s: %v", c.Tool, err)
-		}
+	// at_most_once waits for its settle commit: the agent learns it failed.
+	if _, err := w.Kernel.Submit(context.Background(), refund); !errors.Is(err, kernel.ErrUnavailable) {
+		t.Fatalf("at_most_once: %v", err)
 	}
+	// A successful at_least_once call is answered before its settle commit
+	// (settling.go): the agent has the output; the record is recovery's.
+	if out, err := w.Kernel.Submit(context.Background(), echo); err != nil || out.Execution != kernel.ExecutionSucceeded {
+		t.Fatalf("at_least_once: %+v %v", out, err)
+	}
+	w.Kernel.WaitSettles()
 	w.store.failNth = nil
 	w.Kernel.Close()
 	k := restart(t, w, tool)
@@ -242,27 +253,46 @@ func TestCrashAfterDecisionFollowsDeliverySemantics(t *testing.T) {
 }
 
 // A store that failed only the settle commit and then healed: the kernel
-// still holds the tool's answer and records it — no second delivery even
-// for at_least_once.
+// still holds the tool's answer and records it — no second delivery, for
+// a call answered after its settle commit (at_most_once: the agent got
+// 503) and for one answered before it (at_least_once success).
 func TestHealRecordsTheKnownAnswerWithoutResending(t *testing.T) {
-	tool := &scriptedTool{}
-	w := newWAWorld(t, tool)
-	w.store.failNth = func(n int64) bool { return n == 2 }
-	c := w.Call(t, "echo", `{"a":1}`, "")
-	if _, err := w.Kernel.Submit(context.Background(), c); !errors.Is(err, kernel.ErrUnavailable) {
-		t.Fatal(err)
-	}
-	if err := w.Kernel.RecoverInFlight(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := w.Kernel.WaitRecovery(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rec, _ := w.Kernel.Call(c.RequestID)
-	if rec.Status != kernel.StatusAllowed || string(rec.Output) != `{"done":true}` || len(tool.deliveries(c.RequestID)) != 1 {
-		t.Fatalf("after heal: %+v (%d deliveries)", rec, len(tool.deliveries(c.RequestID)))
+	for _, tc := range []struct{ tool, args, output string }{
+		{"issue_refund", `{"customer_id":"c","amount":5,"currency":"USD"}`, `{"done":true}`},
+		{"echo", `{"a":1}`, `{"done":true}`},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			tool := &scriptedTool{}
+			w := newWAWorld(t, tool)
+			w.store.failNth = func(n int64) bool { return n == 2 }
+			c := w.Call(t, tc.tool, tc.args, "")
+			out, err := w.Kernel.Submit(context.Background(), c)
+			if tc.tool == "echo" {
+				if err != nil || string(out.Output) != tc.output {
+					t.Fatalf("answered before the settle commit: %+v %v", out, err)
+				}
+				// Until the heal, reads see what the agent was told.
+				if rec, _ := w.Kernel.Call(c.RequestID); rec.Status != kernel.StatusAllowed {
+					t.Fatalf("read after the answer: %+v", rec)
+				}
+			} else if !errors.Is(err, kernel.ErrUnavailable) {
+				t.Fatal(err)
+			}
+			w.Kernel.WaitSettles()
+			if err := w.Kernel.RecoverInFlight(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := w.Kernel.WaitRecovery(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var rec *kernel.CallRecord
+			_ = w.Store.View(func(tx kernel.ReadTx) error { rec, err = tx.Call(c.RequestID); return err })
+			if rec.Status != kernel.StatusAllowed || string(rec.Output) != tc.output || len(tool.deliveries(c.RequestID)) != 1 {
+				t.Fatalf("after heal: %+v (%d deliveries)", rec, len(tool.deliveries(c.RequestID)))
+			}
+		})
 	}
 }
 
@@ -276,6 +306,7 @@ func TestRecoveryDoesNotBlockStartUp(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		c := w.Call(t, "echo", fmt.Sprintf(`{"i":%d}`, i), "")
 		_, _ = w.Kernel.Submit(context.Background(), c)
+		w.Kernel.WaitSettles() // its settle commit is update 2i+2: it fails
 		ids = append(ids, c.RequestID)
 	}
 	w.store.failNth = nil

@@ -101,6 +101,7 @@ type crashLedger struct {
 	receipts  map[string]string // acknowledged receipt id → request id
 	parked    map[string]string // acknowledged approval id → request id
 	requests  map[string]string // every acknowledged request id → tool
+	outputs   map[string]string // request id → output the agent was told it succeeded with
 	approvals atomic.Int64
 }
 
@@ -113,6 +114,9 @@ func (l *crashLedger) ack(tool string, out *kernel.Outcome) {
 	}
 	if out.ApprovalRequestID != "" {
 		l.parked[out.ApprovalRequestID] = out.RequestID
+	}
+	if out.Execution == kernel.ExecutionSucceeded {
+		l.outputs[out.RequestID] = string(out.Output)
 	}
 }
 
@@ -142,7 +146,7 @@ func TestCrashLoop(t *testing.T) {
 	dataDir := filepath.Join(work, "data")
 	d := startDaemon(t, config, dataDir)
 	a := newAgent(t, d, "pay", "once", "asked", "timed", "advisory")
-	l := &crashLedger{receipts: map[string]string{}, parked: map[string]string{}, requests: map[string]string{}}
+	l := &crashLedger{receipts: map[string]string{}, parked: map[string]string{}, requests: map[string]string{}, outputs: map[string]string{}}
 	var seq atomic.Int64
 	kills := 0
 	for cycle := 0; cycle < cycles; cycle++ {
@@ -298,7 +302,19 @@ func checkCrashInvariants(t *testing.T, d *daemon, tool *countingTool, l *crashL
 	for k, v := range l.parked {
 		parked[k] = v
 	}
+	outputs := make(map[string]string, len(l.outputs))
+	for k, v := range l.outputs {
+		outputs[k] = v
+	}
 	l.mu.Unlock()
+	// What an agent was told succeeded is what the record says, also when
+	// it was answered before its settle commit and the kill came between.
+	for id, told := range outputs {
+		var st kernel.Outcome
+		if code := d.do(t, "GET", "/v1/calls/"+id, nil, &st); code != 200 || st.Execution != kernel.ExecutionSucceeded || string(st.Output) != told {
+			t.Errorf("%s: the agent was told %s; the record says %d %q %s", id, told, code, st.Execution, st.Output)
+		}
+	}
 	// Nothing acknowledged is lost.
 	for id := range receipts {
 		if code := d.do(t, "GET", "/v1/receipts/"+id, nil, &json.RawMessage{}); code != 200 {
@@ -318,7 +334,7 @@ func checkCrashInvariants(t *testing.T, d *daemon, tool *countingTool, l *crashL
 	if code != 0 {
 		t.Errorf("chio receipt verify --all: exit %d\n%s\n%s", code, out, errOut)
 	}
-	t.Logf("%d effects, %d of them delivered more than once and deduplicated by the tool server; %d at_most_once calls",
-		len(effects), resent, once)
+	t.Logf("%d effects, %d of them delivered more than once and deduplicated by the tool server; %d at_most_once calls; %d successes' outputs match what the agent was told",
+		len(effects), resent, once, len(outputs))
 	_ = approval.StatusPending
 }

@@ -1,0 +1,86 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Answering before the settle commit.
+//
+// A call's decision is durable before its tool sees it (deliver.go). What
+// the settle commit adds for a SUCCESSFUL at_least_once call is bookkeeping
+// that a crash can reproduce: recovery re-sends the call with the same
+// Idempotency-Key and the tool server, which must deduplicate on it,
+// answers again. No receipt rides that commit (only failures get one), so
+// the caller may be answered first. Everything else waits for its commit:
+//
+//   - at_most_once calls: after a crash recovery must record "unknown", and
+//     the agent must not have been told "succeeded";
+//   - failures: their incomplete receipt is acknowledged with the answer;
+//   - approved calls: the approver's answer carries the approval's
+//     resolution, written by the same commit.
+//
+// While the commit runs, the settled record is kept in memory and every
+// read of the call on this kernel (an idempotent retry, GET /v1/calls/{id},
+// an await) sees it, so an answer is never followed by "dispatching". The
+// call stays in `delivering` until the commit is done, so recovery (after
+// a store heal) cannot send it again meanwhile; Close waits for these
+// commits.
+
+// answersEarly says whether a settled call may be answered before its
+// settle commit (see above).
+func answersEarly(s settlement) bool {
+	return s.receipt == nil && s.rec.Delivery == AtLeastOnce && s.rec.ApprovalID == "" &&
+		s.rec.Execution == ExecutionSucceeded
+}
+
+// settleInBackground commits s after its caller was answered. The caller
+// holds the call's `delivering` mark; it is released here, once the
+// outcome is durable or handed to recovery.
+func (k *Kernel) settleInBackground(s settlement) {
+	id := s.rec.RequestID
+	snapshot := *s.rec // read-only from here: the commit and settledView share it
+	s.rec = &snapshot
+	k.settling.Store(id, &snapshot)
+	k.settles.Add(1)
+	go func() {
+		defer k.settles.Done()
+		defer k.delivering.Delete(id)
+		defer k.settling.Delete(id)
+		backoff := time.Millisecond
+		for {
+			err := k.commitSettlement(context.Background(), s)
+			if err == nil {
+				k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(&snapshot)})
+				return
+			}
+			// A full queue is back-pressure, not a failure: try again soon
+			// (unless shutting down). Anything else is recovery's to finish.
+			if errors.Is(err, ErrQueueFull) && k.sleep(context.Background(), backoff) == nil {
+				backoff = min(2*backoff, 100*time.Millisecond)
+				continue
+			}
+			k.unsettled.Store(id, s)
+			slog.Error("a settled call's record could not be committed; recovery records it when the store heals or chiod restarts",
+				"request_id", id, "err", err)
+			return
+		}
+	}()
+}
+
+// settledView returns, for a call whose settle commit is still running on
+// this kernel, the settled record its caller was answered with.
+func (k *Kernel) settledView(rec *CallRecord) *CallRecord {
+	if rec == nil || rec.Status != StatusDispatching {
+		return rec
+	}
+	if v, ok := k.settling.Load(rec.RequestID); ok {
+		if s := v.(*CallRecord); s.DecisionReceiptID == rec.DecisionReceiptID {
+			c := *s
+			return &c
+		}
+	}
+	return rec
+}

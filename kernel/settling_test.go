@@ -1,0 +1,86 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/chiokernel/chio/kernel"
+)
+
+// A successful at_least_once call is answered before its settle commit
+// (settling.go). While that commit runs: an idempotent retry and every
+// read see what the agent was told, recovery (after a store heal) does not
+// send the call again, and Close waits for the commit.
+func TestAnsweredBeforeTheSettleCommit(t *testing.T) {
+	tool := &scriptedTool{}
+	w := newWAWorld(t, tool)
+	w.store.release = make(chan struct{})
+	w.store.holdNth = func(n int64) bool { return n == 2 } // the settle commit
+	c := w.Call(t, "echo", `{"a":1}`, "")
+	out, err := w.Kernel.Submit(context.Background(), c)
+	if err != nil || out.Status != kernel.StatusAllowed || out.Execution != kernel.ExecutionSucceeded || string(out.Output) != `{"done":true}` {
+		t.Fatalf("answer: %+v %v", out, err)
+	}
+	var stored *kernel.CallRecord
+	_ = w.Store.View(func(tx kernel.ReadTx) error { stored, err = tx.Call(c.RequestID); return err })
+	if stored.Status != kernel.StatusDispatching {
+		t.Fatalf("the settle commit was not held: %+v", stored)
+	}
+	// The agent retries with the same request id: the same answer.
+	again, err := w.Kernel.Submit(context.Background(), c)
+	if err != nil || again.Execution != kernel.ExecutionSucceeded || string(again.Output) != `{"done":true}` {
+		t.Fatalf("retry: %+v %v", again, err)
+	}
+	if rec, err := w.Kernel.Call(c.RequestID); err != nil || rec.Status != kernel.StatusAllowed {
+		t.Fatalf("read: %+v %v", rec, err)
+	}
+	// A store heal runs recovery now: the call is not sent again.
+	if err := w.Kernel.RecoverInFlight(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.Kernel.WaitRecovery(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tool.deliveries(c.RequestID)); n != 1 {
+		t.Fatalf("%d deliveries while the settle commit ran", n)
+	}
+	closed := make(chan struct{})
+	go func() { w.Kernel.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned before the settle commit")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(w.store.release)
+	<-closed
+	_ = w.Store.View(func(tx kernel.ReadTx) error { stored, err = tx.Call(c.RequestID); return err })
+	if stored.Status != kernel.StatusAllowed || string(stored.Output) != `{"done":true}` || len(tool.deliveries(c.RequestID)) != 1 {
+		t.Fatalf("after the commit: %+v (%d deliveries)", stored, len(tool.deliveries(c.RequestID)))
+	}
+}
+
+// Only a successful at_least_once call that no approval waits on is
+// answered early: a failure's incomplete receipt, an at_most_once outcome
+// and an approved call's resolution are durable before the answer.
+func TestOtherOutcomesWaitForTheirSettleCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name, tool, args string
+		script           []error
+	}{
+		{"at_most_once", "issue_refund", `{"customer_id":"c","amount":5,"currency":"USD"}`, nil},
+		{"tool error", "echo", `{"a":1}`, []error{&kernel.DeliveryError{NotDelivered: true, Err: errors.New("refused")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWAWorld(t, &scriptedTool{script: tc.script})
+			w.store.failNth = func(n int64) bool { return n == 2 }
+			c := w.Call(t, tc.tool, tc.args, "")
+			if out, err := w.Kernel.Submit(context.Background(), c); !errors.Is(err, kernel.ErrUnavailable) {
+				t.Fatalf("answered without a durable outcome: %+v %v", out, err)
+			}
+		})
+	}
+}
