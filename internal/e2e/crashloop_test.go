@@ -105,6 +105,10 @@ type crashLedger struct {
 	approvals atomic.Int64
 }
 
+func newCrashLedger() *crashLedger {
+	return &crashLedger{receipts: map[string]string{}, parked: map[string]string{}, requests: map[string]string{}, outputs: map[string]string{}}
+}
+
 func (l *crashLedger) ack(tool string, out *kernel.Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -146,7 +150,7 @@ func TestCrashLoop(t *testing.T) {
 	dataDir := filepath.Join(work, "data")
 	d := startDaemon(t, config, dataDir)
 	a := newAgent(t, d, "pay", "once", "asked", "timed", "advisory")
-	l := &crashLedger{receipts: map[string]string{}, parked: map[string]string{}, requests: map[string]string{}, outputs: map[string]string{}}
+	l := newCrashLedger()
 	var seq atomic.Int64
 	kills := 0
 	for cycle := 0; cycle < cycles; cycle++ {

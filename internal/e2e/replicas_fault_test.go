@@ -31,7 +31,7 @@ func TestReplicasKill9UnderLoad(t *testing.T) {
 	approver, _ := keys.Generate(nil)
 	c := startCluster(t, srv, fmt.Sprintf(crashPolicy, tool.url, approver.Public()), 3)
 	a := newAgent(t, c.node(0), "pay", "once", "asked", "timed", "advisory")
-	l := &crashLedger{receipts: map[string]string{}, parked: map[string]string{}, requests: map[string]string{}}
+	l := newCrashLedger()
 
 	// Parked on A, approved through B, executed once.
 	out := park(t, c.node(0), a, "a-to-b", "approve_me")
