@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,11 +152,20 @@ func New(cfg Config) (*Kernel, error) {
 // Close stops retries and recovery from starting new work: a delivery that
 // fails from now on leaves its call in flight (durably dispatching) for the
 // next start, rather than recording a failure caused by the shutdown.
-// It then waits for the settle commits of calls already answered
-// (settling.go). Call it before closing the Dispatcher and the Store.
+// It then waits, at most SettleDrainTimeout, for the settle commits of
+// calls already answered (settling.go). Call it before closing the
+// Dispatcher and the Store.
 func (k *Kernel) Close() {
 	k.stopOnce.Do(func() { close(k.stop) })
-	k.settles.Wait()
+	drained, late := make(chan struct{}), make(chan struct{})
+	go func() { k.settles.Wait(); close(drained) }()
+	t := k.clock.AfterFunc(SettleDrainTimeout, func() { close(late) })
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-late:
+		slog.Warn("shutting down with settle commits still running; recovery finishes those calls at the next start")
+	}
 }
 
 func (k *Kernel) stopping() bool {

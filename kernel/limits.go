@@ -58,6 +58,10 @@ const (
 	// RecoveryWorkers bounds how many in-flight calls recovery finishes at
 	// once (chiod serves meanwhile).
 	RecoveryWorkers = 8
+	// SettleDrainTimeout bounds how long Close waits for the settle commits
+	// of calls already answered (settling.go); one still running after it
+	// is finished by recovery at the next start, like a crash.
+	SettleDrainTimeout = 10 * time.Second
 	// MaxSummaryLen bounds the one-line summary approvers are shown.
 	MaxSummaryLen = 512
 	// MaxCancelReasonLen bounds a cancellation's reason.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -82,5 +83,35 @@ func TestOtherOutcomesWaitForTheirSettleCommit(t *testing.T) {
 				t.Fatalf("answered without a durable outcome: %+v %v", out, err)
 			}
 		})
+	}
+}
+
+// Close does not wait for ever on a settle commit that hangs (a store that
+// stopped answering): after SettleDrainTimeout it returns, and the call is
+// recovery's at the next start.
+func TestCloseBoundsItsWaitForSettleCommits(t *testing.T) {
+	fake := clock.NewFake(time.Now())
+	w := newWAWorldClock(t, &scriptedTool{}, fake)
+	w.store.release = make(chan struct{})
+	defer close(w.store.release)
+	w.store.holdNth = func(n int64) bool { return n == 2 }
+	if out, err := w.Kernel.Submit(context.Background(), w.Call(t, "echo", `{"a":1}`, "")); err != nil || out.Execution != kernel.ExecutionSucceeded {
+		t.Fatalf("%+v %v", out, err)
+	}
+	closed := make(chan struct{})
+	go func() { w.Kernel.Close(); close(closed) }()
+	for fake.Pending() == 0 { // Close armed its timer
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned before the settle commit or the timeout")
+	case <-time.After(20 * time.Millisecond):
+	}
+	fake.Advance(kernel.SettleDrainTimeout)
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close still waiting after SettleDrainTimeout")
 	}
 }

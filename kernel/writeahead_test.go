@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
@@ -118,9 +119,14 @@ type waWorld struct {
 }
 
 func newWAWorld(t *testing.T, tool *scriptedTool) *waWorld {
+	return newWAWorldClock(t, tool, nil)
+}
+
+// newWAWorldClock is newWAWorld on the given clock (nil: the real one).
+func newWAWorldClock(t *testing.T, tool *scriptedTool, c clock.Clock) *waWorld {
 	t.Helper()
 	fs := &faultStore{}
-	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(writeAheadPolicy, financeLead.Public()), Dispatcher: tool,
+	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(writeAheadPolicy, financeLead.Public()), Dispatcher: tool, Clock: c,
 		Server: "pay", Grants: []string{"echo", "refunds", "asked"},
 		WrapStore: func(s kernel.Store) kernel.Store { fs.Store = s; return fs }})
 	return &waWorld{World: w, tool: tool, store: fs}
