@@ -27,7 +27,7 @@ import (
 // an await) sees it, so an answer is never followed by "dispatching". The
 // call stays in `delivering` until the commit is done, so recovery (after
 // a store heal) cannot send it again meanwhile; Close waits for these
-// commits.
+// commits (at most SettleDrainTimeout).
 
 // answersEarly says whether a settled call may be answered before its
 // settle commit (see above).
