@@ -132,8 +132,7 @@ func (k *Kernel) deliverMarked(ctx context.Context, rec *CallRecord) (*Outcome, 
 		return nil, fmt.Errorf("%w: shutting down; call %s stays in flight and is finished at the next start", ErrUnavailable, rec.RequestID)
 	}
 	s := k.settlementOf(rec, res, derr)
-	if answersEarly(s) {
-		k.settleInBackground(s) // releases the delivering mark when durable
+	if answersEarly(s) && k.settleInBackground(s) { // releases the delivering mark when durable
 		return OutcomeOf(rec), nil
 	}
 	defer k.delivering.Delete(rec.RequestID)

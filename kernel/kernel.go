@@ -86,6 +86,7 @@ type Kernel struct {
 	// (settling.go).
 	settling sync.Map
 	settles  sync.WaitGroup
+	settleMu sync.RWMutex // orders settles.Add before Close's Wait
 	recovery recoveryState
 	schemas  SchemaValidator
 	// stop is closed by Close: deliveries stop retrying and leave their
@@ -156,7 +157,9 @@ func New(cfg Config) (*Kernel, error) {
 // calls already answered (settling.go). Call it before closing the
 // Dispatcher and the Store.
 func (k *Kernel) Close() {
+	k.settleMu.Lock() // no background settle starts after this (settling.go)
 	k.stopOnce.Do(func() { close(k.stop) })
+	k.settleMu.Unlock()
 	drained, late := make(chan struct{}), make(chan struct{})
 	go func() { k.settles.Wait(); close(drained) }()
 	t := k.clock.AfterFunc(SettleDrainTimeout, func() { close(late) })

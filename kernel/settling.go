@@ -36,15 +36,23 @@ func answersEarly(s settlement) bool {
 		s.rec.Execution == ExecutionSucceeded
 }
 
-// settleInBackground commits s after its caller was answered. The caller
-// holds the call's `delivering` mark; it is released here, once the
-// outcome is durable or handed to recovery.
-func (k *Kernel) settleInBackground(s settlement) {
+// settleInBackground starts committing s so that its caller can be
+// answered now, and reports whether it did: once Close has begun it does
+// not (the caller commits first, as for any other outcome), so Close's
+// wait covers every background commit. The caller holds the call's
+// `delivering` mark; it is released here, once the outcome is durable or
+// handed to recovery.
+func (k *Kernel) settleInBackground(s settlement) bool {
+	k.settleMu.RLock()
+	defer k.settleMu.RUnlock()
+	if k.stopping() {
+		return false
+	}
+	k.settles.Add(1) // before Close's Wait: Close takes settleMu to stop
 	id := s.rec.RequestID
 	snapshot := *s.rec // read-only from here: the commit and settledView share it
 	s.rec = &snapshot
 	k.settling.Store(id, &snapshot)
-	k.settles.Add(1)
 	go func() {
 		defer k.settles.Done()
 		defer k.delivering.Delete(id)
@@ -68,6 +76,7 @@ func (k *Kernel) settleInBackground(s settlement) {
 			return
 		}
 	}()
+	return true
 }
 
 // settledView returns, for a call whose settle commit is still running on
