@@ -135,6 +135,7 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 			k.unsettled.Store(c.RequestID, s)
 			return err
 		}
+		k.settling.Delete(c.RequestID) // an early answer's record is durable now
 		k.completed(s.rec)
 		return nil
 	}

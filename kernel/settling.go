@@ -24,7 +24,8 @@ import (
 //
 // While the commit runs, the settled record is kept in memory and every
 // read of the call on this kernel (an idempotent retry, GET /v1/calls/{id},
-// an await) sees it, so an answer is never followed by "dispatching". The
+// an await) sees it, so an answer is never followed by "dispatching" (nor
+// after a failed commit, until recovery records the kept answer). The
 // call stays in `delivering` until the commit is done, so recovery (after
 // a store heal) cannot send it again meanwhile; Close waits for these
 // commits (at most SettleDrainTimeout).
@@ -56,11 +57,11 @@ func (k *Kernel) settleInBackground(s settlement) bool {
 	go func() {
 		defer k.settles.Done()
 		defer k.delivering.Delete(id)
-		defer k.settling.Delete(id)
 		backoff := time.Millisecond
 		for {
 			err := k.commitSettlement(context.Background(), s)
 			if err == nil {
+				k.settling.Delete(id)
 				k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(&snapshot)})
 				return
 			}
@@ -70,6 +71,8 @@ func (k *Kernel) settleInBackground(s settlement) bool {
 				backoff = min(2*backoff, 100*time.Millisecond)
 				continue
 			}
+			// The settled record stays visible (settledView) until recovery
+			// commits it: the agent was told this outcome.
 			k.unsettled.Store(id, s)
 			slog.Error("a settled call's record could not be committed; recovery records it when the store heals or chiod restarts",
 				"request_id", id, "err", err)
