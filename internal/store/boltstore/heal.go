@@ -27,9 +27,7 @@ func (s *Store) Ready() error {
 	if e := s.failed.Load(); e != nil {
 		return fmt.Errorf("store cannot commit (healing): %w", *e)
 	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
+	if s.queue.Closed() {
 		return errors.New("store closed")
 	}
 	return nil
@@ -40,7 +38,7 @@ func (s *Store) Ready() error {
 func (s *Store) heal() {
 	for {
 		select {
-		case <-s.closing:
+		case <-s.queue.Closing():
 			return
 		case <-time.After(s.opts.HealInterval):
 		}
@@ -63,7 +61,7 @@ func (s *Store) reopen() error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	select {
-	case <-s.closing:
+	case <-s.queue.Closing():
 		return errors.New("store closing")
 	default:
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/store/commitq"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
@@ -74,14 +75,10 @@ type Store struct {
 	path    string
 	key     keys.PrivateKey
 	opts    Options
-	queue   chan *op
-	closing chan struct{}
-	done    chan struct{}
-	closeMu sync.RWMutex
-	closed  bool
+	queue   *commitq.Queue[*op]
+	done    chan struct{} // closed when the committer has drained and stopped
 	failed  atomic.Pointer[error]
 	lastSeq atomic.Uint64
-	depth   atomic.Int64
 }
 
 var _ kernel.Store = (*Store)(nil)
@@ -107,8 +104,8 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 	if opts.AbsorbWindow <= 0 {
 		opts.AbsorbWindow = DefaultAbsorbWindow
 	}
-	s := &Store{db: db, path: path, key: key, opts: opts, queue: make(chan *op, QueueCapacity),
-		closing: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{db: db, path: path, key: key, opts: opts, queue: commitq.New[*op](QueueCapacity),
+		done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -157,7 +154,7 @@ func (s *Store) view(fn func(*bolt.Tx) error) error {
 }
 
 // QueueDepth reports how many Update calls wait for the committer.
-func (s *Store) QueueDepth() int64 { return s.depth.Load() }
+func (s *Store) QueueDepth() int64 { return s.queue.Depth() }
 
 // Update enqueues fn and waits until the commit carrying it is durable.
 func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
@@ -165,19 +162,9 @@ func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
 		return fmt.Errorf("%w: %v", kernel.ErrUnavailable, *e)
 	}
 	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
-		return fmt.Errorf("%w: store closed", kernel.ErrUnavailable)
+	if err := s.queue.Put(o); err != nil {
+		return err
 	}
-	select {
-	case s.queue <- o:
-		s.depth.Add(1)
-	default:
-		s.closeMu.RUnlock()
-		return kernel.ErrQueueFull
-	}
-	s.closeMu.RUnlock()
 	// Wait for the commit even if ctx ends: the work is queued and will be
 	// committed; the caller learns the outcome (a retry sees the state).
 	return <-o.done
@@ -191,15 +178,10 @@ func (s *Store) View(fn func(kernel.ReadTx) error) error {
 // Close stops accepting work, drains and commits everything queued, then
 // closes the file.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
-	if s.closed {
-		s.closeMu.Unlock()
+	if !s.queue.Close() {
 		<-s.done
 		return nil
 	}
-	s.closed = true
-	close(s.closing)
-	s.closeMu.Unlock()
 	<-s.done
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
@@ -210,38 +192,10 @@ func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*op, 0, MaxBatch)
 	for {
-		batch = batch[:0]
-		select {
-		case o := <-s.queue:
-			batch = append(batch, o)
-		case <-s.closing:
-			// Drain: everything already enqueued is committed before exit.
-			for {
-				select {
-				case o := <-s.queue:
-					batch = append(batch, o)
-					if len(batch) == MaxBatch {
-						s.commit(batch)
-						batch = batch[:0]
-					}
-					continue
-				default:
-				}
-				break
-			}
-			if len(batch) > 0 {
-				s.commit(batch)
-			}
+		var ok bool
+		// After Close, Next drains what was accepted before: it is committed.
+		if batch, ok = s.queue.Next(batch, MaxBatch); !ok {
 			return
-		}
-	fill:
-		for len(batch) < MaxBatch {
-			select {
-			case o := <-s.queue:
-				batch = append(batch, o)
-			default:
-				break fill
-			}
 		}
 		s.commit(batch)
 	}
@@ -256,7 +210,6 @@ func (s *Store) commitLoop() {
 // and the transaction is rebuilt without it, because bbolt has no savepoints
 // and its partial writes must not reach the disk.
 func (s *Store) commit(batch []*op) {
-	s.depth.Add(-int64(len(batch)))
 	start := time.Now()
 	if e := s.failed.Load(); e != nil {
 		for _, o := range batch {
@@ -301,7 +254,7 @@ func (s *Store) commit(batch []*op) {
 			if len(live) >= MaxBatch || time.Since(start) >= s.opts.AbsorbWindow {
 				break
 			}
-			if live = s.absorb(live); ran == len(live) {
+			if live = s.queue.Absorb(live, MaxBatch); ran == len(live) {
 				break
 			}
 		}
@@ -338,22 +291,6 @@ func (s *Store) commit(batch []*op) {
 		}
 		return
 	}
-}
-
-// absorb appends to live what is queued now, up to MaxBatch in all.
-func (s *Store) absorb(live []*op) []*op {
-	n := len(live)
-	for len(live) < MaxBatch {
-		select {
-		case o := <-s.queue:
-			live = append(live, o)
-			continue
-		default:
-		}
-		break
-	}
-	s.depth.Add(-int64(len(live) - n))
-	return live
 }
 
 // runOp isolates a panicking function: it fails alone, closed.

@@ -15,36 +15,9 @@ func (s *Store) commitLoop() {
 	defer s.wg.Done()
 	batch := make([]*op, 0, MaxBatch)
 	for {
-		batch = batch[:0]
-		select {
-		case o := <-s.queue:
-			batch = append(batch, o)
-		case <-s.closing:
-			for {
-				batch = batch[:0]
-			drain:
-				for len(batch) < MaxBatch {
-					select {
-					case o := <-s.queue:
-						batch = append(batch, o)
-					default:
-						break drain
-					}
-				}
-				if len(batch) == 0 {
-					return
-				}
-				s.commit(batch)
-			}
-		}
-	fill:
-		for len(batch) < MaxBatch {
-			select {
-			case o := <-s.queue:
-				batch = append(batch, o)
-			default:
-				break fill
-			}
+		var ok bool
+		if batch, ok = s.queue.Next(batch, MaxBatch); !ok {
+			return
 		}
 		s.commit(batch)
 	}
@@ -55,7 +28,6 @@ func (s *Store) commitLoop() {
 // race is run again; if it keeps losing, each function gets a transaction
 // of its own, so one function that cannot commit fails alone.
 func (s *Store) commit(batch []*op) {
-	s.depth.Add(-int64(len(batch)))
 	start := time.Now()
 	s.commitGroup(batch)
 	if s.opts.Observe != nil {

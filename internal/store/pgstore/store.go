@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/store/commitq"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
@@ -51,14 +52,10 @@ type Store struct {
 	opts Options
 	id   string // this process's replica id (replica.go)
 
-	queue   chan *op
-	closing chan struct{}
-	wg      sync.WaitGroup // committers
-	closeMu sync.RWMutex
-	closed  bool
-	depth   atomic.Int64
-	health  atomic.Pointer[error] // the last commit's or heartbeat's failure
-	alone   atomic.Bool           // no other live replica (heartbeat): events need no relay
+	queue  *commitq.Queue[*op]
+	wg     sync.WaitGroup        // committers
+	health atomic.Pointer[error] // the last commit's or heartbeat's failure
+	alone  atomic.Bool           // no other live replica (heartbeat): events need no relay
 
 	logMu   sync.Mutex  // one feeder of opts.Log at a time (logfeed.go)
 	lookups chan *query // Views' keyed reads (reader.go)
@@ -111,7 +108,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	s := &Store{pool: pool, key: opts.Key, opts: opts, id: kernel.NewID("rp-"),
-		queue: make(chan *op, QueueCapacity), closing: make(chan struct{}), lookups: make(chan *query, QueueCapacity)}
+		queue: commitq.New[*op](QueueCapacity), lookups: make(chan *query, QueueCapacity)}
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	if err := s.init(ctx); err != nil {
 		s.stopBg()
@@ -192,14 +189,11 @@ func (s *Store) checkKey(ctx context.Context) error {
 func (s *Store) ID() string { return s.id }
 
 // QueueDepth reports how many Update calls wait for a committer.
-func (s *Store) QueueDepth() int64 { return s.depth.Load() }
+func (s *Store) QueueDepth() int64 { return s.queue.Depth() }
 
 // Ready reports whether the store can commit: nil, or why not (GET /readyz).
 func (s *Store) Ready() error {
-	s.closeMu.RLock()
-	closed := s.closed
-	s.closeMu.RUnlock()
-	if closed {
+	if s.queue.Closed() {
 		return errors.New("store closed")
 	}
 	if e := s.health.Load(); e != nil {
@@ -220,19 +214,9 @@ func (s *Store) setHealth(err error) {
 // fails).
 func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
 	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
-		return fmt.Errorf("%w: store closed", kernel.ErrUnavailable)
+	if err := s.queue.Put(o); err != nil {
+		return err
 	}
-	select {
-	case s.queue <- o:
-		s.depth.Add(1)
-	default:
-		s.closeMu.RUnlock()
-		return kernel.ErrQueueFull
-	}
-	s.closeMu.RUnlock()
 	// Wait even if ctx ends: the work is queued and may commit; the caller
 	// learns the outcome.
 	return <-o.done
@@ -254,14 +238,9 @@ func (s *Store) View(fn func(kernel.ReadTx) error) error {
 // replicas this one is gone (its calls in flight are theirs to finish at
 // once) and closes the pool.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
-	if s.closed {
-		s.closeMu.Unlock()
+	if !s.queue.Close() {
 		return nil
 	}
-	s.closed = true
-	close(s.closing)
-	s.closeMu.Unlock()
 	s.wg.Wait()
 	s.bus.close()
 	s.stopBg()
