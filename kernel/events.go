@@ -28,6 +28,20 @@ type Event struct {
 	wire *wireOnce
 }
 
+// MayEnd reports whether e may have ended the call requestID (parked
+// under approvalID, "" for none): its completion, or the resolution of
+// its approval. Both are published only after the state they announce is
+// durable; a waiter re-reads the call to learn what became of it.
+func (e Event) MayEnd(requestID, approvalID string) bool {
+	switch e.Type {
+	case EventCallCompleted:
+		return e.Call != nil && e.Call.RequestID == requestID
+	case EventApprovalResolved:
+		return e.Approval != nil && approvalID != "" && e.Approval.ApprovalID == approvalID
+	}
+	return false
+}
+
 type wireOnce struct {
 	once sync.Once
 	data []byte

@@ -108,3 +108,24 @@ func TestEventJSONIsSharedAndWithoutOutput(t *testing.T) {
 		t.Fatalf("%v %s", err, d)
 	}
 }
+
+func TestEventMayEndACall(t *testing.T) {
+	done := Event{Type: EventCallCompleted, Call: &Outcome{RequestID: "r1"}}
+	resolved := Event{Type: EventApprovalResolved, Approval: &approval.Request{ApprovalID: "ar-1"}}
+	for _, c := range []struct {
+		e        Event
+		id, appr string
+		want     bool
+	}{
+		{done, "r1", "", true}, {done, "r2", "", false},
+		{resolved, "r1", "ar-1", true}, {resolved, "r1", "ar-2", false}, {resolved, "r1", "", false},
+		{Event{Type: EventApprovalRequested, Approval: &approval.Request{ApprovalID: "ar-1"}}, "r1", "ar-1", false},
+	} {
+		if got := c.e.MayEnd(c.id, c.appr); got != c.want {
+			t.Errorf("%s MayEnd(%q, %q) = %v", c.e.Type, c.id, c.appr, got)
+		}
+	}
+	if !InFlight(StatusDispatching) || !InFlight(StatusPendingApproval) || InFlight(StatusAllowed) {
+		t.Fatal("InFlight")
+	}
+}

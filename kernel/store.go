@@ -30,6 +30,12 @@ const (
 	StatusCancelled   = "cancelled"
 )
 
+// InFlight reports whether a call in this status has not ended yet: it
+// waits for a human (pending_approval) or for its delivery (dispatching).
+func InFlight(status string) bool {
+	return status == StatusPendingApproval || status == StatusDispatching
+}
+
 // Executions say what became of an allowed call at the tool
 // (CallRecord.Execution, Outcome.Execution).
 const (

@@ -64,7 +64,7 @@ func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if wait > 0 && inFlight(rec.Status) {
+	if wait > 0 && kernel.InFlight(rec.Status) {
 		if rec, err = s.waitForCall(r.Context(), rec, wait); err != nil {
 			writeErr(w, err)
 			return
@@ -95,10 +95,6 @@ func parseWait(v string) (time.Duration, error) {
 	return d, nil
 }
 
-func inFlight(status string) bool {
-	return status == kernel.StatusPendingApproval || status == kernel.StatusDispatching
-}
-
 // waitForCall long-polls until the call leaves pending_approval or
 // dispatching, the wait passes, or the client goes. It subscribes BEFORE
 // re-reading the record, so a transition between the two cannot be missed.
@@ -118,7 +114,7 @@ func (s *Server) waitForCall(ctx context.Context, rec *kernel.CallRecord, wait t
 	defer cancel()
 	id, approvalID := rec.RequestID, rec.ApprovalID
 	cur, err := s.cfg.Kernel.Call(id)
-	if err != nil || !inFlight(cur.Status) {
+	if err != nil || !kernel.InFlight(cur.Status) {
 		return cur, err
 	}
 	timer := time.NewTimer(wait)
@@ -131,8 +127,8 @@ func (s *Server) waitForCall(ctx context.Context, rec *kernel.CallRecord, wait t
 			}
 			// An approval resolves before its call is delivered and settled:
 			// keep waiting while the call is still in flight.
-			if concerns(e, id, approvalID) {
-				if cur, err := s.cfg.Kernel.Call(id); err != nil || !inFlight(cur.Status) {
+			if e.MayEnd(id, approvalID) {
+				if cur, err := s.cfg.Kernel.Call(id); err != nil || !kernel.InFlight(cur.Status) {
 					return cur, err
 				}
 			}
@@ -144,18 +140,6 @@ func (s *Server) waitForCall(ctx context.Context, rec *kernel.CallRecord, wait t
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// concerns reports whether e may have ended call id. Both events are
-// published only after the state they announce is durable.
-func concerns(e kernel.Event, id, approvalID string) bool {
-	switch e.Type {
-	case kernel.EventCallCompleted:
-		return e.Call != nil && e.Call.RequestID == id
-	case kernel.EventApprovalResolved:
-		return e.Approval != nil && approvalID != "" && e.Approval.ApprovalID == approvalID
-	}
-	return false
 }
 
 // callStatus renders a record, adding its approval's progress or result.

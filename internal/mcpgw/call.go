@@ -134,7 +134,7 @@ func submitError(err error) (*mcpsdk.CallToolResult, error) {
 // answer turns an outcome into a result, holding a parked call open for
 // up to wait.
 func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *agent, out *kernel.Outcome, wait time.Duration) (*mcpsdk.CallToolResult, error) {
-	if inFlight(out.Status) && wait > 0 {
+	if kernel.InFlight(out.Status) && wait > 0 {
 		rec, err := g.wait(ctx, req, a, out.RequestID, out.ApprovalRequestID, wait)
 		if err != nil {
 			return nil, err
@@ -144,10 +144,6 @@ func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *ag
 		}
 	}
 	return g.render(out)
-}
-
-func inFlight(status string) bool {
-	return status == kernel.StatusPendingApproval || status == kernel.StatusDispatching
 }
 
 // wait blocks until the call leaves pending/dispatching, wait passes or the
@@ -166,7 +162,7 @@ func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agen
 	}
 	defer cancel()
 	rec, err := k.Call(requestID)
-	if err != nil || !inFlight(rec.Status) {
+	if err != nil || !kernel.InFlight(rec.Status) {
 		return rec, err
 	}
 	token := req.Params.GetProgressToken()
@@ -179,9 +175,9 @@ func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agen
 	for {
 		select {
 		case e, open := <-events:
-			if !open || concerns(e, requestID, approvalID) {
+			if !open || e.MayEnd(requestID, approvalID) {
 				rec, err := k.Call(requestID)
-				if err != nil || !open || !inFlight(rec.Status) {
+				if err != nil || !open || !kernel.InFlight(rec.Status) {
 					return rec, err
 				}
 			}
@@ -199,16 +195,4 @@ func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agen
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// concerns reports whether e may have ended call id (events are published
-// only after the state they announce is durable).
-func concerns(e kernel.Event, id, approvalID string) bool {
-	switch e.Type {
-	case kernel.EventCallCompleted:
-		return e.Call != nil && e.Call.RequestID == id
-	case kernel.EventApprovalResolved:
-		return e.Approval != nil && approvalID != "" && e.Approval.ApprovalID == approvalID
-	}
-	return false
 }
