@@ -64,12 +64,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: export: approval %s: %w", id, err)
 		}
-		ev := receipt.ApprovalEvidence{Type: receipt.EvidenceApproval, ApprovalRequestID: req.ApprovalID,
-			PolicyID: req.PolicyID, TrustedApprovers: req.TrustedApprovers, Votes: []receipt.EvidenceVote{}}
-		for _, v := range req.Votes {
-			ev.Votes = append(ev.Votes, receipt.EvidenceVote{Approver: v.Approver, Token: v.Token})
-		}
-		return ev, nil
+		return req.Evidence(), nil
 	}, x); err != nil {
 		return err
 	}
