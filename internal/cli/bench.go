@@ -102,37 +102,28 @@ func benchInProcess(e *Env, dir string, n, rounds, conc int) int {
 }
 
 func benchAllowRound(dir string, n, conc, i int) (benchload.Result, error) {
-	d, err := os.MkdirTemp(dir, "allow-")
-	if err != nil {
-		return benchload.Result{}, err
-	}
-	defer os.RemoveAll(d)
-	rig, err := benchload.NewAllowRig(d, n)
-	if err != nil {
-		return benchload.Result{}, err
-	}
-	defer rig.Close()
-	res, err := benchload.Run(context.Background(), rig, n, conc)
-	if err != nil {
-		return res, fmt.Errorf("allow path, round %d: %w", i+1, err)
-	}
-	return res, nil
+	return benchRound(dir, "allow path", func(d string) (benchload.Rig, error) { return benchload.NewAllowRig(d, n) }, n, conc, i)
 }
 
 func benchRawRound(dir string, n, conc, i int) (benchload.Result, error) {
-	d, err := os.MkdirTemp(dir, "raw-")
+	return benchRound(dir, "raw loop", func(d string) (benchload.Rig, error) { return benchload.NewRawRig(d) }, n, conc, i)
+}
+
+// benchRound runs round i of one workload on a fresh store in dir.
+func benchRound(dir, name string, open func(dir string) (benchload.Rig, error), n, conc, i int) (benchload.Result, error) {
+	d, err := os.MkdirTemp(dir, "bench-")
 	if err != nil {
 		return benchload.Result{}, err
 	}
 	defer os.RemoveAll(d)
-	rig, err := benchload.NewRawRig(d)
+	rig, err := open(d)
 	if err != nil {
 		return benchload.Result{}, err
 	}
 	defer rig.Close()
 	res, err := benchload.Run(context.Background(), rig, n, conc)
 	if err != nil {
-		return res, fmt.Errorf("raw loop, round %d: %w", i+1, err)
+		return res, fmt.Errorf("%s, round %d: %w", name, i+1, err)
 	}
 	return res, nil
 }
