@@ -25,9 +25,9 @@ import (
 	"github.com/chiokernel/chio/receipt"
 )
 
-// benchPolicy is one builtin server and one grant: the call path with the
+// Policy is one builtin server and one grant: the call path with the
 // cheapest guards, so the figures are the kernel's floor.
-const benchPolicy = `[[servers]]
+const Policy = `[[servers]]
 id = "demo"
 transport = "builtin"
 [[grants]]
@@ -83,7 +83,7 @@ type AllowRig struct {
 func NewAllowRig(dir string, n int) (*AllowRig, error) {
 	kkey := keys.FromSeed(make([]byte, 32))
 	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
-	p, err := policy.Parse([]byte(benchPolicy), "bench.toml")
+	p, err := policy.Parse([]byte(Policy), "bench.toml")
 	if err != nil {
 		return nil, err
 	}

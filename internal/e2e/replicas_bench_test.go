@@ -21,25 +21,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiokernel/chio/internal/benchload"
 	"github.com/chiokernel/chio/kernel"
 )
-
-const benchPolicy = `
-[[servers]]
-id = "demo"
-transport = "builtin"
-
-[[grants]]
-id = "echo"
-server = "demo"
-tool = "echo"
-`
 
 func BenchmarkReplicasHTTP(b *testing.B) {
 	srv := startPostgres(b)
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
-			c := startCluster(b, srv, benchPolicy, n)
+			c := startCluster(b, srv, benchload.Policy, n)
 			a := newAgent(b, c.node(0), "echo")
 			bodies := make([][]byte, b.N)
 			for i := range bodies {
