@@ -58,6 +58,9 @@ type Request struct {
 	condInput   *policy.ConditionInput
 	condInputOK bool
 	condErr     error
+	amountDone  bool
+	amt         *Amount
+	amtErr      error
 }
 
 // arguments returns the call's arguments object, decoded once.
@@ -71,6 +74,21 @@ func (r *Request) arguments() (map[string]any, error) {
 		r.args, r.argsErr = decodeArguments(raw)
 	}
 	return r.args, r.argsErr
+}
+
+// amount returns the amount derived from the call's arguments for a tool
+// that declares one (nil otherwise), derived once: the intent envelope and
+// the threshold both read it.
+func (r *Request) amount() (*Amount, error) {
+	if !r.amountDone {
+		r.amountDone = true
+		if args, err := r.arguments(); err != nil {
+			r.amtErr = err
+		} else {
+			r.amt, r.amtErr = deriveAmount(r.Tool, args)
+		}
+	}
+	return r.amt, r.amtErr
 }
 
 // Guard is one check in the pipeline. Check must not block: it is given a
@@ -165,11 +183,7 @@ func checkIntentEnvelope(r *Request) (Result, error) {
 	if r.Tool == nil || r.Tool.Amount == "" {
 		return allow()
 	}
-	args, err := r.arguments()
-	if err != nil {
-		return Result{Deny, GuardAmount, err.Error()}, nil
-	}
-	amt, err := deriveAmount(r.Tool, args)
+	amt, err := r.amount()
 	if err != nil {
 		return Result{Deny, GuardAmount, err.Error()}, nil
 	}
@@ -206,11 +220,7 @@ func checkApprovalAbove(r *Request) (Result, error) {
 	if r.Tool == nil || r.Tool.Amount == "" {
 		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("tool %q declares no amount; approval required", r.Call.Tool)}, nil
 	}
-	args, err := r.arguments()
-	if err != nil {
-		return Result{Deny, GuardAmount, err.Error()}, nil
-	}
-	amt, err := deriveAmount(r.Tool, args)
+	amt, err := r.amount()
 	if err != nil {
 		return Result{Deny, GuardAmount, err.Error()}, nil
 	}
