@@ -248,16 +248,9 @@ func benchHTTP(e *Env, r *remote, o httpBench) int {
 		return ExitError
 	}
 	if o.raw {
-		dir := o.dir
-		if dir == "" {
-			d, err := os.MkdirTemp("", "chio-bench-")
-			if err != nil {
-				return fail(e, err)
-			}
-			defer os.RemoveAll(d)
-			dir = d
-		}
-		w, err := benchRawRound(dir, o.rawCalls, 64*runtime.GOMAXPROCS(0), 0)
+		// The round's store goes in a temporary directory under o.dir (or
+		// the system's), removed afterwards.
+		w, err := benchRawRound(o.dir, o.rawCalls, 64*runtime.GOMAXPROCS(0), 0)
 		if err != nil {
 			return fail(e, err)
 		}
