@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/internal/benchload"
+	"github.com/chiokernel/chio/internal/gcpolicy"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 )
@@ -20,12 +23,26 @@ import (
 // clock (proofs must be fresh), a no-op tool, and n calls signed up front
 // so that the measured loop is the kernel's work.
 func allowRig(b *testing.B, n int) *benchload.AllowRig {
-	r, err := benchload.NewAllowRig(b.TempDir(), n)
+	return allowRigWith(b, n, benchload.Options{})
+}
+
+func allowRigWith(b *testing.B, n int, o benchload.Options) *benchload.AllowRig {
+	chiodGC(b)
+	r, err := benchload.NewAllowRig(b.TempDir(), n, o)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { r.Close() })
 	return r
+}
+
+// chiodGC applies chiod's GC target (unless GOGC is set) for the
+// benchmark, so that the kernel is measured as chiod runs it.
+func chiodGC(b *testing.B) {
+	prev := debug.SetGCPercent(100)
+	debug.SetGCPercent(prev)
+	gcpolicy.Apply(os.Getenv)
+	b.Cleanup(func() { debug.SetGCPercent(prev) })
 }
 
 // runRig runs b.N operations of rig with 64 callers per core (so group
@@ -61,7 +78,24 @@ func BenchmarkAllowPath(b *testing.B) {
 // BenchmarkRawSignCommit is the ceiling the allow path is compared to: sign
 // a receipt and group-commit it, nothing else.
 func BenchmarkRawSignCommit(b *testing.B) {
-	r, err := benchload.NewRawRig(b.TempDir())
+	runRaw(b, benchload.Options{})
+}
+
+// BenchmarkAllowPathNoFsync and BenchmarkRawSignCommitNoFsync are the same
+// two workloads with the store's fsyncs off, which no deployment runs:
+// they show what the CPU alone allows, and that the allow path's ratio to
+// the raw loop does not come from the disk.
+func BenchmarkAllowPathNoFsync(b *testing.B) {
+	runRig(b, allowRigWith(b, b.N, benchload.Options{NoFsync: true}), "decisions/s")
+}
+
+func BenchmarkRawSignCommitNoFsync(b *testing.B) {
+	runRaw(b, benchload.Options{NoFsync: true})
+}
+
+func runRaw(b *testing.B, o benchload.Options) {
+	chiodGC(b)
+	r, err := benchload.NewRawRig(b.TempDir(), o)
 	if err != nil {
 		b.Fatal(err)
 	}

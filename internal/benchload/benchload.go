@@ -36,6 +36,13 @@ server = "demo"
 tool = "echo"
 `
 
+// Options shape a rig's store.
+type Options struct {
+	// NoFsync turns the store's fsyncs off. No deployment runs so: it
+	// measures the ceiling the CPU alone sets, to show where the time goes.
+	NoFsync bool
+}
+
 // Rig is one prepared workload: Do performs the next operation and may be
 // called from many goroutines at once.
 type Rig interface {
@@ -80,7 +87,7 @@ type AllowRig struct {
 // NewAllowRig opens a fresh store in dir and signs n calls up front (the
 // agent's signing is not the kernel's work). Proofs are valid for
 // kernel.MaxProofSkew: run them within a minute.
-func NewAllowRig(dir string, n int) (*AllowRig, error) {
+func NewAllowRig(dir string, n int, o Options) (*AllowRig, error) {
 	kkey := keys.FromSeed(make([]byte, 32))
 	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
 	p, err := policy.Parse([]byte(Policy), "bench.toml")
@@ -88,7 +95,7 @@ func NewAllowRig(dir string, n int) (*AllowRig, error) {
 		return nil, err
 	}
 	r := &AllowRig{Agent: agent}
-	r.Store, err = boltstore.Open(filepath.Join(dir, "allow.db"), kkey, boltstore.Options{Observe: r.observe})
+	r.Store, err = boltstore.Open(filepath.Join(dir, "allow.db"), kkey, boltstore.Options{Observe: r.observe, NoSync: o.NoFsync})
 	if err != nil {
 		return nil, err
 	}
@@ -158,10 +165,10 @@ type RawRig struct {
 }
 
 // NewRawRig opens a fresh store in dir.
-func NewRawRig(dir string) (*RawRig, error) {
+func NewRawRig(dir string, o Options) (*RawRig, error) {
 	r := &RawRig{}
 	var err error
-	r.Store, err = boltstore.Open(filepath.Join(dir, "raw.db"), keys.FromSeed(make([]byte, 32)), boltstore.Options{Observe: r.observe})
+	r.Store, err = boltstore.Open(filepath.Join(dir, "raw.db"), keys.FromSeed(make([]byte, 32)), boltstore.Options{Observe: r.observe, NoSync: o.NoFsync})
 	if err != nil {
 		return nil, err
 	}

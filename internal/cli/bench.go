@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/chiokernel/chio/internal/benchload"
+	"github.com/chiokernel/chio/internal/gcpolicy"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
@@ -44,6 +46,7 @@ func runBench(e *Env, args []string) int {
 	calls := fs.Int("calls", 40000, "in process: calls (and receipts) per round")
 	rounds := fs.Int("rounds", 3, "in process: rounds of allow path + raw loop")
 	dir := fs.String("dir", "", "in process: where the stores go (default a temporary directory: put it on the disk you measure)")
+	noFsync := fs.Bool("no-fsync", false, "in process: turn the stores' fsyncs off (no deployment runs so: it shows the ceiling the CPU alone sets)")
 	raw := fs.Bool("raw", false, "HTTP: also run the raw loop in this process, after the load, for the ratio")
 	duration := fs.Duration("duration", 10*time.Second, "HTTP: how long to send")
 	conc := fs.Int("concurrency", 0, "concurrent callers (0: 64 per core in process, 32 connections over HTTP)")
@@ -61,7 +64,7 @@ func runBench(e *Env, args []string) int {
 		if *conc == 0 {
 			*conc = 64 * runtime.GOMAXPROCS(0)
 		}
-		return benchInProcess(e, *dir, *calls, *rounds, *conc)
+		return benchInProcess(e, *dir, *calls, *rounds, *conc, benchload.Options{NoFsync: *noFsync})
 	}
 	if *conc == 0 {
 		*conc = 32
@@ -72,7 +75,7 @@ func runBench(e *Env, args []string) int {
 
 // benchInProcess alternates the allow path and the raw loop, each on a
 // fresh store, and prints every round and the medians' ratio.
-func benchInProcess(e *Env, dir string, n, rounds, conc int) int {
+func benchInProcess(e *Env, dir string, n, rounds, conc int, o benchload.Options) int {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "chio-bench-")
 		if err != nil {
@@ -81,14 +84,20 @@ func benchInProcess(e *Env, dir string, n, rounds, conc int) int {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	fmt.Fprintf(e.Stdout, "in process: GOMAXPROCS %d, %d callers, %d calls per round, stores in %s\n", runtime.GOMAXPROCS(0), conc, n, dir)
+	// The kernel is measured as chiod runs it: with chiod's GC target.
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	gc := gcpolicy.Apply(e.Getenv)
+	fmt.Fprintf(e.Stdout, "in process: GOMAXPROCS %d, GC target %d%%, %d callers, %d calls per round, stores in %s\n", runtime.GOMAXPROCS(0), gc, conc, n, dir)
+	if o.NoFsync {
+		fmt.Fprintln(e.Stdout, "fsync OFF in both workloads: a ceiling set by the CPU alone, not a deployment figure")
+	}
 	var allow, rawRates []float64
 	for i := range rounds {
-		a, err := benchAllowRound(dir, n, conc, i)
+		a, err := benchAllowRound(dir, n, conc, i, o)
 		if err != nil {
 			return fail(e, err)
 		}
-		w, err := benchRawRound(dir, n, conc, i)
+		w, err := benchRawRound(dir, n, conc, i, o)
 		if err != nil {
 			return fail(e, err)
 		}
@@ -101,12 +110,12 @@ func benchInProcess(e *Env, dir string, n, rounds, conc int) int {
 	return ExitOK
 }
 
-func benchAllowRound(dir string, n, conc, i int) (benchload.Result, error) {
-	return benchRound(dir, "allow path", func(d string) (benchload.Rig, error) { return benchload.NewAllowRig(d, n) }, n, conc, i)
+func benchAllowRound(dir string, n, conc, i int, o benchload.Options) (benchload.Result, error) {
+	return benchRound(dir, "allow path", func(d string) (benchload.Rig, error) { return benchload.NewAllowRig(d, n, o) }, n, conc, i)
 }
 
-func benchRawRound(dir string, n, conc, i int) (benchload.Result, error) {
-	return benchRound(dir, "raw loop", func(d string) (benchload.Rig, error) { return benchload.NewRawRig(d) }, n, conc, i)
+func benchRawRound(dir string, n, conc, i int, o benchload.Options) (benchload.Result, error) {
+	return benchRound(dir, "raw loop", func(d string) (benchload.Rig, error) { return benchload.NewRawRig(d, o) }, n, conc, i)
 }
 
 // benchRound runs round i of one workload on a fresh store in dir.
@@ -250,7 +259,7 @@ func benchHTTP(e *Env, r *remote, o httpBench) int {
 	if o.raw {
 		// The round's store goes in a temporary directory under o.dir (or
 		// the system's), removed afterwards.
-		w, err := benchRawRound(o.dir, o.rawCalls, 64*runtime.GOMAXPROCS(0), 0)
+		w, err := benchRawRound(o.dir, o.rawCalls, 64*runtime.GOMAXPROCS(0), 0, benchload.Options{})
 		if err != nil {
 			return fail(e, err)
 		}

@@ -12,17 +12,23 @@ import (
 
 // The in-process bench runs both workloads and prints a ratio; the figures
 // themselves are not asserted (benchmarks print, tests check correctness).
+// It runs with chiod's GC target, and with --no-fsync it says so.
 func TestBenchInProcess(t *testing.T) {
-	var so, se bytes.Buffer
-	code := cli.Main([]string{"bench", "--in-process", "--calls", "300", "--rounds", "2", "--concurrency", "16", "--dir", t.TempDir()},
-		&cli.Env{Stdout: &so, Stderr: &se, Getenv: func(string) string { return "" }})
-	if code != cli.ExitOK {
-		t.Fatalf("exit %d\n%s\n%s", code, so.String(), se.String())
-	}
-	for _, re := range []string{`round 1: allow path [\d,]+ decisions/s .* raw sign\+commit [\d,]+ receipts/s`,
-		`round 2: `, `median: allow path [\d,]+ decisions/s, raw loop [\d,]+ receipts/s: \d+% of the raw loop`} {
-		if !regexp.MustCompile(re).MatchString(so.String()) {
-			t.Errorf("output lacks %s:\n%s", re, so.String())
+	for _, extra := range [][]string{nil, {"--no-fsync"}} {
+		var so, se bytes.Buffer
+		args := append([]string{"bench", "--in-process", "--calls", "300", "--rounds", "2", "--concurrency", "16", "--dir", t.TempDir()}, extra...)
+		code := cli.Main(args, &cli.Env{Stdout: &so, Stderr: &se, Getenv: func(string) string { return "" }})
+		if code != cli.ExitOK {
+			t.Fatalf("%v: exit %d\n%s\n%s", extra, code, so.String(), se.String())
+		}
+		for _, re := range []string{`GC target 400%`, `round 1: allow path [\d,]+ decisions/s .* raw sign\+commit [\d,]+ receipts/s`,
+			`round 2: `, `median: allow path [\d,]+ decisions/s, raw loop [\d,]+ receipts/s: \d+% of the raw loop`} {
+			if !regexp.MustCompile(re).MatchString(so.String()) {
+				t.Errorf("%v: output lacks %s:\n%s", extra, re, so.String())
+			}
+		}
+		if off := strings.Contains(so.String(), "fsync OFF"); off != (extra != nil) {
+			t.Errorf("%v: fsync-off notice shown: %v\n%s", extra, off, so.String())
 		}
 	}
 }
