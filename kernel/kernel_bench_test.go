@@ -48,9 +48,10 @@ func chiodGC(b *testing.B) {
 // runRig runs b.N operations of rig with 64 callers per core (so group
 // commit can batch) and reports the rate, process CPU per operation (it
 // barely moves when other processes share the machine; cores ÷ it is the
-// CPU-bound ceiling) and store calls per group commit.
+// CPU-bound ceiling), store calls per group commit and where a commit's
+// time goes.
 func runRig(b *testing.B, rig benchload.Rig, unit string) {
-	c0, k0 := rig.Commits()
+	c0 := rig.Commits()
 	b.SetParallelism(64)
 	b.ResetTimer()
 	start, cpu0 := time.Now(), benchload.ProcessCPU()
@@ -61,12 +62,15 @@ func runRig(b *testing.B, rig benchload.Rig, unit string) {
 			}
 		}
 	})
-	res := benchload.Result{Ops: b.N, Elapsed: time.Since(start), CPU: benchload.ProcessCPU() - cpu0}
-	c1, k1 := rig.Commits()
-	res.Commits, res.Calls = c1-c0, k1-k0
+	res := benchload.Result{Ops: b.N, Elapsed: time.Since(start), CPU: benchload.ProcessCPU() - cpu0, Commits: rig.Commits().Sub(c0)}
 	b.ReportMetric(res.Rate(), unit)
 	b.ReportMetric(float64(res.CPUPerOp().Nanoseconds())/1e3, "cpu-µs/op")
 	b.ReportMetric(res.CallsPerCommit(), "calls/commit")
+	// Where a commit's time goes (boltstore.CommitStats).
+	n := float64(max(1, res.Commits.Commits)) * 1e6
+	b.ReportMetric(float64(res.Commits.Total)/n, "commit-ms")
+	b.ReportMetric(float64(res.Commits.Sign)/n, "sign-ms/commit")
+	b.ReportMetric(float64(res.Commits.Write)/n, "write-ms/commit")
 }
 
 // BenchmarkAllowPath: in-process decisions/s with signed, fsync'd receipts

@@ -47,20 +47,56 @@ type Options struct {
 // called from many goroutines at once.
 type Rig interface {
 	Do(ctx context.Context) error
-	// Commits reports the group commits so far and the calls they carried.
-	Commits() (commits, calls int64)
+	// Commits reports the group commits so far: how many, the calls they
+	// carried and where their time went.
+	Commits() Commits
 	Close() error
 }
 
-// commitStats counts group commits (boltstore.Options.Observe).
-type commitStats struct{ commits, calls atomic.Int64 }
-
-func (c *commitStats) observe(n int, _ time.Duration) {
-	c.commits.Add(1)
-	c.calls.Add(int64(n))
+// Commits add up group commits (boltstore.CommitStats).
+type Commits struct {
+	Commits, Calls                    int64
+	Total, Run, Sign, Receipts, Write time.Duration
 }
 
-func (c *commitStats) Commits() (int64, int64) { return c.commits.Load(), c.calls.Load() }
+// Sub is what happened between o and c.
+func (c Commits) Sub(o Commits) Commits {
+	return Commits{c.Commits - o.Commits, c.Calls - o.Calls, c.Total - o.Total, c.Run - o.Run,
+		c.Sign - o.Sign, c.Receipts - o.Receipts, c.Write - o.Write}
+}
+
+// Cycle describes the average commit: its calls, its duration and its
+// phases (boltstore.CommitStats says what each covers).
+func (c Commits) Cycle() string {
+	n := time.Duration(max(1, c.Commits))
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d/n)/1e6) }
+	return fmt.Sprintf("commit every %s ms with %.0f calls: run %s, sign %s, receipts %s, write+fsync %s ms",
+		ms(c.Total), float64(c.Calls)/float64(n), ms(c.Run), ms(c.Sign), ms(c.Receipts), ms(c.Write))
+}
+
+// commitStats collects them (boltstore.Options.Observe).
+type commitStats struct {
+	mu sync.Mutex
+	c  Commits
+}
+
+func (c *commitStats) observe(s boltstore.CommitStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.c.Commits++
+	c.c.Calls += int64(s.Calls)
+	c.c.Total += s.Total
+	c.c.Run += s.Run
+	c.c.Sign += s.Sign
+	c.c.Receipts += s.Receipts
+	c.c.Write += s.Write
+}
+
+func (c *commitStats) Commits() Commits {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c
+}
 
 // nopTool answers every call at once.
 type nopTool struct{}
@@ -199,8 +235,7 @@ type Result struct {
 	Ops     int
 	Elapsed time.Duration
 	CPU     time.Duration // process CPU time over the run (0 where unknown)
-	Commits int64
-	Calls   int64 // store calls the commits carried
+	Commits Commits       // the run's group commits
 }
 
 // Rate is operations per second.
@@ -210,12 +245,14 @@ func (r Result) Rate() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
 func (r Result) CPUPerOp() time.Duration { return r.CPU / time.Duration(max(1, r.Ops)) }
 
 // CallsPerCommit is how many store calls a group commit carried on average.
-func (r Result) CallsPerCommit() float64 { return float64(r.Calls) / float64(max(1, r.Commits)) }
+func (r Result) CallsPerCommit() float64 {
+	return float64(r.Commits.Calls) / float64(max(1, r.Commits.Commits))
+}
 
 // Run performs n operations of rig with conc concurrent callers (closed
 // loop) and measures them.
 func Run(ctx context.Context, rig Rig, n, conc int) (Result, error) {
-	c0, k0 := rig.Commits()
+	c0 := rig.Commits()
 	var left atomic.Int64
 	left.Store(int64(n))
 	var once sync.Once
@@ -237,7 +274,6 @@ func Run(ctx context.Context, rig Rig, n, conc int) (Result, error) {
 	}
 	wg.Wait()
 	res := Result{Ops: n, Elapsed: time.Since(start), CPU: ProcessCPU() - cpu0}
-	c1, k1 := rig.Commits()
-	res.Commits, res.Calls = c1-c0, k1-k0
+	res.Commits = rig.Commits().Sub(c0)
 	return res, firstErr
 }

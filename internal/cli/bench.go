@@ -104,6 +104,7 @@ func benchInProcess(e *Env, dir string, n, rounds, conc int, o benchload.Options
 		allow, rawRates = append(allow, a.Rate()), append(rawRates, w.Rate())
 		fmt.Fprintf(e.Stdout, "round %d: allow path %s decisions/s (%s CPU/decision, %.0f calls/commit); raw sign+commit %s receipts/s (%s CPU/receipt, %.0f calls/commit); ratio %.0f%%\n",
 			i+1, thousands(a.Rate()), micro(a.CPUPerOp()), a.CallsPerCommit(), thousands(w.Rate()), micro(w.CPUPerOp()), w.CallsPerCommit(), 100*a.Rate()/w.Rate())
+		fmt.Fprintf(e.Stdout, "  allow path: %s\n  raw loop:   %s\n", a.Commits.Cycle(), w.Commits.Cycle())
 	}
 	ma, mr := median(allow), median(rawRates)
 	fmt.Fprintf(e.Stdout, "median: allow path %s decisions/s, raw loop %s receipts/s: %.0f%% of the raw loop\n", thousands(ma), thousands(mr), 100*ma/mr)

@@ -22,7 +22,8 @@ func TestBenchInProcess(t *testing.T) {
 			t.Fatalf("%v: exit %d\n%s\n%s", extra, code, so.String(), se.String())
 		}
 		for _, re := range []string{`GC target 400%`, `round 1: allow path [\d,]+ decisions/s .* raw sign\+commit [\d,]+ receipts/s`,
-			`round 2: `, `median: allow path [\d,]+ decisions/s, raw loop [\d,]+ receipts/s: \d+% of the raw loop`} {
+			`  allow path: commit every [\d.]+ ms with \d+ calls: run [\d.]+, sign [\d.]+, receipts [\d.]+, write\+fsync [\d.]+ ms`,
+			`  raw loop:   commit every `, `round 2: `, `median: allow path [\d,]+ decisions/s, raw loop [\d,]+ receipts/s: \d+% of the raw loop`} {
 			if !regexp.MustCompile(re).MatchString(so.String()) {
 				t.Errorf("%v: output lacks %s:\n%s", extra, re, so.String())
 			}

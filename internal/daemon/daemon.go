@@ -125,7 +125,7 @@ func Run(ctx context.Context, o Options) error {
 	metrics = httpapi.NewMetrics(func() float64 { return float64(store.QueueDepth()) })
 	rlog := newReceiptLog(p, key, o.Clock, log)
 	var k *kernel.Kernel
-	st, err := openStore(ctx, p, dataDir, key, rlog, storeHooks{observe: metrics.Commit,
+	st, err := openStore(ctx, p, dataDir, key, rlog, storeHooks{observe: metrics.Commit, phases: metrics.CommitPhases,
 		// A store that failed and healed lets the kernel finish the calls
 		// the failure left in flight.
 		onHeal: func() { _ = k.RecoverInFlight(context.Background()) }})

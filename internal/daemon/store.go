@@ -26,7 +26,9 @@ type store interface {
 // storeHooks connect the store to the rest of chiod.
 type storeHooks struct {
 	observe func(batch int, d time.Duration) // each commit, for /metrics
-	onHeal  func()                           // a failed bbolt store healed: finish calls left in flight
+	// phases: where a bbolt commit's time went, for /metrics
+	phases func(run, sign, receipts, write time.Duration)
+	onHeal func() // a failed bbolt store healed: finish calls left in flight
 }
 
 // opened is the store [store] selects; relay is set for a store shared by
@@ -52,7 +54,15 @@ func openStore(ctx context.Context, p *policy.Policy, dataDir string, key keys.P
 		}
 		return opened{store: s, relay: s.Events()}, nil
 	case policy.StoreBbolt, "":
-		s, err := boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: h.observe, Log: log, OnHeal: h.onHeal})
+		observe := func(c boltstore.CommitStats) {
+			if h.observe != nil {
+				h.observe(c.Calls, c.Total)
+			}
+			if h.phases != nil {
+				h.phases(c.Run, c.Sign, c.Receipts, c.Write)
+			}
+		}
+		s, err := boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: observe, Log: log, OnHeal: h.onHeal})
 		if err != nil {
 			return opened{}, err
 		}

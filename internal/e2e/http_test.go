@@ -98,7 +98,7 @@ func TestHTTPContract(t *testing.T) {
 	var buf bytes.Buffer
 	buf.ReadFrom(resp.Body)
 	resp.Body.Close()
-	for _, series := range []string{`chio_decisions_total{verdict="allowed"}`, "chio_decision_seconds_bucket", "chio_commit_batch_size_bucket", "chio_commit_queue_depth"} {
+	for _, series := range []string{`chio_decisions_total{verdict="allowed"}`, "chio_decision_seconds_bucket", "chio_commit_batch_size_bucket", "chio_commit_queue_depth", `chio_commit_phase_seconds_total{phase="sign"}`, `chio_commit_phase_seconds_total{phase="write"}`} {
 		if !strings.Contains(buf.String(), series) {
 			t.Errorf("metrics lack %s", series)
 		}

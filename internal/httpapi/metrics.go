@@ -18,7 +18,9 @@ type Metrics struct {
 	latency    prometheus.Histogram
 	batchSize  prometheus.Histogram
 	commitTime prometheus.Histogram
-	Notify     *prometheus.CounterVec
+	// commitPhases adds up where the bbolt committer's time went.
+	commitPhases *prometheus.CounterVec
+	Notify       *prometheus.CounterVec
 	// streamsRefused counts refused SSE streams by reason: "credential"
 	// (its share is taken, 429) or "global" (every stream slot is, 503).
 	streamsRefused *prometheus.CounterVec
@@ -43,6 +45,10 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 			Name: "chio_commit_seconds", Help: "Group commit duration including fsync.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .05, .1, 1},
 		}),
+		commitPhases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chio_commit_phase_seconds_total",
+			Help: "bbolt group commits' time by phase: run (the calls' reads and writes), sign (receipt signatures), receipts (receipts, leaves, index entries), write (page writes and fsyncs).",
+		}, []string{"phase"}),
 		Notify: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "chio_channel_notifications_total", Help: "Channel notifications by channel and result.",
 		}, []string{"channel", "result"}),
@@ -50,7 +56,7 @@ func NewMetrics(queueDepth func() float64) *Metrics {
 			Name: "chio_streams_refused_total", Help: "Refused event streams: credential (its share is taken) or global (every slot is).",
 		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.decisions, m.latency, m.batchSize, m.commitTime, m.Notify, m.streamsRefused,
+	m.reg.MustRegister(m.decisions, m.latency, m.batchSize, m.commitTime, m.commitPhases, m.Notify, m.streamsRefused,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -88,6 +94,17 @@ func (m *Metrics) Decision(verdict string, d time.Duration) {
 func (m *Metrics) Commit(batch int, d time.Duration) {
 	m.batchSize.Observe(float64(batch))
 	m.commitTime.Observe(d.Seconds())
+}
+
+// CommitPhases records where one bbolt group commit's time went (wire to
+// boltstore.Options.Observe).
+func (m *Metrics) CommitPhases(run, sign, receipts, write time.Duration) {
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{{"run", run}, {"sign", sign}, {"receipts", receipts}, {"write", write}} {
+		m.commitPhases.WithLabelValues(p.name).Add(p.d.Seconds())
+	}
 }
 
 // Handler serves the Prometheus text format.

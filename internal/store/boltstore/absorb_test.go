@@ -24,9 +24,9 @@ func newReceipt(i int) *receipt.Receipt {
 func TestQueuedWhileBuildingJoinTheCommit(t *testing.T) {
 	var mu sync.Mutex
 	var batches []int
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "a.db"), testKey(), boltstore.Options{AbsorbWindow: time.Hour, Observe: func(n int, _ time.Duration) {
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "a.db"), testKey(), boltstore.Options{AbsorbWindow: time.Hour, Observe: func(c boltstore.CommitStats) {
 		mu.Lock()
-		batches = append(batches, n)
+		batches = append(batches, c.Calls)
 		mu.Unlock()
 	}})
 	if err != nil {
@@ -84,5 +84,32 @@ func TestQueuedWhileBuildingJoinTheCommit(t *testing.T) {
 		if _, err := receipt.Verify(a.Raw, testKey().Public()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Each commit reports where its time went: a function that takes 20 ms
+// shows in Run, its receipt in Sign and Receipts, the commit in Write, and
+// the phases add up to no more than the whole.
+func TestCommitStatsSayWhereTheTimeWent(t *testing.T) {
+	got := make(chan boltstore.CommitStats, 8)
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), testKey(), boltstore.Options{Observe: func(c boltstore.CommitStats) { got <- c }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Update(context.Background(), func(tx kernel.Tx) error {
+		time.Sleep(20 * time.Millisecond)
+		tx.AppendReceipt(newReceipt(1))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := <-got
+	if c.Calls != 1 || c.Run < 20*time.Millisecond || c.Sign <= 0 || c.Receipts <= 0 || c.Write <= 0 {
+		t.Fatalf("stats %+v", c)
+	}
+	if sum := c.Run + c.Sign + c.Receipts + c.Write; sum > c.Total {
+		t.Fatalf("phases add up to %v, more than the whole %v: %+v", sum, c.Total, c)
 	}
 }
