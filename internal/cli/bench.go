@@ -197,6 +197,11 @@ func benchHTTP(e *Env, r *remote, o httpBench) int {
 		statuses[code]++
 		lat = append(lat, d)
 	}
+	// chiod's own view of its commits, read before and after (left out,
+	// with a note, where /metrics cannot be read).
+	mctx, mcancel := ctxTimeout(10 * time.Second)
+	before, merr := readCommitter(mctx, r)
+	mcancel()
 	runCtx, stop := context.WithTimeout(context.Background(), o.duration)
 	defer stop()
 	cpu0, start := benchload.ProcessCPU(), time.Now()
@@ -253,6 +258,18 @@ func benchHTTP(e *Env, r *remote, o httpBench) int {
 	fmt.Fprintf(e.Stdout, "latency: p50 %s  p95 %s  p99 %s  max %s\n", pct(.50), pct(.95), pct(.99), pct(1))
 	if len(lat) > 0 {
 		fmt.Fprintf(e.Stdout, "load generator CPU: %s per call\n", micro(cpu/time.Duration(len(lat))))
+	}
+	if merr == nil {
+		mctx, mcancel := ctxTimeout(10 * time.Second)
+		var after committer
+		after, merr = readCommitter(mctx, r)
+		mcancel()
+		if merr == nil {
+			fmt.Fprintln(e.Stdout, after.describe(before, elapsed))
+		}
+	}
+	if merr != nil {
+		fmt.Fprintf(e.Stdout, "chiod's committer: not shown (%v)\n", merr)
 	}
 	if errs > 0 || statuses[200] != len(lat) {
 		return ExitError

@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,5 +50,29 @@ func TestBenchHTTP(t *testing.T) {
 		if !strings.Contains(so.String(), "errors: 0, statuses: map[200:") || !strings.Contains(so.String(), "latency: p50") {
 			t.Errorf("%v:\n%s", args, so.String())
 		}
+		// chiod's own view of its commits over the run, from /metrics.
+		committer := regexp.MustCompile(`chiod's committer: [\d,]+ commits of [\d.]+ calls, [\d.]+ ms each, busy \d+% of the run \(run [\d.]+, sign [\d.]+, receipts [\d.]+, write\+fsync [\d.]+ ms\)`)
+		if !committer.MatchString(so.String()) {
+			t.Errorf("%v: no committer line:\n%s", args, so.String())
+		}
+	}
+}
+
+// Where /metrics cannot be read, the bench still runs and says so.
+func TestBenchHTTPWithoutMetrics(t *testing.T) {
+	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: "[[servers]]\nid = \"demo\"\ntransport = \"builtin\"\n[[grants]]\nid = \"echo\"\nserver = \"demo\"\ntool = \"echo\"\n", Serve: true})
+	front := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			http.Error(rw, "metrics are elsewhere", http.StatusNotFound)
+			return
+		}
+		w.API.ServeHTTP(rw, r)
+	}))
+	defer front.Close()
+	env := map[string]string{"CHIO_URL": front.URL, "CHIO_ADMIN_TOKEN": w.AdminToken}
+	var so, se bytes.Buffer
+	code := cli.Main([]string{"bench", "--duration", "200ms", "--concurrency", "2"}, &cli.Env{Stdout: &so, Stderr: &se, Getenv: func(k string) string { return env[k] }})
+	if code != cli.ExitOK || !strings.Contains(so.String(), "chiod's committer: not shown (") {
+		t.Fatalf("exit %d\n%s\n%s", code, so.String(), se.String())
 	}
 }

@@ -155,7 +155,13 @@ func NewWorld(t testing.TB, opts Options) *World {
 		}
 	}
 	w.StorePath = filepath.Join(w.DataDir, "chio.db")
-	if w.Store, err = boltstore.Open(w.StorePath, w.KernelKey, boltstore.Options{Log: opts.Log}); err != nil {
+	// The store reports its commits to the metrics /metrics serves, as in chiod.
+	metrics := httpapi.NewMetrics(nil)
+	observe := func(c boltstore.CommitStats) {
+		metrics.Commit(c.Calls, c.Total)
+		metrics.CommitPhases(c.Run, c.Sign, c.Receipts, c.Write)
+	}
+	if w.Store, err = boltstore.Open(w.StorePath, w.KernelKey, boltstore.Options{Log: opts.Log, Observe: observe}); err != nil {
 		t.Fatal(err)
 	}
 	cleanups = append(cleanups, func() { w.Store.Close() })
@@ -188,7 +194,7 @@ func NewWorld(t testing.TB, opts Options) *World {
 		if w.AdminToken == "" {
 			w.AdminToken = DefaultAdminToken
 		}
-		if w.API, err = httpapi.New(httpapi.Config{Kernel: w.Kernel, Store: w.Store, AdminToken: w.AdminToken, ReadToken: w.ReadToken}); err != nil {
+		if w.API, err = httpapi.New(httpapi.Config{Kernel: w.Kernel, Store: w.Store, AdminToken: w.AdminToken, ReadToken: w.ReadToken, Metrics: metrics}); err != nil {
 			t.Fatal(err)
 		}
 		if opts.BeforeServe != nil {
