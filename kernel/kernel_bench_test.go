@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -39,10 +38,8 @@ func allowRigWith(b *testing.B, n int, o benchload.Options) *benchload.AllowRig 
 // chiodGC applies chiod's GC target (unless GOGC is set) for the
 // benchmark, so that the kernel is measured as chiod runs it.
 func chiodGC(b *testing.B) {
-	prev := debug.SetGCPercent(100)
-	debug.SetGCPercent(prev)
-	gcpolicy.Apply(os.Getenv)
-	b.Cleanup(func() { debug.SetGCPercent(prev) })
+	_, restore := gcpolicy.Apply(os.Getenv)
+	b.Cleanup(restore)
 }
 
 // runRig runs b.N operations of rig with 64 callers per core (so group

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -85,8 +84,8 @@ func benchInProcess(e *Env, dir string, n, rounds, conc int, o benchload.Options
 		dir = d
 	}
 	// The kernel is measured as chiod runs it: with chiod's GC target.
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	gc := gcpolicy.Apply(e.Getenv)
+	gc, restore := gcpolicy.Apply(e.Getenv)
+	defer restore()
 	fmt.Fprintf(e.Stdout, "in process: GOMAXPROCS %d, GC target %d%%, %d callers, %d calls per round, stores in %s\n", runtime.GOMAXPROCS(0), gc, conc, n, dir)
 	if o.NoFsync {
 		fmt.Fprintln(e.Stdout, "fsync OFF in both workloads: a ceiling set by the CPU alone, not a deployment figure")

@@ -14,13 +14,14 @@ import "runtime/debug"
 const Percent = 400
 
 // Apply sets Percent unless the operator set GOGC (read through getenv),
-// and returns the target now in force.
-func Apply(getenv func(string) string) int {
+// in which case the runtime keeps what GOGC gave it. It returns the target
+// now in force (-1: GOGC=off) and a function that puts back the one before.
+func Apply(getenv func(string) string) (percent int, restore func()) {
+	prev := debug.SetGCPercent(Percent)
+	restore = func() { debug.SetGCPercent(prev) }
 	if getenv("GOGC") != "" {
-		cur := debug.SetGCPercent(100)
-		debug.SetGCPercent(cur)
-		return cur
+		debug.SetGCPercent(prev)
+		return prev, restore
 	}
-	debug.SetGCPercent(Percent)
-	return Percent
+	return Percent, restore
 }
