@@ -18,18 +18,22 @@ var _ receipt.Exporter = (*Store)(nil)
 // transaction, so receipts, checkpoints and evidence are one consistent
 // snapshot: no checkpoint covers a receipt the file lacks. The receipts that
 // carry approval evidence are found through the metadata-key index, so only
-// those few are decoded.
+// those few are decoded; the snapshot therefore ends where the index does,
+// which is at or after every receipt committed before the call.
 func (s *Store) Export(ctx context.Context, w io.Writer) error {
+	if err := s.syncIndex(); err != nil {
+		return err
+	}
 	return s.view(func(btx *bolt.Tx) error {
 		var last uint64
 		if k, _ := btx.Bucket(bucketReceipts).Cursor().Last(); k != nil {
-			last = binary.BigEndian.Uint64(k)
+			last = min(binary.BigEndian.Uint64(k), indexedThrough(btx))
 		}
 		x := receipt.NewExportWriter(w, receipt.ExportHeader{KernelKey: s.key.Public().String(),
 			ExportedAt: time.Now().UnixMilli(), Receipts: last})
 		c := btx.Bucket(bucketReceipts).Cursor()
 		n := 0
-		for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		for k, raw := c.First(); k != nil && binary.BigEndian.Uint64(k) <= last; k, raw = c.Next() {
 			if n++; n%4096 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}

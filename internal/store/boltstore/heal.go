@@ -106,9 +106,17 @@ func (s *Store) reopen() error {
 	}); err != nil {
 		return fmt.Errorf("probe commit: %w", err)
 	}
+	// The receipts the failed commits left unindexed are on disk (or were
+	// never committed): index from what is durable, and start over.
+	if err := catchUp(db); err != nil {
+		return fmt.Errorf("index after reopen: %w", err)
+	}
+	clear(s.unindexed)
+	s.unindexed = s.unindexed[:0]
 	if len(leaves) > 0 && s.opts.Log != nil {
 		s.opts.Log.Append(from, leaves)
 	}
 	s.lastSeq.Store(last)
+	s.indexed.Store(last)
 	return nil
 }

@@ -1,5 +1,7 @@
 package boltstore
 
+import bolt "go.etcd.io/bbolt"
+
 // Hooks for the external tests that reach into bbolt's buckets (they are
 // in package boltstore_test because the conformance suite they share
 // imports synth, which imports this package).
@@ -8,3 +10,9 @@ var (
 	BucketLeavesForTest = bucketLeaves
 	SeqKeyForTest       = seqKey
 )
+
+// IndexedThroughForTest reads how far the durable index reaches.
+func IndexedThroughForTest(s *Store) (through uint64) {
+	s.view(func(btx *bolt.Tx) error { through = indexedThrough(btx); return nil })
+	return through
+}

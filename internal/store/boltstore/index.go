@@ -27,14 +27,34 @@ package boltstore
 // Timestamps are only nearly increasing in seq (a receipt is stamped when
 // decided and numbered when committed), which is why time is a filter on
 // blocks and entries, not a seq range.
+//
+// Batched indexing. Writing a receipt's entries dirties about a page per
+// index sub-bucket, and a commit's cost is mostly its pages: written,
+// then flushed by two fsyncs. So a commit does not index its own receipts;
+// the index catches up in batches (ix_meta's "through" is where it stands):
+//
+//   - the commit that finds IndexLag or more receipts unindexed indexes
+//     all of them (the committer keeps them decoded in memory until then);
+//   - every reader of the index (QueryReceipts, ReceiptStats, Export)
+//     first has it brought up to the last committed receipt, by a commit
+//     of its own (syncIndex), so an auditor always sees every receipt
+//     committed before the question;
+//   - Open indexes whatever a shutdown or a crash left unindexed
+//     (catchUp), and so does a store reopened after a failed commit.
+//
+// The receipts themselves, their ids and leaf hashes are written by the
+// commit that carries them, as before: only the derived index trails.
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"math"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -172,18 +192,106 @@ func (ix *indexer) flush() error {
 	return ix.btx.Bucket(bucketIxMeta).Put(keyThrough, seqKey(ix.last))
 }
 
-// catchUp indexes (and leaf-hashes) receipts stored by a build that did not
-// keep these indexes, in bounded transactions, before the store serves.
+// indexTail, inside a commit, indexes the unindexed receipts and t's own
+// when the index is due: IndexLag of them are waiting, or a reader asked.
+func (s *Store) indexTail(t *tx) error {
+	waiting := len(s.unindexed) + len(t.appended)
+	t.indexes = waiting > 0 && (t.indexAll || waiting >= IndexLag)
+	if !t.indexes {
+		return nil
+	}
+	ix := newIndexer(t.btx)
+	for _, r := range s.unindexed {
+		if err := ix.add(r.Seq, r); err != nil {
+			return err
+		}
+	}
+	for _, a := range t.appended {
+		if err := ix.add(a.Receipt.Seq, a.Receipt); err != nil {
+			return err
+		}
+	}
+	return ix.flush()
+}
+
+// committedIndex, after t is durable, records what it left unindexed or
+// that the index now covers everything through t.last.
+func (s *Store) committedIndex(t *tx) {
+	if t.indexes {
+		clear(s.unindexed) // drop the references
+		s.unindexed = s.unindexed[:0]
+		s.indexed.Store(t.last)
+		return
+	}
+	for _, a := range t.appended {
+		s.unindexed = append(s.unindexed, a.Receipt) // immutable once signed
+	}
+}
+
+// indexUnindexed indexes the receipts still waiting, in a transaction of
+// its own, once the committer has stopped (Close).
+func (s *Store) indexUnindexed() error {
+	if len(s.unindexed) == 0 || s.failed.Load() != nil {
+		return nil
+	}
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		ix := newIndexer(btx)
+		for _, r := range s.unindexed {
+			if err := ix.add(r.Seq, r); err != nil {
+				return err
+			}
+		}
+		return ix.flush()
+	})
+	if err == nil {
+		s.unindexed = nil
+		s.indexed.Store(s.lastSeq.Load())
+	}
+	return err
+}
+
+// syncIndex brings the index up to every receipt committed before it was
+// called, by queueing a commit that indexes the rest (a no-op when none
+// is waiting). A store that cannot commit cannot answer from a partial
+// index either: the reader gets its error.
+func (s *Store) syncIndex() error {
+	if s.indexed.Load() >= s.lastSeq.Load() {
+		return nil
+	}
+	return s.Update(context.Background(), func(kt kernel.Tx) error {
+		kt.(*tx).indexAll = true
+		return nil
+	})
+}
+
+// indexedThrough reads how far the index reaches, as of btx.
+func indexedThrough(btx *bolt.Tx) uint64 {
+	if v := btx.Bucket(bucketIxMeta).Get(keyThrough); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// catchUp indexes the receipts the index does not cover yet, in bounded
+// transactions, before the store serves: the last (fewer than IndexLag +
+// MaxBatch) of a store that crashed, or a whole store written by a build
+// that kept no index. That build kept no leaf hashes either, so leaves
+// missing at the END of the leaves bucket are computed too; a hole before
+// its end is corruption and is left for loadLeaves to refuse.
+//
+// A stored receipt that does not decode is not indexed (queries cannot
+// match it) but does not stop the store: `chio receipt verify` reports it.
 func catchUp(db *bolt.DB) error {
 	for {
 		done := true
 		err := db.Update(func(btx *bolt.Tx) error {
-			var through uint64
-			if v := btx.Bucket(bucketIxMeta).Get(keyThrough); len(v) == 8 {
-				through = binary.BigEndian.Uint64(v)
-			}
+			through := indexedThrough(btx)
 			ix := newIndexer(btx)
 			lb := btx.Bucket(bucketLeaves)
+			var leavesEnd uint64
+			if k, _ := lb.Cursor().Last(); k != nil {
+				leavesEnd = binary.BigEndian.Uint64(k)
+			}
 			c := btx.Bucket(bucketReceipts).Cursor()
 			n := 0
 			for k, raw := c.Seek(seqKey(through + 1)); k != nil; k, raw = c.Next() {
@@ -191,21 +299,23 @@ func catchUp(db *bolt.DB) error {
 					done = false
 					break
 				}
+				n++
 				seq := binary.BigEndian.Uint64(k)
-				r, err := receipt.Decode(raw)
-				if err != nil {
-					return fmt.Errorf("boltstore: indexing seq %d: %w", seq, err)
-				}
-				if err := ix.add(seq, r); err != nil {
-					return err
-				}
-				if lb.Get(k) == nil {
+				if seq > leavesEnd {
 					leaf := receipt.LeafHash(raw)
 					if err := lb.Put(k, leaf[:]); err != nil {
 						return err
 					}
 				}
-				n++
+				r, err := receipt.Decode(raw)
+				if err != nil {
+					slog.Warn("a stored receipt does not decode: not indexed (chio receipt verify reports it)", "seq", seq, "err", err)
+					ix.last = max(ix.last, seq)
+					continue
+				}
+				if err := ix.add(seq, r); err != nil {
+					return err
+				}
 			}
 			return ix.flush()
 		})

@@ -20,3 +20,8 @@ const (
 // MaxIndexedValue bounds an indexed value (a sub-bucket name). Longer
 // values are not indexed; filters on them fall back to decoding receipts.
 const MaxIndexedValue = 512
+
+// IndexLag bounds how many committed receipts the audit index may trail
+// by before a commit catches it up (index.go, "Batched indexing"). Readers
+// never see the lag: they have the index caught up first.
+const IndexLag = 256

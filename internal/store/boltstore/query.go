@@ -17,8 +17,11 @@ import (
 var _ receipt.Index = (*Store)(nil)
 
 // QueryReceipts answers q from the indexes (see index.go) in one read
-// transaction.
+// transaction, once they cover every receipt committed before the call.
 func (s *Store) QueryReceipts(q receipt.Query, fn func(seq uint64, raw []byte, r *receipt.Receipt) bool) error {
+	if err := s.syncIndex(); err != nil {
+		return err
+	}
 	return s.view(func(btx *bolt.Tx) error { return runQuery(btx, q, nil, fn) })
 }
 

@@ -37,6 +37,9 @@ func (s *Store) ReceiptStats(f receipt.Filter, groupBy string) (receipt.StatsRes
 	if err != nil {
 		return receipt.StatsResult{}, err
 	}
+	if err := s.syncIndex(); err != nil {
+		return receipt.StatsResult{}, err
+	}
 	err = s.view(func(btx *bolt.Tx) error {
 		if !indexCovers(&f) || !indexable(strings.TrimPrefix(groupBy, "metadata.")) {
 			return runQuery(btx, receipt.Query{Filter: f, Decode: true}, nil, func(_ uint64, _ []byte, r *receipt.Receipt) bool {

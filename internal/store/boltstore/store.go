@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -80,6 +81,13 @@ type Store struct {
 	done    chan struct{} // closed when the committer has drained and stopped
 	failed  atomic.Pointer[error]
 	lastSeq atomic.Uint64
+
+	// The audit index trails the receipts by at most IndexLag (index.go,
+	// "Batched indexing"). indexed is the seq it covers through; unindexed
+	// are the committed receipts after it, in seq order. Only the committer
+	// touches unindexed (and reopen, which holds dbMu alone).
+	indexed   atomic.Uint64
+	unindexed []*receipt.Receipt
 }
 
 var _ kernel.Store = (*Store)(nil)
@@ -119,7 +127,10 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 		return nil
 	})
 	if err == nil {
-		err = catchUp(db) // a store written before the indexes existed
+		// A store written before the indexes existed, or closed with its
+		// last receipts not yet indexed.
+		err = catchUp(db)
+		s.indexed.Store(s.lastSeq.Load())
 	}
 	if err == nil && opts.Log != nil {
 		var leaves [][32]byte
@@ -186,6 +197,11 @@ func (s *Store) Close() error {
 	<-s.done
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
+	// Leave the index whole: the next Open then starts at once (a crash
+	// leaves it to catchUp instead).
+	if err := s.indexUnindexed(); err != nil {
+		slog.Warn("closing with the last receipts unindexed; the next open indexes them", "err", err)
+	}
 	return s.db.Close()
 }
 
@@ -300,6 +316,7 @@ func (s *Store) commit(batch []*op) {
 		}
 		st.Receipts, st.Write = t3.Sub(t2), time.Since(t3)
 		s.lastSeq.Store(t.last)
+		s.committedIndex(t)
 		if s.opts.Log != nil && len(t.leaves) > 0 {
 			s.opts.Log.Append(t.appended[0].Receipt.Seq, t.leaves)
 		}
@@ -369,24 +386,20 @@ func (s *Store) signReceipts(t *tx) (int, error) {
 	return 0, nil
 }
 
-// writeReceipts stores the transaction's signed receipts, their leaf
-// hashes and index entries.
+// writeReceipts stores the transaction's signed receipts and their leaf
+// hashes, and indexes them when the index is due (index.go).
 func (s *Store) writeReceipts(t *tx) error {
 	n := len(t.appended)
 	if n == 0 {
-		return nil
+		return s.indexTail(t)
 	}
 	rb, ib, lb := t.btx.Bucket(bucketReceipts), t.btx.Bucket(bucketReceiptIDs), t.btx.Bucket(bucketLeaves)
 	rb.FillPercent, lb.FillPercent = appendFill, appendFill // seq keys only grow
-	ix := newIndexer(t.btx)
 	t.leaves = make([][32]byte, 0, n)
 	for _, a := range t.appended {
 		k := seqKey(a.Receipt.Seq)
 		leaf := receiptLeaf(a.Raw)
 		t.leaves = append(t.leaves, leaf)
-		if err := ix.add(a.Receipt.Seq, a.Receipt); err != nil {
-			return err
-		}
 		if err := rb.Put(k, a.Raw); err != nil {
 			return err
 		}
@@ -397,7 +410,7 @@ func (s *Store) writeReceipts(t *tx) error {
 			return err
 		}
 	}
-	return ix.flush()
+	return s.indexTail(t)
 }
 
 // receiptLeaf is RFC 6962's leaf hash over the stored bytes.
@@ -435,6 +448,8 @@ type tx struct {
 	appended []*kernel.Appended
 	signed   int        // appended[:signed] are signed
 	leaves   [][32]byte // of appended, once signed
+	indexAll bool       // a reader asked for the whole log indexed (syncIndex)
+	indexes  bool       // this commit brings the index up to t.last
 }
 
 func (t *tx) Call(id string) (*kernel.CallRecord, error) {
