@@ -118,6 +118,19 @@ func crashCopy(t testing.TB, s *boltstore.Store, path string) string {
 	return crashed
 }
 
+// alter changes a closed store's file behind the store's back.
+func alter(t testing.TB, path string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // After a crash, Open indexes what the index had not reached yet.
 func TestOpenAfterCrashIndexesTheTail(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "live.db")
@@ -152,14 +165,9 @@ func TestOpenAfterCrashSkipsAnUndecodableReceipt(t *testing.T) {
 	defer s.Close()
 	appendN(t, s, "a", 6)
 	crashed := crashCopy(t, s, path)
-	db, err := bolt.Open(crashed, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Update(func(btx *bolt.Tx) error {
+	alter(t, crashed, func(btx *bolt.Tx) error {
 		return btx.Bucket([]byte("receipts")).Put(boltstore.SeqKeyForTest(3), []byte(`{"x":1}`))
 	})
-	db.Close()
 	c := open(t, crashed)
 	defer c.Close()
 	if got := count(t, c, receipt.Filter{Tool: "a"}); got != 5 {
@@ -176,15 +184,10 @@ func TestOpenAfterCrashRefusesALeafHole(t *testing.T) {
 	defer s.Close()
 	appendN(t, s, "a", 20)
 	crashed := crashCopy(t, s, path)
-	db, err := bolt.Open(crashed, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Update(func(btx *bolt.Tx) error {
+	alter(t, crashed, func(btx *bolt.Tx) error {
 		return btx.Bucket(boltstore.BucketLeavesForTest).Delete(boltstore.SeqKeyForTest(7))
 	})
-	db.Close()
-	_, err = boltstore.Open(crashed, testKey(), boltstore.Options{Log: receipt.NewLog(testKey(), receipt.LogOptions{})})
+	_, err := boltstore.Open(crashed, testKey(), boltstore.Options{Log: receipt.NewLog(testKey(), receipt.LogOptions{})})
 	if err == nil || !strings.Contains(err.Error(), "receipt log corrupt") {
 		t.Fatalf("open with a leaf hole in the unindexed tail: %v", err)
 	}
