@@ -214,7 +214,7 @@ type CommitStats struct {
 	// a function that failed.
 	Run      time.Duration // the calls' functions, reads and writes included
 	Sign     time.Duration // signing the receipts (the committer and its helpers)
-	Receipts time.Duration // storing the receipts, leaf hashes and index entries
+	Receipts time.Duration // storing the receipts, leaf hashes and (when due) index entries
 	Write    time.Duration // bbolt's commit: page writes and both fsyncs
 }
 
