@@ -111,7 +111,6 @@ func (s *Store) reopen() error {
 	if err := catchUp(db); err != nil {
 		return fmt.Errorf("index after reopen: %w", err)
 	}
-	clear(s.unindexed)
 	s.unindexed = s.unindexed[:0]
 	if len(leaves) > 0 && s.opts.Log != nil {
 		s.opts.Log.Append(from, leaves)

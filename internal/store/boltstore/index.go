@@ -34,7 +34,8 @@ package boltstore
 // the index catches up in batches (ix_meta's "through" is where it stands):
 //
 //   - the commit that finds IndexLag or more receipts unindexed indexes
-//     all of them (the committer keeps them decoded in memory until then);
+//     all of them (the committer keeps their indexed fields in memory
+//     until then);
 //   - every reader of the index (QueryReceipts, ReceiptStats, Export)
 //     first has it brought up to the last committed receipt, by a commit
 //     of its own (syncIndex), so an auditor always sees every receipt
@@ -116,8 +117,31 @@ func newIndexer(btx *bolt.Tx) *indexer {
 	return &indexer{btx: btx, ts: ts, subs: map[string]*bolt.Bucket{}, counts: map[string]uint64{}, blocks: map[uint64][2]int64{}}
 }
 
-func (ix *indexer) add(seq uint64, r *receipt.Receipt) error {
-	k, v := seqKey(seq), seqKey(uint64(r.Timestamp))
+// indexEntry is what the index keeps of one receipt, copied out of it so
+// that a receipt waiting to be indexed (Store.unindexed) shares nothing
+// with the kernel's objects.
+type indexEntry struct {
+	seq                                   uint64
+	ts                                    int64
+	verdict, guard, server, tool, subject string
+	meta                                  []string // metadata keys
+}
+
+func entryOf(seq uint64, r *receipt.Receipt) indexEntry {
+	e := indexEntry{seq: seq, ts: r.Timestamp, verdict: r.Decision.Verdict, guard: r.Decision.Guard,
+		server: r.ToolServer, tool: r.ToolName, subject: r.Subject}
+	if len(r.Metadata) > 0 {
+		e.meta = make([]string, 0, len(r.Metadata))
+		for key := range r.Metadata {
+			e.meta = append(e.meta, key)
+		}
+	}
+	return e
+}
+
+func (ix *indexer) add(r indexEntry) error {
+	seq := r.seq
+	k, v := seqKey(seq), seqKey(uint64(r.ts))
 	if err := ix.ts.Put(k, v); err != nil {
 		return err
 	}
@@ -141,13 +165,13 @@ func (ix *indexer) add(seq uint64, r *receipt.Receipt) error {
 	for _, e := range []struct {
 		d dim
 		v string
-	}{{dimVerdict, r.Decision.Verdict}, {dimGuard, r.Decision.Guard}, {dimServer, r.ToolServer},
-		{dimTool, r.ToolName}, {dimSubject, r.Subject}} {
+	}{{dimVerdict, r.verdict}, {dimGuard, r.guard}, {dimServer, r.server},
+		{dimTool, r.tool}, {dimSubject, r.subject}} {
 		if err := put(e.d, e.v); err != nil {
 			return err
 		}
 	}
-	for key := range r.Metadata {
+	for _, key := range r.meta {
 		if err := put(dimMeta, key); err != nil {
 			return err
 		}
@@ -160,7 +184,7 @@ func (ix *indexer) add(seq uint64, r *receipt.Receipt) error {
 			span = [2]int64{int64(binary.BigEndian.Uint64(old)), int64(binary.BigEndian.Uint64(old[8:]))}
 		}
 	}
-	ix.blocks[b] = [2]int64{min(span[0], r.Timestamp), max(span[1], r.Timestamp)}
+	ix.blocks[b] = [2]int64{min(span[0], r.ts), max(span[1], r.ts)}
 	ix.last = max(ix.last, seq)
 	return nil
 }
@@ -201,13 +225,13 @@ func (s *Store) indexTail(t *tx) error {
 		return nil
 	}
 	ix := newIndexer(t.btx)
-	for _, r := range s.unindexed {
-		if err := ix.add(r.Seq, r); err != nil {
+	for _, e := range s.unindexed {
+		if err := ix.add(e); err != nil {
 			return err
 		}
 	}
 	for _, a := range t.appended {
-		if err := ix.add(a.Receipt.Seq, a.Receipt); err != nil {
+		if err := ix.add(entryOf(a.Receipt.Seq, a.Receipt)); err != nil {
 			return err
 		}
 	}
@@ -218,13 +242,12 @@ func (s *Store) indexTail(t *tx) error {
 // that the index now covers everything through t.last.
 func (s *Store) committedIndex(t *tx) {
 	if t.indexes {
-		clear(s.unindexed) // drop the references
 		s.unindexed = s.unindexed[:0]
 		s.indexed.Store(t.last)
 		return
 	}
 	for _, a := range t.appended {
-		s.unindexed = append(s.unindexed, a.Receipt) // immutable once signed
+		s.unindexed = append(s.unindexed, entryOf(a.Receipt.Seq, a.Receipt))
 	}
 }
 
@@ -236,8 +259,8 @@ func (s *Store) indexUnindexed() error {
 	}
 	err := s.db.Update(func(btx *bolt.Tx) error {
 		ix := newIndexer(btx)
-		for _, r := range s.unindexed {
-			if err := ix.add(r.Seq, r); err != nil {
+		for _, e := range s.unindexed {
+			if err := ix.add(e); err != nil {
 				return err
 			}
 		}
@@ -313,7 +336,7 @@ func catchUp(db *bolt.DB) error {
 					ix.last = max(ix.last, seq)
 					continue
 				}
-				if err := ix.add(seq, r); err != nil {
+				if err := ix.add(entryOf(seq, r)); err != nil {
 					return err
 				}
 			}

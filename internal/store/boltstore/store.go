@@ -87,7 +87,7 @@ type Store struct {
 	// are the committed receipts after it, in seq order. Only the committer
 	// touches unindexed (and reopen, which holds dbMu alone).
 	indexed   atomic.Uint64
-	unindexed []*receipt.Receipt
+	unindexed []indexEntry
 }
 
 var _ kernel.Store = (*Store)(nil)
