@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/receipt"
 )
 
 const diskFullPolicy = `
@@ -155,6 +156,13 @@ func TestDiskFull(t *testing.T) {
 		if d.do(t, "GET", "/v1/calls/"+id, nil, &st); st.Status != kernel.StatusAllowed {
 			t.Fatalf("%s, acknowledged before the disk filled: %s", id, st.Status)
 		}
+	}
+	// The audit index, which trails the receipts and was caught up by the
+	// store's reopen, counts one allow receipt per call that ran.
+	var stats receipt.StatsResult
+	if code := d.do(t, "GET", "/v1/receipts/stats?decision=allow&tool=pay", nil, &stats); code != 200 ||
+		stats.Total != uint64(1+len(allowed)+len(refused)) {
+		t.Fatalf("allow receipts counted after healing: %d (status %d), want %d", stats.Total, code, 1+len(allowed)+len(refused))
 	}
 	if out, errOut, code := d.chio(t, dir, "receipt", "verify", "--all"); code != 0 {
 		t.Fatalf("verify --all after healing: %d\n%s\n%s", code, out, errOut)
