@@ -9,8 +9,9 @@ import (
 // Call returns the record of a call: the durable one, or the settled one
 // its caller was answered with while its settle commit runs (settling.go).
 func (k *Kernel) Call(requestID string) (*CallRecord, error) {
+	ans := k.answered(requestID) // before the store read (settling.go)
 	rec, err := k.storedCall(requestID)
-	return k.settledView(rec), err
+	return settledView(rec, ans), err
 }
 
 // storedCall returns the durable record of a call.

@@ -242,6 +242,7 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 
 	var revoked bool
 	var existing *CallRecord
+	ans := k.answered(call.RequestID) // before the store read (settling.go)
 	err = k.store.View(func(tx ReadTx) error {
 		c, err := tx.Call(call.RequestID)
 		if err == nil {
@@ -256,7 +257,7 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	if existing != nil {
-		return k.sameCall(k.settledView(existing), vc, paramHash)
+		return k.sameCall(settledView(existing, ans), vc, paramHash)
 	}
 	// From here on the call has effects (a dispatch, a durable receipt): a
 	// client that disconnects must not cancel them half way.
@@ -342,16 +343,12 @@ func (k *Kernel) capability(raw json.RawMessage) (verifiedCap, error) {
 
 // replay answers a duplicate request_id from the stored record.
 func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outcome, error) {
-	var rec *CallRecord
-	err := k.store.View(func(tx ReadTx) error {
-		var err error
-		rec, err = tx.Call(call.RequestID)
-		return err
-	})
+	ans := k.answered(call.RequestID) // before the store read (settling.go)
+	rec, err := k.storedCall(call.RequestID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: duplicate request_id whose first call left no record", ErrUnavailable)
 	}
-	return k.sameCall(k.settledView(rec), vc, paramHash)
+	return k.sameCall(settledView(rec, ans), vc, paramHash)
 }
 
 // sameCall returns a stored outcome to an idempotent retry, and refuses a

@@ -51,7 +51,7 @@ func (k *Kernel) settleInBackground(s settlement) bool {
 	}
 	k.settles.Add(1) // before Close's Wait: Close takes settleMu to stop
 	id := s.rec.RequestID
-	snapshot := *s.rec // read-only from here: the commit and settledView share it
+	snapshot := *s.rec // read-only from here: the commit and readers (answered) share it
 	s.rec = &snapshot
 	k.settling.Store(id, &snapshot)
 	go func() {
@@ -71,7 +71,7 @@ func (k *Kernel) settleInBackground(s settlement) bool {
 				backoff = min(2*backoff, 100*time.Millisecond)
 				continue
 			}
-			// The settled record stays visible (settledView) until recovery
+			// The settled record stays visible (answered) until recovery
 			// commits it: the agent was told this outcome.
 			k.unsettled.Store(id, s)
 			slog.Error("a settled call's record could not be committed; recovery records it when the store heals or chiod restarts",
@@ -82,17 +82,30 @@ func (k *Kernel) settleInBackground(s settlement) bool {
 	return true
 }
 
-// settledView returns, for a call whose settle commit is still running on
-// this kernel, the settled record its caller was answered with.
-func (k *Kernel) settledView(rec *CallRecord) *CallRecord {
-	if rec == nil || rec.Status != StatusDispatching {
+// answered returns the settled record a call's caller was answered with
+// while its settle commit runs on this kernel (nil when none is running).
+//
+// Take it BEFORE reading the stored record, then combine the two with
+// settledView. The other order has a window: the store is read while the
+// commit runs ("dispatching"), the commit ends and its entry is removed,
+// and the check then finds nothing, so a caller already answered
+// "succeeded" reads "dispatching". In this order, an entry missing at the
+// check means the settle had not started (and its caller had not been
+// answered) or its commit had ended, which the later store read then sees.
+func (k *Kernel) answered(requestID string) *CallRecord {
+	if v, ok := k.settling.Load(requestID); ok {
+		return v.(*CallRecord)
+	}
+	return nil
+}
+
+// settledView is the record to show for a call: rec, read from the store
+// after ans was taken (answered), unless rec is still dispatching the
+// decision that ans settled.
+func settledView(rec, ans *CallRecord) *CallRecord {
+	if rec == nil || ans == nil || rec.Status != StatusDispatching || ans.DecisionReceiptID != rec.DecisionReceiptID {
 		return rec
 	}
-	if v, ok := k.settling.Load(rec.RequestID); ok {
-		if s := v.(*CallRecord); s.DecisionReceiptID == rec.DecisionReceiptID {
-			c := *s
-			return &c
-		}
-	}
-	return rec
+	c := *ans
+	return &c
 }

@@ -64,6 +64,44 @@ func TestAnsweredBeforeTheSettleCommit(t *testing.T) {
 	}
 }
 
+// A read that meets the settle commit half way still shows what the agent
+// was told: here the store is read while the commit is held (the record
+// says dispatching), and the commit then ends and the kernel forgets the
+// answer before the read finishes. (Found as a CI flake: reading the store
+// first and the kept answer second showed "dispatching" in that window.)
+func TestReadOverlappingTheSettleCommitShowsTheAnswer(t *testing.T) {
+	tool := &scriptedTool{}
+	w := newWAWorld(t, tool)
+	w.store.release = make(chan struct{})
+	w.store.holdNth = func(n int64) bool { return n == 2 } // the settle commit
+	c := w.Call(t, "echo", `{"a":1}`, "")
+	if out, err := w.Kernel.Submit(context.Background(), c); err != nil || out.Execution != kernel.ExecutionSucceeded {
+		t.Fatalf("answer: %+v %v", out, err)
+	}
+	after := func() {
+		w.store.afterView.Store(nil)
+		close(w.store.release) // the settle commit ends
+		w.Kernel.WaitSettles() // and the kept answer is dropped
+	}
+	w.store.afterView.Store(&after)
+	rec, err := w.Kernel.Call(c.RequestID)
+	if err != nil || rec.Status != kernel.StatusAllowed || rec.Execution != kernel.ExecutionSucceeded {
+		t.Fatalf("a read overlapping the settle commit: %+v %v", rec, err)
+	}
+	// The same window for an idempotent retry (its own store read).
+	c2 := w.Call(t, "echo", `{"a":2}`, "")
+	w.store.release = make(chan struct{})
+	w.store.holdNth = func(n int64) bool { return n == 4 }
+	if out, err := w.Kernel.Submit(context.Background(), c2); err != nil || out.Execution != kernel.ExecutionSucceeded {
+		t.Fatalf("answer: %+v %v", out, err)
+	}
+	w.store.afterView.Store(&after)
+	again, err := w.Kernel.Submit(context.Background(), c2)
+	if err != nil || again.Status != kernel.StatusAllowed || again.Execution != kernel.ExecutionSucceeded {
+		t.Fatalf("a retry overlapping the settle commit: %+v %v", again, err)
+	}
+}
+
 // Only a successful at_least_once call that no approval waits on is
 // answered early: a failure's incomplete receipt, an at_most_once outcome
 // and an approved call's resolution are durable before the answer.

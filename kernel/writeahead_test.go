@@ -27,6 +27,16 @@ type faultStore struct {
 	failNth func(n int64) bool
 	holdNth func(n int64) bool
 	release chan struct{}
+	// afterView, if set, runs after each View has read, before it returns.
+	afterView atomic.Pointer[func()]
+}
+
+func (s *faultStore) View(fn func(kernel.ReadTx) error) error {
+	err := s.Store.View(fn)
+	if f := s.afterView.Load(); f != nil {
+		(*f)()
+	}
+	return err
 }
 
 func (s *faultStore) Update(ctx context.Context, fn func(kernel.Tx) error) error {
