@@ -17,8 +17,7 @@ import (
 func TestAnsweredBeforeTheSettleCommit(t *testing.T) {
 	tool := &scriptedTool{}
 	w := newWAWorld(t, tool)
-	w.store.release = make(chan struct{})
-	w.store.holdNth = func(n int64) bool { return n == 2 } // the settle commit
+	w.holdUpdate(2) // the settle commit
 	c := w.Call(t, "echo", `{"a":1}`, "")
 	out, err := w.Kernel.Submit(context.Background(), c)
 	if err != nil || out.Status != kernel.StatusAllowed || out.Execution != kernel.ExecutionSucceeded || string(out.Output) != `{"done":true}` {
@@ -38,14 +37,7 @@ func TestAnsweredBeforeTheSettleCommit(t *testing.T) {
 		t.Fatalf("read: %+v %v", rec, err)
 	}
 	// A store heal runs recovery now: the call is not sent again.
-	if err := w.Kernel.RecoverInFlight(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := w.Kernel.WaitRecovery(ctx); err != nil {
-		t.Fatal(err)
-	}
+	recoverNow(t, w.Kernel)
 	if n := len(tool.deliveries(c.RequestID)); n != 1 {
 		t.Fatalf("%d deliveries while the settle commit ran", n)
 	}
@@ -72,8 +64,7 @@ func TestAnsweredBeforeTheSettleCommit(t *testing.T) {
 func TestReadOverlappingTheSettleCommitShowsTheAnswer(t *testing.T) {
 	tool := &scriptedTool{}
 	w := newWAWorld(t, tool)
-	w.store.release = make(chan struct{})
-	w.store.holdNth = func(n int64) bool { return n == 2 } // the settle commit
+	w.holdUpdate(2) // the settle commit
 	c := w.Call(t, "echo", `{"a":1}`, "")
 	if out, err := w.Kernel.Submit(context.Background(), c); err != nil || out.Execution != kernel.ExecutionSucceeded {
 		t.Fatalf("answer: %+v %v", out, err)
@@ -90,8 +81,7 @@ func TestReadOverlappingTheSettleCommitShowsTheAnswer(t *testing.T) {
 	}
 	// The same window for an idempotent retry (its own store read).
 	c2 := w.Call(t, "echo", `{"a":2}`, "")
-	w.store.release = make(chan struct{})
-	w.store.holdNth = func(n int64) bool { return n == 4 }
+	w.holdUpdate(4) // c2's settle commit
 	if out, err := w.Kernel.Submit(context.Background(), c2); err != nil || out.Execution != kernel.ExecutionSucceeded {
 		t.Fatalf("answer: %+v %v", out, err)
 	}
@@ -130,9 +120,8 @@ func TestOtherOutcomesWaitForTheirSettleCommit(t *testing.T) {
 func TestCloseBoundsItsWaitForSettleCommits(t *testing.T) {
 	fake := clock.NewFake(time.Now())
 	w := newWAWorldClock(t, &scriptedTool{}, fake)
-	w.store.release = make(chan struct{})
+	w.holdUpdate(2) // the settle commit
 	defer close(w.store.release)
-	w.store.holdNth = func(n int64) bool { return n == 2 }
 	if out, err := w.Kernel.Submit(context.Background(), w.Call(t, "echo", `{"a":1}`, "")); err != nil || out.Execution != kernel.ExecutionSucceeded {
 		t.Fatalf("%+v %v", out, err)
 	}

@@ -50,6 +50,26 @@ func (s *faultStore) Update(ctx context.Context, fn func(kernel.Tx) error) error
 	return s.Store.Update(ctx, fn)
 }
 
+// holdUpdate makes the store's nth update (counted from 1) wait until
+// w.store.release is closed.
+func (w *waWorld) holdUpdate(nth int64) {
+	w.store.release = make(chan struct{})
+	w.store.holdNth = func(n int64) bool { return n == nth }
+}
+
+// recoverNow runs recovery (as a store heal does) and waits for it.
+func recoverNow(t *testing.T, k *kernel.Kernel) {
+	t.Helper()
+	if err := k.RecoverInFlight(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := k.WaitRecovery(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // scriptedTool answers each delivery from a script (then succeeds) and
 // records what it saw; check, if set, runs at each delivery.
 type scriptedTool struct {
@@ -295,14 +315,7 @@ func TestHealRecordsTheKnownAnswerWithoutResending(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Kernel.WaitSettles()
-			if err := w.Kernel.RecoverInFlight(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := w.Kernel.WaitRecovery(ctx); err != nil {
-				t.Fatal(err)
-			}
+			recoverNow(t, w.Kernel)
 			var rec *kernel.CallRecord
 			_ = w.Store.View(func(tx kernel.ReadTx) error { rec, err = tx.Call(c.RequestID); return err })
 			if rec.Status != kernel.StatusAllowed || string(rec.Output) != tc.output || len(tool.deliveries(c.RequestID)) != 1 {

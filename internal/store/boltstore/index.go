@@ -224,15 +224,22 @@ func (s *Store) indexTail(t *tx) error {
 	if !t.indexes {
 		return nil
 	}
-	ix := newIndexer(t.btx)
-	for _, e := range s.unindexed {
-		if err := ix.add(e); err != nil {
-			return err
-		}
+	own := make([]indexEntry, len(t.appended))
+	for i, a := range t.appended {
+		own[i] = entryOf(a.Receipt.Seq, a.Receipt)
 	}
-	for _, a := range t.appended {
-		if err := ix.add(entryOf(a.Receipt.Seq, a.Receipt)); err != nil {
-			return err
+	return writeIndex(t.btx, s.unindexed, own)
+}
+
+// writeIndex writes the entries' index records, in order, and how far the
+// index now reaches.
+func writeIndex(btx *bolt.Tx, batches ...[]indexEntry) error {
+	ix := newIndexer(btx)
+	for _, es := range batches {
+		for _, e := range es {
+			if err := ix.add(e); err != nil {
+				return err
+			}
 		}
 	}
 	return ix.flush()
@@ -257,15 +264,7 @@ func (s *Store) indexUnindexed() error {
 	if len(s.unindexed) == 0 || s.failed.Load() != nil {
 		return nil
 	}
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		ix := newIndexer(btx)
-		for _, e := range s.unindexed {
-			if err := ix.add(e); err != nil {
-				return err
-			}
-		}
-		return ix.flush()
-	})
+	err := s.db.Update(func(btx *bolt.Tx) error { return writeIndex(btx, s.unindexed) })
 	if err == nil {
 		s.unindexed = nil
 		s.indexed.Store(s.lastSeq.Load())

@@ -131,6 +131,19 @@ func alter(t testing.TB, path string, fn func(*bolt.Tx) error) {
 	}
 }
 
+// crashedAltered commits n receipts for tool "a" (unindexed: n <
+// IndexLag), leaves the file as a crash would, and changes it with fn.
+func crashedAltered(t testing.TB, n int, fn func(*bolt.Tx) error) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "live.db")
+	s := open(t, path)
+	t.Cleanup(func() { s.Close() })
+	appendN(t, s, "a", n)
+	crashed := crashCopy(t, s, path)
+	alter(t, crashed, fn)
+	return crashed
+}
+
 // After a crash, Open indexes what the index had not reached yet.
 func TestOpenAfterCrashIndexesTheTail(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "live.db")
@@ -160,12 +173,7 @@ func TestOpenAfterCrashIndexesTheTail(t *testing.T) {
 // A stored receipt altered while unindexed does not keep the store from
 // opening (verify reports it); the others are indexed.
 func TestOpenAfterCrashSkipsAnUndecodableReceipt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "live.db")
-	s := open(t, path)
-	defer s.Close()
-	appendN(t, s, "a", 6)
-	crashed := crashCopy(t, s, path)
-	alter(t, crashed, func(btx *bolt.Tx) error {
+	crashed := crashedAltered(t, 6, func(btx *bolt.Tx) error {
 		return btx.Bucket([]byte("receipts")).Put(boltstore.SeqKeyForTest(3), []byte(`{"x":1}`))
 	})
 	c := open(t, crashed)
@@ -179,12 +187,7 @@ func TestOpenAfterCrashSkipsAnUndecodableReceipt(t *testing.T) {
 // that refuses to open, not a leaf recomputed from the (possibly
 // altered) receipt.
 func TestOpenAfterCrashRefusesALeafHole(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "live.db")
-	s := open(t, path)
-	defer s.Close()
-	appendN(t, s, "a", 20)
-	crashed := crashCopy(t, s, path)
-	alter(t, crashed, func(btx *bolt.Tx) error {
+	crashed := crashedAltered(t, 20, func(btx *bolt.Tx) error {
 		return btx.Bucket(boltstore.BucketLeavesForTest).Delete(boltstore.SeqKeyForTest(7))
 	})
 	_, err := boltstore.Open(crashed, testKey(), boltstore.Options{Log: receipt.NewLog(testKey(), receipt.LogOptions{})})
