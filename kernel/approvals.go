@@ -217,6 +217,10 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	var head struct {
 		ID string `json:"id"`
 	}
+	// Untrusted input meets its size limit before anything parses it.
+	if len(tokenRaw) > approval.MaxTokenBytes {
+		return nil, fmt.Errorf("%w: token larger than %d bytes", approval.ErrMalformedToken, approval.MaxTokenBytes)
+	}
 	if err := canon.Check(tokenRaw); err != nil {
 		return nil, fmt.Errorf("%w: %v", approval.ErrMalformedToken, err)
 	}

@@ -126,10 +126,13 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 	switch err := k.commitAllow(ctx, p, rec, r, true, claim); {
 	case errors.Is(err, errNoBatch):
 		return nil, false, nil
+	case errors.Is(err, errRevokedAtDecision):
+		out, err := k.deny(ctx, rec, p, GuardCapability, ErrCapabilityRevoked.Error(), now)
+		return out, true, err
 	case err != nil:
 		return nil, true, err
 	}
-	out, err := k.deliver(ctx, rec)
+	out, err := k.deliverMarked(ctx, rec)
 	return out, true, err
 }
 

@@ -55,13 +55,31 @@ func planFor(p *policy.Policy, server, tool string) deliveryPlan {
 	return pl
 }
 
+// errRevokedAtDecision aborts an allow decision's transaction when the
+// call's capability was revoked after its checks read it: the revocation
+// is durable first, so the call must be denied, never dispatched.
+var errRevokedAtDecision = errors.New("capability revoked before the allow decision committed")
+
 // commitAllow makes an allow decision durable BEFORE the tool sees the
 // call: the signed allow receipt and the call record (status dispatching)
 // in one group commit. fresh is true for a new call (no record may exist
 // yet); otherwise the record must be an approved call whose decision has
 // not been taken. extra runs in the same transaction (a standing
 // approval's counters, the approval's resolution).
+//
+// On success the caller holds the call's delivering mark and must deliver
+// it with deliverMarked. The mark is taken BEFORE the decision is durable:
+// recovery (after a store heal) skips marked calls, so it never finds this
+// call decided but unowned and settles or re-sends it while the caller
+// goes on to send it. On failure the mark is released.
+//
+// The capability's revocation is read again inside the decision's own
+// transaction (errRevokedAtDecision): a revocation that commits between
+// the call's checks and this commit still stops the call.
 func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRecord, r *receipt.Receipt, fresh bool, extra func(Tx) error) error {
+	if _, busy := k.delivering.LoadOrStore(rec.RequestID, struct{}{}); busy {
+		return fmt.Errorf("%w: call %s is being delivered", ErrConflict, rec.RequestID)
+	}
 	// rec changes only if the commit succeeds (a batch claim that finds no
 	// standing approval falls back to parking this same record).
 	next := *rec
@@ -71,7 +89,11 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 	next.DecisionReceiptID, next.ReceiptID, next.UpdatedAt = r.ID, r.ID, r.Timestamp
 	key := firstNKey(rec.GrantID, rec.Subject)
 	count := k.tracksFirstN(rec.GrantID)
-	err := k.store.Update(ctx, func(tx Tx) error {
+	update := k.store.Update
+	if !fresh {
+		update = k.updateAfterVote // a human's vote is durable: back-pressure must not strand it
+	}
+	err := update(ctx, func(tx Tx) error {
 		cur, err := tx.Call(rec.RequestID)
 		switch {
 		case fresh && err == nil:
@@ -82,6 +104,12 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 			return err
 		case !fresh && (cur.Status != StatusDispatching || cur.DecisionReceiptID != ""):
 			return fmt.Errorf("%w: call %s is %s", ErrConflict, rec.RequestID, cur.Status)
+		}
+		switch revoked, err := tx.Revoked(rec.CapabilityID); {
+		case err != nil:
+			return err
+		case revoked:
+			return errRevokedAtDecision
 		}
 		if extra != nil {
 			if err := extra(tx); err != nil {
@@ -97,6 +125,7 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 		return tx.PutCall(&next)
 	})
 	if err != nil {
+		k.delivering.Delete(rec.RequestID)
 		return err
 	}
 	*rec = next
@@ -111,20 +140,13 @@ func bumpCounter(tx Tx, key string) error {
 	return tx.SetCounter(key, n+1)
 }
 
-// deliver sends a decided call to its tool (retrying what is transient,
-// per the tool's delivery semantics) and settles it. An approved call's
-// request (rec.ApprovalID) learns the call's fate in its resolution.
-func (k *Kernel) deliver(ctx context.Context, rec *CallRecord) (*Outcome, error) {
-	if _, busy := k.delivering.LoadOrStore(rec.RequestID, struct{}{}); busy {
-		// Recovery (after a store heal) and a live delivery never both send.
-		return nil, fmt.Errorf("%w: call %s is being delivered", ErrConflict, rec.RequestID)
-	}
-	return k.deliverMarked(ctx, rec)
-}
-
-// deliverMarked is deliver for a caller that holds rec's delivering mark;
-// the mark is released when the call's outcome is durable (or left for
-// the next start).
+// deliverMarked sends a decided call to its tool (retrying what is
+// transient, per the tool's delivery semantics) and settles it. An
+// approved call's request (rec.ApprovalID) learns the call's fate in its
+// resolution. The caller holds rec's delivering mark (commitAllow, or
+// recovery): recovery and a live delivery never both send. The mark is
+// released when the call's outcome is durable (or left for the next
+// start).
 func (k *Kernel) deliverMarked(ctx context.Context, rec *CallRecord) (*Outcome, error) {
 	res, derr := k.sendWithRetry(ctx, rec)
 	if derr != nil && k.stopping() {
@@ -251,9 +273,11 @@ type settlement struct {
 	receipt *receipt.Receipt // nil on success
 }
 
+// commitSettlement commits a settled call. Its tool has answered, so a
+// full commit queue is waited out (updateAfterVote) rather than failed.
 func (k *Kernel) commitSettlement(ctx context.Context, s settlement) error {
 	rec := s.rec
-	return k.store.Update(ctx, func(tx Tx) error {
+	return k.updateAfterVote(ctx, func(tx Tx) error {
 		cur, err := tx.Call(rec.RequestID)
 		if err != nil {
 			return err

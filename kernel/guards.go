@@ -45,6 +45,11 @@ type Request struct {
 	// RecentCalls counts calls by Subject under Grant in the last minute,
 	// this one included (0 when the grant sets no rate limit).
 	RecentCalls int
+	// HumanAnswered names the guards a human approver has answered (on
+	// resume: the request's triggers). A guard the grant routes to a human
+	// (on_trigger = "require_approval") that is named here does not deny
+	// again; every other deny stands.
+	HumanAnswered []string
 
 	// What guards derive from the call, computed once on first use (guards
 	// run one after another, never concurrently, on one Request). Build a

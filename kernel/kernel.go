@@ -435,10 +435,13 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 // durable first (write-ahead), then the call is delivered and settled.
 func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy, now time.Time) (*Outcome, error) {
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, nil, now)
-	if err := k.commitAllow(ctx, p, rec, r, true, nil); err != nil {
+	switch err := k.commitAllow(ctx, p, rec, r, true, nil); {
+	case errors.Is(err, errRevokedAtDecision):
+		return k.deny(ctx, rec, p, GuardCapability, ErrCapabilityRevoked.Error(), now)
+	case err != nil:
 		return nil, err
 	}
-	return k.deliver(ctx, rec)
+	return k.deliverMarked(ctx, rec)
 }
 
 func (k *Kernel) deny(ctx context.Context, rec *CallRecord, p *policy.Policy, guard, reason string, now time.Time) (*Outcome, error) {
@@ -446,8 +449,11 @@ func (k *Kernel) deny(ctx context.Context, rec *CallRecord, p *policy.Policy, gu
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, nil, now)
 	rec.ReceiptID, rec.UpdatedAt = r.ID, r.Timestamp
 	err := k.store.Update(ctx, func(tx Tx) error {
-		if _, err := tx.Call(rec.RequestID); err == nil {
+		switch _, err := tx.Call(rec.RequestID); {
+		case err == nil:
 			return ErrRequestUsed // a record appeared since we looked: never overwrite
+		case !errors.Is(err, ErrNotFound):
+			return err
 		}
 		tx.AppendReceipt(r)
 		return tx.PutCall(rec)

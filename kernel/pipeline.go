@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -24,7 +25,8 @@ type Pipeline struct {
 
 // Evaluate runs every guard and combines: any Deny dominates any
 // PendingApproval; approval is asked only when every non-approval guard
-// allows. With approvals=false approval triggers are skipped (resume path).
+// allows. With approvals=false approval triggers are skipped (resume path),
+// and so are routed denies the human answered (Request.HumanAnswered).
 func (p *Pipeline) Evaluate(r *Request, approvals bool) Decision {
 	var pending Decision
 	for _, g := range p.Guards {
@@ -42,8 +44,13 @@ func (p *Pipeline) Evaluate(r *Request, approvals bool) Decision {
 			}
 			pending.Reason += res.Reason
 		case Deny:
-			// A non-approval guard may be routed to a human instead of a deny.
-			if approvals && !g.Approval() && r.Grant != nil && r.Grant.Constraints.OnTrigger[g.Name()] == "require_approval" {
+			// A non-approval guard may be routed to a human instead of a deny;
+			// on resume, the human who answered that trigger has decided it.
+			routed := !g.Approval() && r.Grant != nil && r.Grant.Constraints.OnTrigger[g.Name()] == "require_approval"
+			if routed && !approvals && slices.Contains(r.HumanAnswered, g.Name()) {
+				continue
+			}
+			if routed && approvals {
 				pending.Verdict = PendingApproval
 				pending.TriggeredBy = append(pending.TriggeredBy, g.Name())
 				if pending.Reason != "" {

@@ -139,18 +139,12 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 		k.completed(s.rec)
 		return nil
 	}
-	if c.Delivery == AtMostOnce {
-		// It may have reached the tool: never send it again.
-		_, err := k.settle(ctx, c, DispatchResult{}, &DeliveryError{
-			Err: errors.New("chiod stopped while the call was in flight; at_most_once calls are never re-sent"),
-		})
-		return err
-	}
-	// at_least_once: the same Idempotency-Key lets the tool deduplicate.
 	// The list of calls in flight was read before this worker ran: a live
-	// delivery may have settled the call since. Its delivering mark is held
-	// until its outcome is durable, so taking the mark first and then
-	// reading the record again tells a settled call from one to re-send.
+	// path may have decided, sent or settled the call since. It holds the
+	// call's delivering mark from before its decision commits until its
+	// outcome is durable (commitAllow), so taking the mark first and then
+	// reading the record again tells a call nobody owns from one a live
+	// path is finishing.
 	if _, busy := k.delivering.LoadOrStore(c.RequestID, struct{}{}); busy {
 		return nil // a live path is finishing it
 	}
@@ -159,6 +153,15 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 		k.delivering.Delete(c.RequestID)
 		return err
 	}
+	if cur.Delivery == AtMostOnce {
+		// It may have reached the tool: never send it again.
+		defer k.delivering.Delete(c.RequestID)
+		_, err := k.settle(ctx, cur, DispatchResult{}, &DeliveryError{
+			Err: errors.New("chiod stopped while the call was in flight; at_most_once calls are never re-sent"),
+		})
+		return err
+	}
+	// at_least_once: the same Idempotency-Key lets the tool deduplicate.
 	_, err = k.deliverMarked(ctx, cur)
 	return err
 }

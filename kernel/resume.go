@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chiokernel/chio/approval"
@@ -54,7 +56,11 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	tool, _ := p.Tool(rec.Server, rec.Tool)
 	call := &ToolCall{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Operation: rec.Operation,
 		Arguments: rec.Arguments, GovernedIntent: rec.Intent}
-	rq := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: rec.Operation, Subject: rec.Subject, Intent: intent, Now: now}
+	// Guards the grant routes to a human (on_trigger = "require_approval")
+	// and that this request was parked for were answered by the approver,
+	// who saw them as its triggers: they do not deny the call again.
+	rq := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: rec.Operation, Subject: rec.Subject, Intent: intent, Now: now,
+		HumanAnswered: req.TriggeredBy}
 	if d := k.pipeline.Evaluate(rq, false); d.Verdict == Deny {
 		return deny(d.Guard, d.Reason)
 	}
@@ -84,22 +90,36 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		resolved = cur
 		return tx.PutApproval(cur)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errRevokedAtDecision):
+		return deny(GuardCapability, "capability revoked during the approval wait")
+	case err != nil:
 		return nil, err
 	}
 	*req = *resolved
 	k.announce(EventApprovalResolved, req)
-	return k.deliver(ctx, rec)
+	return k.deliverMarked(ctx, rec)
 }
 
 // finish commits the chain's final receipt when no delivery follows (a
 // deny on resume, an answered confirm / ask), with the call record and the
-// request's resolution.
+// request's resolution. Like commitAllow, it commits only while the call
+// is still an approved call with no decision: two resumes of one call (a
+// live answer and recovery after a store heal, or another replica taking
+// the call over) can race, and the loser must neither add a second final
+// receipt nor overwrite a call that was already decided and sent.
 func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRecord, r *receipt.Receipt, now time.Time) (*Outcome, error) {
-	rec.ReceiptID, rec.UpdatedAt = r.ID, r.Timestamp
+	next := *rec // rec changes only if the commit succeeds
+	next.ReceiptID, next.UpdatedAt = r.ID, r.Timestamp
 	countKey := firstNKey(rec.GrantID, rec.Subject)
 	count := rec.Status == StatusAllowed && k.tracksFirstN(rec.GrantID)
-	err := k.store.Update(ctx, func(tx Tx) error {
+	err := k.updateAfterVote(ctx, func(tx Tx) error {
+		switch c, err := tx.Call(rec.RequestID); {
+		case err != nil:
+			return err
+		case c.Status != StatusDispatching || c.DecisionReceiptID != "":
+			return fmt.Errorf("%w: call %s is %s", ErrConflict, rec.RequestID, c.Status)
+		}
 		cur, err := tx.Approval(req.ApprovalID)
 		if err != nil {
 			return err
@@ -120,7 +140,7 @@ func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRec
 			}
 		}
 		tx.AppendReceipt(r)
-		if err := tx.PutCall(rec); err != nil {
+		if err := tx.PutCall(&next); err != nil {
 			return err
 		}
 		*req = *cur
@@ -129,6 +149,7 @@ func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRec
 	if err != nil {
 		return nil, err
 	}
+	*rec = next
 	k.announce(EventApprovalResolved, req)
 	return k.completed(rec), nil
 }

@@ -2,9 +2,7 @@ package kernel
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"time"
 )
 
 // Answering before the settle commit.
@@ -57,20 +55,9 @@ func (k *Kernel) settleInBackground(s settlement) bool {
 	go func() {
 		defer k.settles.Done()
 		defer k.delivering.Delete(id)
-		backoff := time.Millisecond
-		for {
-			err := k.commitSettlement(context.Background(), s)
-			if err == nil {
-				k.settling.Delete(id)
-				k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(&snapshot)})
-				return
-			}
-			// A full queue is back-pressure, not a failure: try again soon
-			// (unless shutting down). Anything else is recovery's to finish.
-			if errors.Is(err, ErrQueueFull) && k.sleep(context.Background(), backoff) == nil {
-				backoff = min(2*backoff, 100*time.Millisecond)
-				continue
-			}
+		// A full queue is waited out inside commitSettlement; anything else
+		// is recovery's to finish.
+		if err := k.commitSettlement(context.Background(), s); err != nil {
 			// The settled record stays visible (answered) until recovery
 			// commits it: the agent was told this outcome.
 			k.unsettled.Store(id, s)
@@ -78,6 +65,8 @@ func (k *Kernel) settleInBackground(s settlement) bool {
 				"request_id", id, "err", err)
 			return
 		}
+		k.settling.Delete(id)
+		k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(&snapshot)})
 	}()
 	return true
 }
