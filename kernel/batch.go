@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chiokernel/chio/approval"
@@ -12,27 +15,95 @@ import (
 	"github.com/chiokernel/chio/receipt"
 )
 
-// isPolicyApprover reports whether key approves under any grant.
-func isPolicyApprover(p *policy.Policy, key string) bool {
+// Who may sign a standing approval: a batch covers a call only if its
+// signer could have approved that very call with a per-call token at the
+// moment it would have been parked. A new request starts at escalation
+// tier 0, so the signer must be trusted at tier 0 (tierView, the function
+// that gives new requests and votes their trusted set, so the two rules
+// cannot drift), must not be the agent making the call nor a requester of
+// the grant (approval.Verify's self-approval rules), and the grant's
+// quorum must be 1 (one signature never meets a quorum of two). A key on
+// the grant that only a later tier names (a CFO behind a Finance Lead),
+// or that no tier names, cannot approve every call in advance when it
+// could approve none of them as they arrive. The rule is read from the
+// policy in force: checked when the batch is created, and again for every
+// call it would cover, since a reload may change tiers or remove the key.
+
+// batchSigners returns the keys whose standing approval may cover a call
+// by subject under approval a (empty for quorum > 1 grants and grants
+// without approval). subject is "" when unknown (a batch for any agent).
+func batchSigners(a *policy.Approval, subject string) map[string]bool {
+	signers := map[string]bool{}
+	if a == nil || a.Quorum > 1 {
+		return signers
+	}
+	trusted, _, _ := tierView(a, 0)
+	for _, key := range trusted {
+		if key != subject && !slices.Contains(a.Requesters, key) {
+			signers[key] = true
+		}
+	}
+	return signers
+}
+
+// mayCoverGrant reports whether a batch's patterns could match a call
+// under grant g. The grant names its server exactly; its tool may be a
+// path.Match glob, and two patterns are taken to overlap (the check at
+// each call, which matches a concrete tool, decides).
+func mayCoverGrant(t *approval.BatchToken, g *policy.Grant) bool {
+	if !approval.MatchPattern(t.ServerPattern, g.Server) {
+		return false
+	}
+	if !strings.ContainsAny(g.Tool, `*?[\`) {
+		return approval.MatchPattern(t.ToolPattern, g.Tool)
+	}
+	if !strings.HasSuffix(t.ToolPattern, "*") {
+		ok, _ := path.Match(g.Tool, t.ToolPattern)
+		return ok
+	}
+	return true
+}
+
+// mayCreateBatch reports whether key may sign batch t under policy p: for
+// at least one grant the batch could cover, key is one of batchSigners.
+// With t nil it asks whether key may sign some batch (any patterns, any
+// subject). A batch no call could use is refused rather than stored as a
+// trap that a later reload might spring.
+func mayCreateBatch(p *policy.Policy, t *approval.BatchToken, key string) bool {
 	for i := range p.Grants {
-		if a := p.Grants[i].Approval; a != nil {
-			for _, ap := range a.Approvers {
-				if ap.PublicKey.String() == key {
-					return true
-				}
+		g := &p.Grants[i]
+		subject := ""
+		if t != nil {
+			if !mayCoverGrant(t, g) {
+				continue
 			}
+			subject = t.Subject
+		}
+		if batchSigners(g.Approval, subject)[key] {
+			return true
 		}
 	}
 	return false
 }
 
-// CreateBatch stores a standing approval after verifying it.
+// CreateBatch stores a standing approval after verifying it. Its signer
+// must be a key that could approve, singly and at tier 0, a call under
+// some grant the batch's patterns reach (see batchSigners); otherwise
+// ErrUntrustedSigner and nothing is stored.
 func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, error) {
 	now := k.clock.Now()
 	p := k.Policy()
-	tok, err := approval.VerifyBatch(raw, func(a string) bool { return isPolicyApprover(p, a) }, now)
+	// Before the signature: is the key a batch signer anywhere? After it
+	// (the patterns and subject are then known and signed): for a grant
+	// this batch reaches?
+	tok, err := approval.VerifyBatch(raw, func(a string) bool { return mayCreateBatch(p, nil, a) }, now)
 	if err != nil {
 		return nil, err
+	}
+	if !mayCreateBatch(p, tok, tok.Approver) {
+		return nil, fmt.Errorf("%w: %s could not approve on its own any call this batch reaches "+
+			"(a batch signer must be a first-tier approver of a quorum-1 grant the batch's patterns match)",
+			approval.ErrUntrustedSigner, tok.Approver)
 	}
 	b := &approval.Batch{Token: tok, Raw: raw, CreatedAt: now.UnixMilli()}
 	err = k.store.Update(ctx, func(tx Tx) error {
@@ -76,17 +147,13 @@ var errNoBatch = errors.New("no standing approval covers the call")
 // covering batch, counting this call against it, and the allow decision
 // are ONE durable commit made before dispatch: two concurrent calls cannot
 // both use the last slot, and a slot is never spent without a decision.
-// Quorum > 1 grants never use batches.
+// Only batches signed by a key that could approve this call singly when it
+// is parked count (batchSigners, from the policy in force): none do on a
+// quorum > 1 grant.
 func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, now time.Time) (*Outcome, bool, error) {
-	if g.Approval == nil || g.Approval.Quorum > 1 {
+	trusted := batchSigners(g.Approval, rec.Subject)
+	if len(trusted) == 0 {
 		return nil, false, nil
-	}
-	trusted := map[string]bool{}
-	for _, ap := range g.Approval.Approvers {
-		trusted[ap.PublicKey.String()] = true
-	}
-	for _, r := range g.Approval.Requesters { // separation of duties holds for standing approvals too
-		delete(trusted, r)
 	}
 	// A standing approval's money limits are checked against the amount
 	// the ARGUMENTS carry (the tool's declared pointers), never the agent's
@@ -105,7 +172,7 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 	claim := func(tx Tx) error {
 		var used *approval.Batch
 		err := tx.Batches(func(b *approval.Batch) bool {
-			if trusted[b.Token.Approver] && b.Token.Approver != rec.Subject && b.Covers(rec.Subject, rec.Server, rec.Tool, amount, now.Unix()) {
+			if trusted[b.Token.Approver] && b.Covers(rec.Subject, rec.Server, rec.Tool, amount, now.Unix()) {
 				used = b
 				return false
 			}
