@@ -15,7 +15,12 @@
 //     the token must be signed by the link's approver for the link's request;
 //     it goes through the kernel's one respond path (channel "email"), and the
 //     link is spent on success. A spent or expired link answers 410, a forged
-//     one 403, both with the API's error envelope.
+//     one 403, both with the API's error envelope. The body is read with a
+//     size limit (MaxPostBody) and a deadline (Options.BodyReadTimeout).
+//
+// The message's Amount is the one the kernel derived from the arguments;
+// failing that, the intent's max_amount marked "declared by the agent", as
+// the dashboard and Slack show it.
 //
 // The link is a convenience, never a credential that decides: only the
 // approver's signature does. Spent links are remembered in memory (a restart
@@ -51,6 +56,7 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/channels"
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/policy"
 )
 
@@ -84,6 +90,9 @@ type Options struct {
 	Now func() time.Time
 	// Hostname is sent in EHLO and Message-IDs (default "chio.localhost").
 	Hostname string
+	// BodyReadTimeout bounds reading a POST body (default
+	// httpapi.BodyReadTimeout, as the API's own routes).
+	BodyReadTimeout time.Duration
 }
 
 // Channel implements channels.Channel.
@@ -130,6 +139,9 @@ func New(cfg *policy.Email, o Options) (*Channel, error) {
 	}
 	if o.Hostname == "" {
 		o.Hostname = "chio.localhost"
+	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = httpapi.BodyReadTimeout
 	}
 	if (cfg.UsernameEnv != "") != (cfg.PasswordEnv != "") {
 		return nil, errors.New("email: set both username_env and password_env, or neither")

@@ -107,6 +107,15 @@ func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link 
 	var body struct {
 		Token json.RawMessage `json:"token"`
 	}
+	// Bound the read in time as well as in size, as the API's routes do
+	// (chiod's server has no ReadTimeout: it would cut SSE streams). A
+	// socket deadline is wall-clock time, not the injected clock's.
+	// http.ErrNotSupported means the writer has no connection to bound
+	// (httptest's recorder); any other error fails closed.
+	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(c.o.BodyReadTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		httpapi.WriteError(w, httpapi.Error(http.StatusServiceUnavailable, httpapi.CodeUnavailable, "cannot bound the body read"))
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxPostBody)
 	raw, err := io.ReadAll(r.Body)
 	if err == nil {

@@ -16,6 +16,7 @@ import (
 	"text/template"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/chiokernel/chio/approval"
 )
@@ -59,11 +60,18 @@ func newView(req *approval.Request, now time.Time) view {
 			Currency string      `json:"currency"`
 		} `json:"max_amount"`
 	}
-	if len(req.GovernedIntent) > 0 && json.Unmarshal(req.GovernedIntent, &intent) == nil {
-		v.Purpose = clean(intent.Purpose, 500)
-		if intent.MaxAmount != nil {
-			v.Amount = clean(intent.MaxAmount.Units.String()+" "+intent.MaxAmount.Currency, 60)
-		}
+	if len(req.GovernedIntent) == 0 || json.Unmarshal(req.GovernedIntent, &intent) != nil {
+		intent.Purpose, intent.MaxAmount = "", nil // show nothing half-decoded
+	}
+	v.Purpose = clean(intent.Purpose, 500)
+	// As the dashboard shows it: the amount the kernel derived from the
+	// arguments (what the tool will move); failing that, the agent's own
+	// max_amount, marked as its unverified claim.
+	switch {
+	case req.Amount != nil:
+		v.Amount = clean(fmt.Sprintf("%d %s", req.Amount.Units, req.Amount.Currency), 60)
+	case intent.MaxAmount != nil:
+		v.Amount = clean("up to "+intent.MaxAmount.Units.String()+" "+intent.MaxAmount.Currency+" (declared by the agent)", 100)
 	}
 	return v
 }
@@ -89,6 +97,10 @@ func clean(s string, n int) string {
 		return r
 	}, s)
 	if len(s) > n {
+		// Cut at a rune boundary: never split a UTF-8 sequence.
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
 		s = s[:n] + "…"
 	}
 	return strings.TrimSpace(s)

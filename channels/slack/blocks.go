@@ -21,7 +21,11 @@ const (
 )
 
 // render builds a request's message: blocks and the notification text.
-func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
+// complete is false when Slack's length limits cut any part of the request
+// an approval is bound to (summary, amount, intent, tool, arguments): such
+// a message offers no Approve button, and a click on one is refused (see
+// click), because the approver would sign for what they were not shown.
+func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text string, complete bool) {
 	approved, denied := req.Counts()
 	var title string
 	switch req.Status {
@@ -41,8 +45,16 @@ func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
 	default:
 		title = req.Status
 	}
-	blocks := []slackapi.Block{
-		slackapi.NewSectionBlock(mrkdwn(clip("*"+title+"*\n"+escape(req.Summary), maxSectionText)), nil, nil),
+	// bound clips text the approval is bound to, and remembers a cut.
+	complete = true
+	bound := func(s string, n int) string {
+		if len(s) > n {
+			complete = false
+		}
+		return clip(s, n)
+	}
+	blocks = []slackapi.Block{
+		slackapi.NewSectionBlock(mrkdwn(bound("*"+title+"*\n"+escape(req.Summary), maxSectionText)), nil, nil),
 	}
 	var fields []*slackapi.TextBlockObject
 	field := func(k, v string) {
@@ -50,11 +62,14 @@ func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
 			fields = append(fields, mrkdwn(clip("*"+k+"*\n"+v, maxFieldText)))
 		}
 	}
-	in := parseIntent(req.GovernedIntent)
-	if in.MaxAmount != nil {
-		field("Amount", fmt.Sprintf("%d %s", in.MaxAmount.Units, escape(in.MaxAmount.Currency)))
+	boundField := func(k, v string) {
+		if v != "" {
+			fields = append(fields, mrkdwn(bound("*"+k+"*\n"+v, maxFieldText)))
+		}
 	}
-	field("Intent", escape(in.Purpose))
+	in := parseIntent(req.GovernedIntent)
+	boundField("Amount", escape(amountText(req.Amount, in.MaxAmount)))
+	boundField("Intent", escape(in.Purpose))
 	if req.SubjectID != "" {
 		field("Agent", "`"+ShortKey(req.SubjectID)+"`")
 	}
@@ -63,7 +78,7 @@ func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
 		if req.Action != "" {
 			tool += " (" + escape(req.Action) + ")"
 		}
-		field("Tool", tool)
+		boundField("Tool", tool)
 	}
 	field("Deadline", slackDate(req.ExpiresAt))
 	quorum := fmt.Sprintf("%d/%d approvals", approved, req.Quorum)
@@ -78,7 +93,7 @@ func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
 	field("Kind", kind)
 	blocks = append(blocks, slackapi.NewSectionBlock(nil, fields, nil))
 	if len(req.Arguments) > 0 && req.Kind == approval.KindToolCall {
-		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(clip("*Arguments*\n```"+escape(string(req.Arguments))+"```", maxSectionText)), nil, nil))
+		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Arguments*\n```"+escape(string(req.Arguments))+"```", maxSectionText)), nil, nil))
 	}
 	if req.Kind == approval.KindQuestion {
 		var qs []approval.Question
@@ -124,7 +139,12 @@ func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
 	review := slackapi.NewButtonBlockElement(ActionReview, req.ApprovalID, plain("Review & sign")).WithURL(c.DashboardURL(req.ApprovalID))
 	if req.Status == approval.StatusPending {
 		var els []slackapi.BlockElement
-		if req.Kind != approval.KindQuestion {
+		switch {
+		case req.Kind == approval.KindQuestion:
+		case !complete:
+			// Denying what was cut is safe; approving it is not.
+			blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(clippedNotice(c.DashboardURL(req.ApprovalID))), nil, nil))
+		default:
 			els = append(els, slackapi.NewButtonBlockElement(ActionApprove, req.ApprovalID, plain("Approve")).WithStyle(slackapi.StylePrimary))
 		}
 		els = append(els, slackapi.NewButtonBlockElement(ActionDeny, req.ApprovalID, plain("Deny")).WithStyle(slackapi.StyleDanger), review)
@@ -133,8 +153,27 @@ func (c *Channel) render(req *approval.Request) ([]slackapi.Block, string) {
 		review.Text = plain("View in dashboard")
 		blocks = append(blocks, slackapi.NewActionBlock(BlockActions, review))
 	}
-	text := clip(strings.TrimPrefix(strings.TrimPrefix(title, ":bell: "), ":")+": "+escape(req.Summary), maxFallback)
-	return blocks, text
+	text = clip(strings.TrimPrefix(strings.TrimPrefix(title, ":bell: "), ":")+": "+escape(req.Summary), maxFallback)
+	return blocks, text, complete
+}
+
+// clippedNotice says why a message offers no Approve button.
+func clippedNotice(dashboard string) string {
+	return ":warning: *This request is too long for Slack to show in full, so it cannot be approved here.* " +
+		"Read all of it and sign in the dashboard: <" + dashboard + "|Review & sign>. Deny works here."
+}
+
+// amountText is the amount the dashboard shows: the amount the kernel
+// derived from the arguments (what the tool will move); failing that, the
+// agent's own max_amount, marked as its unverified claim.
+func amountText(derived, declared *approval.Amount) string {
+	switch {
+	case derived != nil:
+		return fmt.Sprintf("%d %s", derived.Units, derived.Currency)
+	case declared != nil:
+		return fmt.Sprintf("up to %d %s (declared by the agent)", declared.Units, declared.Currency)
+	}
+	return ""
 }
 
 func who(v approval.Vote) string {

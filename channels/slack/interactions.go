@@ -135,6 +135,17 @@ func (c *Channel) InteractionsHandler(k Kernel) http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
+		// The body is read before it is authenticated: bound it in time
+		// as well as in size. A socket deadline is wall-clock time, not the
+		// injected clock's. http.ErrNotSupported means the writer has no
+		// connection to bound (httptest's recorder; chiod mounts this
+		// handler on net/http's own writer, which has one); any other
+		// error fails closed.
+		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(c.bodyRead)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			c.log.Warn("slack interaction refused: cannot bound the body read", "err", err, "remote", r.RemoteAddr)
+			http.Error(w, "cannot bound the body read", http.StatusServiceUnavailable)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxInteractionBody))
 		if err != nil {
 			var mbe *http.MaxBytesError
@@ -225,6 +236,15 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 	}
 	if req.Kind == approval.KindQuestion && decision == approval.DecisionApproved {
 		return "This request asks questions; answer them in the dashboard: " + link + "."
+	}
+	// An approval signs for the whole request. When the message could not
+	// show all of it, no click approves: decided from the request as it is
+	// now, never from the click, so an old or forged Approve button fails.
+	if decision == approval.DecisionApproved {
+		if _, _, complete := c.render(req); !complete {
+			return "This request is too long for Slack to show in full, so a click cannot approve it; " +
+				"read all of it and sign in the dashboard: " + link + "."
+		}
 	}
 	key, ok := c.custodial[ap.PublicKey.String()]
 	if !ok {

@@ -6,6 +6,12 @@ import "time"
 const (
 	// MaxInteractionBody bounds the raw body read before anything else.
 	MaxInteractionBody = 64 << 10
+	// DefaultBodyReadTimeout bounds how long reading that body may take
+	// (the API's own httpapi.BodyReadTimeout): it is read before the
+	// signature is checked, and chiod's server has no ReadTimeout (it would
+	// cut SSE streams), so a client trickling a body would otherwise hold a
+	// connection and a goroutine for as long as it liked.
+	DefaultBodyReadTimeout = 30 * time.Second
 	// SignatureWindow is how far X-Slack-Request-Timestamp may be from the
 	// injected clock, either way (Slack's recommendation).
 	SignatureWindow = 5 * time.Minute

@@ -6,11 +6,17 @@
 // # Messages
 //
 // On approval.requested the channel posts to [channels.slack] channel: the
-// summary, amount and purpose from the governed intent, the requesting
-// agent (short key), the tool, the deadline, quorum progress and the kind,
-// with Approve / Deny buttons (value = the approval id) and a "Review &
-// sign" link button to PUBLIC_URL/dashboard/#request=<id>. A question
-// request has no Approve button: its answers are given in the dashboard.
+// summary, the amount (the one the kernel derived from the arguments, else
+// the intent's max_amount marked "declared by the agent", as the dashboard
+// shows it), the purpose from the governed intent, the requesting agent
+// (short key), the tool, the deadline, quorum progress and the kind, with
+// Approve / Deny buttons (value = the approval id) and a "Review & sign"
+// link button to PUBLIC_URL/dashboard/#request=<id>. A question request has
+// no Approve button: its answers are given in the dashboard. Nor has a
+// request that Slack's length limits cut (summary, amount, purpose, tool or
+// arguments): the message says so and points to the dashboard, and a click
+// on Approve for it is refused (see click), so nobody signs what they were
+// not shown. Deny stays.
 // approval.escalated and approval.resolved update that message in place
 // (chat.update): the new tier, or who decided what and the receipt.
 //
@@ -25,8 +31,9 @@
 // # Interactions
 //
 // InteractionsHandler serves POST /slack/interactions. In order: the raw
-// body is read with a MaxInteractionBody limit; Slack's v0 signature is
-// checked (HMAC-SHA256 with the signing secret over
+// body is read with a MaxInteractionBody limit and a read deadline
+// (Options.BodyReadTimeout, default DefaultBodyReadTimeout); Slack's v0
+// signature is checked (HMAC-SHA256 with the signing secret over
 // "v0:<X-Slack-Request-Timestamp>:<raw body>", constant-time compare with
 // X-Slack-Signature); the timestamp must be within ±SignatureWindow of the
 // injected clock; a signature already seen inside the window is a replay.
@@ -98,6 +105,8 @@ type Options struct {
 	Log *slog.Logger
 	// AckTimeout: see DefaultAckTimeout.
 	AckTimeout time.Duration
+	// BodyReadTimeout: see DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 }
 
 // Channel posts and updates Slack messages and serves the interactions
@@ -110,6 +119,7 @@ type Channel struct {
 	clock      clock.Clock
 	log        *slog.Logger
 	ackTimeout time.Duration
+	bodyRead   time.Duration              // see DefaultBodyReadTimeout
 	custodial  map[string]keys.PrivateKey // approver public key → key chiod holds
 	refs       *refStore
 	locks      [64]sync.Mutex // per-approval serialisation of post/update
@@ -135,6 +145,9 @@ func New(cfg policy.Slack, o Options) (*Channel, error) {
 	if o.AckTimeout <= 0 {
 		o.AckTimeout = DefaultAckTimeout
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -159,6 +172,7 @@ func New(cfg policy.Slack, o Options) (*Channel, error) {
 		clock:      o.Clock,
 		log:        o.Log,
 		ackTimeout: o.AckTimeout,
+		bodyRead:   o.BodyReadTimeout,
 		custodial:  map[string]keys.PrivateKey{},
 		seen:       newReplayCache(MaxSeenSignatures),
 	}
@@ -240,7 +254,7 @@ func (c *Channel) sync(ctx context.Context, req *approval.Request) error {
 		// late approval.requested posts nothing stale.
 		return c.refs.put(req.ApprovalID, msgRef{state: st, UpdatedAt: c.clock.Now().Unix()})
 	}
-	blocks, text := c.render(req)
+	blocks, text, _ := c.render(req)
 	opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(blocks...), slackapi.MsgOptionText(text, false)}
 	if ok && ref.TS != "" {
 		if _, _, _, err := c.api.UpdateMessageContext(ctx, ref.Channel, ref.TS, opts...); err != nil {

@@ -164,7 +164,9 @@ type world struct {
 	tw        *testkit.World
 }
 
-func newWorld(t *testing.T) *world {
+// newWorld builds the kernel, the channel and a mock Slack; opts adjust
+// the channel's options.
+func newWorld(t *testing.T, opts ...func(*slack.Options)) *world {
 	t.Helper()
 	w := &world{dataDir: t.TempDir(), clk: clock.NewFake(time.Now())}
 	w.lead, _ = keys.Generate(nil)
@@ -180,8 +182,11 @@ func newWorld(t *testing.T) *world {
 	if _, err := slack.InstallCustodialKey(w.dataDir, w.lead); err != nil {
 		t.Fatal(err)
 	}
-	w.ch, err = slack.New(*p.Channels.Slack, slack.Options{PublicURL: p.Kernel.PublicURL, DataDir: w.dataDir,
-		Policy: p, Clock: w.clk, Getenv: env})
+	o := slack.Options{PublicURL: p.Kernel.PublicURL, DataDir: w.dataDir, Policy: p, Clock: w.clk, Getenv: env}
+	for _, f := range opts {
+		f(&o)
+	}
+	w.ch, err = slack.New(*p.Channels.Slack, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,55 @@
+package email
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chiokernel/chio/approval"
+)
+
+// The Amount is what the arguments move (the kernel's derived amount), not
+// the agent's max_amount envelope.
+func TestAmountIsWhatTheArgumentsMove(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindToolCall, Summary: "Agent wants to charge issue_refund on pay for 300 USD: x",
+		Amount: &approval.Amount{Units: 300, Currency: "USD"}, ExpiresAt: now.Add(time.Hour).Unix(), Quorum: 1,
+		GovernedIntent: json.RawMessage(`{"purpose":"x","max_amount":{"units":450,"currency":"USD"}}`)}
+	if v := newView(req, now); v.Amount != "300 USD" {
+		t.Fatalf("email Amount = %q; the arguments move 300 USD (req.Amount)", v.Amount)
+	}
+}
+
+// For a tool that declares no amount, the agent's max_amount is only its
+// word, and the email says so (as the dashboard and Slack do).
+func TestAmountDeclaredByTheAgentIsMarked(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindToolCall, ExpiresAt: now.Add(time.Hour).Unix(), Quorum: 1,
+		GovernedIntent: json.RawMessage(`{"purpose":"x","max_amount":{"units":5,"currency":"USD"}}`)}
+	if v := newView(req, now); v.Amount != "up to 5 USD (declared by the agent)" {
+		t.Fatalf("email Amount = %q: the agent's own claim, not marked as such", v.Amount)
+	}
+	req.GovernedIntent = json.RawMessage(`{"purpose":"x"}`)
+	if v := newView(req, now); v.Amount != "" {
+		t.Fatalf("no amount anywhere, yet Amount = %q", v.Amount)
+	}
+}
+
+// clean cuts at a rune boundary: subjects and summaries stay valid UTF-8.
+func TestCleanKeepsUTF8Valid(t *testing.T) {
+	for n := 0; n <= 12; n++ {
+		s := clean(strings.Repeat("€", 5), n) // 15 bytes, 3 per rune
+		if !utf8.ValidString(s) {
+			t.Fatalf("clean(…, %d) = %q: invalid UTF-8", n, s)
+		}
+		if len(strings.TrimSuffix(s, "…")) > n {
+			t.Fatalf("clean(…, %d) = %q: longer than %d bytes before the ellipsis", n, s, n)
+		}
+	}
+	v := view{Summary: strings.Repeat("€", 200)}
+	if s := subject(v); !utf8.ValidString(s) {
+		t.Fatalf("subject is invalid UTF-8: %q", s)
+	}
+}

@@ -1,0 +1,43 @@
+package slack_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// fieldsText joins the texts of a message's field section.
+func fieldsText(t *testing.T, b []map[string]any) string {
+	t.Helper()
+	var fields []string
+	for _, f := range b[1]["fields"].([]any) {
+		fields = append(fields, f.(map[string]any)["text"].(string))
+	}
+	return strings.Join(fields, "\n")
+}
+
+// The Amount is what the arguments move (the kernel's derived amount), not
+// the agent's max_amount envelope.
+func TestAmountIsWhatTheArgumentsMove(t *testing.T) {
+	w := newWorld(t)
+	out := w.submit(t, "issue_refund", `{"customer_id":"cust-1","amount":300,"currency":"USD"}`,
+		`{"purpose":"order 8834","max_amount":{"units":450,"currency":"USD"}}`)
+	if req := w.approval(t, out.ApprovalRequestID); req.Amount == nil || req.Amount.Units != 300 {
+		t.Fatalf("derived amount: %+v", req.Amount)
+	}
+	all := fieldsText(t, blocks(t, w.posted(t, out.ApprovalRequestID)))
+	if !strings.Contains(all, "*Amount*\n300 USD") || strings.Contains(all, "450") {
+		t.Fatalf("the Amount field is not the amount the tool will move (300 USD):\n%s", all)
+	}
+}
+
+// For a tool that declares no amount, the agent's max_amount is only its
+// word, and the message says so (as the dashboard and the summary do).
+func TestAmountDeclaredByTheAgentIsMarked(t *testing.T) {
+	w := newWorld(t)
+	out := w.submit(t, "echo", `{"transfer":{"amount":250000,"currency":"USD"}}`,
+		`{"purpose":"small test transfer","max_amount":{"units":5,"currency":"USD"}}`)
+	all := fieldsText(t, blocks(t, w.posted(t, out.ApprovalRequestID)))
+	if !strings.Contains(all, "*Amount*\nup to 5 USD (declared by the agent)") {
+		t.Fatalf("the agent's unverified max_amount is not marked as such:\n%s", all)
+	}
+}
