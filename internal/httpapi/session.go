@@ -42,9 +42,22 @@ const (
 	// MaxSpentChallenges bounds the memory of spent challenges (each lives
 	// at most ChallengeTTL); past it, sign-in fails closed until they expire.
 	MaxSpentChallenges = 1 << 20
-	MaxSessions        = 10000 // live sessions, at most
-	MaxSessionBody     = 4 << 10
-	sessionRandomSize  = 32
+	// MaxSessions bounds live sessions in all: a backstop that only
+	// MaxSessions/MaxSessionsPerApprover (625) distinct approvers signed in
+	// at their cap could reach.
+	MaxSessions = 10000
+	// MaxSessionsPerApprover bounds one approver's live sessions. A session
+	// costs its holder only a signature, so without a share one approver
+	// could take every slot and lock the others out for SessionTTL. At the
+	// cap, signing in again ends that approver's oldest session instead of
+	// refusing: an approver is never locked out by their own old sessions,
+	// and the evicted browser just signs in again (the dashboard does so on
+	// 401). 16 is a few browsers and devices each reloaded a few times
+	// within SessionTTL — the dashboard signs in on every page load — and
+	// twice MaxStreamsPerApprover, so every stream can have its own session.
+	MaxSessionsPerApprover = 16
+	MaxSessionBody         = 4 << 10
+	sessionRandomSize      = 32
 )
 
 type approverSession struct {
@@ -56,15 +69,22 @@ type approverSession struct {
 // which costs them one signature. Challenges are stateless — an HMAC under a
 // per-process key over their expiry and a nonce — so anonymous GETs cost no
 // memory; only spent challenges are remembered, until they expire.
+//
+// live and byApprover change together, under mu, only in start and drop:
+// every id in live is in its approver's list and vice versa.
 type sessions struct {
 	mu    sync.Mutex
 	key   [32]byte
 	spent map[string]time.Time // challenge → expiry, for single use
 	live  map[string]approverSession
+	// byApprover lists each approver's live session ids, oldest first (at
+	// most MaxSessionsPerApprover), so the oldest is found in O(1) and a
+	// session is unlisted in O(MaxSessionsPerApprover).
+	byApprover map[string][]string
 }
 
 func newSessions() *sessions {
-	ss := &sessions{spent: map[string]time.Time{}, live: map[string]approverSession{}}
+	ss := &sessions{spent: map[string]time.Time{}, live: map[string]approverSession{}, byApprover: map[string][]string{}}
 	if _, err := rand.Read(ss.key[:]); err != nil {
 		panic("httpapi: no randomness for session challenges: " + err.Error())
 	}
@@ -135,10 +155,16 @@ func (ss *sessions) start(approver string, now time.Time) (string, time.Time, er
 	exp := now.Add(SessionTTL)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	// This approver's share first: at the cap their oldest session ends.
+	// It frees a slot of the global cap too, so an approver at their cap
+	// always gets in.
+	if mine := ss.byApprover[approver]; len(mine) >= MaxSessionsPerApprover {
+		ss.drop(mine[0])
+	}
 	if len(ss.live) >= MaxSessions {
 		for k, s := range ss.live {
 			if !now.Before(s.expiresAt) {
-				delete(ss.live, k)
+				ss.drop(k)
 			}
 		}
 		if len(ss.live) >= MaxSessions {
@@ -146,15 +172,41 @@ func (ss *sessions) start(approver string, now time.Time) (string, time.Time, er
 		}
 	}
 	ss.live[id] = approverSession{approver: approver, expiresAt: exp}
+	ss.byApprover[approver] = append(ss.byApprover[approver], id)
 	return id, exp, nil
 }
 
+// drop ends session id, if live, and unlists it from its approver's
+// sessions. The caller holds mu.
+func (ss *sessions) drop(id string) {
+	s, ok := ss.live[id]
+	if !ok {
+		return
+	}
+	delete(ss.live, id)
+	mine := ss.byApprover[s.approver]
+	for i, x := range mine {
+		if x == id {
+			// A fresh slice, so no dropped id lingers in a backing array.
+			mine = append(append(make([]string, 0, len(mine)-1), mine[:i]...), mine[i+1:]...)
+			break
+		}
+	}
+	if len(mine) == 0 {
+		delete(ss.byApprover, s.approver)
+	} else {
+		ss.byApprover[s.approver] = mine
+	}
+}
+
+// get returns session id's session. An expired, ended or evicted id is
+// simply absent: the request carrying it is unauthenticated (401).
 func (ss *sessions) get(id string, now time.Time) (approverSession, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s, ok := ss.live[id]
 	if ok && !now.Before(s.expiresAt) {
-		delete(ss.live, id)
+		ss.drop(id)
 		return approverSession{}, false
 	}
 	return s, ok
@@ -163,7 +215,7 @@ func (ss *sessions) get(id string, now time.Time) (approverSession, bool) {
 func (ss *sessions) end(id string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	delete(ss.live, id)
+	ss.drop(id)
 }
 
 // sessionRoutes registers the routes of this file.

@@ -271,3 +271,45 @@ func TestChallengesAreStateless(t *testing.T) {
 		t.Fatalf("challenge reused: %d", code)
 	}
 }
+
+// Over HTTP: an approver signing in past MaxSessionsPerApprover (a new
+// browser) gets in, their oldest session's cookie is then refused cleanly
+// (401, and that browser can sign in again), and another approver is
+// unaffected.
+func TestApproverSignInPastCapEvictsOldestSession(t *testing.T) {
+	f := newApprovalsFixture(t)
+	alice := keyAlice.Public().String()
+	bob := newSessionClient(t, f)
+	if code, m, _ := bob.login(keyBob, keyBob.Public().String(), bob.challenge()); code != 200 {
+		t.Fatalf("bob: %d %v", code, m)
+	}
+	var browsers []*sessionClient
+	for i := 0; i <= httpapi.MaxSessionsPerApprover; i++ {
+		c := newSessionClient(t, f)
+		if code, m, _ := c.login(keyAlice, alice, c.challenge()); code != 200 {
+			t.Fatalf("alice's sign-in %d: %d %v", i, code, m)
+		}
+		browsers = append(browsers, c)
+	}
+	for i, c := range browsers {
+		code, m, _ := c.do("GET", "/v1/session", "")
+		if want := map[bool]int{true: 401, false: 200}[i == 0]; code != want {
+			t.Fatalf("alice's session %d: %d %v, want %d", i, code, m, want)
+		}
+		if i == 0 && m["error"] != "unauthorized" {
+			t.Fatalf("evicted session: %v", m)
+		}
+	}
+	if code, _, _ := browsers[0].do("GET", "/approvals/pending", ""); code != 401 {
+		t.Fatalf("evicted session read approvals: %d", code)
+	}
+	if code, m, _ := bob.do("GET", "/v1/session", ""); code != 200 {
+		t.Fatalf("bob after alice's sign-ins: %d %v", code, m)
+	}
+	if code, m, _ := browsers[0].login(keyAlice, alice, browsers[0].challenge()); code != 200 {
+		t.Fatalf("the evicted browser signing in again: %d %v", code, m)
+	}
+	if code, _, _ := browsers[1].do("GET", "/v1/session", ""); code != 401 {
+		t.Fatal("signing in again did not evict the next oldest")
+	}
+}
