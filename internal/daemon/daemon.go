@@ -76,6 +76,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
+	started := restartSettingsOf(p) // before the flags below override [kernel]
 	publicURLDefaulted := p.Kernel.PublicURL == policy.DefaultPublicURL(p.Kernel)
 	if o.Listen != "" {
 		p.Kernel.Listen = o.Listen
@@ -227,7 +228,7 @@ func Run(ctx context.Context, o Options) error {
 	if push.email != nil {
 		api.Handle(email.LinkPath, push.email.Handler(k))
 	}
-	stopReload := watchReload(o.ConfigPath, k, log)
+	stopReload := watchReload(o.ConfigPath, k, started, log)
 	defer stopReload()
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	// SSE streams and long-polls would otherwise hold shutdown open.

@@ -41,7 +41,10 @@ type running struct {
 func start(t *testing.T, o daemon.Options) *running {
 	t.Helper()
 	r := &running{out: &syncBuffer{}}
-	o.ConfigPath, o.Listen, o.Out = quickstart(), "127.0.0.1:0", r.out
+	if o.ConfigPath == "" {
+		o.ConfigPath = quickstart()
+	}
+	o.Listen, o.Out = "127.0.0.1:0", r.out
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}

@@ -2,20 +2,34 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"syscall"
 
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 )
 
+// restartSettings are the [kernel] and [channels] tables as the policy file
+// had them when chiod started, before -listen and -data-dir: a reloaded file
+// is compared with them to tell the operator what awaits a restart.
+type restartSettings struct {
+	kernel   policy.Kernel
+	channels policy.Channels
+}
+
+func restartSettingsOf(p *policy.Policy) restartSettings {
+	return restartSettings{kernel: p.Kernel, channels: p.Channels}
+}
+
 // watchReload re-reads the policy on SIGHUP. A valid file replaces the
 // policy in force (later decisions, and approvals resumed later, use it);
 // an invalid one is logged and changes nothing. [kernel] and [channels]
 // settings need a restart: they are kept from the running policy.
-func watchReload(path string, k *kernel.Kernel, log *slog.Logger) (stop func()) {
+func watchReload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -25,19 +39,84 @@ func watchReload(path string, k *kernel.Kernel, log *slog.Logger) (stop func()) 
 			case <-done:
 				return
 			case <-hup:
-				next, err := policy.Load(path)
-				if err != nil {
-					log.Error("policy reload refused; keeping the policy in force", "err", err)
-					continue
-				}
-				// Pending approvals are reconciled with the new approvers: a
-				// key removed from a grant stops counting at once.
-				if err := k.ApplyPolicy(context.Background(), next); err != nil {
-					log.Error("reconciling pending approvals with the reloaded policy failed", "err", err)
-				}
-				log.Info("policy reloaded ([kernel] and [channels] changes take effect at restart)", "policy_hash", next.Hash)
+				reload(path, k, started, log)
 			}
 		}
 	}()
 	return func() { signal.Stop(hup); close(done) }
+}
+
+func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger) {
+	next, err := policy.Load(path)
+	if err != nil {
+		log.Error("policy reload refused; keeping the policy in force", "err", err)
+		return
+	}
+	changed, err := keepRestartSettings(next, k.Policy(), started)
+	if err != nil {
+		log.Error("policy reload refused; keeping the policy in force", "err", err)
+		return
+	}
+	if changed {
+		log.Warn("policy file's [kernel] or [channels] differ from those chiod started with; they take effect only after a restart, the running ones are kept")
+	}
+	// Pending approvals are reconciled with the new approvers: a key removed
+	// from a grant stops counting at once.
+	if err := k.ApplyPolicy(context.Background(), next); err != nil {
+		log.Error("reconciling pending approvals with the reloaded policy failed", "err", err)
+	}
+	log.Info("policy reloaded ([kernel] and [channels] changes take effect at restart)", "policy_hash", next.Hash)
+}
+
+// keepRestartSettings puts the running policy's [kernel] and [channels]
+// into next, a freshly loaded policy not yet in force: the listener, TLS,
+// data dir, public URL (callback hints, the session cookie's Secure flag),
+// authority key and channels were set up at start, with -listen and
+// -data-dir applied, and a reload does not rebuild them. changed reports
+// whether the file's tables differ from those chiod started with.
+//
+// A grant that names a channel the running chiod has not configured is an
+// error (nothing changes): its requests would reach nobody on that channel
+// until a restart. next.Hash stays the hash of the file as read, as at
+// start (where -listen and -data-dir are not hashed either), so receipts
+// match `chio policy check` of the file.
+func keepRestartSettings(next, running *policy.Policy, started restartSettings) (changed bool, err error) {
+	changed = !reflect.DeepEqual(next.Kernel, started.kernel) || !reflect.DeepEqual(next.Channels, started.channels)
+	if err := channelsConfigured(next, running.Channels); err != nil {
+		return changed, err
+	}
+	next.Kernel, next.Channels = running.Kernel, running.Channels
+	return changed, nil
+}
+
+// channelsConfigured checks that every channel next's approvals name (tiers
+// included) is one c configures, as policy validation does against the
+// file's own [channels].
+func channelsConfigured(next *policy.Policy, c policy.Channels) error {
+	configured := map[string]bool{
+		"webhook": c.Webhook != nil, "slack": c.Slack != nil, "email": c.Email != nil,
+		"dashboard": c.Dashboard == nil || c.Dashboard.Enabled,
+		"poll":      true, "terminal": true, // pull-based: always served
+	}
+	for i := range next.Grants {
+		a := next.Grants[i].Approval
+		if a == nil {
+			continue
+		}
+		lists := [][]string{a.Channels}
+		if a.Escalation != nil {
+			for _, t := range a.Escalation.Tiers {
+				lists = append(lists, t.Channels)
+			}
+		}
+		for _, list := range lists {
+			for _, ch := range list {
+				if !configured[ch] {
+					return fmt.Errorf("grant %q uses channel %q, which the running chiod has not configured "+
+						"([channels] changes take effect at restart): restart chiod to apply this policy", next.Grants[i].ID, ch)
+				}
+			}
+		}
+	}
+	return nil
 }
