@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
 )
 
 // Argument conditions: a grant's deny_when and require_approval_when are CEL
@@ -68,8 +69,9 @@ func (p *Policy) Conditions(grantID string) *GrantConditions {
 	return p.conditions[grantID]
 }
 
-// Eval runs the condition. Any error — a missing key, a type mismatch, the
-// cost limit — is returned, and callers must treat it as a deny.
+// Eval runs the condition. Any error — a missing key, a type mismatch (also
+// in ==, != and `in`: see comparisons.go), the cost limit — is returned,
+// and callers must treat it as a deny.
 func (c *Condition) Eval(in *ConditionInput) (bool, error) {
 	if c.prg == nil {
 		return false, fmt.Errorf("condition %s was not compiled", c)
@@ -159,7 +161,11 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) {
 		return nil, fmt.Errorf("must be true or false, but it is of type %s (compare it: `… == true`, `… > 0`)", t)
 	}
-	prg, err := env.Program(ast, cel.CostLimit(MaxConditionCost), cel.EvalOptions(cel.OptOptimize))
+	prg, err := env.Program(ast, cel.CostLimit(MaxConditionCost), cel.EvalOptions(cel.OptOptimize),
+		// ==, != and `in` on mismatched types are errors, not false
+		// (comparisons.go), and the checked `in` costs what it walks.
+		cel.CustomDecoratorV2(strictComparisons),
+		cel.CostTrackerOptions(interpreter.OverloadCostTracker(strictInOverload, strictInCost)))
 	if err != nil {
 		return nil, err
 	}
