@@ -6,6 +6,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -120,6 +121,11 @@ func Run(ctx context.Context, o Options) error {
 	readToken, readPath, err := bearerToken(o.Getenv, dataDir, "CHIO_READ_TOKEN", ReadTokenFile, log)
 	if err != nil {
 		return err
+	}
+	if subtle.ConstantTimeCompare([]byte(readToken), []byte(adminToken)) == 1 {
+		// The reader token would then carry the admin's powers: refuse
+		// rather than quietly hand an auditor's credential the keys.
+		return errors.New("CHIO_READ_TOKEN equals the admin token: give the reader token its own value")
 	}
 	var metrics *httpapi.Metrics
 	var store store

@@ -159,6 +159,14 @@ func TestTokensFromTheEnvironment(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CHIO_READ_TOKEN is shorter than 32") {
 		t.Fatalf("short token: %v", err)
 	}
+	// A reader token equal to the admin token would carry the admin's
+	// powers: chiod refuses to start.
+	env["CHIO_READ_TOKEN"] = env["CHIO_ADMIN_TOKEN"]
+	err = daemon.Run(context.Background(), daemon.Options{ConfigPath: quickstart(), Listen: "127.0.0.1:0", DataDir: dir, Out: io.Discard,
+		Getenv: func(k string) string { return env[k] }})
+	if err == nil || !strings.Contains(err.Error(), "CHIO_READ_TOKEN equals the admin token") {
+		t.Fatalf("reader token equal to the admin token: %v", err)
+	}
 }
 
 func get(t *testing.T, url, token string) int {
