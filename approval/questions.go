@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/chiokernel/chio/internal/canon"
@@ -72,11 +73,15 @@ func ParseAsk(raw []byte) (*AskArgs, error) {
 	if len(a.Questions) == 0 || len(a.Questions) > MaxQuestions || len(a.Prompt) > MaxPromptLen {
 		return nil, fmt.Errorf("%w: 1..%d questions, prompt ≤ %d bytes", ErrBadQuestions, MaxQuestions, MaxPromptLen)
 	}
-	seen := map[string]bool{}
+	// The ids become the member names of the signed answers object, which
+	// canon refuses if two differ only in letter case: such a question
+	// could never be answered.
+	var ids []string
 	for _, q := range a.Questions {
+		sameID := func(id string) bool { return strings.EqualFold(id, q.ID) }
 		switch {
-		case q.ID == "" || len(q.ID) > 64 || seen[q.ID]:
-			return nil, fmt.Errorf("%w: question ids must be unique, 1..64 bytes", ErrBadQuestions)
+		case q.ID == "" || len(q.ID) > 64 || slices.ContainsFunc(ids, sameID):
+			return nil, fmt.Errorf("%w: question ids must be unique (ignoring letter case), 1..64 bytes", ErrBadQuestions)
 		case q.Text == "" || len(q.Text) > MaxQuestionText:
 			return nil, fmt.Errorf("%w: question %q needs text ≤ %d bytes", ErrBadQuestions, q.ID, MaxQuestionText)
 		case q.Type != QuestionText && q.Type != QuestionSingle && q.Type != QuestionMulti:
@@ -84,7 +89,7 @@ func ParseAsk(raw []byte) (*AskArgs, error) {
 		case q.Type != QuestionText && (len(q.Options) == 0 || len(q.Options) > MaxOptions):
 			return nil, fmt.Errorf("%w: question %q needs 1..%d options", ErrBadQuestions, q.ID, MaxOptions)
 		}
-		seen[q.ID] = true
+		ids = append(ids, q.ID)
 	}
 	return &a, nil
 }

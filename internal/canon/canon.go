@@ -36,45 +36,66 @@ var (
 	ErrTrailingData  = errors.New("trailing data after JSON value")
 )
 
-// Check validates raw as one strict JSON value: no duplicate names, valid
-// UTF-8, depth ≤ MaxDepth, every number a finite double and every integer
-// literal within ±2^53.
+// Check validates raw as one strict JSON value: no duplicate names (nor
+// names differing only in letter case, see fold.go), valid UTF-8, depth ≤
+// MaxDepth, every number a finite double and every integer literal within
+// ±2^53.
 func Check(raw []byte) error {
+	folds, err := check(raw)
+	if err != nil {
+		return err
+	}
+	if folds {
+		return checkFolding(raw)
+	}
+	return nil
+}
+
+// check is Check's single pass over the tokens. It reports whether some
+// member name could fold together with another (see mayFold): only then
+// does Check read the document a second time to compare names, so the
+// common case (chio's own names are lower-case ASCII) compares none.
+func check(raw []byte) (bool, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
-	first := true
+	first, folds := true, false
 	for {
 		tok, err := dec.ReadToken()
 		if err == io.EOF {
 			if first {
-				return fmt.Errorf("%w: empty input", ErrInvalid)
+				return false, fmt.Errorf("%w: empty input", ErrInvalid)
 			}
-			return nil
+			return folds, nil
 		}
 		if err != nil {
-			return classify(err)
+			return false, classify(err)
 		}
 		if !first && dec.StackDepth() == 0 && tok.Kind() != '}' && tok.Kind() != ']' {
 			// jsontext accepts a stream of values; a signed object is one.
-			return ErrTrailingData
+			return false, ErrTrailingData
 		}
 		first = false
 		if dec.StackDepth() > MaxDepth {
-			return ErrTooDeep
+			return false, ErrTooDeep
 		}
-		if tok.Kind() == '0' {
+		switch tok.Kind() {
+		case '0':
 			if err := checkNumber(tok.String()); err != nil {
-				return err
+				return false, err
+			}
+		case '"':
+			if !folds && isName(dec) {
+				folds = mayFold(tok.String())
 			}
 		}
 		if dec.StackDepth() == 0 {
 			// One complete top-level value read; anything but EOF is trailing.
 			if _, err := dec.ReadToken(); err != io.EOF {
 				if err == nil {
-					return ErrTrailingData
+					return false, ErrTrailingData
 				}
-				return classify(err)
+				return false, classify(err)
 			}
-			return nil
+			return folds, nil
 		}
 	}
 }
@@ -196,21 +217,6 @@ func Marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("canon: marshal: %w", err)
 	}
 	return Canonicalize(raw)
-}
-
-// Unmarshal checks raw strictly, then decodes it into v, rejecting unknown
-// fields so that a misspelt field is an error rather than silently ignored.
-func Unmarshal(raw []byte, v any) error {
-	if err := Check(raw); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return nil
 }
 
 // Hash-friendly helpers live with their callers; canon only shapes bytes.

@@ -13,21 +13,20 @@ import (
 // Decode checks raw exactly as Check does and returns it decoded in the
 // same pass: objects as map[string]any, arrays as []any, strings, booleans,
 // nil, and numbers as json.Number holding their literal (so that callers
-// can read an amount exactly, never through a float).
+// can read an amount exactly, never through a float). Like Check, it reads
+// the document a second time only if a member name could fold together
+// with another (see fold.go).
 //
 // It exists because the guards decode arguments on the hot path of every
 // call: Check followed by encoding/json costs two decoders and three times
 // the time of one pass.
 func Decode(raw []byte) (any, error) {
 	d := decoders.Get().(*pooledDecoder)
-	defer func() {
-		d.r.Reset(nil) // a pooled decoder must not keep the input alive
-		d.dec.Reset(&d.r)
-		decoders.Put(d)
-	}()
+	defer d.release()
 	d.r.Reset(raw)
 	d.dec.Reset(&d.r)
-	v, err := decodeValue(&d.dec, 0)
+	folds := false
+	v, err := decodeValue(&d.dec, 0, &folds)
 	if err != nil {
 		return nil, err
 	}
@@ -36,6 +35,11 @@ func Decode(raw []byte) (any, error) {
 			return nil, ErrTrailingData
 		}
 		return nil, classify(err)
+	}
+	if folds { // as in Check: compare names only if some name could fold
+		if err := checkFolding(raw); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }
@@ -47,9 +51,18 @@ type pooledDecoder struct {
 
 var decoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
 
-// decodeValue reads one value whose container nesting so far is depth.
-// Recursion is bounded by MaxDepth.
-func decodeValue(dec *jsontext.Decoder, depth int) (any, error) {
+// release returns d to the pool; a pooled decoder must not keep the input
+// alive.
+func (d *pooledDecoder) release() {
+	d.r.Reset(nil)
+	d.dec.Reset(&d.r)
+	decoders.Put(d)
+}
+
+// decodeValue reads one value whose container nesting so far is depth,
+// setting *folds if a member name could fold together with another (see
+// mayFold). Recursion is bounded by MaxDepth.
+func decodeValue(dec *jsontext.Decoder, depth int, folds *bool) (any, error) {
 	tok, err := dec.ReadToken()
 	if err == io.EOF && depth == 0 {
 		return nil, fmt.Errorf("%w: empty input", ErrInvalid)
@@ -81,7 +94,8 @@ func decodeValue(dec *jsontext.Decoder, depth int) (any, error) {
 				return nil, classify(err)
 			}
 			key := name.String() // before the next read voids the token
-			v, err := decodeValue(dec, depth+1)
+			*folds = *folds || mayFold(key)
+			v, err := decodeValue(dec, depth+1, folds)
 			if err != nil {
 				return nil, err
 			}
@@ -97,7 +111,7 @@ func decodeValue(dec *jsontext.Decoder, depth int) (any, error) {
 		}
 		l := []any{}
 		for dec.PeekKind() != ']' {
-			v, err := decodeValue(dec, depth+1)
+			v, err := decodeValue(dec, depth+1, folds)
 			if err != nil {
 				return nil, err
 			}
