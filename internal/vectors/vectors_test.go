@@ -172,6 +172,30 @@ var canonCases = []canonCase{
 	{name: "duplicate key", input: `{"a":1,"a":2}`, refused: refDuplicateKey},
 	{name: "duplicate key spelled apart", input: `{"a":1,"\u0061":2}`, refused: refDuplicateKey},
 	{name: "nested duplicate key", input: `{"x":{"a":1,"b":2,"a":3}}`, refused: refDuplicateKey},
+
+	// Member names equal under Unicode simple case folding (strings.EqualFold)
+	// but not identical: a case-insensitive decoder reads them as one field,
+	// a map as two, so one signed object could mean two things. Folding is
+	// per object and simple: "ß" is not "ss".
+	{name: "names differing in ASCII case", input: `{"a":1,"A":2}`, refused: refDuplicateKey},
+	{name: "names differing in case, mixed", input: `{"Decision":"approved","decision":"denied"}`, refused: refDuplicateKey},
+	{name: "upper-case twin escaped", input: `{"a":1,"\u0041":2}`, refused: refDuplicateKey},
+	{name: "long s folds with s", input: `{"units":100,"unit\u017f":9000000}`, refused: refDuplicateKey},
+	{name: "long s folds with S", input: `{"UNITS":100,"unitſ":9000000}`, refused: refDuplicateKey},
+	{name: "Kelvin sign folds with k", input: `{"k":1,"\u212a":2}`, refused: refDuplicateKey},
+	{name: "Kelvin sign folds with K", input: `{"\u212a":1,"K":2}`, refused: refDuplicateKey},
+	{name: "final sigma folds with sigma", input: `{"σ":1,"ς":2}`, refused: refDuplicateKey},
+	{name: "capital sigma folds with final sigma", input: `{"\u03a3":1,"\u03c2":2}`, refused: refDuplicateKey},
+	{name: "sharp s folds with capital sharp s", input: `{"ß":1,"\u1e9e":2}`, refused: refDuplicateKey},
+	{name: "case twins in a nested object", input: `{"x":{"cost":1,"co\u017ft":999999}}`, refused: refDuplicateKey},
+	{name: "case twins in an object inside an array", input: `{"l":[{"a":1},[{"id":1,"ID":2}]]}`, refused: refDuplicateKey},
+	{name: "case twins beyond the BMP (Deseret)", input: `{"\ud801\udc00":1,"\ud801\udc28":2}`, refused: refDuplicateKey},
+	{name: "other refusals come before case twins", input: `{"a":1,"A":2,"s":"\ud800"}`, refused: refInvalid},
+	{name: "anagram names", input: `{"ab":1,"ba":2}`},
+	{name: "sharp s is not ss under simple folding", input: `{"ss":1,"ß":2,"x":{"SS":3,"\u1e9e":4}}`},
+	{name: "case variants in different objects", input: `{"a":1,"b":{"A":2},"c":[{"A":3},{"a":4}]}`},
+	{name: "dotless and dotted i fold to themselves", input: `{"i":1,"ı":2,"İ":3}`},
+	{name: "case variants in sibling objects of an array", input: `[{"k":1},{"K":2},{"\u212a":3}]`},
 	{name: "depth 64", input: nest(64)},
 	{name: "depth 65", input: nest(65), refused: refTooDeep},
 

@@ -4,6 +4,8 @@ Everything chio signs or hashes is the JCS form of a JSON value. On top of
 RFC 8785, chio refuses what two implementations could read differently:
 
 - duplicate object names (also when spelled apart, "a" and "\\u0061"),
+  and names of one object that differ only in letter case ("a" and "A",
+  "units" and "unit\\u017f"; Unicode simple case folding, see casefold.py),
 - invalid UTF-8 and lone surrogates,
 - nesting deeper than 64,
 - numbers that are not finite doubles; integral values beyond ±2^53 in any
@@ -30,6 +32,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from .casefold import check_member_case
 from .errors import CanonicalJSONError
 
 MAX_DEPTH = 64
@@ -86,8 +89,9 @@ def jcs(value: Any) -> bytes:
 
 def loads_strict(text: str | bytes) -> Any:
     """Parse one JSON value, refusing duplicates, invalid UTF-8, lone
-    surrogates, depth > 64 and numbers that are not exactly one double
-    within ±2^53."""
+    surrogates, depth > 64, numbers that are not exactly one double within
+    ±2^53 and (checked last, as chiod does) member names of one object that
+    differ only in letter case."""
     if isinstance(text, (bytes, bytearray, memoryview)):
         if len(text) > MAX_TEXT_BYTES:
             raise CanonicalJSONError("invalid", f"JSON text larger than {MAX_TEXT_BYTES} bytes")
@@ -113,7 +117,10 @@ def loads_strict(text: str | bytes) -> Any:
         raise
     except (ValueError, RecursionError) as e:
         raise CanonicalJSONError("invalid", f"invalid JSON: {e}") from None
-    _check_strings(value)
+    objects = _check_strings(value)
+    # Last, as chiod: any other refusal anywhere in the text wins.
+    for obj in objects:
+        check_member_case(obj)
     return value
 
 
@@ -184,19 +191,23 @@ def _clip(s: str) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
-def _check_strings(value: Any) -> None:
-    """Lone surrogates parse (json decodes "\\ud800"), but are not Unicode."""
+def _check_strings(value: Any) -> list[dict]:
+    """Lone surrogates parse (json decodes "\\ud800"), but are not Unicode.
+    Returns the objects met, for the member-case pass."""
+    objects = []
     stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
             _utf8(v)
         elif isinstance(v, dict):
+            objects.append(v)
             for k, x in v.items():
                 _utf8(k)
                 stack.append(x)
         elif isinstance(v, list):
             stack.extend(v)
+    return objects
 
 
 def _utf8(s: str) -> bytes:
@@ -257,6 +268,8 @@ def _encode(v: Any, out: list[str], depth: int, strict: bool) -> None:
             if not isinstance(k, str):
                 raise CanonicalJSONError("invalid", f"object keys must be strings, not {type(k).__name__}")
             items.append((_sort_key(_check_key(k)), k, x))
+        if strict:
+            check_member_case(k for _, k, _ in items)
         items.sort(key=lambda t: t[0])
         out.append("{")
         for i, (_, k, x) in enumerate(items):

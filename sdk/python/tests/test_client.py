@@ -334,12 +334,21 @@ class Outcomes(unittest.IsolatedAsyncioTestCase):
     async def test_bad_input_is_refused_before_sending(self):
         agent = await harness.agent("echo")
         c = Client("http://127.0.0.1:9", key_file=agent.key_file, capability_file=agent.capability_file)  # nothing listens
-        for args, reason in (({"n": 2**53 + 1}, "unsafe_number"), ({"x": float("nan")}, "number_range"), ({"s": "\ud800"}, "invalid")):
+        for args, reason in (
+            ({"n": 2**53 + 1}, "unsafe_number"),
+            ({"x": float("nan")}, "number_range"),
+            ({"s": "\ud800"}, "invalid"),
+            ({"amount": 1, "AMOUNT": 9}, "duplicate_key"),  # chiod refuses case twins too
+            ({"o": {"cost": 1, "co\u017ft": 999999}}, "duplicate_key"),
+        ):
             with self.subTest(reason), self.assertRaises(CanonicalJSONError) as cm:
                 await c.call_tool("demo", "echo", args)
             self.assertEqual(cm.exception.reason, reason)
         with self.assertRaises(CanonicalJSONError):
             RawJSON('{"n": 9.007199254740993e15}')
+        with self.assertRaises(CanonicalJSONError) as cm:
+            await c.call_tool("demo", "echo", {}, governed_intent={"purpose": "p", "max_amount": {"units": 1, "unit\u017f": 9}})
+        self.assertEqual(cm.exception.reason, "duplicate_key")
         with self.assertRaises(BadRequest):
             await c.call_tool("demo", "echo", ["not", "an", "object"])
         with self.assertRaises(BadRequest):

@@ -17,9 +17,13 @@
  *   1e-400 reads as 0) are refused; so are duplicate names (also "a" vs
  *   "\u0061"), invalid UTF-8, lone surrogates and nesting deeper than 64.
  *   Pass tool arguments an LLM wrote as RawJSON.
+ * - Both refuse, as chiod, an object holding two member names that differ
+ *   only in letter case ("a" and "A", "units" and "unit\u017f"; Unicode
+ *   simple case folding, see casefold.ts), with the reason "duplicate_key".
  * - `jcs(value)` is plain RFC 8785 with none of chio's limits.
  */
 
+import { checkMemberCase, mayFold } from "./casefold.js";
 import { CanonicalJSONError } from "./errors.js";
 
 export const MAX_DEPTH = 64;
@@ -101,7 +105,9 @@ function encode(v: unknown, depth: number, strict: boolean): string {
       // Sorted by UTF-16 code units: the default string sort (RFC 8785 §3.2.3).
       // Members that are undefined are left out, as JSON.stringify does.
       const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
-      return "{" + keys.map((k) => quote(k) + ":" + encode(obj[k], depth, strict)).join(",") + "}";
+      const body = keys.map((k) => quote(k) + ":" + encode(obj[k], depth, strict)).join(",");
+      if (strict) checkMemberCase(keys);
+      return "{" + body + "}";
     }
     default:
       throw new CanonicalJSONError("invalid", `${typeof v} is not a JSON value`);
@@ -168,6 +174,8 @@ export function parseStrict(text: string | Uint8Array): JSONValue {
   const v = p.value(0);
   p.ws();
   if (p.i !== text.length) p.fail("trailing data after the JSON value");
+  // Last, as chiod: any other refusal anywhere in the text wins.
+  for (const names of p.mayFold) checkMemberCase(names);
   return v;
 }
 
@@ -175,6 +183,8 @@ const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 
 class Parser {
   i = 0;
+  /** The member names of each object holding a name that may fold (see casefold.ts). */
+  readonly mayFold: string[][] = [];
   constructor(readonly s: string) {}
 
   fail(msg: string): never {
@@ -209,6 +219,7 @@ class Parser {
   object(depth: number): JSONValue {
     const obj: { [key: string]: JSONValue } = {};
     const seen = new Set<string>();
+    let folds = false;
     this.i++;
     this.ws();
     if (this.s[this.i] === "}") {
@@ -220,6 +231,7 @@ class Parser {
       const k = this.string();
       if (seen.has(k)) throw new CanonicalJSONError("duplicate_key", `duplicate object key ${JSON.stringify(k)}`);
       seen.add(k);
+      folds ||= mayFold(k);
       this.ws();
       if (this.s[this.i] !== ":") this.fail("expected ':'");
       this.i++;
@@ -228,7 +240,10 @@ class Parser {
       Object.defineProperty(obj, k, { value: this.value(depth), enumerable: true, writable: true, configurable: true });
       this.ws();
       const c = this.s[this.i++];
-      if (c === "}") return obj;
+      if (c === "}") {
+        if (folds) this.mayFold.push([...seen]);
+        return obj;
+      }
       if (c !== ",") this.fail("expected ',' or '}'");
       this.ws();
     }

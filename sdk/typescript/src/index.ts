@@ -46,6 +46,7 @@ export {
   type TokenOptions,
 } from "./approver.js";
 export { MAX_DEPTH, RawJSON, canonicalBytes, canonicalize, canonicalizeText, jcs, parseStrict, type JSONValue } from "./canon.js";
+export { foldKey } from "./casefold.js";
 export {
   CALL_PROOF_DOMAIN,
   CANCEL_PROOF_DOMAIN,

@@ -380,6 +380,13 @@ test("bad input is refused before anything is sent", async () => {
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { n: 2 ** 53 + 2 } }), refusedWith("unsafe_number"));
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { n: NaN } }), refusedWith("number_range"));
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { s: "\ud800" } }), refusedWith("invalid"));
+  // chiod refuses member names that differ only in case: so does the SDK, first.
+  await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: { amount: 1, AMOUNT: 9 } }), refusedWith("duplicate_key"));
+  assert.throws(() => new RawJSON('{"o":{"cost":1,"co\\u017ft":9}}'), refusedWith("duplicate_key"));
+  await assert.rejects(
+    c.callTool({ server: "demo", tool: "echo", governedIntent: { purpose: "p", maxAmount: { units: 1, currency: "USD" }, context: { k: 1, "\u212a": 2 } } }),
+    refusedWith("duplicate_key"),
+  );
   assert.throws(() => new RawJSON('{"n": 9.007199254740993e15}'), refusedWith("inexact_number"));
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", arguments: [1] as unknown as Record<string, unknown> }), code("bad_request"));
   await assert.rejects(c.callTool({ server: "demo", tool: "echo", requestId: "ar-reserved" }), code("bad_request"));
