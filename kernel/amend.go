@@ -67,19 +67,26 @@ func (k *Kernel) checkAmendment(p *policy.Policy, req *approval.Request, rec *Ca
 		return nil, fmt.Errorf("%w: %v", approval.ErrAmendmentRefused, err)
 	}
 	meta := map[string]any{"original_parameter_hash": rec.ParameterHash, "amended_parameter_hash": hash, "amended": true}
-	if err := k.checkAmendedAmount(p, rec, args, meta); err != nil {
+	if err := k.checkAmendedAmount(p, req, rec, args, meta); err != nil {
 		return nil, err
 	}
 	return &amendment{args: args, hash: hash, meta: meta}, nil
 }
 
 // checkAmendedAmount keeps an amended call's money within what the
-// approver was shown: same currency, amount no larger.
-func (k *Kernel) checkAmendedAmount(p *policy.Policy, rec *CallRecord, args json.RawMessage, meta map[string]any) error {
+// approver was shown: same currency, amount no larger. What was shown is
+// the request's amount, fixed when the call was parked; it is derived
+// again from the original arguments only for a request that carries none.
+// (Derived under the policy in force alone, a reload that drops or moves
+// the tool's amount pointers would let an amendment raise the amount.)
+func (k *Kernel) checkAmendedAmount(p *policy.Policy, req *approval.Request, rec *CallRecord, args json.RawMessage, meta map[string]any) error {
 	tool, _ := p.Tool(rec.Server, rec.Tool)
 	before, err := DeriveAmount(tool, rec.Arguments)
 	if err != nil {
 		return fmt.Errorf("%w: the original call's amount: %v", approval.ErrAmendmentRefused, err)
+	}
+	if req.Amount != nil {
+		before = &Amount{Units: req.Amount.Units, Currency: req.Amount.Currency}
 	}
 	after, err := DeriveAmount(tool, args)
 	if err != nil {
