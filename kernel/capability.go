@@ -91,6 +91,11 @@ func ParseCapability(raw []byte, trusted ...keys.PublicKey) (*Capability, keys.P
 	if c.Schema != CapabilitySchema || c.ID == "" || len(c.Grants) == 0 || len(c.Grants) > MaxCapabilityGrants {
 		return nil, keys.PublicKey{}, fmt.Errorf("%w: missing schema, id or grants", ErrCapabilityInvalid)
 	}
+	if len(c.ID) > MaxRequestIDLen {
+		// Revoke takes ids up to this length: a longer one (an authority
+		// key may sign anything) could never be revoked.
+		return nil, keys.PublicKey{}, fmt.Errorf("%w: id longer than %d bytes", ErrCapabilityInvalid, MaxRequestIDLen)
+	}
 	if err := checkLabel(c.Label); err != nil {
 		return nil, keys.PublicKey{}, err
 	}

@@ -284,6 +284,13 @@ func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, strin
 	if call.Operation == "" {
 		call.Operation = "invoke"
 	}
+	// Names land in receipts, indexes and approvers' screens: they meet the
+	// policy's own naming rule (bounded, printable, no spaces) first.
+	for _, n := range []struct{ what, v string }{{"server", call.Server}, {"tool", call.Tool}, {"operation", call.Operation}} {
+		if err := policy.CheckName(n.v); err != nil {
+			return verifiedCap{}, "", fmt.Errorf("%w: %s %s", ErrBadCall, n.what, err)
+		}
+	}
 	if len(call.Arguments) == 0 || string(call.Arguments) == "null" {
 		call.Arguments = json.RawMessage("{}")
 	}
@@ -296,6 +303,11 @@ func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, strin
 	args, err := canon.Canonicalize(call.Arguments)
 	if err != nil {
 		return verifiedCap{}, "", fmt.Errorf("%w: arguments: %w", ErrBadCall, err)
+	}
+	if len(args) > MaxArgumentsBytes {
+		// The canonical form is what is stored, shown and sent, and it can
+		// be longer than what was sent ("9e15" is 9000000000000000).
+		return verifiedCap{}, "", fmt.Errorf("%w: arguments larger than %d bytes in canonical form", ErrBadCall, MaxArgumentsBytes)
 	}
 	if args[0] != '{' {
 		return verifiedCap{}, "", fmt.Errorf("%w: arguments must be a JSON object", ErrBadCall)
@@ -354,7 +366,11 @@ func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outc
 // sameCall returns a stored outcome to an idempotent retry, and refuses a
 // request_id reused for a different call.
 func (k *Kernel) sameCall(rec *CallRecord, vc verifiedCap, paramHash string) (*Outcome, error) {
-	if rec.ParameterHash != paramHash || rec.Subject != vc.subject.String() || rec.CapabilityID != vc.cap.ID {
+	sent := rec.ParameterHash // what the agent sent, unless an approver amended it
+	if rec.RequestedParameterHash != "" {
+		sent = rec.RequestedParameterHash
+	}
+	if sent != paramHash || rec.Subject != vc.subject.String() || rec.CapabilityID != vc.cap.ID {
 		return nil, ErrRequestUsed
 	}
 	out := OutcomeOf(rec)

@@ -50,6 +50,9 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 			return deny(GuardAmendment, err.Error())
 		}
 		amended = a.meta
+		if rec.RequestedParameterHash == "" {
+			rec.RequestedParameterHash = rec.ParameterHash
+		}
 		rec.Arguments, rec.ParameterHash = a.args, a.hash
 	}
 	intent, _ := parseIntent(rec.Intent)

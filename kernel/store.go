@@ -52,25 +52,29 @@ type CallRecord struct {
 	Subject      string `json:"subject"`
 	CapabilityID string `json:"capability_id"`
 	// CapabilityExpiresAt is re-checked when an approved call resumes.
-	CapabilityExpiresAt int64           `json:"capability_expires_at"`
-	SubjectLabel        string          `json:"subject_label,omitempty"` // the capability's label
-	GrantID             string          `json:"grant_id,omitempty"`
-	Server              string          `json:"server"`
-	Tool                string          `json:"tool"`
-	Operation           string          `json:"operation"`
-	Action              string          `json:"action"`
-	ParameterHash       string          `json:"parameter_hash"`
-	Arguments           json.RawMessage `json:"arguments"`
-	Intent              json.RawMessage `json:"governed_intent,omitempty"`
-	Status              string          `json:"status"`
-	Reason              string          `json:"reason,omitempty"`
-	Guard               string          `json:"guard,omitempty"`
-	ApprovalID          string          `json:"approval_request_id,omitempty"`
-	ReceiptID           string          `json:"receipt_id"` // latest receipt
-	Output              json.RawMessage `json:"output,omitempty"`
-	ToolError           string          `json:"tool_error,omitempty"`
-	CreatedAt           int64           `json:"created_at"` // unix ms
-	UpdatedAt           int64           `json:"updated_at"` // unix ms
+	CapabilityExpiresAt int64  `json:"capability_expires_at"`
+	SubjectLabel        string `json:"subject_label,omitempty"` // the capability's label
+	GrantID             string `json:"grant_id,omitempty"`
+	Server              string `json:"server"`
+	Tool                string `json:"tool"`
+	Operation           string `json:"operation"`
+	Action              string `json:"action"`
+	ParameterHash       string `json:"parameter_hash"`
+	// RequestedParameterHash is the parameter_hash the agent's proof
+	// covered, kept when an approver's amendment replaced ParameterHash:
+	// the agent's idempotent retry of its own call is matched against it.
+	RequestedParameterHash string          `json:"requested_parameter_hash,omitempty"`
+	Arguments              json.RawMessage `json:"arguments"`
+	Intent                 json.RawMessage `json:"governed_intent,omitempty"`
+	Status                 string          `json:"status"`
+	Reason                 string          `json:"reason,omitempty"`
+	Guard                  string          `json:"guard,omitempty"`
+	ApprovalID             string          `json:"approval_request_id,omitempty"`
+	ReceiptID              string          `json:"receipt_id"` // latest receipt
+	Output                 json.RawMessage `json:"output,omitempty"`
+	ToolError              string          `json:"tool_error,omitempty"`
+	CreatedAt              int64           `json:"created_at"` // unix ms
+	UpdatedAt              int64           `json:"updated_at"` // unix ms
 
 	// Write-ahead dispatch. DecisionReceiptID is the allow receipt made
 	// durable before the tool saw the call; Delivery is the tool's declared

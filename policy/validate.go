@@ -618,6 +618,11 @@ func (v *validator) custodial(base []string, a *Approval) {
 }
 
 // checkID accepts identifiers: ids, tool names, operations, categories.
+// CheckName reports why s is not a valid id or name (server, tool,
+// operation, grant): the rule the policy's own names follow, so that a
+// call naming something no policy could name is refused as malformed.
+func CheckName(s string) error { return checkID(s) }
+
 func checkID(s string) error {
 	if err := checkLabel(s); err != nil {
 		return err

@@ -10,6 +10,7 @@ workflow engine: a Temporal signal, a LangGraph interrupt, a job queue.
 """
 
 import asyncio
+import secrets
 import sqlite3
 import sys
 
@@ -22,7 +23,20 @@ def workflow_db() -> sqlite3.Connection:
         "CREATE TABLE IF NOT EXISTS parked (approval_id TEXT PRIMARY KEY,"
         " order_id TEXT, deadline TEXT, state TEXT NOT NULL DEFAULT 'pending')"
     )
+    db.execute("CREATE TABLE IF NOT EXISTS calls (order_id TEXT PRIMARY KEY, request_id TEXT NOT NULL)")
     return db
+
+
+def request_id_for(order_id: str) -> str:
+    # One request id per order, made once and kept: running this step again
+    # never refunds twice. The random part keeps other agents from using the
+    # id first (request ids are one namespace for every agent of a chiod).
+    with workflow_db() as db:
+        db.execute(
+            "INSERT OR IGNORE INTO calls (order_id, request_id) VALUES (?, ?)",
+            (order_id, f"refund-order-{order_id}-{secrets.token_hex(8)}"),
+        )
+        return db.execute("SELECT request_id FROM calls WHERE order_id = ?", (order_id,)).fetchone()[0]
 
 
 async def request(order_id: str, amount: int) -> None:
@@ -35,8 +49,7 @@ async def request(order_id: str, amount: int) -> None:
             "purpose": f"Customer requested refund for order #{order_id}",
             "max_amount": {"units": amount, "currency": "USD"},
         },
-        # The order names the call: running this step again never refunds twice.
-        request_id=f"refund-order-{order_id}",
+        request_id=request_id_for(order_id),
     )
     if isinstance(result, chio.PendingApproval):
         with workflow_db() as db:

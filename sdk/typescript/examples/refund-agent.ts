@@ -8,6 +8,7 @@
 // is. Parked calls live in workflow.json, standing in for your workflow
 // engine: a Temporal signal, a LangGraph interrupt, a job queue.
 
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 
 import { ChioClient, ChioError, isPendingApproval, isToolDenied, type Allowed, type ToolDenied } from "@chio-protocol/sdk";
@@ -30,6 +31,20 @@ function save(parked: Parked[]): void {
   renameSync(STORE + ".tmp", STORE); // a crash leaves the old file or the new, never half of one
 }
 
+// One request id per order, made once and kept: running this step again
+// never refunds twice. The random part keeps other agents from using the id
+// first (request ids are one namespace for every agent of a chiod).
+function requestIdFor(orderId: string): string {
+  const file = "request-ids.json";
+  const ids = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, string>) : {};
+  if (!ids[orderId]) {
+    ids[orderId] = `refund-order-${orderId}-${randomBytes(8).toString("hex")}`;
+    writeFileSync(file + ".tmp", JSON.stringify(ids, null, 2));
+    renameSync(file + ".tmp", file);
+  }
+  return ids[orderId]!;
+}
+
 async function request(orderId: string, amount: number): Promise<void> {
   const client = ChioClient.fromEnv();
   const result = await client.callTool({
@@ -40,8 +55,7 @@ async function request(orderId: string, amount: number): Promise<void> {
       purpose: `Customer requested refund for order #${orderId}`,
       maxAmount: { units: amount, currency: "USD" },
     },
-    // The order names the call: running this step again never refunds twice.
-    requestId: `refund-order-${orderId}`,
+    requestId: requestIdFor(orderId),
   });
   if (isPendingApproval(result)) {
     const parked = load().filter((p) => p.approvalId !== result.approvalRequestId);
