@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -27,7 +28,13 @@ import (
 //     duplicate names and UTF-8 are already enforced by the canonical-form
 //     comparison and the decoder, and a canonical number is written as an
 //     integer exactly when it is integral and below 1e21, so "no integer
-//     literal beyond ±2^53" is a test on its float64 value.
+//     literal beyond ±2^53" is a test on its float64 value;
+//   - canon.Check's case-folding rule (no two member names of one object
+//     equal under case folding) can only bite when a name holds an
+//     upper-case ASCII letter or a non-ASCII character (see canon's fold.go):
+//     the fast path declines any receipt whose metadata holds such a name,
+//     and Verify decides it. The top-level and decision members are fixed
+//     lower-case names that Decode matches exactly.
 //
 // The fast path only ever accepts: any input it does not handle, and every
 // failure, is decided by Verify itself, so the accepted set and the errors
@@ -85,15 +92,17 @@ func verifyCanonical(raw []byte, kernelKey keys.PublicKey) *Receipt {
 const ijsonMax = 1 << 53
 
 // ijson applies canon.Check's depth and integer rules to a decoded value at
-// nesting depth (the top-level object is depth 1, metadata depth 2).
+// nesting depth (the top-level object is depth 1, metadata depth 2), and
+// declines (false) any object with a member name that may fold onto another:
+// that rule is left to Verify.
 func ijson(v any, depth int) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		if depth > canon.MaxDepth {
 			return false
 		}
-		for _, e := range x {
-			if !ijson(e, depth+1) {
+		for k, e := range x {
+			if mayFold(k) || !ijson(e, depth+1) {
 				return false
 			}
 		}
@@ -160,4 +169,17 @@ func signatureMember(raw []byte) (cutFrom, cutTo int, sigHex []byte, ok bool) {
 		}
 	}
 	return 0, 0, nil, false
+}
+
+// mayFold reports whether name holds an upper-case ASCII letter or a
+// non-ASCII byte: only such a name can equal another under case folding
+// without being identical to it (canon's mayFold, the same test). chio's
+// own metadata names are lower-case ASCII, so the fast path stays fast.
+func mayFold(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }

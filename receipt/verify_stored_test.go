@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -118,6 +119,9 @@ func FuzzVerifyStored(f *testing.F) {
 	f.Add(raw)
 	f.Add(bytes.Replace(raw, []byte(`"allow"`), []byte(`"deny"`), 1))
 	f.Add([]byte(`{"signature":"` + strings.Repeat("a", 128) + `"}`))
+	for _, c := range foldCases {
+		f.Add(signedVariant(f, c.metadata))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, gerr := VerifyStored(b, fxKernel.Public())
 		_, werr := Verify(b, fxKernel.Public())
@@ -150,4 +154,113 @@ func TestDecodeMatchesParse(t *testing.T) {
 			t.Errorf("Decode(%.30s): %v", bad, err)
 		}
 	}
+}
+
+// foldCases are metadata members added to a signed, canonical receipt:
+// canon.Check refuses an object with two names equal under case folding
+// but not identical, and VerifyStored must refuse exactly what it does.
+var foldCases = []struct {
+	name, metadata string
+	refused        bool
+}{
+	{"ascii case twin", `"Approver":"ed25519:evil",`, true},
+	{"long s twin", `"zs":"x","zſ":"y",`, true},
+	{"kelvin twin", `"k":1,"\u212a":2,`, true},
+	{"twin in a nested object", `"aaa":{"Note":1,"note":2},`, true},
+	{"twin in an array's object", `"aaa":[{"X":1,"x":2}],`, true},
+	{"upper case without a twin", `"Zeta":1,`, false},
+	{"non-ASCII without a twin", `"\u00e9t\u00e9":1,`, false},
+}
+
+// signedVariant inserts members at the start of the fixture's metadata,
+// canonicalizes and signs the result with the kernel key.
+func signedVariant(t testing.TB, members string) []byte {
+	t.Helper()
+	msg, _, err := signed.Split(storedFixture(t), Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := bytes.Replace(msg[len(Schema)+1:], []byte(`"metadata":{`), []byte(`"metadata":{`+members), 1)
+	canonical, err := canonicalize(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := signed.SignCanonical(fxKernel, Schema, canonical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// The fast path applies canon's case-folding rule: it never accepts a
+// receipt whose metadata names differ only in case, which Verify refuses.
+func TestVerifyStoredRefusesCaseVariantMetadataNames(t *testing.T) {
+	for _, c := range foldCases {
+		t.Run(c.name, func(t *testing.T) {
+			raw := signedVariant(t, c.metadata)
+			_, werr := Verify(raw, fxKernel.Public())
+			_, gerr := VerifyStored(raw, fxKernel.Public())
+			if (werr != nil) != c.refused {
+				t.Fatalf("precondition: Verify refused=%v, want %v (%v)", werr != nil, c.refused, werr)
+			}
+			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+				t.Fatalf("Verify: %v, VerifyStored: %v\n%s", werr, gerr, raw)
+			}
+		})
+	}
+	// Reviewer's case: a twin inserted before a receipt's own "approver".
+	r := &Receipt{ID: "rc-1", Seq: 1, Timestamp: 1_700_000_000_000, RequestID: "req-1",
+		Decision: Decision{Verdict: Allow}, Metadata: map[string]any{"approver": "ed25519:aa"}}
+	raw := caseTwinReceipt(t, r)
+	if _, err := Verify(raw, fxKernel.Public()); err == nil {
+		t.Fatal("precondition: Verify accepted case-variant metadata names")
+	}
+	if _, err := VerifyStored(raw, fxKernel.Public()); err == nil {
+		t.Fatalf("VerifyStored accepted a receipt that Verify refuses:\n%s", raw)
+	}
+}
+
+// caseTwinReceipt signs r with a member "Approver" added before its
+// metadata's "approver": canonical ("A" sorts before "a") and signed by
+// the kernel key.
+func caseTwinReceipt(t testing.TB, r *Receipt) []byte {
+	t.Helper()
+	honest, err := Sign(fxKernel, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _, err := signed.Split(honest, Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := bytes.TrimPrefix(msg, []byte(Schema+"\x00"))
+	payload = bytes.Replace(payload, []byte(`"metadata":{"approver"`), []byte(`"metadata":{"Approver":"ed25519:evil","approver"`), 1)
+	raw, err := signed.SignCanonical(fxKernel, Schema, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// The auditor's view: an export holding such a receipt does not verify.
+func TestVerifyExportRefusesCaseVariantMetadataNames(t *testing.T) {
+	r := &Receipt{ID: "rc-1", Seq: 1, Timestamp: 1_700_000_000_000, RequestID: "req-1",
+		Decision: Decision{Verdict: Allow}, Metadata: map[string]any{"approver": "ed25519:aa"}}
+	raw := caseTwinReceipt(t, r)
+	var buf bytes.Buffer
+	x := NewExportWriter(&buf, ExportHeader{KernelKey: fxKernel.Public().String(), Receipts: 1})
+	x.Signed(raw)
+	cp, _, err := SignCheckpoint(fxKernel, 1, LeafHash(raw), time.UnixMilli(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Signed(cp)
+	if err := x.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyBytes(t, buf.Bytes())
+	if rep.OK() {
+		t.Fatal("an export holding a receipt that receipt.Verify refuses was reported OK")
+	}
+	expectProblem(t, rep, 2, "differ only in letter case")
 }
