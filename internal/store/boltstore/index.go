@@ -13,6 +13,9 @@ package boltstore
 //	ix_t / <tool_name>    seq → timestamp
 //	ix_u / <subject>      seq → timestamp   (agent key)
 //	ix_m / <metadata key> seq → timestamp   (key presence: approver, auto_approved, …)
+//	ix_long / <dim byte>  seq → timestamp   (the receipt's value for d, d,g,s,t,u,
+//	                                         is longer than MaxIndexedValue: in no
+//	                                         sub-bucket, so stats decode these)
 //	ix_count              <dim> 0x00 <value> → number of entries (picks the most selective)
 //	ix_blocks             seq>>10 → min ts, max ts of that block of 1024 seqs
 //	ix_meta               "through" → last indexed seq
@@ -64,7 +67,10 @@ var (
 	bucketIxCount  = []byte("ix_count")
 	bucketIxBlocks = []byte("ix_blocks")
 	bucketIxMeta   = []byte("ix_meta")
-	keyThrough     = []byte("through")
+	// bucketIxLong is created by catchUp (not Open), which fills it for the
+	// receipts an older build indexed: it exists only once it is complete.
+	bucketIxLong = []byte("ix_long")
+	keyThrough   = []byte("through")
 
 	// Dimensions: the byte names the count key, the bucket holds one
 	// sub-bucket per value.
@@ -147,7 +153,10 @@ func (ix *indexer) add(r indexEntry) error {
 	}
 	put := func(d dim, value string) error {
 		if !indexable(value) {
-			return nil
+			if value == "" || d.id == dimMeta.id {
+				return nil
+			}
+			return ix.markLong(d, k, v)
 		}
 		ck := string(countKey(d, value))
 		sub := ix.subs[ck]
@@ -187,6 +196,28 @@ func (ix *indexer) add(r indexEntry) error {
 	ix.blocks[b] = [2]int64{min(span[0], r.ts), max(span[1], r.ts)}
 	ix.last = max(ix.last, seq)
 	return nil
+}
+
+// markLong records that the receipt at seq key k has a value for d too
+// long to index, so that stats grouped by d can find and decode it.
+func (ix *indexer) markLong(d dim, k, v []byte) error {
+	ck := "long\x00" + string(d.id)
+	sub := ix.subs[ck]
+	if sub == nil {
+		var err error
+		if sub, err = ix.btx.Bucket(bucketIxLong).CreateBucketIfNotExists([]byte{d.id}); err != nil {
+			return fmt.Errorf("boltstore: index %s: %w", bucketIxLong, err)
+		}
+		sub.FillPercent = appendFill
+		ix.subs[ck] = sub
+	}
+	return sub.Put(k, v)
+}
+
+// longValues is the bucket of receipts whose value for d is too long to
+// index, or nil if there are none.
+func longValues(btx *bolt.Tx, d dim) *bolt.Bucket {
+	return btx.Bucket(bucketIxLong).Bucket([]byte{d.id})
 }
 
 // flush writes the commit's counters, block spans and high-water mark.
@@ -304,6 +335,9 @@ func indexedThrough(btx *bolt.Tx) uint64 {
 // A stored receipt that does not decode is not indexed (queries cannot
 // match it) but does not stop the store: `chio receipt verify` reports it.
 func catchUp(db *bolt.DB) error {
+	if err := db.Update(markLongValues); err != nil {
+		return fmt.Errorf("boltstore: index over-long values: %w", err)
+	}
 	for {
 		done := true
 		err := db.Update(func(btx *bolt.Tx) error {
@@ -345,4 +379,39 @@ func catchUp(db *bolt.DB) error {
 			return err
 		}
 	}
+}
+
+// markLongValues creates ix_long in a store indexed by a build that kept no
+// such bucket, filling it from every receipt indexed so far, in the same
+// transaction: a crash leaves either no bucket (done again at next Open) or
+// a complete one. A store that has it already is left alone.
+func markLongValues(btx *bolt.Tx) error {
+	if btx.Bucket(bucketIxLong) != nil {
+		return nil
+	}
+	if _, err := btx.CreateBucket(bucketIxLong); err != nil {
+		return err
+	}
+	through := indexedThrough(btx)
+	ix := newIndexer(btx)
+	c := btx.Bucket(bucketReceipts).Cursor()
+	for k, raw := c.First(); k != nil && binary.BigEndian.Uint64(k) <= through; k, raw = c.Next() {
+		r, err := receipt.Decode(raw)
+		if err != nil {
+			continue // not indexed either (catchUp)
+		}
+		v := seqKey(uint64(r.Timestamp))
+		for _, e := range []struct {
+			d dim
+			v string
+		}{{dimVerdict, r.Decision.Verdict}, {dimGuard, r.Decision.Guard}, {dimServer, r.ToolServer},
+			{dimTool, r.ToolName}, {dimSubject, r.Subject}} {
+			if e.v != "" && !indexable(e.v) {
+				if err := ix.markLong(e.d, k, v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

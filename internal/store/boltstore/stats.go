@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"encoding/binary"
+	"fmt"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,6 +28,9 @@ var statsDims = map[string]struct {
 //
 //   - the filter's total, and each group of an indexed field (decision,
 //     guard, tool_server, tool_name, subject), are counts of index entries;
+//     a value longer than MaxIndexedValue has no index entries, so the
+//     receipts holding one (listed in ix_long) are decoded and grouped under
+//     their value, as a full scan would;
 //   - a metadata.KEY group needs KEY's value, so only receipts carrying KEY
 //     are decoded (the rest form the "" group);
 //   - latency is read from the receipts carrying approval_latency_ms only.
@@ -77,6 +82,14 @@ func (s *Store) ReceiptStats(f receipt.Filter, groupBy string) (receipt.StatsRes
 			if err != nil {
 				return err
 			}
+			if long := longValues(btx, sd.d); long != nil {
+				n, err := addLong(btx, long, &f, st)
+				if err != nil {
+					return err
+				}
+				sum += n
+				exclude = append(exclude, long) // their latency is counted by Add
+			}
 			st.Count("", total-min(sum, total)) // no value for the field (e.g. no guard)
 		default: // metadata.KEY
 			key := strings.TrimPrefix(groupBy, "metadata.")
@@ -107,6 +120,25 @@ func (s *Store) ReceiptStats(f receipt.Filter, groupBy string) (receipt.StatsRes
 		return receipt.StatsResult{}, err
 	}
 	return st.Result(), nil
+}
+
+// addLong adds to st every receipt listed in long (values too long to index)
+// that matches f, decoded, and returns how many it added.
+func addLong(btx *bolt.Tx, long *bolt.Bucket, f *receipt.Filter, st *receipt.Stats) (uint64, error) {
+	var n uint64
+	rb := btx.Bucket(bucketReceipts)
+	err := long.ForEach(func(k, _ []byte) error {
+		r, err := receipt.Decode(rb.Get(k))
+		if err != nil {
+			return fmt.Errorf("boltstore: stats: receipt seq %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		if f.Match(r) {
+			st.Add(r)
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 // indexCovers reports whether the indexes alone answer f.
