@@ -37,6 +37,11 @@ type VerifyOptions struct {
 	// MaxProblems caps how many problems are listed (all are counted);
 	// 0 means 200.
 	MaxProblems int
+	// Pinned are signed checkpoints obtained independently of the export
+	// (saved earlier by the auditor, or fetched from chiod apart from the
+	// export): the export must reach and match each (see verify_pinned.go).
+	// Each must verify with KernelKey, or VerifyExport returns an error.
+	Pinned [][]byte
 }
 
 // Problem is one failed check and where it was found.
@@ -68,13 +73,16 @@ type VerifyReport struct {
 	// size, root); each is also a Problem.
 	CheckpointFailures int         `json:"checkpoint_failures"`
 	Latest             *Checkpoint `json:"latest_checkpoint,omitempty"`
-	Uncovered          uint64      `json:"uncovered"` // receipts after the latest checkpoint
-	Chains             int         `json:"approval_chains"`
-	Pending            int         `json:"pending_approvals"` // incomplete, no final receipt yet
-	Tokens             int         `json:"approval_tokens"`
-	BatchTokens        int         `json:"batch_tokens"`
-	Problems           []Problem   `json:"problems"`
-	ProblemCount       int         `json:"problem_count"`
+	// Pinned are the pinned checkpoints (VerifyOptions.Pinned, in order)
+	// the export reaches and matches; each other one is a Problem.
+	Pinned       []*Checkpoint `json:"pinned_checkpoints,omitempty"`
+	Uncovered    uint64        `json:"uncovered"` // receipts after the latest checkpoint
+	Chains       int           `json:"approval_chains"`
+	Pending      int           `json:"pending_approvals"` // incomplete, no final receipt yet
+	Tokens       int           `json:"approval_tokens"`
+	BatchTokens  int           `json:"batch_tokens"`
+	Problems     []Problem     `json:"problems"`
+	ProblemCount int           `json:"problem_count"`
 }
 
 // OK reports whether every check passed.
@@ -87,7 +95,14 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //   - seqs run 1, 2, 3, … with no hole, repeat or reordering, ids are unique,
 //     and the header's receipt count matches;
 //   - every checkpoint's signature, and its root equals the RFC 6962 root
-//     recomputed from the receipts at its tree_size;
+//     recomputed from the receipts at its tree_size; at least one must pass
+//     (an export always carries one, even of an empty log), else nothing in
+//     the file is shown to be the kernel's log;
+//   - each pinned checkpoint (opts.Pinned): the export holds at least its
+//     tree_size receipts and their root at that size is its root. Only this
+//     detects receipts cut after the export's own latest checkpoint (with
+//     that checkpoint and the unsigned header count edited): the file alone
+//     cannot tell such a cut from an older export;
 //   - approval chains: each receipt with previous_receipt_id points to an
 //     earlier incomplete receipt with the same request_id and
 //     approval_request_id, and each incomplete receipt has at most one final;
@@ -98,11 +113,15 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //     and the deciding token's decision and approver match the final receipt;
 //     each batch-approved receipt's batch token is signed by its approver.
 //
-// It returns an error only when the input cannot be read; every failed check
-// is a Problem in the report.
+// It returns an error only when the input cannot be read or a pinned
+// checkpoint does not verify; every failed check is a Problem in the report.
 func VerifyExport(in io.Reader, opts VerifyOptions) (*VerifyReport, error) {
 	if opts.KernelKey.IsZero() {
 		return nil, errors.New("verify: a trusted kernel key is required")
+	}
+	pinned, err := verifyPinned(opts.Pinned, opts.KernelKey)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
@@ -110,7 +129,7 @@ func VerifyExport(in io.Reader, opts VerifyOptions) (*VerifyReport, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = 200
 	}
-	v := &verifier{opts: opts, rep: &VerifyReport{KernelKey: opts.KernelKey.String(), Problems: []Problem{}},
+	v := &verifier{opts: opts, pinned: pinned, rep: &VerifyReport{KernelKey: opts.KernelKey.String(), Problems: []Problem{}},
 		ids: map[string]int{}, incomplete: map[string]*chainLink{}, byApproval: map[string]*chainLink{},
 		approvals: map[string]*evidenceItem{}, batches: map[string]*evidenceItem{}, autoFinal: map[string]bool{}, expect: 1}
 	// Pipeline: the reader cuts chunks, workers check whole chunks in
@@ -368,6 +387,7 @@ type final struct {
 
 type verifier struct {
 	opts       VerifyOptions
+	pinned     []*Checkpoint // verified, from opts.Pinned
 	rep        *VerifyReport
 	header     *ExportHeader
 	lines      int
@@ -598,10 +618,12 @@ func (v *verifier) merkle() {
 			v.rep.Latest = cp
 		}
 	}
+	v.checkPinned(tree, n)
 	if v.rep.Latest == nil {
-		if n > 0 {
-			v.problem(0, nil, "no valid signed checkpoint in the export: the Merkle log could not be checked")
-		}
+		// Even an empty log's export carries the checkpoint of size 0 that
+		// chiod signs when it starts: without one, nothing says these
+		// receipts (or their absence) are the kernel's whole log.
+		v.problem(0, nil, "no valid signed checkpoint in the export: nothing in it proves it is the kernel's log (an export always carries one, even of an empty log)")
 		return
 	}
 	v.rep.Uncovered = n - v.rep.Latest.TreeSize

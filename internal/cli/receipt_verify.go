@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("receipt verify [ID]", "verify one receipt (signature + Merkle proof), --all (the whole log) or --file EXPORT (offline)", runReceiptVerify)
+	register("receipt verify [ID]", "verify one receipt (signature + Merkle proof), --all (the whole log, up to chiod's latest checkpoint) or --file EXPORT (offline; --checkpoint FILE pins a saved checkpoint)", runReceiptVerify)
 }
 
 func runReceiptVerify(e *Env, args []string) int {
@@ -23,6 +23,7 @@ func runReceiptVerify(e *Env, args []string) int {
 	all := fs.Bool("all", false, "verify the whole log served by chiod")
 	file := fs.String("file", "", "verify an export file offline (needs --kernel-key)")
 	keyText := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) you trust; default: ask the server")
+	pinFile := fs.String("checkpoint", "", "a checkpoint saved earlier (chio receipt checkpoint --out FILE): the log verified must extend it")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return ExitUsage
@@ -51,12 +52,20 @@ func runReceiptVerify(e *Env, args []string) int {
 		if err != nil {
 			return fail(e, usageError("--kernel-key: "+err.Error()))
 		}
+		var pins []pin
+		if *pinFile != "" {
+			raw, cp, err := readCheckpointFile(*pinFile, key)
+			if err != nil {
+				return fail(e, err)
+			}
+			pins = append(pins, pin{raw, cp, *pinFile})
+		}
 		f, err := os.Open(*file)
 		if err != nil {
 			return fail(e, err)
 		}
 		defer f.Close()
-		return verifyExport(e, r, f, key, *file)
+		return verifyExport(e, r, f, key, *file, pins)
 	}
 	ctx, cancel := ctxTimeout(time.Hour)
 	defer cancel()
@@ -64,15 +73,41 @@ func runReceiptVerify(e *Env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	if *all {
-		body, err := r.stream(ctx, "/v1/export")
+	var saved *pin
+	if *pinFile != "" {
+		raw, cp, err := readCheckpointFile(*pinFile, key)
 		if err != nil {
 			return fail(e, err)
 		}
-		defer body.Close()
-		return verifyExport(e, r, body, key, r.base()+"/v1/export")
+		saved = &pin{raw, cp, *pinFile}
 	}
-	return verifyOne(ctx, e, r, pos[0], key)
+	if !*all {
+		return verifyOne(ctx, e, r, pos[0], key, saved)
+	}
+	// The server's latest signed checkpoint, fetched before the export: the
+	// export (which chiod covers with a checkpoint at least as new) must
+	// reach it and match it, so an export cut on its way here fails.
+	raw, cp, err := latestCheckpoint(ctx, r, key)
+	if err != nil {
+		return fail(e, err)
+	}
+	pins := []pin{{raw, cp, r.base() + "/v1/checkpoints/latest"}}
+	if saved != nil {
+		pins = append(pins, *saved)
+	}
+	body, err := r.stream(ctx, "/v1/export")
+	if err != nil {
+		return fail(e, err)
+	}
+	defer body.Close()
+	return verifyExport(e, r, body, key, r.base()+"/v1/export", pins)
+}
+
+// pin is a checkpoint obtained apart from the export, and where from.
+type pin struct {
+	raw    []byte
+	cp     *receipt.Checkpoint
+	source string
 }
 
 // trustedKernelKey is --kernel-key, or else the server's own word for it,
@@ -108,11 +143,14 @@ type proofCheck struct {
 	TreeSize   uint64 `json:"tree_size"`
 	RootHash   string `json:"root_hash"`
 	Checkpoint int64  `json:"checkpoint_timestamp"`
-	OK         bool   `json:"ok"`
-	Error      string `json:"error,omitempty"`
+	// ConsistentWith is the tree_size of the saved checkpoint (--checkpoint)
+	// proven to be of the same log.
+	ConsistentWith uint64 `json:"consistent_with_tree_size,omitempty"`
+	OK             bool   `json:"ok"`
+	Error          string `json:"error,omitempty"`
 }
 
-func verifyOne(ctx context.Context, e *Env, r *remote, id string, key keys.PublicKey) int {
+func verifyOne(ctx context.Context, e *Env, r *remote, id string, key keys.PublicKey, saved *pin) int {
 	var resp struct {
 		Receipt    json.RawMessage        `json:"receipt"`
 		Checkpoint json.RawMessage        `json:"checkpoint"`
@@ -147,6 +185,12 @@ func verifyOne(ctx context.Context, e *Env, r *remote, id string, key keys.Publi
 		if err := p.Verify(resp.Receipt, root); err != nil {
 			return fmt.Errorf("inclusion proof: %w", err)
 		}
+		if saved != nil {
+			if err := checkConsistent(ctx, r, saved.cp, cp); err != nil {
+				return fmt.Errorf("the checkpoint is not consistent with %s: %w", saved.source, err)
+			}
+			res.ConsistentWith = saved.cp.TreeSize
+		}
 		return nil
 	}()
 	res.OK = err == nil
@@ -158,6 +202,9 @@ func verifyOne(ctx context.Context, e *Env, r *remote, id string, key keys.Publi
 	} else if res.OK {
 		fmt.Fprintf(e.Stdout, "OK  receipt %s (seq %d)\n    signature: valid, kernel key %s\n    included in checkpoint tree_size %d, root %s, signed %s\n",
 			id, res.Seq, key, res.TreeSize, res.RootHash, time.UnixMilli(res.Checkpoint).UTC().Format(time.RFC3339))
+		if saved != nil {
+			fmt.Fprintf(e.Stdout, "    consistent with the saved checkpoint tree_size %d (%s)\n", saved.cp.TreeSize, saved.source)
+		}
 	} else {
 		fmt.Fprintf(e.Stdout, "FAIL receipt %s: %s\n", id, res.Error)
 	}
@@ -167,15 +214,19 @@ func verifyOne(ctx context.Context, e *Env, r *remote, id string, key keys.Publi
 	return ExitOK
 }
 
-func verifyExport(e *Env, r *remote, in io.Reader, key keys.PublicKey, source string) int {
-	rep, err := receipt.VerifyExport(in, receipt.VerifyOptions{KernelKey: key})
+func verifyExport(e *Env, r *remote, in io.Reader, key keys.PublicKey, source string, pins []pin) int {
+	opts := receipt.VerifyOptions{KernelKey: key}
+	for _, p := range pins {
+		opts.Pinned = append(opts.Pinned, p.raw)
+	}
+	rep, err := receipt.VerifyExport(in, opts)
 	if err != nil {
 		return fail(e, err)
 	}
 	if r.output != "table" {
 		printJSON(e.Stdout, rep, r.output == "jsonl")
 	} else {
-		printReport(e.Stdout, rep, source)
+		printReport(e.Stdout, rep, source, pins)
 	}
 	if !rep.OK() {
 		return ExitError
@@ -183,7 +234,7 @@ func verifyExport(e *Env, r *remote, in io.Reader, key keys.PublicKey, source st
 	return ExitOK
 }
 
-func printReport(w io.Writer, rep *receipt.VerifyReport, source string) {
+func printReport(w io.Writer, rep *receipt.VerifyReport, source string, pins []pin) {
 	for _, p := range rep.Problems {
 		fmt.Fprintln(w, "FAIL", p)
 	}
@@ -204,6 +255,16 @@ func printReport(w io.Writer, rep *receipt.VerifyReport, source string) {
 	} else {
 		fmt.Fprintf(w, "checkpoints: %s\n", checkpoints)
 	}
+	for _, p := range pins {
+		if reached(rep, p.cp) {
+			fmt.Fprintf(w, "pinned:      checkpoint tree_size %d signed %s (from %s): the export reaches it and matches\n",
+				p.cp.TreeSize, cpTime(p.cp), p.source)
+		}
+	}
+	if len(pins) == 0 && rep.Latest != nil {
+		fmt.Fprintf(w, "not proven:  that the log ended at tree_size %d: receipts cut after it, with the checkpoints covering them, would go unseen;\n"+
+			"             pin a checkpoint obtained apart from this file (chio receipt checkpoint --out FILE, then --checkpoint FILE)\n", rep.Latest.TreeSize)
+	}
 	fmt.Fprintf(w, "approvals:   %d chains linked, %d pending; %d approval tokens and %d batch tokens verified\n",
 		rep.Chains, rep.Pending, rep.Tokens, rep.BatchTokens)
 	if rep.OK() {
@@ -211,4 +272,15 @@ func printReport(w io.Writer, rep *receipt.VerifyReport, source string) {
 	} else {
 		fmt.Fprintf(w, "FAILED: %d problems\n", rep.ProblemCount)
 	}
+}
+
+// reached reports whether the report lists cp among the pinned checkpoints
+// the export reaches and matches.
+func reached(rep *receipt.VerifyReport, cp *receipt.Checkpoint) bool {
+	for _, got := range rep.Pinned {
+		if got.TreeSize == cp.TreeSize && got.RootHash == cp.RootHash {
+			return true
+		}
+	}
+	return false
 }

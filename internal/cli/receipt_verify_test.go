@@ -54,6 +54,8 @@ type auditWorld struct {
 	url, dir   string
 	kernelKey  keys.PublicKey
 	approvedID string // receipt id of the approved refund's allow
+	// echo submits one more allowed call.
+	echo func(id string)
 }
 
 func newAuditWorld(t *testing.T) *auditWorld {
@@ -76,6 +78,7 @@ func newAuditWorld(t *testing.T) *auditWorld {
 		return tw.SubmitCall(t, tc)
 	}
 	w := &auditWorld{url: tw.URL, dir: dir, kernelKey: kkey.Public()}
+	w.echo = func(id string) { call(id, "echo") }
 	for i := 0; i < 3; i++ {
 		call(fmt.Sprintf("echo-%d", i), "echo")
 	}

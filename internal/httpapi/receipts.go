@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -258,13 +259,20 @@ func (s *Server) receiptProof(w http.ResponseWriter, r *http.Request) {
 	writeSigned(w, http.StatusOK, ProofResponse{Receipt: raw, Checkpoint: cpRaw, Proof: proof})
 }
 
+// latestCheckpoint answers GET /v1/checkpoints/latest with a checkpoint
+// covering every receipt committed before the request: one is signed first
+// if the log grew since the latest (as for an export or a proof). An
+// auditor pins it before taking an export, which must then reach it; a
+// checkpoint up to an hour old would leave the newest receipts unanchored.
 func (s *Server) latestCheckpoint(w http.ResponseWriter, r *http.Request) {
 	log, err := s.receiptLog()
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	raw, _, err := log.Latest()
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	raw, _, err := log.Checkpoint(ctx)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -322,9 +330,14 @@ func (s *Server) consistencyProof(w http.ResponseWriter, r *http.Request) {
 }
 
 // export streams the self-contained audit file (receipt.ExportFormat). A
-// checkpoint is signed first so that the file is covered up to now. An error
-// mid-stream truncates the file, which verification then reports (the
-// header's receipt count no longer matches).
+// checkpoint is signed first so that the file is covered up to now.
+//
+// A failure before any byte is sent is an ordinary error answer. A failure
+// mid-stream cannot change the status any more, so the response is aborted
+// (http.ErrAbortHandler): the connection is cut without the chunked body's
+// final chunk (or with fewer bytes than announced), and the client's read
+// of the body fails instead of ending cleanly. `chio receipt export` and
+// `verify --all` then refuse the file rather than verify a truncated one.
 func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	exp, ok := s.cfg.Store.(receipt.Exporter)
 	if !ok {
@@ -340,7 +353,32 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Disposition", `attachment; filename="chio-export.jsonl"`)
-	_ = exp.Export(r.Context(), w)
+	cw := &countingWriter{w: w}
+	err := exp.Export(r.Context(), cw)
+	switch {
+	case err == nil:
+	case cw.n == 0:
+		w.Header().Del("Content-Disposition")
+		writeErr(w, err)
+	default:
+		panic(http.ErrAbortHandler) // see above: the client must not see a clean end
+	}
+}
+
+// countingWriter counts the bytes written through it. An empty write is
+// not passed on: it would send the 200 status with nothing to show for it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // scanIndex answers queries by reading every receipt: the fallback for a

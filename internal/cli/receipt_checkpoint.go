@@ -1,0 +1,171 @@
+package cli
+
+// Checkpoints the auditor keeps: an export proves the log only as far as its
+// own checkpoints, and whoever hands it over could cut receipts after the
+// last one it keeps. A checkpoint saved apart from the export (here), pinned
+// when verifying (--checkpoint FILE), catches that cut; a later checkpoint
+// is proven to extend a saved one by the server's consistency proof.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/receipt"
+)
+
+func init() {
+	register("receipt checkpoint", "print (or --out FILE) chiod's latest signed checkpoint, verified; --since FILE proves it extends a saved one", runReceiptCheckpoint)
+}
+
+// maxCheckpoint bounds a checkpoint read from the server or a file.
+const maxCheckpoint = 64 << 10
+
+func runReceiptCheckpoint(e *Env, args []string) int {
+	fs := newFlags(e, "receipt checkpoint")
+	r := addRemote(fs, e)
+	out := fs.String("out", "", "write the checkpoint to FILE (default: stdout)")
+	since := fs.String("since", "", "a checkpoint saved earlier: prove the latest extends it (consistency proof)")
+	keyText := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) you trust; default: ask the server")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if err := wantArgs("receipt checkpoint", pos, 0); err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(time.Minute)
+	defer cancel()
+	key, err := trustedKernelKey(ctx, e, r, *keyText)
+	if err != nil {
+		return fail(e, err)
+	}
+	var saved *receipt.Checkpoint
+	if *since != "" {
+		if _, saved, err = readCheckpointFile(*since, key); err != nil {
+			return fail(e, err)
+		}
+	}
+	raw, cp, err := latestCheckpoint(ctx, r, key)
+	if err != nil {
+		return fail(e, err)
+	}
+	summary := fmt.Sprintf("checkpoint tree_size %d, root %s, signed %s by kernel key %s: signature valid",
+		cp.TreeSize, cp.RootHash, cpTime(cp), key)
+	if saved != nil {
+		if err := checkConsistent(ctx, r, saved, cp); err != nil {
+			return fail(e, fmt.Errorf("the latest checkpoint does not extend %s: %w", *since, err))
+		}
+		summary += fmt.Sprintf("\nconsistent with %s (tree_size %d): the log only grew since", *since, saved.TreeSize)
+	}
+	line := append(bytes.Clone(raw), '\n')
+	if *out == "" {
+		e.Stdout.Write(line)
+		fmt.Fprintln(e.Stderr, summary)
+		return ExitOK
+	}
+	if err := writeFileAtomic(*out, line); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.Stdout, "%s\nsaved to %s; later: chio receipt verify --file EXPORT --checkpoint %s --kernel-key KEY\n", summary, *out, *out)
+	return ExitOK
+}
+
+func cpTime(cp *receipt.Checkpoint) string {
+	return time.UnixMilli(cp.Timestamp).UTC().Format(time.RFC3339)
+}
+
+// latestCheckpoint fetches GET /v1/checkpoints/latest and verifies its
+// signature by key: the raw bytes (what to save or pin) and parsed form.
+func latestCheckpoint(ctx context.Context, r *remote, key keys.PublicKey) ([]byte, *receipt.Checkpoint, error) {
+	body, err := r.stream(ctx, "/v1/checkpoints/latest")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer body.Close()
+	raw, err := io.ReadAll(io.LimitReader(body, maxCheckpoint))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the latest checkpoint: %w", err)
+	}
+	raw = bytes.TrimSpace(raw)
+	cp, err := receipt.VerifyCheckpoint(raw, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the server's latest checkpoint: %w", err)
+	}
+	return raw, cp, nil
+}
+
+// readCheckpointFile reads a saved checkpoint and verifies its signature.
+func readCheckpointFile(path string, key keys.PublicKey) ([]byte, *receipt.Checkpoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxCheckpoint))
+	if err != nil {
+		return nil, nil, err
+	}
+	raw = bytes.TrimSpace(raw)
+	cp, err := receipt.VerifyCheckpoint(raw, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return raw, cp, nil
+}
+
+// checkConsistent proves that the larger of two verified checkpoints
+// extends the smaller, with the server's consistency proof (equal sizes
+// must have equal roots). Either way round: a log that shrank fails.
+func checkConsistent(ctx context.Context, r *remote, a, b *receipt.Checkpoint) error {
+	if a.TreeSize > b.TreeSize {
+		a, b = b, a
+	}
+	rootA, err := a.Root()
+	if err != nil {
+		return err
+	}
+	rootB, err := b.Root()
+	if err != nil {
+		return err
+	}
+	if a.TreeSize == b.TreeSize {
+		if rootA != rootB {
+			return fmt.Errorf("two checkpoints of tree_size %d with different roots (%s, %s): not one log", a.TreeSize, a.RootHash, b.RootHash)
+		}
+		return nil
+	}
+	var p receipt.ConsistencyProof
+	if _, err := r.do(ctx, "GET", fmt.Sprintf("/v1/checkpoints/consistency?from=%d&to=%d", a.TreeSize, b.TreeSize), nil, &p); err != nil {
+		return fmt.Errorf("consistency proof %d→%d: %w", a.TreeSize, b.TreeSize, err)
+	}
+	if p.From != a.TreeSize || p.To != b.TreeSize {
+		return fmt.Errorf("the server answered a consistency proof %d→%d for %d→%d", p.From, p.To, a.TreeSize, b.TreeSize)
+	}
+	if err := p.Verify(rootA, rootB); err != nil {
+		return fmt.Errorf("consistency proof %d→%d: %w", a.TreeSize, b.TreeSize, err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data beside path and renames it into place.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	return err
+}
