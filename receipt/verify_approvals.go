@@ -1,0 +1,91 @@
+package receipt
+
+// The verifier's checks of what approved a call (verify_log.go): the
+// deciding token, its evidence, and standing (batch) approvals.
+
+func (v *verifier) approval(f final) {
+	ev := v.approvals[metaStr(f.rc, "approval_request_id")]
+	if ev == nil {
+		v.problem(f.line, f.rc, "no approval evidence for approval_request_id %s (token %s)", metaStr(f.rc, "approval_request_id"), f.tokenID)
+		return
+	}
+	ev.used = true
+	for _, ct := range ev.tokens {
+		if ct.err != nil || ct.tok.ID != f.tokenID {
+			continue
+		}
+		want := "approved"
+		if f.rc.Decision.Verdict == Deny && f.rc.Decision.Guard == "human-approval" {
+			want = "denied"
+		}
+		if f.rc.Decision.Verdict == Allow || want == "denied" {
+			if ct.tok.Decision != want {
+				v.problem(f.line, f.rc, "receipt is %s but the deciding token %s says %q", f.rc.Decision.Verdict, ct.tok.ID, ct.tok.Decision)
+			}
+		}
+		if f.approver != "" && f.approver != ct.tok.Approver {
+			v.problem(f.line, f.rc, "receipt names approver %s but token %s is signed by %s", f.approver, ct.tok.ID, ct.tok.Approver)
+		}
+		if ct.tok.Approver == v.opts.KernelKey.String() && !f.auto {
+			v.problem(f.line, f.rc, "token %s is signed by the kernel key but the receipt is not flagged auto_approved", ct.tok.ID)
+		}
+		return
+	}
+	v.problem(f.line, f.rc, "approval evidence for %s (line %d) holds no valid token %s", ev.id, ev.line, f.tokenID)
+}
+
+// evidence checks every token of one approval request against the chain.
+func (v *verifier) evidence(ev *evidenceItem) {
+	link := v.byApproval[ev.id]
+	autoOK := link != nil && v.autoFinal[link.final]
+	for _, ct := range ev.tokens {
+		if ct.err != nil {
+			v.problem(ev.line, nil, "approval %s: %v", ev.id, ct.err)
+			continue
+		}
+		v.rep.Tokens++
+		t := ct.tok
+		if t.RequestID != ev.id {
+			v.problem(ev.line, nil, "approval %s: token %s is for approval request %s", ev.id, t.ID, t.RequestID)
+		}
+		if !ev.trusted[t.Approver] && !(autoOK && t.Approver == v.opts.KernelKey.String()) {
+			v.problem(ev.line, nil, "approval %s: approver %s of token %s is not in trusted_approvers", ev.id, t.Approver, t.ID)
+		}
+		if link == nil {
+			v.problem(ev.line, nil, "approval %s: no incomplete receipt in the log for this request", ev.id)
+			continue
+		}
+		if t.GovernedIntentHash != link.params {
+			v.problem(ev.line, nil, "approval %s: token %s binds governed_intent_hash %s, but incomplete receipt %s has parameter_hash %s", ev.id, t.ID, t.GovernedIntentHash, link.id, link.params)
+		}
+		if t.Subject != link.subject {
+			v.problem(ev.line, nil, "approval %s: token %s is for subject %s, the call's subject is %s", ev.id, t.ID, t.Subject, link.subject)
+		}
+	}
+}
+
+func (v *verifier) batch(f final) {
+	ev := v.batches[f.batchID]
+	if ev == nil {
+		v.problem(f.line, f.rc, "no batch evidence for batch_approval_id %s", f.batchID)
+		return
+	}
+	ct := ev.tokens[0]
+	if ct.err != nil {
+		if !ev.used {
+			v.problem(ev.line, nil, "batch %s: %v", ev.id, ct.err)
+		}
+		ev.used = true
+		return
+	}
+	if !ev.used {
+		v.rep.BatchTokens++
+		ev.used = true
+		if ct.tok.ID != ev.id {
+			v.problem(ev.line, nil, "batch evidence %s holds token %s", ev.id, ct.tok.ID)
+		}
+	}
+	if f.approver != ct.tok.Approver {
+		v.problem(f.line, f.rc, "receipt names approver %s but batch token %s is signed by %s", f.approver, ct.tok.ID, ct.tok.Approver)
+	}
+}

@@ -1,0 +1,172 @@
+package receipt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/signed"
+)
+
+// The per-line checks of VerifyExport (verify_log.go), run in parallel:
+// each line's signature, shape and embedded tokens, on its own.
+
+type kind int
+
+const (
+	kindBad kind = iota
+	kindHeader
+	kindReceipt
+	kindCheckpoint
+	kindApproval
+	kindBatch
+)
+
+// item is one line, checked in parallel, then folded in order.
+type item struct {
+	line int
+	raw  []byte
+	kind kind
+	err  error // the line's own check failed
+
+	rc     *Receipt // parsed (verified unless err)
+	leaf   [32]byte
+	cp     *Checkpoint
+	header *ExportHeader
+	ev     *evidenceItem
+}
+
+// tokenView is what the auditor reads from approval and batch tokens.
+type tokenView struct {
+	Schema             string `json:"schema"`
+	ID                 string `json:"id"`
+	Approver           string `json:"approver"`
+	Subject            string `json:"subject"`
+	GovernedIntentHash string `json:"governed_intent_hash"`
+	RequestID          string `json:"request_id"`
+	Decision           string `json:"decision"`
+}
+
+type checkedToken struct {
+	tok  tokenView
+	vote string // approver the evidence lists
+	err  error  // malformed or signature
+}
+
+type evidenceItem struct {
+	line    int
+	id      string
+	trusted map[string]bool
+	tokens  []checkedToken
+	used    bool
+}
+
+// checkLine classifies a line and checks what needs no context: signatures.
+func checkLine(it *item, key keys.PublicKey) {
+	// Stored receipts are canonical, so they begin with their first member
+	// in sorted order; that skips one decoding pass for nearly every line.
+	// Anything else that starts this way and is not a valid receipt is
+	// reported as a malformed receipt, which it is.
+	if bytes.HasPrefix(it.raw, []byte(`{"action":`)) {
+		checkReceipt(it, key)
+		return
+	}
+	var env struct {
+		Schema string `json:"schema"`
+		Type   string `json:"type"`
+		Format string `json:"format"`
+	}
+	if err := jsonv2.Unmarshal(it.raw, &env); err != nil {
+		it.err = fmt.Errorf("not a JSON object: %v", err)
+		return
+	}
+	switch {
+	case env.Format != "":
+		it.kind = kindHeader
+		var h ExportHeader
+		if err := canon.Unmarshal(it.raw, &h); err != nil {
+			it.err = fmt.Errorf("malformed export header: %v", err)
+			return
+		}
+		it.header = &h
+	case env.Schema == Schema:
+		checkReceipt(it, key)
+	case env.Schema == CheckpointSchema:
+		it.kind = kindCheckpoint
+		it.cp, it.err = VerifyCheckpoint(it.raw, key)
+		if it.err != nil {
+			var c Checkpoint
+			if jsonv2.Unmarshal(it.raw, &c) == nil {
+				it.cp = &c
+			}
+		}
+	case env.Type == EvidenceApproval:
+		it.kind = kindApproval
+		var ev ApprovalEvidence
+		if err := canon.Unmarshal(it.raw, &ev); err != nil {
+			it.err = fmt.Errorf("malformed approval evidence: %v", err)
+			return
+		}
+		it.ev = &evidenceItem{line: it.line, id: ev.ApprovalRequestID, trusted: map[string]bool{}}
+		for _, k := range ev.TrustedApprovers {
+			it.ev.trusted[k] = true
+		}
+		for _, vote := range ev.Votes {
+			it.ev.tokens = append(it.ev.tokens, checkToken(vote.Token, approvalTokenSchema, vote.Approver))
+		}
+	case env.Type == EvidenceBatch:
+		it.kind = kindBatch
+		var ev BatchEvidence
+		if err := canon.Unmarshal(it.raw, &ev); err != nil {
+			it.err = fmt.Errorf("malformed batch evidence: %v", err)
+			return
+		}
+		it.ev = &evidenceItem{line: it.line, id: ev.BatchApprovalID,
+			tokens: []checkedToken{checkToken(ev.Token, batchTokenSchema, "")}}
+	default:
+		it.err = errors.New("unknown record (neither receipt, checkpoint, evidence nor header)")
+	}
+}
+
+func checkReceipt(it *item, key keys.PublicKey) {
+	it.kind = kindReceipt
+	it.leaf = LeafHash(it.raw)
+	it.rc, it.err = VerifyStored(it.raw, key)
+	if it.err != nil {
+		it.rc, _ = Decode(it.raw) // for seq and id in the report, if it decodes at all
+	}
+}
+
+// checkToken parses a token strictly and checks its signature by the key
+// it names as approver; whether that approver is trusted is checked later.
+func checkToken(raw []byte, schema, listed string) checkedToken {
+	var ct checkedToken
+	ct.vote = listed
+	if err := canon.Check(raw); err != nil {
+		ct.err = fmt.Errorf("malformed token: %v", err)
+		return ct
+	}
+	if err := jsonv2.Unmarshal(raw, &ct.tok); err != nil || ct.tok.Schema != schema || ct.tok.ID == "" {
+		ct.err = fmt.Errorf("malformed token (want schema %s)", schema)
+		return ct
+	}
+	if listed != "" && listed != ct.tok.Approver {
+		ct.err = fmt.Errorf("evidence lists approver %s but token %s names %s", listed, ct.tok.ID, ct.tok.Approver)
+		return ct
+	}
+	pub, err := keys.ParsePublicKey(ct.tok.Approver)
+	if err != nil {
+		ct.err = fmt.Errorf("token %s: approver key: %v", ct.tok.ID, err)
+		return ct
+	}
+	if err := signed.Verify(raw, schema, pub); err != nil {
+		ct.err = fmt.Errorf("token %s: signature by approver %s does not verify (%v)", ct.tok.ID, ct.tok.Approver, err)
+	}
+	return ct
+}
+
+// chainLink is an incomplete receipt and what followed it.
