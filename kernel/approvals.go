@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -285,6 +286,34 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	return k.recordVote(ctx, req.ApprovalID, vote, tok, now)
 }
 
+// sameAnswers refuses an approving answer to a question request that
+// differs from an earlier approver's: a quorum of N means N people gave
+// the same answers, not N answers of which the last is returned.
+func sameAnswers(votes []approval.Vote, tok *approval.Token) error {
+	if tok == nil {
+		return fmt.Errorf("%w: an answer needs its token", approval.ErrMalformedToken)
+	}
+	mine, err := canon.Canonicalize(tok.Answers)
+	if err != nil {
+		return fmt.Errorf("%w: answers: %v", approval.ErrMalformedToken, err)
+	}
+	for _, v := range votes {
+		if v.Decision != approval.DecisionApproved {
+			continue
+		}
+		var earlier approval.Token
+		if err := canon.Unmarshal(v.Token, &earlier); err != nil {
+			return fmt.Errorf("%w: stored vote of %s unreadable", ErrConflict, v.Approver)
+		}
+		theirs, err := canon.Canonicalize(earlier.Answers)
+		if err != nil || !bytes.Equal(mine, theirs) {
+			return fmt.Errorf("%w: these answers differ from those %s gave; a quorum must give the same answers",
+				approval.ErrMalformedToken, nameOr(v.DisplayName, v.Approver))
+		}
+	}
+	return nil
+}
+
 func (k *Kernel) displayName(req *approval.Request, key string) string {
 	if g, ok := k.Policy().Grant(req.PolicyID); ok && g.Approval != nil {
 		for _, ap := range g.Approval.Approvers {
@@ -319,6 +348,11 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		}
 		if req.HasVoted(vote.Approver) {
 			return approval.ErrDuplicateVote
+		}
+		if req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved {
+			if err := sameAnswers(req.Votes, tok); err != nil {
+				return err
+			}
 		}
 		req.Votes = append(req.Votes, vote)
 		// Votes count only while their keys are trusted by the policy in

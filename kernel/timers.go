@@ -131,11 +131,21 @@ func (k *Kernel) expire(ctx context.Context, req *approval.Request, now time.Tim
 		}
 		action = g.Approval.Escalation.TerminalAction
 	}
-	if action == "auto_approve_advisory" {
-		return k.autoApprove(ctx, req, now)
+	if action == "auto_approve_advisory" && req.Kind == approval.KindToolCall {
+		err := k.autoApprove(ctx, req, now)
+		if !errors.Is(err, errHumanDenied) {
+			return err
+		}
 	}
+	// A confirm or ask exists to hear a person: unanswered, it is declined,
+	// never "confirmed" or answered by the kernel. And a call a human has
+	// denied is not run for want of a second denial.
 	return k.timeoutDeny(ctx, id, req.Tier, now)
 }
+
+// errHumanDenied: a human's denial is on record, so the advisory
+// auto-approval does not apply (the deadline denies instead).
+var errHumanDenied = errors.New("a human denied this request")
 
 func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Time) error {
 	var next *approval.Request
@@ -200,7 +210,9 @@ func (k *Kernel) autoApprove(ctx context.Context, req *approval.Request, now tim
 }
 
 // forceQuorum lowers a request's quorum to 1 so the advisory auto-approval
-// resolves it (policy chose auto_approve_advisory for exactly this case).
+// resolves it (policy chose auto_approve_advisory for exactly this case),
+// unless a human has denied it (errHumanDenied): the advisory approval is
+// for calls nobody decided, never one a person refused.
 func (k *Kernel) forceQuorum(ctx context.Context, id string, tier int, now time.Time) error {
 	return k.store.Update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(id)
@@ -209,6 +221,11 @@ func (k *Kernel) forceQuorum(ctx context.Context, id string, tier int, now time.
 		}
 		if err := due(req, tier, now); err != nil {
 			return err
+		}
+		for _, v := range req.Votes {
+			if v.Decision == approval.DecisionDenied {
+				return errHumanDenied
+			}
 		}
 		req.Quorum = 1
 		return tx.PutApproval(req)
