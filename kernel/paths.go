@@ -258,16 +258,27 @@ func fileURLPath(s string) ([]string, bool) {
 	if !hasPrefixFold(s, "file:") {
 		return nil, false
 	}
+	// As a naive tool reads it, too: the scheme cut off, any query and
+	// fragment kept ("file:///tmp/x?/../../etc/passwd" is /etc/passwd
+	// once cleaned, though the URL's path is /tmp/x).
+	raw := s[len("file:"):]
+	naive := []string{raw}
+	if rest, ok := strings.CutPrefix(raw, "//"); ok {
+		if hasPrefixFold(rest, "localhost") {
+			rest = rest[len("localhost"):]
+		}
+		naive = append(naive, rest)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		// Unparseable: judge what follows the scheme as a path.
-		return []string{strings.TrimLeft(s[len("file:"):], "/")}, true
+		return append(naive, strings.TrimLeft(raw, "/")), true
 	}
 	p := u.Path
 	if p == "" {
 		p = u.Opaque
 	}
-	out := []string{p}
+	out := append(naive, p)
 	if h := u.Host; h != "" && !strings.EqualFold(h, "localhost") {
 		out = append(out, "//"+h+"/"+strings.TrimLeft(p, "/"))
 	}

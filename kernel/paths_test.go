@@ -221,3 +221,24 @@ func simpleReadings(s string) []string {
 	}
 	return out
 }
+
+// A file: URL whose "?" or "#" hides ".." segments: the URL's path is
+// /tmp/x, but a tool that strips the "file://" prefix reads
+// "/tmp/x?/../../etc/passwd", which cleans to /etc/passwd. Every such
+// reading is judged.
+func TestFileURLQueryCannotHideDotDot(t *testing.T) {
+	for _, arg := range []string{
+		"file:///tmp/x?/../../etc/passwd",
+		"file:///tmp/x#/../../etc/passwd",
+		"file:/tmp/x?/../../etc/shadow",
+		"file://localhost/tmp/x?/../../etc/passwd",
+	} {
+		if d := testPipeline().Evaluate(pathCall(etc, arg), true); d.Verdict != Deny {
+			t.Errorf("%q under forbidden_paths = [\"/etc/**\"]: %v", arg, d.Verdict)
+		}
+	}
+	// An ordinary file: URL outside the forbidden tree is still allowed.
+	if d := testPipeline().Evaluate(pathCall(etc, "file:///tmp/report.txt?download=1"), true); d.Verdict != Allow {
+		t.Errorf("file:///tmp/report.txt?download=1: %v %s", d.Verdict, d.Reason)
+	}
+}

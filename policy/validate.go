@@ -380,6 +380,11 @@ func (v *validator) constraints(base []string, g *Grant) {
 	}
 	v.pathPatterns(base, "forbidden_paths", c.ForbiddenPaths, MaxForbiddenPaths)
 	v.pathPatterns(base, "allowed_paths", c.AllowedPaths, MaxAllowedPaths)
+	if c.AllowedPaths != nil && len(c.AllowedPaths) == 0 {
+		// Read literally, an empty allow-list allows no path; but an absent
+		// one applies no check, and the two must not be confused.
+		v.at(base, k("allowed_paths"), "allowed_paths = [] would allow no path at all: list the allowed patterns, or remove the key to apply no allow-list")
+	}
 	if c.ForbiddenPathsCaseInsensitive && len(c.ForbiddenPaths) == 0 {
 		v.at(base, k("forbidden_paths_case_insensitive"), "forbidden_paths_case_insensitive = true, but there are no forbidden_paths to apply it to")
 	}

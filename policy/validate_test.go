@@ -132,6 +132,8 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"max_calls negative", grantHead + "[grants.constraints]\nmax_calls_per_minute = -1  # <-\n", "max_calls_per_minute must be 0 or more"},
 	{"forbidden path bad", grantHead + "[grants.constraints]\nforbidden_paths = [\n  \"/etc/**\",\n  \"/var/[\",  # <-\n]\n", `forbidden_paths entry "/var/[" is not a valid pattern`},
 	{"forbidden path empty", grantHead + "[grants.constraints]\nforbidden_paths = [\"\"]  # <-\n", "must not be empty"},
+	// An empty allow-list used to load and then apply no check at all.
+	{"allowed paths empty list", grantHead + "[grants.constraints]\nallowed_paths = []  # <-\n", "allowed_paths = [] would allow no path at all"},
 	{"on_trigger unknown guard", grantHead + "[grants.constraints.on_trigger]\nrate_limit = \"deny\"  # <-\n", `on_trigger names unknown guard "rate_limit"`},
 	{"on_trigger approval guard", grantHead + "[grants.constraints.on_trigger]\nrequire_approval_always = \"deny\"  # <-\n", "already asks for approval"},
 	{"on_trigger bad action", grantHead + "[grants.constraints.on_trigger]\nforbidden_paths = \"allow\"  # <-\n", `on_trigger.forbidden_paths = "allow": use "deny" or "require_approval"`},

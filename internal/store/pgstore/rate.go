@@ -13,7 +13,9 @@ import (
 // for each. Calls are counted per second; the window is the 60 seconds
 // ending at now. The count is not worth an fsync (a crash forgets at most
 // the last moment of it, as a restart forgets the in-memory window), so
-// its transaction commits asynchronously.
+// its transaction commits asynchronously. Seconds after now count too: a
+// replica whose clock lags must still see the calls of one whose clock
+// runs ahead, or together they would pass up to twice the limit.
 func (s *Store) HitRate(key string, now time.Time) (int, error) {
 	ctx, cancel := context.WithTimeout(s.bg, ReadTimeout)
 	defer cancel()
@@ -24,7 +26,7 @@ func (s *Store) HitRate(key string, now time.Time) (int, error) {
 	b.Queue(`WITH hit AS (
 			INSERT INTO chio_rate (key, sec, n) VALUES ($1, $2, 1)
 			ON CONFLICT (key, sec) DO UPDATE SET n = chio_rate.n + 1 RETURNING n)
-		SELECT (SELECT n FROM hit) + coalesce((SELECT sum(n) FROM chio_rate WHERE key = $1 AND sec > $2 - 60 AND sec < $2), 0)`,
+		SELECT (SELECT n FROM hit) + coalesce((SELECT sum(n) FROM chio_rate WHERE key = $1 AND sec > $2 - 60 AND sec <> $2), 0)`,
 		[]byte(key), sec)
 	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, b)
