@@ -49,7 +49,11 @@ type RespondResult struct {
 // timer is armed, then channels are notified, then the caller answers 202.
 func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, d Decision, now time.Time) (*Outcome, error) {
 	tool, _ := p.Tool(rec.Server, rec.Tool)
-	if !tool.IsHITL() { // a standing approval cannot answer a question
+	// A standing approval cannot answer a question, nor a guard's deny that
+	// the grant routes to a human (on_trigger): a batch pre-approves a class
+	// of calls, while a routed deny asks about this one call (a write under
+	// /etc/**, a call over the rate limit).
+	if !tool.IsHITL() && !routedDeny(g, d.TriggeredBy) {
 		if out, ok, err := k.tryBatch(ctx, rec, p, g, now); ok || err != nil {
 			return out, err
 		}
@@ -61,8 +65,11 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	req.ReceiptID = r.ID
 	rec.ReceiptID = r.ID
 	err := k.store.Update(ctx, func(tx Tx) error {
-		if _, err := tx.Call(rec.RequestID); err == nil {
+		switch _, err := tx.Call(rec.RequestID); {
+		case err == nil:
 			return ErrRequestUsed
+		case !errors.Is(err, ErrNotFound):
+			return err
 		}
 		if err := tx.PutApproval(req); err != nil {
 			return err
@@ -284,6 +291,17 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
 		Decision: tok.Decision, Note: tok.Note, Channel: channel, Custodial: o.Custodial, At: now.Unix(), Token: json.RawMessage(tokenRaw)}
 	return k.recordVote(ctx, req.ApprovalID, vote, tok, now)
+}
+
+// routedDeny reports whether any of the triggers is a guard's deny that
+// grant g routes to a human (on_trigger = "require_approval").
+func routedDeny(g *policy.Grant, triggers []string) bool {
+	for _, t := range triggers {
+		if g != nil && g.Constraints.OnTrigger[t] == "require_approval" {
+			return true
+		}
+	}
+	return false
 }
 
 // sameAnswers refuses an approving answer to a question request that

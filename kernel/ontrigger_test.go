@@ -102,3 +102,29 @@ func TestRoutedGuardNotAskedAboutStillDenies(t *testing.T) {
 		t.Fatalf("an amendment into a routed forbidden path nobody was asked about: %+v, dispatched %d", r.Decision, f.disp.count(out.RequestID))
 	}
 }
+
+// A standing (batch) approval covers what the grant asks a human about in
+// general, never a deny the grant routes to a human for one call: a batch
+// for delete_file used to approve deleting /etc/hosts too.
+func TestStandingApprovalNeverCoversARoutedDeny(t *testing.T) {
+	f := routedPaths(t, "require_approval_always = true")
+	ctx := context.Background()
+	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
+		ServerPattern: "demo", ToolPattern: "delete_file",
+		NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
+	raw, err := bt.Sign(financeLead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.CreateBatch(ctx, raw); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.k.Submit(ctx, f.call(t, "delete_file", `{"path":"/tmp/old.log"}`, ""))
+	if err != nil || out.Status != kernel.StatusAllowed {
+		t.Fatalf("a call the batch covers: %+v %v", out, err)
+	}
+	out, err = f.k.Submit(ctx, f.call(t, "delete_file", `{"path":"/etc/hosts"}`, ""))
+	if err != nil || out.Status != kernel.StatusPendingApproval || f.disp.count(out.RequestID) != 0 {
+		t.Fatalf("a routed forbidden_paths call under a batch: %+v %v (dispatched %d)", out, err, f.disp.count(out.RequestID))
+	}
+}
