@@ -107,8 +107,11 @@ func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, 
 	}
 	b := &approval.Batch{Token: tok, Raw: raw, CreatedAt: now.UnixMilli()}
 	err = k.store.Update(ctx, func(tx Tx) error {
-		if _, err := tx.Batch(tok.ID); err == nil {
+		switch _, err := tx.Batch(tok.ID); {
+		case err == nil:
 			return fmt.Errorf("%w: batch %s exists", ErrConflict, tok.ID)
+		case !errors.Is(err, ErrNotFound):
+			return err // never overwrite what could not be read
 		}
 		return tx.PutBatch(b)
 	})
