@@ -190,8 +190,9 @@ func validRequestID(id string) bool {
 
 // parseIntent strictly decodes a governed intent (nil when absent). The
 // strings in it are shown to approvers (and every live view replays them),
-// so each has a cap; the parameter hash covers them, so an over-long value
-// is refused, never truncated.
+// so each has a cap and holds no control or format characters; the
+// parameter hash covers them, so an over-long or unprintable value is
+// refused, never truncated or cleaned.
 func parseIntent(raw json.RawMessage) (*GovernedIntent, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -213,6 +214,26 @@ func parseIntent(raw json.RawMessage) (*GovernedIntent, error) {
 	}
 	if gi.MaxAmount != nil && (gi.MaxAmount.Units < 0 || gi.MaxAmount.Currency == "") {
 		return nil, fmt.Errorf("%w: governed_intent.max_amount needs units ≥ 0 and a currency", ErrBadCall)
+	}
+	// Approvers read these strings as text (the purpose and currency are in
+	// the one-line summary): no control or format characters in them, nor
+	// in the context's strings (shown_text.go).
+	shown := []struct{ field, s string }{
+		{"governed_intent.purpose", gi.Purpose},
+		{"governed_intent.action_category", gi.ActionCategory},
+	}
+	if gi.MaxAmount != nil {
+		shown = append(shown, struct{ field, s string }{"governed_intent.max_amount.currency", gi.MaxAmount.Currency})
+	}
+	for _, f := range shown {
+		if err := checkShownText(f.field, f.s); err != nil {
+			return nil, err
+		}
+	}
+	if len(gi.Context) > 0 {
+		if err := checkShownJSON("governed_intent.context", gi.Context); err != nil {
+			return nil, err
+		}
 	}
 	return &gi, nil
 }

@@ -9,17 +9,38 @@ import (
 )
 
 // checkHITLArgs validates confirm / ask arguments before anything is
-// stored: a human will read them.
+// stored: a human will read them. The prompt (the request's one-line
+// summary), the questions and their options are shown as text, so they
+// hold no control or format characters (shown_text.go); a confirm's
+// details are data, shown escaped like tool arguments.
 func checkHITLArgs(tool string, args json.RawMessage) error {
-	var err error
+	var shown []struct{ field, s string }
+	add := func(field, s string) { shown = append(shown, struct{ field, s string }{field, s}) }
 	switch tool {
 	case policy.ToolConfirm:
-		_, err = approval.ParseConfirm(args)
+		a, err := approval.ParseConfirm(args)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrBadCall, err)
+		}
+		add("arguments.prompt", a.Prompt)
 	case policy.ToolAsk:
-		_, err = approval.ParseAsk(args)
+		a, err := approval.ParseAsk(args)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrBadCall, err)
+		}
+		add("arguments.prompt", a.Prompt)
+		for i, q := range a.Questions {
+			add(fmt.Sprintf("arguments.questions[%d].id", i), q.ID)
+			add(fmt.Sprintf("arguments.questions[%d].text", i), q.Text)
+			for j, o := range q.Options {
+				add(fmt.Sprintf("arguments.questions[%d].options[%d]", i, j), o)
+			}
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadCall, err)
+	for _, f := range shown {
+		if err := checkShownText(f.field, f.s); err != nil {
+			return err
+		}
 	}
 	return nil
 }

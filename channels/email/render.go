@@ -87,15 +87,28 @@ func fmtLeft(d time.Duration) string {
 	}
 }
 
-// clean strips control characters (agent-supplied text ends up in headers
-// and plain text) and bounds the length.
+// clean makes agent-supplied text safe for headers, plain text and HTML,
+// and bounds its length. Control characters become spaces. Unicode format
+// characters (category Cf: bidi overrides and isolates, which reorder what
+// a mail client draws, zero-width characters, which hide) and line and
+// paragraph separators are written as visible escapes ("\u202E"), so the
+// approver sees that they are there. (chiod refuses them in the text it
+// shows; requests stored earlier, and arguments, may hold them.)
 func clean(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r):
+			b.WriteByte(' ')
+		case unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08X`, r)
+		case unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp):
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, s)
+	}
+	s = b.String()
 	if len(s) > n {
 		// Cut at a rune boundary: never split a UTF-8 sequence.
 		for n > 0 && !utf8.RuneStart(s[n]) {

@@ -53,3 +53,28 @@ func TestCleanKeepsUTF8Valid(t *testing.T) {
 		t.Fatalf("subject is invalid UTF-8: %q", s)
 	}
 }
+
+// clean writes format characters (bidi overrides, zero-width characters,
+// line separators) as visible escapes, so a mail client cannot be made to
+// reorder or hide what the approver reads; controls become spaces.
+func TestCleanEscapesFormatCharacters(t *testing.T) {
+	cases := map[string]string{
+		"IBAN \u202eDE89 3704":       `IBAN \u202EDE89 3704`,
+		"pay\u200bpal \u2066x\u2069": `pay\u200Bpal \u2066x\u2069`,
+		"a\u2028b \ufeffc\u00adD":    `a\u2028b \uFEFFc\u00ADD`,
+		"tag\U000E0001":              `tag\U000E0001`,
+		"450\r\x1b[2K 000":           "450  [2K 000",
+		"Rückerstattung 退款 €":        "Rückerstattung 退款 €",
+	}
+	for in, want := range cases {
+		if got := clean(in, 500); got != want {
+			t.Errorf("clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+	now := time.Unix(1_800_000_000, 0)
+	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindToolCall, Summary: "refund \u202eDE89", ExpiresAt: now.Add(time.Hour).Unix(),
+		GovernedIntent: json.RawMessage(`{"purpose":"to \u202eDE89"}`)}
+	if v := newView(req, now); strings.ContainsRune(v.Summary+v.Purpose+subject(v), '\u202e') {
+		t.Fatalf("a raw U+202E reaches the email: %+v", v)
+	}
+}

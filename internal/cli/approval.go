@@ -101,7 +101,7 @@ func runApprovalList(e *Env, args []string) int {
 		return ExitOK
 	case "jsonl":
 		for _, raw := range list.Approvals {
-			fmt.Fprintln(e.Stdout, string(raw))
+			fmt.Fprintln(e.Stdout, shownJSON(raw))
 		}
 		return ExitOK
 	}
@@ -114,8 +114,9 @@ func runApprovalList(e *Env, args []string) int {
 			return fail(e, fmt.Errorf("bad response from chiod: %w", err))
 		}
 		approved, _ := a.Counts()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\n", a.ApprovalID, ago(now, a.CreatedAt), until(now, a.ExpiresAt),
-			a.ToolServer, a.ToolName, clip(a.Summary, 60), approved, a.Quorum, a.Tier+1)
+		// Agent-written text is escaped (approval_text.go), then clipped.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\n", shown(a.ApprovalID), ago(now, a.CreatedAt), until(now, a.ExpiresAt),
+			shown(a.ToolServer), shown(a.ToolName), clip(shown(a.Summary), 60), approved, a.Quorum, a.Tier+1)
 	}
 	tw.Flush()
 	fmt.Fprintf(e.Stderr, "%d pending\n", len(list.Approvals))
@@ -173,7 +174,9 @@ func runApprovalShow(e *Env, args []string) int {
 	a := &v.Request
 	approved, denied := a.Counts()
 	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
-	row := func(k, val string) { fmt.Fprintf(tw, "%s\t%s\n", k, val) }
+	// Every value is escaped (approval_text.go): most of it comes from the
+	// agent, the tool or the request's store.
+	row := func(k, val string) { fmt.Fprintf(tw, "%s\t%s\n", k, shown(val)) }
 	row("ID", a.ApprovalID)
 	row("STATUS", v.Status)
 	row("SUMMARY", a.Summary)
@@ -188,12 +191,16 @@ func runApprovalShow(e *Env, args []string) int {
 	row("DEADLINE", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339)+" ("+until(time.Now(), a.ExpiresAt)+")")
 	row("QUORUM", fmt.Sprintf("%d/%d approved, %d denied (tier %d)", approved, a.Quorum, denied, a.Tier+1))
 	row("WHY", triggerText(a)+" ("+strings.Join(a.TriggeredBy, ", ")+")")
-	row("APPROVERS", strings.Join(v.approverNames(), "\n\t"))
+	names := v.approverNames()
+	for i, n := range names {
+		names[i] = shown(n)
+	}
+	fmt.Fprintf(tw, "APPROVERS\t%s\n", strings.Join(names, "\n\t"))
 	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
-		row("INTENT", string(a.GovernedIntent))
+		fmt.Fprintf(tw, "INTENT\t%s\n", shownJSON(a.GovernedIntent))
 	}
 	if len(a.Arguments) > 0 {
-		row("ARGUMENTS", string(a.Arguments))
+		fmt.Fprintf(tw, "ARGUMENTS\t%s\n", shownJSON(a.Arguments))
 	}
 	row("PARAMETER HASH", a.ParameterHash)
 	for _, vote := range a.Votes {
@@ -298,7 +305,7 @@ func runDecision(e *Env, args []string, decision string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	fmt.Fprintf(e.Stderr, "signing %s of %s as %s: %s\n", decision, id, key.Public(), v.Request.Summary)
+	fmt.Fprintf(e.Stderr, "signing %s of %s as %s: %s\n", decision, id, key.Public(), shown(v.Request.Summary))
 	// The body is assembled around the signed bytes so that they reach the
 	// kernel exactly as signed (encoding them again could escape characters).
 	var body bytes.Buffer
@@ -318,7 +325,7 @@ func runDecision(e *Env, args []string, decision string) int {
 	if r.output != "table" {
 		printJSON(e.Stdout, res, r.output == "jsonl")
 	} else {
-		fmt.Fprintln(e.Stdout, line)
+		fmt.Fprintln(e.Stdout, shown(line)) // may quote the tool's error
 	}
 	return code
 }

@@ -321,11 +321,11 @@ func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
 			hint := ""
 			switch q.Type {
 			case approval.QuestionSingle:
-				hint = " [one of: " + strings.Join(q.Options, ", ") + "]"
+				hint = " [one of: " + shownList(q.Options) + "]"
 			case approval.QuestionMulti:
-				hint = " [comma-separated, of: " + strings.Join(q.Options, ", ") + "]"
+				hint = " [comma-separated, of: " + shownList(q.Options) + "]"
 			}
-			a, ok := w.ask(q.Text + hint + ": ")
+			a, ok := w.ask(shown(q.Text) + hint + ": ")
 			if !ok {
 				return nil, false
 			}
@@ -388,16 +388,17 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 		return
 	}
 	line, _ := respondResult(id, &res)
-	fmt.Fprintln(w.e.Stdout, line)
+	fmt.Fprintln(w.e.Stdout, shown(line)) // may quote the tool's error
 }
 
-// printRequest shows what an approver needs to decide.
+// printRequest shows what an approver needs to decide. Every string from
+// the request is escaped (approval_text.go): most come from the agent.
 func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 	approved, denied := a.Counts()
-	fmt.Fprintf(out, "── %s ── %s\n", a.ApprovalID, a.Kind)
-	fmt.Fprintf(out, "  %s\n", a.Summary)
-	fmt.Fprintf(out, "  tool:     %s/%s (%s)\n", a.ToolServer, a.ToolName, a.Action)
-	fmt.Fprintf(out, "  agent:    %s\n", a.SubjectID)
+	fmt.Fprintf(out, "── %s ── %s\n", shown(a.ApprovalID), shown(a.Kind))
+	fmt.Fprintf(out, "  %s\n", shown(a.Summary))
+	fmt.Fprintf(out, "  tool:     %s/%s (%s)\n", shown(a.ToolServer), shown(a.ToolName), shown(a.Action))
+	fmt.Fprintf(out, "  agent:    %s\n", shown(a.SubjectID))
 	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
 		var in struct {
 			Purpose   string           `json:"purpose"`
@@ -406,13 +407,13 @@ func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 		}
 		_ = json.Unmarshal(a.GovernedIntent, &in)
 		if in.MaxAmount != nil {
-			fmt.Fprintf(out, "  amount:   %d %s\n", in.MaxAmount.Units, in.MaxAmount.Currency)
+			fmt.Fprintf(out, "  amount:   %d %s\n", in.MaxAmount.Units, shown(in.MaxAmount.Currency))
 		}
 		if in.Purpose != "" {
-			fmt.Fprintf(out, "  intent:   %s\n", in.Purpose)
+			fmt.Fprintf(out, "  intent:   %s\n", shown(in.Purpose))
 		}
 		if in.Category != "" {
-			fmt.Fprintf(out, "  category: %s\n", in.Category)
+			fmt.Fprintf(out, "  category: %s\n", shown(in.Category))
 		}
 	}
 	fmt.Fprintf(out, "  deadline: %s (%s)\n", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339), until(now, a.ExpiresAt))
@@ -422,18 +423,18 @@ func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 	}
 	fmt.Fprintf(out, "  quorum:   %s (tier %d)\n", q, a.Tier+1)
 	if len(a.TriggeredBy) > 0 {
-		fmt.Fprintf(out, "  why:      %s\n", triggerText(a))
+		fmt.Fprintf(out, "  why:      %s\n", shown(triggerText(a)))
 	}
 	if len(a.Arguments) > 0 {
-		fmt.Fprintf(out, "  arguments: %s\n", a.Arguments)
+		fmt.Fprintf(out, "  arguments: %s\n", shownJSON(a.Arguments))
 	}
 	if a.Kind == approval.KindQuestion {
 		var qs []approval.Question
 		_ = json.Unmarshal(a.Questions, &qs)
 		for i, qq := range qs {
-			fmt.Fprintf(out, "  question %d: %s", i+1, qq.Text)
+			fmt.Fprintf(out, "  question %d: %s", i+1, shown(qq.Text))
 			if len(qq.Options) > 0 {
-				fmt.Fprintf(out, " [%s]", strings.Join(qq.Options, ", "))
+				fmt.Fprintf(out, " [%s]", shownList(qq.Options))
 			}
 			fmt.Fprintln(out)
 		}

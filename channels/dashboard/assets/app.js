@@ -176,18 +176,22 @@ const state = {
 const $ = (id) => document.getElementById(id);
 const now = () => Date.now() / 1000 + state.offset;
 
+// el builds an element. Text it draws (text, string children, title and
+// aria-label) goes through visible (visible.js): much of it comes from the
+// agent. Values (value, data-*) are kept as they are: they are what is signed.
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
+    else if (k === 'text') e.textContent = visible(v);
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'title' || k === 'aria-label') e.setAttribute(k, visible(v));
     else e.setAttribute(k, v === true ? '' : v);
   }
   for (const c of children.flat()) {
     if (c === null || c === undefined || c === false) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    e.append(c instanceof Node ? c : document.createTextNode(visible(c)));
   }
   return e;
 }
@@ -348,8 +352,17 @@ function questionForm(req) {
         field.append(el('label', { class: 'choice' }, el('input', { type, name, value: opt }), el('span', { text: opt })));
       }
       if (q.allow_other) {
-        field.append(el('label', { class: 'choice other' }, el('span', { text: 'Other:' }),
-          el('input', { type: 'text', class: 'answer-other', 'aria-label': 'Other answer' })));
+        const other = el('input', { type: 'text', class: 'answer-other', 'aria-label': 'Other answer' });
+        field.append(el('label', { class: 'choice other' }, el('span', { text: 'Other:' }), other));
+        if (type === 'radio') {
+          // One answer: typing an Other answer clears the choice, and
+          // picking a choice clears what was typed, so what is signed is
+          // what the form shows.
+          other.addEventListener('input', () => {
+            if (other.value.trim()) field.querySelectorAll('input[type=radio]').forEach((r) => { r.checked = false; });
+          });
+          field.addEventListener('change', (ev) => { if (ev.target.type === 'radio' && ev.target.checked) other.value = ''; });
+        }
       }
     }
     form.append(field);
@@ -370,6 +383,8 @@ function collectAnswers(card) {
     const other = f.querySelector('.answer-other');
     if (other && other.value.trim()) picks.push(other.value.trim());
     if (picks.length === 0) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
+    // A single answer is one pick: never sign one and drop the other.
+    if (type !== 'multi' && picks.length > 1) throw new Error(`give one answer to "${f.querySelector('legend').textContent}": a choice or Other, not both`);
     answers[id] = type === 'multi' ? picks : picks[0];
   }
   return answers;
@@ -409,12 +424,19 @@ function renderCard(req) {
   async function act(decision, mode) {
     err.hidden = true;
     const extra = { note: note.value.trim() };
-    try {
-      if (mode === 'amend') extra.amended_arguments = JSON.parse(card.querySelector('.amend-args').value);
-    } catch (e) {
-      err.textContent = 'The amended arguments are not valid JSON: ' + e.message;
-      err.hidden = false;
-      return;
+    if (mode === 'amend') {
+      // Parsed strictly (strictjson.js): JSON.parse would keep the last of
+      // two "amount" members and round 9007199254740993, and the signature
+      // would cover what it made of the text, not what was typed.
+      try {
+        const v = parseStrictJSON(card.querySelector('.amend-args').value);
+        if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('they must be a JSON object');
+        extra.amended_arguments = v;
+      } catch (e) {
+        err.textContent = 'The amended arguments were not signed: ' + e.message + '.';
+        err.hidden = false;
+        return;
+      }
     }
     if (kind === 'question' && decision === 'approved') {
       try { extra.answers = collectAnswers(card); } catch (e) {
@@ -429,14 +451,14 @@ function renderCard(req) {
       const done = res.outcome === 'approved' || res.outcome === 'denied';
       const { text, failed } = decisionResult(res, kind, mode);
       const box = failed ? err : ok;
-      box.textContent = done ? `${text}. Receipt ${res.receipt_id || '—'}` : text;
+      box.textContent = visible(done ? `${text}. Receipt ${res.receipt_id || '—'}` : text); // may quote the tool's error
       box.hidden = false;
       // An approval whose call did not run stays a while longer: it is news.
       card.classList.add(failed ? 'decided-failed' : 'decided');
       if (done && !state.email) removeCard(req.approval_id);
     } catch (e) {
       delete card.dataset.deciding;
-      err.textContent = e.message;
+      err.textContent = visible(e.message);
       err.hidden = false;
       setBusy(false);
       // Resolved meanwhile (by someone else, or by this very vote): let it go.

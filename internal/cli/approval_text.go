@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Text from a request, made safe to print.
+//
+// A request's summary, intent, questions and arguments come from the agent
+// (and a call's error from the tool). Printed raw, a carriage return or an
+// escape sequence rewrites what the approver's terminal shows ("for 450000
+// USD" repainted as "for 450 USD", a line erased), and a bidi override
+// reorders it. The kernel refuses control and format characters in the
+// text it shows (kernel/shown_text.go), but not in tool arguments, and a
+// request stored before that check may hold them: so everything printed
+// from a request goes through shown or shownJSON, which write each rune a
+// terminal would act on or draw invisibly as a visible escape.
+
+// shown returns s with every rune that is not graphic (strconv.IsGraphic:
+// letters, marks, numbers, punctuation, symbols and spaces — so not
+// control characters, Unicode format characters such as U+202E, nor line
+// separators) written as \uXXXX or \UXXXXXXXX, and each byte of invalid
+// UTF-8 as \xNN. Printable text is unchanged.
+func shown(s string) string {
+	return escapeShown(s, false)
+}
+
+// shownJSON returns JSON text from a request as one line that stays valid
+// JSON with the same value: compacted (so no whitespace, which could be a
+// carriage return, is left outside strings), then every non-graphic rune,
+// all of which are now inside strings, written as a JSON \u escape. Text
+// that is not valid JSON is printed as shown prints text.
+func shownJSON(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return shown(string(raw))
+	}
+	return escapeShown(b.String(), true)
+}
+
+// shownList is a list of options, each shown, joined with ", ".
+func shownList(opts []string) string {
+	out := make([]string, len(opts))
+	for i, o := range opts {
+		out[i] = shown(o)
+	}
+	return strings.Join(out, ", ")
+}
+
+func escapeShown(s string, jsonEscapes bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsGraphic(r):
+			b.WriteString(s[i : i+size])
+		case r > 0xffff && jsonEscapes:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+		case r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += size
+	}
+	return b.String()
+}

@@ -1,0 +1,118 @@
+package kernel_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chiokernel/chio/kernel"
+)
+
+// refusedInShownText is one of each kind of character an approver's view
+// could be rewritten with: a terminal's carriage return, escape, CSI (C1)
+// and backspace, a newline, DEL, the bidi overrides and isolates, LRM, the
+// zero-width characters, the BOM, the line separator and an astral
+// format character (a language tag).
+var refusedInShownText = map[string]string{
+	"CR": "\r", "LF": "\n", "TAB": "\t", "ESC": "\x1b[1A", "BS": "\b", "DEL": "\x7f", "C1 CSI": "\u009b",
+	"RLO": "\u202e", "LRE": "\u202a", "RLI": "\u2067", "PDI": "\u2069", "LRM": "\u200e", "RLM": "\u200f",
+	"ZWSP": "\u200b", "ZWJ": "\u200d", "WJ": "\u2060", "BOM": "\ufeff", "LS": "\u2028", "tag": "\U000E0001",
+}
+
+// TestIntentTextWithControlOrFormatCharsRefused: the intent's purpose,
+// action category, currency and context strings are shown to approvers as
+// text, so a control or Unicode format character in any of them is refused
+// as a malformed call naming the field, and changes nothing.
+func TestIntentTextWithControlOrFormatCharsRefused(t *testing.T) {
+	f := newFixture(t)
+	seq, pending := f.state(t)
+	type intent = map[string]any
+	amount := intent{"units": 450, "currency": "USD"}
+	for name, bad := range refusedInShownText {
+		cases := []struct {
+			field string
+			gi    intent
+		}{
+			{"governed_intent.purpose", intent{"purpose": "refund order 8834" + bad + " for 450 USD", "max_amount": amount}},
+			{"governed_intent.action_category", intent{"purpose": "refund", "action_category": "refund" + bad, "max_amount": amount}},
+			{"governed_intent.max_amount.currency", intent{"purpose": "refund", "max_amount": intent{"units": 450, "currency": "USD" + bad}}},
+			{"governed_intent.context", intent{"purpose": "refund", "max_amount": amount, "context": intent{"ticket": []any{"T-1" + bad}}}},
+			{"governed_intent.context", intent{"purpose": "refund", "max_amount": amount, "context": intent{"ticket" + bad: 1}}},
+		}
+		for _, c := range cases {
+			raw, err := json.Marshal(c.gi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := f.call(t, "issue_refund", `{"amount":450,"currency":"USD"}`, string(raw))
+			out, err := f.k.Submit(context.Background(), call)
+			if !errors.Is(err, kernel.ErrBadCall) || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("%s in %s: got %v %+v, want ErrBadCall naming %s", name, c.field, err, out, c.field)
+			}
+		}
+	}
+	if s, p := f.state(t); s != seq || p != pending {
+		t.Fatalf("refused intents changed the store: receipts %d→%d, pending %d→%d", seq, s, pending, p)
+	}
+	// Printable text in any script, symbols and emoji park as before.
+	for i, purpose := range []string{"Rückerstattung für Bestellung Nº 8834 — 450 €", "退款 8834", "استرداد 8834", "refund 🎉 \\u202e"} {
+		raw, _ := json.Marshal(intent{"purpose": purpose, "max_amount": amount, "context": intent{"note": purpose}})
+		out, err := f.k.Submit(context.Background(), f.call(t, "issue_refund", fmt.Sprintf(`{"amount":450,"currency":"USD","n":%d}`, i), string(raw)))
+		if err != nil || out.Status != kernel.StatusPendingApproval {
+			t.Fatalf("%q: %v %+v", purpose, err, out)
+		}
+	}
+}
+
+// TestArgumentsMayHoldControlAndFormatChars: tool arguments are the tool's
+// business; the kernel does not restrict them (every view escapes them).
+func TestArgumentsMayHoldControlAndFormatChars(t *testing.T) {
+	f := newFixture(t)
+	args, _ := json.Marshal(map[string]any{"amount": 450, "currency": "USD", "iban": "\u202eDE89 3704\r\x1b[2K"})
+	out, err := f.k.Submit(context.Background(), f.call(t, "issue_refund", string(args), intentJSON(t, "refund", "", nil)))
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("%v %+v", err, out)
+	}
+}
+
+// TestConfirmAskTextWithControlOrFormatCharsRefused: a confirm's prompt
+// and an ask's prompt, question ids, texts and options are shown as text;
+// a control or format character in any of them is refused, naming it. A
+// confirm's details are data and, like arguments, are not restricted.
+func TestConfirmAskTextWithControlOrFormatCharsRefused(t *testing.T) {
+	f := hitlFixture(t)
+	seq, pending := f.state(t)
+	q := func(id, text, opt string) string {
+		b, _ := json.Marshal(map[string]any{"prompt": "Which carrier?", "questions": []any{
+			map[string]any{"id": id, "text": text, "type": "single", "options": []string{"UPS", opt}}}})
+		return string(b)
+	}
+	for name, bad := range refusedInShownText {
+		prompt, _ := json.Marshal(map[string]any{"prompt": "Deploy 2.4.0" + bad + " to staging?"})
+		askPrompt, _ := json.Marshal(map[string]any{"prompt": "Pick" + bad, "questions": []any{map[string]any{"id": "a", "text": "A", "type": "text"}}})
+		cases := []struct{ tool, args, field string }{
+			{"confirm", string(prompt), "arguments.prompt"},
+			{"ask", string(askPrompt), "arguments.prompt"},
+			{"ask", q("carrier"+bad, "Carrier", "DHL"), "arguments.questions[0].id"},
+			{"ask", q("carrier", "Carrier"+bad, "DHL"), "arguments.questions[0].text"},
+			{"ask", q("carrier", "Carrier", "DHL"+bad), "arguments.questions[0].options[1]"},
+		}
+		for _, c := range cases {
+			out, err := f.k.Submit(context.Background(), f.call(t, c.tool, c.args, ""))
+			if !errors.Is(err, kernel.ErrBadCall) || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("%s in %s %s: got %v %+v, want ErrBadCall naming %s", name, c.tool, c.field, err, out, c.field)
+			}
+		}
+	}
+	if s, p := f.state(t); s != seq || p != pending {
+		t.Fatalf("refused prompts changed the store: receipts %d→%d, pending %d→%d", seq, s, pending, p)
+	}
+	details, _ := json.Marshal(map[string]any{"prompt": "Deploy?", "details": map[string]any{"note": "line one\nline two \u202e"}})
+	out, err := f.k.Submit(context.Background(), f.call(t, "confirm", string(details), ""))
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("confirm details: %v %+v", err, out)
+	}
+}
