@@ -194,26 +194,9 @@ func validRequestID(id string) bool {
 // parameter hash covers them, so an over-long or unprintable value is
 // refused, never truncated or cleaned.
 func parseIntent(raw json.RawMessage) (*GovernedIntent, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	if len(raw) > MaxIntentBytes {
-		return nil, fmt.Errorf("%w: governed_intent is %d bytes; the limit is %d", ErrBadCall, len(raw), MaxIntentBytes)
-	}
-	var gi GovernedIntent
-	if err := canon.Unmarshal(raw, &gi); err != nil {
-		return nil, fmt.Errorf("%w: governed_intent: %v", ErrBadCall, err)
-	}
-	switch {
-	case len(gi.Purpose) > MaxPurposeLen:
-		return nil, fmt.Errorf("%w: governed_intent.purpose is %d bytes; the limit is %d", ErrBadCall, len(gi.Purpose), MaxPurposeLen)
-	case len(gi.ActionCategory) > MaxActionCategoryLen:
-		return nil, fmt.Errorf("%w: governed_intent.action_category is %d bytes; the limit is %d", ErrBadCall, len(gi.ActionCategory), MaxActionCategoryLen)
-	case len(gi.Context) > MaxIntentContextBytes:
-		return nil, fmt.Errorf("%w: governed_intent.context is %d bytes; the limit is %d", ErrBadCall, len(gi.Context), MaxIntentContextBytes)
-	}
-	if gi.MaxAmount != nil && (gi.MaxAmount.Units < 0 || gi.MaxAmount.Currency == "") {
-		return nil, fmt.Errorf("%w: governed_intent.max_amount needs units ≥ 0 and a currency", ErrBadCall)
+	gi, err := decodeIntent(raw)
+	if err != nil || gi == nil {
+		return gi, err
 	}
 	// Approvers read these strings as text (the purpose and currency are in
 	// the one-line summary): no control or format characters in them, nor
@@ -234,6 +217,35 @@ func parseIntent(raw json.RawMessage) (*GovernedIntent, error) {
 		if err := checkShownJSON("governed_intent.context", gi.Context); err != nil {
 			return nil, err
 		}
+	}
+	return gi, nil
+}
+
+// decodeIntent is parseIntent's shape rules alone: for an intent already
+// stored with a parked call, which met the text rules in force when it was
+// parked (a request parked before they were added must still resume with
+// its intent, not without one).
+func decodeIntent(raw json.RawMessage) (*GovernedIntent, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if len(raw) > MaxIntentBytes {
+		return nil, fmt.Errorf("%w: governed_intent is %d bytes; the limit is %d", ErrBadCall, len(raw), MaxIntentBytes)
+	}
+	var gi GovernedIntent
+	if err := canon.Unmarshal(raw, &gi); err != nil {
+		return nil, fmt.Errorf("%w: governed_intent: %v", ErrBadCall, err)
+	}
+	switch {
+	case len(gi.Purpose) > MaxPurposeLen:
+		return nil, fmt.Errorf("%w: governed_intent.purpose is %d bytes; the limit is %d", ErrBadCall, len(gi.Purpose), MaxPurposeLen)
+	case len(gi.ActionCategory) > MaxActionCategoryLen:
+		return nil, fmt.Errorf("%w: governed_intent.action_category is %d bytes; the limit is %d", ErrBadCall, len(gi.ActionCategory), MaxActionCategoryLen)
+	case len(gi.Context) > MaxIntentContextBytes:
+		return nil, fmt.Errorf("%w: governed_intent.context is %d bytes; the limit is %d", ErrBadCall, len(gi.Context), MaxIntentContextBytes)
+	}
+	if gi.MaxAmount != nil && (gi.MaxAmount.Units < 0 || gi.MaxAmount.Currency == "") {
+		return nil, fmt.Errorf("%w: governed_intent.max_amount needs units ≥ 0 and a currency", ErrBadCall)
 	}
 	return &gi, nil
 }

@@ -55,7 +55,13 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		}
 		rec.Arguments, rec.ParameterHash = a.args, a.hash
 	}
-	intent, _ := parseIntent(rec.Intent)
+	// The stored intent met the rules in force when the call was parked; one
+	// that no longer decodes is corruption, and resuming without it would
+	// skip the guards that read it: deny.
+	intent, err := decodeIntent(rec.Intent)
+	if err != nil {
+		return deny(GuardRecovery, "the stored governed intent is unreadable; the call is not run: "+err.Error())
+	}
 	tool, _ := p.Tool(rec.Server, rec.Tool)
 	call := &ToolCall{RequestID: rec.RequestID, Server: rec.Server, Tool: rec.Tool, Operation: rec.Operation,
 		Arguments: rec.Arguments, GovernedIntent: rec.Intent}
@@ -81,7 +87,7 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		return k.finish(ctx, req, rec, r, now)
 	}
 	var resolved *approval.Request
-	err := k.commitAllow(ctx, p, rec, r, false, func(tx Tx) error {
+	err = k.commitAllow(ctx, p, rec, r, false, func(tx Tx) error {
 		cur, err := tx.Approval(req.ApprovalID)
 		if err != nil {
 			return err
