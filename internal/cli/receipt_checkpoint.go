@@ -58,6 +58,13 @@ func runReceiptCheckpoint(e *Env, args []string) int {
 	summary := fmt.Sprintf("checkpoint tree_size %d, root %s, signed %s by kernel key %s: signature valid",
 		cp.TreeSize, cp.RootHash, cpTime(cp), key)
 	if saved != nil {
+		// The served latest must not be older than the saved one: a stale
+		// or rolled-back view would otherwise replace the auditor's pin
+		// (--out) with a smaller tree, and a log cut back to it would pass.
+		if cp.TreeSize < saved.TreeSize {
+			return fail(e, fmt.Errorf("the server's latest checkpoint (tree_size %d) is older than %s (tree_size %d): the log shrank or the server serves a stale view",
+				cp.TreeSize, *since, saved.TreeSize))
+		}
 		if err := checkConsistent(ctx, r, saved, cp); err != nil {
 			return fail(e, fmt.Errorf("the latest checkpoint does not extend %s: %w", *since, err))
 		}
