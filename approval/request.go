@@ -148,5 +148,15 @@ func (r *Request) HasVoted(approver string) bool {
 	return false
 }
 
+// DeniedByAnyone reports whether any recorded vote is a denial.
+func (r *Request) DeniedByAnyone() bool {
+	for _, v := range r.Votes {
+		if v.Decision == DecisionDenied {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrNotPending is returned for a request that is already resolved.
 var ErrNotPending = errors.New("approval request is not pending")

@@ -372,6 +372,11 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 				return err
 			}
 		}
+		if vote.Approver == k.pub.String() && req.DeniedByAnyone() {
+			// The advisory auto-approval never overrides a person's denial,
+			// even one that committed after forceQuorum checked.
+			return errHumanDenied
+		}
 		req.Votes = append(req.Votes, vote)
 		// Votes count only while their keys are trusted by the policy in
 		// force (the kernel's own advisory vote is the timeout path's).

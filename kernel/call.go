@@ -201,15 +201,14 @@ func parseIntent(raw json.RawMessage) (*GovernedIntent, error) {
 	// Approvers read these strings as text (the purpose and currency are in
 	// the one-line summary): no control or format characters in them, nor
 	// in the context's strings (shown_text.go).
-	shown := []struct{ field, s string }{
-		{"governed_intent.purpose", gi.Purpose},
-		{"governed_intent.action_category", gi.ActionCategory},
+	if err := checkShownText("governed_intent.purpose", gi.Purpose); err != nil {
+		return nil, err
+	}
+	if err := checkShownName("governed_intent.action_category", gi.ActionCategory); err != nil {
+		return nil, err
 	}
 	if gi.MaxAmount != nil {
-		shown = append(shown, struct{ field, s string }{"governed_intent.max_amount.currency", gi.MaxAmount.Currency})
-	}
-	for _, f := range shown {
-		if err := checkShownText(f.field, f.s); err != nil {
+		if err := checkShownName("governed_intent.max_amount.currency", gi.MaxAmount.Currency); err != nil {
 			return nil, err
 		}
 	}

@@ -14,8 +14,9 @@ import (
 // hold no control or format characters (shown_text.go); a confirm's
 // details are data, shown escaped like tool arguments.
 func checkHITLArgs(tool string, args json.RawMessage) error {
-	var shown []struct{ field, s string }
-	add := func(field, s string) { shown = append(shown, struct{ field, s string }{field, s}) }
+	var shown []shownField
+	add := func(field, s string) { shown = append(shown, shownField{field: field, s: s}) }
+	addName := func(field, s string) { shown = append(shown, shownField{field: field, s: s, name: true}) } // ids, options
 	switch tool {
 	case policy.ToolConfirm:
 		a, err := approval.ParseConfirm(args)
@@ -30,15 +31,19 @@ func checkHITLArgs(tool string, args json.RawMessage) error {
 		}
 		add("arguments.prompt", a.Prompt)
 		for i, q := range a.Questions {
-			add(fmt.Sprintf("arguments.questions[%d].id", i), q.ID)
+			addName(fmt.Sprintf("arguments.questions[%d].id", i), q.ID)
 			add(fmt.Sprintf("arguments.questions[%d].text", i), q.Text)
 			for j, o := range q.Options {
-				add(fmt.Sprintf("arguments.questions[%d].options[%d]", i, j), o)
+				addName(fmt.Sprintf("arguments.questions[%d].options[%d]", i, j), o)
 			}
 		}
 	}
 	for _, f := range shown {
-		if err := checkShownText(f.field, f.s); err != nil {
+		check := checkShownText
+		if f.name {
+			check = checkShownName
+		}
+		if err := check(f.field, f.s); err != nil {
 			return err
 		}
 	}

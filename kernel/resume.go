@@ -67,9 +67,13 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		Arguments: rec.Arguments, GovernedIntent: rec.Intent}
 	// Guards the grant routes to a human (on_trigger = "require_approval")
 	// and that this request was parked for were answered by the approver,
-	// who saw them as its triggers: they do not deny the call again.
-	rq := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: rec.Operation, Subject: rec.Subject, Intent: intent, Now: now,
-		HumanAnswered: req.TriggeredBy}
+	// who saw them as its triggers: they do not deny the call again. Only
+	// a person answers them: the kernel's own advisory vote at a deadline
+	// (auto_approve_advisory) leaves them to deny as before.
+	rq := &Request{Policy: p, Grant: grant, Tool: tool, Call: call, Operation: rec.Operation, Subject: rec.Subject, Intent: intent, Now: now}
+	if vote != nil && vote.Approver != k.pub.String() {
+		rq.HumanAnswered = req.TriggeredBy
+	}
 	if d := k.pipeline.Evaluate(rq, false); d.Verdict == Deny {
 		return deny(d.Guard, d.Reason)
 	}

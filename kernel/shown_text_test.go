@@ -19,7 +19,46 @@ import (
 var refusedInShownText = map[string]string{
 	"CR": "\r", "LF": "\n", "TAB": "\t", "ESC": "\x1b[1A", "BS": "\b", "DEL": "\x7f", "C1 CSI": "\u009b",
 	"RLO": "\u202e", "LRE": "\u202a", "RLI": "\u2067", "PDI": "\u2069", "LRM": "\u200e", "RLM": "\u200f",
-	"ZWSP": "\u200b", "ZWJ": "\u200d", "WJ": "\u2060", "BOM": "\ufeff", "LS": "\u2028", "tag": "\U000E0001",
+	"ZWSP": "\u200b", "WJ": "\u2060", "BOM": "\ufeff", "LS": "\u2028", "tag": "\U000E0001",
+}
+
+// TestJoinersPassInProseNotInNames: ZWNJ, ZWJ and emoji tag characters are
+// spelling in prose (Persian, Indic scripts, emoji sequences) and pass
+// there; in a name (currency, action category, a context member name, a
+// question id or option) an invisible joiner makes two names look alike,
+// so there they are refused.
+func TestJoinersPassInProseNotInNames(t *testing.T) {
+	f := newFixture(t)
+	type intent = map[string]any
+	amount := intent{"units": 450, "currency": "USD"}
+	for name, j := range map[string]string{"ZWNJ": "\u200c", "ZWJ": "\u200d", "tag": "\U000E0067"} {
+		prose := []intent{
+			{"purpose": "refund" + j + " order", "max_amount": amount},
+			{"purpose": "refund", "max_amount": amount, "context": intent{"note": []any{"T" + j + "1"}}},
+		}
+		for i, gi := range prose {
+			raw, _ := json.Marshal(gi)
+			out, err := f.k.Submit(context.Background(), f.call(t, "issue_refund", fmt.Sprintf(`{"amount":450,"currency":"USD","n":"%s%d"}`, name, i), string(raw)))
+			if err != nil || out.Status != kernel.StatusPendingApproval {
+				t.Errorf("%s in prose %v: %v %+v", name, gi, err, out)
+			}
+		}
+		names := []struct {
+			field string
+			gi    intent
+		}{
+			{"governed_intent.action_category", intent{"purpose": "refund", "action_category": "refund" + j, "max_amount": amount}},
+			{"governed_intent.max_amount.currency", intent{"purpose": "refund", "max_amount": intent{"units": 450, "currency": "USD" + j}}},
+			{"governed_intent.context", intent{"purpose": "refund", "max_amount": amount, "context": intent{"ticket" + j: "T-1"}}},
+		}
+		for _, c := range names {
+			raw, _ := json.Marshal(c.gi)
+			_, err := f.k.Submit(context.Background(), f.call(t, "issue_refund", `{"amount":450,"currency":"USD"}`, string(raw)))
+			if !errors.Is(err, kernel.ErrBadCall) || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("%s in the name %s: %v, want ErrBadCall naming it", name, c.field, err)
+			}
+		}
+	}
 }
 
 // TestIntentTextWithControlOrFormatCharsRefused: the intent's purpose,
@@ -114,5 +153,27 @@ func TestConfirmAskTextWithControlOrFormatCharsRefused(t *testing.T) {
 	out, err := f.k.Submit(context.Background(), f.call(t, "confirm", string(details), ""))
 	if err != nil || out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("confirm details: %v %+v", err, out)
+	}
+}
+
+// The same rule for ask: a joiner in a question's text passes, in its id
+// or an option it is refused.
+func TestJoinersInAskNamesRefused(t *testing.T) {
+	f := hitlFixture(t)
+	ask := func(id, text, opt string) string {
+		b, _ := json.Marshal(map[string]any{"prompt": "Which carrier?", "questions": []any{
+			map[string]any{"id": id, "text": text, "type": "single", "options": []string{"UPS", opt}}}})
+		return string(b)
+	}
+	if out, err := f.k.Submit(context.Background(), f.call(t, "ask", ask("carrier", "Carrier 👨\u200d👩\u200d👧?", "DHL"), "")); err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("ZWJ in a question's text: %v %+v", err, out)
+	}
+	for field, args := range map[string]string{
+		"arguments.questions[0].id":         ask("carrier\u200d", "Carrier", "DHL"),
+		"arguments.questions[0].options[1]": ask("carrier", "Carrier", "UPS\u200d"),
+	} {
+		if _, err := f.k.Submit(context.Background(), f.call(t, "ask", args, "")); !errors.Is(err, kernel.ErrBadCall) || !strings.Contains(err.Error(), field) {
+			t.Errorf("ZWJ in %s: %v", field, err)
+		}
 	}
 }

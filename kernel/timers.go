@@ -222,10 +222,8 @@ func (k *Kernel) forceQuorum(ctx context.Context, id string, tier int, now time.
 		if err := due(req, tier, now); err != nil {
 			return err
 		}
-		for _, v := range req.Votes {
-			if v.Decision == approval.DecisionDenied {
-				return errHumanDenied
-			}
+		if req.DeniedByAnyone() {
+			return errHumanDenied
 		}
 		req.Quorum = 1
 		return tx.PutApproval(req)

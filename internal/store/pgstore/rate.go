@@ -15,7 +15,9 @@ import (
 // the last moment of it, as a restart forgets the in-memory window), so
 // its transaction commits asynchronously. Seconds after now count too: a
 // replica whose clock lags must still see the calls of one whose clock
-// runs ahead, or together they would pass up to twice the limit.
+// runs ahead, or together they would pass up to twice the limit; but only
+// up to a minute ahead, so that one replica's runaway clock cannot use up
+// the limit for all of them.
 func (s *Store) HitRate(key string, now time.Time) (int, error) {
 	ctx, cancel := context.WithTimeout(s.bg, ReadTimeout)
 	defer cancel()
@@ -26,7 +28,7 @@ func (s *Store) HitRate(key string, now time.Time) (int, error) {
 	b.Queue(`WITH hit AS (
 			INSERT INTO chio_rate (key, sec, n) VALUES ($1, $2, 1)
 			ON CONFLICT (key, sec) DO UPDATE SET n = chio_rate.n + 1 RETURNING n)
-		SELECT (SELECT n FROM hit) + coalesce((SELECT sum(n) FROM chio_rate WHERE key = $1 AND sec > $2 - 60 AND sec <> $2), 0)`,
+		SELECT (SELECT n FROM hit) + coalesce((SELECT sum(n) FROM chio_rate WHERE key = $1 AND sec > $2 - 60 AND sec <> $2 AND sec < $2 + 60), 0)`,
 		[]byte(key), sec)
 	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, b)

@@ -29,3 +29,24 @@ func TestHitRateCountsCallsOfAReplicaWhoseClockIsAhead(t *testing.T) {
 		t.Fatalf("replica b counts %d calls in the last minute, want 6: the 5 calls replica a counted 0.6 s 'later' are invisible to it", n)
 	}
 }
+
+// Seconds ahead of now count only up to a minute: one replica whose clock
+// is far ahead (or an NTP step back) must not spend every replica's shared
+// max_calls_per_minute for as long as the skew lasts.
+func TestHitRateIgnoresCallsStampedFarAhead(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := openPG(t, dsn), openPG(t, dsn)
+	now := time.Unix(1_800_000_000, 0)
+	for i := 1; i <= 5; i++ {
+		if _, err := a.HitRate("g\x00agent", now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := b.HitRate("g\x00agent", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("a call at now counts %d calls in its last minute: the 5 stamped an hour in the future count too", n)
+	}
+}
