@@ -1,0 +1,45 @@
+package kernel
+
+// Idempotent retries: a request_id already decided is answered from its
+// stored record, and one reused for a different call is refused.
+
+import "fmt"
+
+// replay answers a duplicate request_id from the stored record.
+func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outcome, error) {
+	ans := k.answered(call.RequestID) // before the store read (settling.go)
+	rec, err := k.storedCall(call.RequestID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: duplicate request_id whose first call left no record", ErrUnavailable)
+	}
+	return k.sameCall(settledView(rec, ans), vc, paramHash)
+}
+
+// sameCall returns a stored outcome to an idempotent retry, and refuses a
+// request_id reused for a different call.
+func (k *Kernel) sameCall(rec *CallRecord, vc verifiedCap, paramHash string) (*Outcome, error) {
+	sent := rec.ParameterHash // what the agent sent, unless an approver amended it
+	if rec.RequestedParameterHash != "" {
+		sent = rec.RequestedParameterHash
+	}
+	if sent != paramHash || rec.Subject != vc.subject.String() || rec.CapabilityID != vc.cap.ID {
+		return nil, ErrRequestUsed
+	}
+	out := OutcomeOf(rec)
+	// A retry of a parked call gets the same answer as the first attempt.
+	if rec.Status == StatusPendingApproval && rec.ApprovalID != "" {
+		if req, err := k.Approval(rec.ApprovalID); err == nil {
+			out.Deadline, out.Summary = req.ExpiresAt, req.Summary
+		}
+	}
+	return out, nil
+}
+
+// OutcomeOf renders a stored call record as an outcome.
+func OutcomeOf(rec *CallRecord) *Outcome {
+	return &Outcome{
+		Status: rec.Status, RequestID: rec.RequestID, ReceiptID: rec.ReceiptID, Output: rec.Output,
+		ToolError: rec.ToolError, Reason: rec.Reason, Guard: rec.Guard, ApprovalRequestID: rec.ApprovalID,
+		Execution: rec.Execution,
+	}
+}

@@ -1,0 +1,158 @@
+package kernel
+
+// Votes: the one durable transition that records a human's (or the
+// advisory timeout's) decision on an approval request, and the rules a
+// vote must meet inside it.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/receipt"
+)
+
+// sameAnswers refuses an approving answer to a question request that
+// differs from an earlier approver's: a quorum of N means N people gave
+// the same answers, not N answers of which the last is returned.
+func sameAnswers(votes []approval.Vote, tok *approval.Token) error {
+	if tok == nil {
+		return fmt.Errorf("%w: an answer needs its token", approval.ErrMalformedToken)
+	}
+	mine, err := canon.Canonicalize(tok.Answers)
+	if err != nil {
+		return fmt.Errorf("%w: answers: %v", approval.ErrMalformedToken, err)
+	}
+	for _, v := range votes {
+		if v.Decision != approval.DecisionApproved {
+			continue
+		}
+		var earlier approval.Token
+		if err := canon.Unmarshal(v.Token, &earlier); err != nil {
+			return fmt.Errorf("%w: stored vote of %s unreadable", ErrConflict, v.Approver)
+		}
+		theirs, err := canon.Canonicalize(earlier.Answers)
+		if err != nil || !bytes.Equal(mine, theirs) {
+			return fmt.Errorf("%w: these answers differ from those %s gave; a quorum must give the same answers",
+				approval.ErrMalformedToken, nameOr(v.DisplayName, v.Approver))
+		}
+	}
+	return nil
+}
+
+func (k *Kernel) displayName(req *approval.Request, key string) string {
+	if g, ok := k.Policy().Grant(req.PolicyID); ok && g.Approval != nil {
+		for _, ap := range g.Approval.Approvers {
+			if ap.PublicKey.String() == key {
+				return ap.DisplayName
+			}
+		}
+	}
+	return ""
+}
+
+// recordVote is the one atomic, durable transition for a vote: consume the
+// token, count the vote, and, if that resolves the request, move the call
+// to dispatching (approved) or denied, all in one commit. Of two concurrent
+// presentations exactly one commits; the other sees the token consumed or
+// the request resolved.
+func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approval.Vote, tok *approval.Token, now time.Time) (*RespondResult, error) {
+	var final *approval.Request
+	var rec *CallRecord
+	var denyReceipt *receipt.Receipt
+	p := k.Policy()
+	err := k.store.Update(ctx, func(tx Tx) error {
+		req, err := tx.Approval(approvalID)
+		if err != nil {
+			return err
+		}
+		if err := tx.Consume(vote.TokenID, approvalID); err != nil {
+			return err
+		}
+		if req.Status != approval.StatusPending {
+			return fmt.Errorf("%w: request is %s", ErrConflict, req.Status)
+		}
+		if req.HasVoted(vote.Approver) {
+			return approval.ErrDuplicateVote
+		}
+		if req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved {
+			if err := sameAnswers(req.Votes, tok); err != nil {
+				return err
+			}
+		}
+		if vote.Approver == k.pub.String() && req.DeniedByAnyone() {
+			// The advisory auto-approval never overrides a person's denial,
+			// even one that committed after forceQuorum checked.
+			return errHumanDenied
+		}
+		req.Votes = append(req.Votes, vote)
+		// Votes count only while their keys are trusted by the policy in
+		// force (the kernel's own advisory vote is the timeout path's).
+		trusted, _, _ := approversNow(p, req)
+		approved, denied := req.CountsAmong(append(trusted, k.pub.String()))
+		if rec, err = tx.Call(req.RequestID); err != nil {
+			return err
+		}
+		switch {
+		case approved >= req.Quorum:
+			req.Status = approval.StatusApproved
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.Unix(), TokenID: vote.TokenID,
+				DecidedBy: decidedBy(&vote)}
+			rec.Status = StatusDispatching
+			rec.UpdatedAt = now.UnixMilli()
+			if err := tx.PutCall(rec); err != nil {
+				return err
+			}
+		case denied >= req.DenyQuorum:
+			reason := vote.Note
+			if reason == "" {
+				reason = "denied by " + nameOr(vote.DisplayName, vote.Approver)
+			}
+			req.Status = approval.StatusDenied
+			denyReceipt = k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardHumanApproval, Reason: reason}, &vote, now)
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: vote.TokenID,
+				ReceiptID: denyReceipt.ID, Guard: GuardHumanApproval, DecidedBy: decidedBy(&vote), CallStatus: StatusDenied}
+			rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardHumanApproval, reason, denyReceipt.ID, now.UnixMilli()
+			tx.AppendReceipt(denyReceipt)
+			if err := tx.PutCall(rec); err != nil {
+				return err
+			}
+		}
+		final = req
+		return tx.PutApproval(req)
+	})
+	if err != nil {
+		if errors.Is(err, approval.ErrReplay) {
+			k.consumed.Add(vote.TokenID, struct{}{})
+		}
+		return nil, err
+	}
+	k.consumed.Add(vote.TokenID, struct{}{})
+	trusted, _, _ := approversNow(p, final)
+	approved, _ := final.CountsAmong(append(trusted, k.pub.String()))
+	res := &RespondResult{ApprovalID: approvalID, Outcome: approval.StatusPending, Approvals: approved, Quorum: final.Quorum}
+	switch final.Status {
+	case approval.StatusDenied:
+		k.stopTimer(approvalID)
+		res.Outcome, res.ResolvedAt, res.ReceiptID, res.Call = approval.StatusDenied, final.Resolution.At, final.Resolution.ReceiptID, OutcomeOf(rec)
+		k.announce(EventApprovalResolved, final)
+		k.events.publish(Event{Type: EventCallCompleted, Call: OutcomeOf(rec)})
+	case approval.StatusApproved:
+		k.stopTimer(approvalID)
+		out, err := k.resume(ctx, final, rec, tok, &vote, now)
+		if err != nil {
+			return nil, err
+		}
+		res.Outcome, res.ResolvedAt, res.ReceiptID, res.Call = approval.StatusApproved, now.Unix(), out.ReceiptID, out
+	default:
+		// Progress (quorum not yet met) updates live views only: channels
+		// were told about the request once and are not re-notified.
+		snap := *final
+		k.events.publish(Event{Type: EventApprovalRequested, Approval: &snap})
+	}
+	return res, nil
+}
