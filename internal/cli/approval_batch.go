@@ -1,0 +1,189 @@
+package cli
+
+// chio approval batch create / list / revoke: standing approvals.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/kernel"
+)
+
+func runBatchCreate(e *Env, args []string) int {
+	fs := newFlags(e, "approval batch create")
+	r := addRemote(fs, e)
+	keyFile := fs.String("key", "", "approver private key (PKCS#8 PEM)")
+	server := fs.String("server", "", "server pattern: exact, * or prefix*")
+	tool := fs.String("tool", "", "tool pattern: exact, * or prefix*")
+	subject := fs.String("subject", "", "only calls by this agent key (default: any agent)")
+	maxCalls := fs.Int64("max-calls", 0, "at most this many calls (0: no count limit)")
+	perCall := fs.String("max-amount-per-call", "", "UNITS:CURRENCY cap on each call's max_amount")
+	total := fs.String("max-total", "", "UNITS:CURRENCY cap on the sum of max_amounts")
+	window := fs.Duration("for", 0, "how long the standing approval lasts, from now (required, max 720h)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if err := wantArgs("approval batch create", pos, 0); err != nil {
+		return fail(e, err)
+	}
+	for _, f := range []struct {
+		missing bool
+		name    string
+	}{{*keyFile == "", "--key FILE"}, {*server == "", "--server PATTERN"}, {*tool == "", "--tool PATTERN"}, {*window == 0, "--for DURATION"}} {
+		if f.missing {
+			return fail(e, usageErr("approval batch create", "%s is required", f.name))
+		}
+	}
+	switch {
+	case !approval.ValidPattern(*server) || !approval.ValidPattern(*tool):
+		return fail(e, usageError("patterns are exact names, * or prefix*"))
+	case *window < 0 || *window > approval.MaxBatchWindow:
+		return fail(e, usageError("--for must be in (0, 720h]"))
+	case *maxCalls < 0:
+		return fail(e, usageError("--max-calls must be ≥ 1 (or 0 for no limit)"))
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	key, err := keys.LoadPrivateKey(*keyFile)
+	if err != nil {
+		return fail(e, err)
+	}
+	now := time.Now()
+	b := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: key.Public().String(),
+		ServerPattern: *server, ToolPattern: *tool, NotBefore: now.Unix(), NotAfter: now.Add(*window).Unix()}
+	if *subject != "" {
+		if _, err := keys.ParsePublicKey(*subject); err != nil {
+			return fail(e, usageError("--subject: "+err.Error()))
+		}
+		b.Subject = *subject
+	}
+	if *maxCalls > 0 {
+		b.MaxCalls = maxCalls
+	}
+	if b.MaxAmountPerCall, err = parseAmount(*perCall); err != nil {
+		return fail(e, usageError("--max-amount-per-call: "+err.Error()))
+	}
+	if b.MaxTotalAmount, err = parseAmount(*total); err != nil {
+		return fail(e, usageError("--max-total: "+err.Error()))
+	}
+	raw, err := b.Sign(key)
+	if err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	var res struct {
+		ID    string          `json:"id"`
+		Token json.RawMessage `json:"token"`
+	}
+	body := append(append([]byte(`{"token":`), raw...), '}')
+	if _, err := r.send(ctx, "POST", "/approvals/batch", body, nil, &res, http.StatusCreated); err != nil {
+		return fail(e, err)
+	}
+	if r.output != "table" {
+		printJSON(e.Stdout, res, r.output == "jsonl")
+		return ExitOK
+	}
+	fmt.Fprintln(e.Stdout, res.ID)
+	fmt.Fprintf(e.Stderr, "standing approval for %s/%s until %s; revoke with: chio approval batch revoke %s\n",
+		*server, *tool, time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), res.ID)
+	return ExitOK
+}
+
+// parseAmount reads UNITS:CURRENCY ("" means no limit).
+func parseAmount(s string) (*approval.Amount, error) {
+	if s == "" {
+		return nil, nil
+	}
+	u, cur, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseInt(u, 10, 64)
+	if !ok || err != nil || n < 0 || n > 1<<53 || cur == "" || strings.ToUpper(cur) != cur {
+		return nil, fmt.Errorf("want UNITS:CURRENCY, e.g. 500:USD")
+	}
+	return &approval.Amount{Units: n, Currency: cur}, nil
+}
+
+func runBatchList(e *Env, args []string) int {
+	fs := newFlags(e, "approval batch list")
+	r := addRemote(fs, e)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if err := wantArgs("approval batch list", pos, 0); err != nil {
+		return fail(e, err)
+	}
+	if err := r.checkOutput(); err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	var list struct {
+		Batches []kernel.BatchView `json:"batches"`
+	}
+	if _, err := r.do(ctx, "GET", "/approvals/batch", nil, &list); err != nil {
+		return fail(e, err)
+	}
+	switch r.output {
+	case "json":
+		printJSON(e.Stdout, list.Batches, false)
+		return ExitOK
+	case "jsonl":
+		for _, b := range list.Batches {
+			printJSON(e.Stdout, b, true)
+		}
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAPPROVER\tSERVER/TOOL\tSUBJECT\tUSED\tLIMITS\tUNTIL\tREVOKED")
+	for _, bv := range list.Batches {
+		var b approval.BatchToken
+		if err := json.Unmarshal(bv.Token, &b); err != nil {
+			return fail(e, fmt.Errorf("bad response from chiod: %w", err))
+		}
+		var limits []string
+		if b.MaxCalls != nil {
+			limits = append(limits, fmt.Sprintf("calls≤%d", *b.MaxCalls))
+		}
+		if a := b.MaxAmountPerCall; a != nil {
+			limits = append(limits, fmt.Sprintf("each≤%d %s", a.Units, a.Currency))
+		}
+		if a := b.MaxTotalAmount; a != nil {
+			limits = append(limits, fmt.Sprintf("total≤%d %s", a.Units, a.Currency))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%d calls, %d units\t%s\t%s\t%t\n", b.ID, clip(b.Approver, 20),
+			b.ServerPattern, b.ToolPattern, dash(clip(b.Subject, 20)), bv.Usage.Calls, bv.Usage.TotalAmount,
+			dash(strings.Join(limits, ", ")), time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), bv.Revoked)
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+func runBatchRevoke(e *Env, args []string) int {
+	fs := newFlags(e, "approval batch revoke")
+	r := addRemote(fs, e)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return ExitUsage
+	}
+	if err := wantArgs("approval batch revoke", pos, 1); err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	if _, err := r.do(ctx, "DELETE", "/approvals/batch/"+url.PathEscape(pos[0]), nil, nil); err != nil {
+		return fail(e, err)
+	}
+	fmt.Fprintf(e.Stdout, "%s revoked\n", pos[0])
+	return ExitOK
+}
