@@ -41,3 +41,17 @@ func TestAmountDeclaredByTheAgentIsMarked(t *testing.T) {
 		t.Fatalf("the agent's unverified max_amount is not marked as such:\n%s", all)
 	}
 }
+
+// Format characters in what the message shows (here a bidi override in an
+// exposed argument, which the kernel must pass to the tool as sent) are
+// drawn as visible escapes: a raw U+202E would draw the IBAN right to left,
+// so the approver would read it reversed.
+func TestFormatCharactersShownAsEscapes(t *testing.T) {
+	w := newWorld(t)
+	out := w.submit(t, "issue_refund", `{"customer_id":"cust-1","amount":300,"currency":"USD","iban":"\u202eDE89 3704 0044"}`,
+		`{"purpose":"order 8834","max_amount":{"units":450,"currency":"USD"}}`)
+	msg := w.posted(t, out.ApprovalRequestID).Get("blocks")
+	if strings.Contains(msg, "\u202e") || !strings.Contains(msg, `\\u202E`) {
+		t.Fatalf("the message draws the override raw, or not as an escape:\n%s", msg)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
@@ -221,10 +223,34 @@ func plain(s string) *slackapi.TextBlockObject {
 }
 
 // escape neutralises Slack's control characters in untrusted text (agent
-// summaries, notes): no mentions, links or channel pings can be injected.
+// summaries, notes, arguments): no mentions, links or channel pings can be
+// injected. Unicode format characters (bidi overrides and isolates,
+// zero-width characters) and line / paragraph separators are shown as
+// visible escapes, \u202E, so that they cannot reorder or hide what the
+// approver reads (an IBAN drawn right to left); inside the JSON of the
+// arguments such an escape still reads as the same value.
 func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	s = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	if !strings.ContainsFunc(s, invisible) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !invisible(r):
+			b.WriteRune(r)
+		case r > 0xFFFF: // as a JSON surrogate pair
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04X\\u%04X", r1, r2)
+		default:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		}
+	}
+	return b.String()
 }
+
+// invisible: a format character or a line / paragraph separator.
+func invisible(r rune) bool { return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) }
 
 func clip(s string, n int) string {
 	if len(s) <= n {
