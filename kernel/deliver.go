@@ -172,6 +172,18 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord) (DispatchRe
 	}
 	deadline := k.clock.Now().Add(plan.deadline)
 	backoff := RetryBackoffMin
+	// Once an attempt may have reached the tool, the call can never again
+	// be "not delivered", whatever later attempts say (a tool still running
+	// the first one answers re-deliveries "busy"): the outcome is unknown.
+	var mayHaveRun error
+	giveUp := func(res DispatchResult, err error) (DispatchResult, error) {
+		var de *DeliveryError
+		if mayHaveRun != nil && (errors.As(err, &de) && de.NotDelivered || errors.Is(err, ErrUnknownServer)) {
+			// %v, not %w: the chain must no longer read as "not delivered".
+			return res, &DeliveryError{Err: fmt.Errorf("%v (an earlier attempt may have reached the tool: %v)", err, mayHaveRun)}
+		}
+		return res, err
+	}
 	for attempt := 1; ; attempt++ {
 		rec.Attempts = attempt
 		res, err := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server,
@@ -180,8 +192,12 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord) (DispatchRe
 			return res, nil
 		}
 		var de *DeliveryError
+		certainlyNot := errors.As(err, &de) && de.NotDelivered || errors.Is(err, ErrUnknownServer)
+		if !certainlyNot && mayHaveRun == nil {
+			mayHaveRun = err
+		}
 		if !errors.As(err, &de) || !de.Retryable || (plan.semantics == AtMostOnce && !de.NotDelivered) {
-			return res, err
+			return giveUp(res, err)
 		}
 		// Full jitter around the current step, so tools coming back are not
 		// hit by every parked retry at once; Retry-After wins when longer.
@@ -190,10 +206,10 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord) (DispatchRe
 			wait = de.RetryAfter
 		}
 		if k.clock.Now().Add(wait).After(deadline) {
-			return res, fmt.Errorf("gave up after %d attempts (retry deadline %s): %w", attempt, plan.deadline, err)
+			return giveUp(res, fmt.Errorf("gave up after %d attempts (retry deadline %s): %w", attempt, plan.deadline, err))
 		}
 		if err := k.sleep(ctx, wait); err != nil {
-			return res, err
+			return giveUp(res, err)
 		}
 		backoff = min(backoff*2, RetryBackoffMax)
 	}
