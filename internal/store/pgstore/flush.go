@@ -66,17 +66,47 @@ func (w *batchTx) flush() ([]*kernel.Appended, error) {
 	}
 	n := len(b.receipts)
 	var last int64
+	var revokedSince []string
 	if n > 0 {
 		// Last, so the lock on the head is held for as short as possible.
 		// The notification reaches the other replicas when this commits.
 		batch.Queue(`WITH h AS (UPDATE chio_log_head SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq),
 			n AS (SELECT pg_notify($2, 'log:' || last_seq) FROM h)
 			SELECT last_seq FROM h, n`, n, notifyChannel).QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
+		// Revocations and decisions meet on the head's lock (revocations
+		// take it too, below): read again now, in a statement of its own
+		// (a fresh snapshot), the capabilities this batch's decisions read
+		// as not revoked. One revoked meanwhile, on any replica, fails the
+		// transaction and the batch runs again, now seeing it.
+		if len(b.unrevoked) > 0 {
+			ids := make([]string, 0, len(b.unrevoked))
+			for id := range b.unrevoked {
+				ids = append(ids, id)
+			}
+			batch.Queue("SELECT capability_id FROM chio_revoked WHERE capability_id = ANY($1::text[])", ids).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var id string
+					if err := rows.Scan(&id); err != nil {
+						return err
+					}
+					revokedSince = append(revokedSince, id)
+				}
+				return rows.Err()
+			})
+		}
 	} else {
+		if len(b.revoked) > 0 {
+			// A revocation holds the head's lock until it commits, so a
+			// decision's re-read under that lock (above) sees it.
+			batch.Queue("SELECT 1 FROM chio_log_head WHERE id = 1 FOR UPDATE")
+		}
 		batch.Queue("COMMIT")
 	}
 	if err := w.send(batch); err != nil {
 		return nil, err
+	}
+	if len(revokedSince) > 0 {
+		return nil, fmt.Errorf("%w: %v", errRevokedSinceRead, revokedSince)
 	}
 	if n == 0 {
 		w.committed = true

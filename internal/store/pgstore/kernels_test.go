@@ -84,7 +84,12 @@ type replica struct {
 // (a clock that is never advanced is a replica whose timers never fire).
 func kernels(t *testing.T, n int, disp kernel.Dispatcher) []replica {
 	t.Helper()
-	dsn := pgtest.Database(t)
+	return kernelsOn(t, pgtest.Database(t), n, disp)
+}
+
+// kernelsOn is kernels on the database dsn.
+func kernelsOn(t *testing.T, dsn string, n int, disp kernel.Dispatcher) []replica {
+	t.Helper()
 	a, b := keys.FromSeed([]byte("approver-a-approver-a-approver-a")), keys.FromSeed([]byte("approver-b-approver-b-approver-b"))
 	p, err := policy.Parse([]byte(fmt.Sprintf(replicaPolicy, a.Public(), b.Public())), "replicas.toml")
 	if err != nil {

@@ -20,6 +20,11 @@ type layer struct {
 	consumed  map[string]string
 	batches   map[string][]byte
 	receipts  []*kernel.Appended
+	// unrevoked: capabilities a function read as not revoked. Not a write:
+	// flush reads them again under the log head's lock, so that a
+	// revocation committed by another replica after the read stops the
+	// decision (errRevokedSinceRead).
+	unrevoked map[string]bool
 }
 
 type callRow struct {
@@ -90,6 +95,9 @@ func (l *layer) merge(o *layer) {
 		put(&l.batches, k, v)
 	}
 	l.receipts = append(l.receipts, o.receipts...)
+	for k := range o.unrevoked {
+		put(&l.unrevoked, k, true)
+	}
 }
 
 func (l *layer) empty() bool {

@@ -150,7 +150,11 @@ func (f *fnTx) Revoked(id string) (bool, error) {
 	if !textKey(id) {
 		return false, nil
 	}
-	return f.exists(lookRevoked, id)
+	revoked, err := f.exists(lookRevoked, id)
+	if err == nil && !revoked {
+		put(&f.layer.unrevoked, id, true) // read again under the head's lock (flush)
+	}
+	return revoked, err
 }
 
 func (f *fnTx) Revoke(id string, at int64) error {
