@@ -57,17 +57,9 @@ func runAwait(e *Env, args []string) int {
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}
-	a := &awaiter{r: r}
-	if bearerFromEnv(e) == "" {
-		kf := envOr(e, *keyFile, "CHIO_KEY")
-		if kf == "" {
-			return fail(e, usageErr("await", "needs CHIO_READ_TOKEN / CHIO_ADMIN_TOKEN, or the agent's --key (CHIO_KEY)"))
-		}
-		k, err := keys.LoadPrivateKey(kf)
-		if err != nil {
-			return fail(e, err)
-		}
-		a.key = &k
+	a, err := newAwaiter(e, r, *keyFile, "await")
+	if err != nil {
+		return fail(e, err)
 	}
 	deadline := time.Now().Add(*timeout)
 	id := pos[0]
@@ -82,6 +74,36 @@ func runAwait(e *Env, args []string) int {
 		}
 		requestID = v.Request.RequestID
 	}
+	st, err := a.settle(requestID, deadline)
+	if err != nil {
+		return a.stop(e, id, *timeout, st, err)
+	}
+	return printAwaited(e, r, st, outcomeCode(&st.Outcome))
+}
+
+// newAwaiter authorizes reads with the bearer token from the environment,
+// or else with the agent key (--key or CHIO_KEY) for cmd.
+func newAwaiter(e *Env, r *remote, keyFile, cmd string) (*awaiter, error) {
+	a := &awaiter{r: r}
+	if bearerFromEnv(e) != "" {
+		return a, nil
+	}
+	kf := envOr(e, keyFile, "CHIO_KEY")
+	if kf == "" {
+		return nil, usageErr(cmd, "needs CHIO_READ_TOKEN / CHIO_ADMIN_TOKEN, or the agent's --key (CHIO_KEY)")
+	}
+	k, err := keys.LoadPrivateKey(kf)
+	if err != nil {
+		return nil, err
+	}
+	a.key = &k
+	return a, nil
+}
+
+// settle long-polls the call requestID until it is allowed, denied or
+// cancelled, and returns that state. At the deadline it returns
+// errTimedOut with the last state seen (nil if none).
+func (a *awaiter) settle(requestID string, deadline time.Time) (*httpapi.CallStatus, error) {
 	var st *httpapi.CallStatus
 	for {
 		var cur httpapi.CallStatus
@@ -91,19 +113,19 @@ func runAwait(e *Env, args []string) int {
 				wait = time.Millisecond
 			}
 			path := "/v1/calls/" + url.PathEscape(requestID) + "?wait=" + wait.String()
-			_, err := r.send(ctx, "GET", path, nil, a.auth(requestID), &cur)
+			_, err := a.r.send(ctx, "GET", path, nil, a.auth(requestID), &cur)
 			return err
 		})
 		if err != nil {
-			return a.stop(e, id, *timeout, st, err)
+			return st, err
 		}
 		st = &cur
 		switch st.Status {
 		case kernel.StatusAllowed, kernel.StatusDenied, kernel.StatusCancelled:
-			return printAwaited(e, r, st, outcomeCode(&st.Outcome))
+			return st, nil
 		}
 		if !time.Now().Before(deadline) {
-			return a.stop(e, id, *timeout, st, errTimedOut)
+			return st, errTimedOut
 		}
 	}
 }

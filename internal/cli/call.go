@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register("call SERVER TOOL", "call a tool with --args JSON: exit 0 allowed, 3 pending, 4 denied, 6 the tool failed", runCall)
+	register("call SERVER TOOL", "call a tool with --args JSON: exit 0 allowed, 3 pending, 4 denied, 5 still executing (a retry), 6 the tool failed", runCall)
 }
 
 func runCall(e *Env, args []string) int {
@@ -44,8 +44,26 @@ func runCall(e *Env, args []string) int {
 	if _, err := r.do(ctx, "POST", "/v1/calls", call, &out, 200, 202, 403); err != nil {
 		return fail(e, err)
 	}
+	if out.Status == kernel.StatusDispatching && out.ApprovalRequestID == "" {
+		// A retry (--request-id) met its call allowed and still executing:
+		// no human is involved, so wait for it to settle and report it as
+		// a fresh call would, never as "pending approval".
+		a, err := newAwaiter(e, r, *keyFile, "call")
+		if err != nil {
+			return fail(e, err)
+		}
+		st, err := a.settle(call.RequestID, time.Now().Add(callSettleWait))
+		if err != nil {
+			return a.stop(e, call.RequestID, callSettleWait, st, err)
+		}
+		out = st.Outcome
+	}
 	return printOutcome(e, r, &out)
 }
+
+// callSettleWait bounds how long chio call waits for a call it found
+// already executing; after it, exit 5 and `chio await REQUEST_ID` goes on.
+const callSettleWait = 5 * time.Minute
 
 // buildCall reads the capability and key and signs the call proof.
 func buildCall(e *Env, server, tool, op, args, intent, capFile, keyFile, reqID string) (*kernel.ToolCall, error) {
@@ -99,7 +117,8 @@ func trimNL(b []byte) []byte {
 }
 
 // printOutcome prints a call outcome and maps it to the exit code: 0
-// allowed, 3 pending, 4 denied or cancelled, 6 allowed but the tool failed.
+// allowed, 3 pending (or approved and still executing), 4 denied or
+// cancelled, 6 allowed but the tool failed, 1 any other status.
 func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
 	if r.output != "table" {
 		printJSON(e.Stdout, out, r.output == "jsonl")
@@ -114,13 +133,21 @@ func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
 			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
 			fmt.Fprintf(e.Stderr, "pending approval: %s (deadline %s); wait with: chio await %s\n",
 				out.Summary, time.Unix(out.Deadline, 0).UTC().Format(time.RFC3339), out.ApprovalRequestID)
+		case kernel.StatusDispatching:
+			// Approved and executing: await it by its approval id.
+			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
+			fmt.Fprintf(e.Stderr, "approved, still executing; wait with: chio await %s\n", out.ApprovalRequestID)
 		case kernel.StatusCancelled:
 			fmt.Fprintf(e.Stdout, "cancelled: %s\n", out.Reason)
-		default:
+		case kernel.StatusDenied:
 			fmt.Fprintf(e.Stdout, "denied by %s: %s\n", out.Guard, out.Reason)
 		}
 	}
-	return outcomeCode(out)
+	code := outcomeCode(out)
+	if code == ExitError {
+		fmt.Fprintf(e.Stderr, "chio: unexpected call status %q from chiod (request %s)\n", out.Status, out.RequestID)
+	}
+	return code
 }
 
 // outcomeCode is a call outcome's exit code (chio call, chio await).
@@ -131,8 +158,18 @@ func outcomeCode(out *kernel.Outcome) int {
 			return ExitToolFailed
 		}
 		return ExitOK
-	case kernel.StatusPendingApproval, kernel.StatusDispatching:
+	case kernel.StatusPendingApproval:
 		return ExitPending
+	case kernel.StatusDispatching:
+		// Approved and executing: `chio await ID` waits for it. Without
+		// an approval id there is nothing a script could await here.
+		if out.ApprovalRequestID != "" {
+			return ExitPending
+		}
+	case kernel.StatusDenied, kernel.StatusCancelled:
+		return ExitDenied
 	}
-	return ExitDenied
+	// Anything else is not an answer this CLI knows: fail closed, neither
+	// success nor a decision.
+	return ExitError
 }

@@ -59,6 +59,19 @@ def _read(resp) -> bytes:
     data = resp.read(MAX_RESPONSE_BYTES + 1)
     if len(data) > MAX_RESPONSE_BYTES:
         raise ChioError(f"chio: response larger than {MAX_RESPONSE_BYTES} bytes")
+    # read(amt) returns a body cut short (the connection closed before
+    # Content-Length bytes) without raising IncompleteRead. Such an answer
+    # is lost, not malformed: the call may have run, so it must be a
+    # TransportError, which call_tool retries with the same request id.
+    # (A cut chunked body does raise IncompleteRead, caught by request().)
+    want = resp.headers.get("Content-Length")
+    if want is not None and resp.headers.get("Transfer-Encoding") is None:
+        try:
+            n = int(want)
+        except ValueError:
+            raise TransportError(f"chio: bad Content-Length {want!r} from chiod") from None
+        if len(data) != n:
+            raise TransportError(f"chio: answer cut short: {len(data)} of {n} bytes")
     return data
 
 
