@@ -156,7 +156,14 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 		h.ServeHTTP(rw, r)
 		switch {
 		case rw.overflow:
-			return // the answer is not replayable; the record stays in_progress
+			// The handler completed, but its answer is too large to keep: a
+			// repeat must neither run it again nor be told a crash cut it
+			// off. It is answered 410 Gone, saying so.
+			_ = d.finish(key, &record{State: "done", Fingerprint: fp, Status: http.StatusGone, ContentType: "application/json",
+				Body: errorBody("this Idempotency-Key's delivery completed, but its answer was larger than the " +
+					fmt.Sprint(MaxRecordedBody) + " bytes kept for replay; it is not run again"),
+				At: time.Now().Unix()})
+			return
 		case rw.status == http.StatusTooManyRequests || rw.status == http.StatusServiceUnavailable:
 			// "Not now": the handler did not run the effect; a later
 			// delivery must run it, not replay the refusal.
@@ -239,7 +246,13 @@ func replay(w http.ResponseWriter, rec *record) {
 func httpError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	_, _ = w.Write(errorBody(msg))
+}
+
+// errorBody is {"error": msg} as httpError writes it.
+func errorBody(msg string) []byte {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	return append(b, '\n')
 }
 
 // recorder keeps a copy of the answer (up to MaxRecordedBody) while it is
