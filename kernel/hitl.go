@@ -14,37 +14,34 @@ import (
 // hold no control or format characters (shown_text.go); a confirm's
 // details are data, shown escaped like tool arguments.
 func checkHITLArgs(tool string, args json.RawMessage) error {
-	var shown []shownField
-	add := func(field, s string) { shown = append(shown, shownField{field: field, s: s}) }
-	addName := func(field, s string) { shown = append(shown, shownField{field: field, s: s, name: true}) } // ids, options
 	switch tool {
 	case policy.ToolConfirm:
 		a, err := approval.ParseConfirm(args)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrBadCall, err)
 		}
-		add("arguments.prompt", a.Prompt)
+		return checkShownText("arguments.prompt", a.Prompt)
 	case policy.ToolAsk:
 		a, err := approval.ParseAsk(args)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrBadCall, err)
 		}
-		add("arguments.prompt", a.Prompt)
-		for i, q := range a.Questions {
-			addName(fmt.Sprintf("arguments.questions[%d].id", i), q.ID)
-			add(fmt.Sprintf("arguments.questions[%d].text", i), q.Text)
-			for j, o := range q.Options {
-				addName(fmt.Sprintf("arguments.questions[%d].options[%d]", i, j), o)
-			}
-		}
-	}
-	for _, f := range shown {
-		check := checkShownText
-		if f.name {
-			check = checkShownName
-		}
-		if err := check(f.field, f.s); err != nil {
+		if err := checkShownText("arguments.prompt", a.Prompt); err != nil {
 			return err
+		}
+		for i, q := range a.Questions {
+			// Ids and options are names; the question's text is prose.
+			if err := checkShownName(fmt.Sprintf("arguments.questions[%d].id", i), q.ID); err != nil {
+				return err
+			}
+			if err := checkShownText(fmt.Sprintf("arguments.questions[%d].text", i), q.Text); err != nil {
+				return err
+			}
+			for j, o := range q.Options {
+				if err := checkShownName(fmt.Sprintf("arguments.questions[%d].options[%d]", i, j), o); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

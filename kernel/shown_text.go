@@ -52,13 +52,6 @@ func joinerOrTag(r rune) bool {
 	return r == '\u200C' || r == '\u200D' || r >= 0xE0020 && r <= 0xE007F
 }
 
-// shownField is one string of a request shown to approvers: prose, or a
-// name (checkShownName).
-type shownField struct {
-	field, s string
-	name     bool
-}
-
 // checkShownText refuses prose s if it holds a character shownTextRefused
 // refuses, naming the field, the character and where it is.
 func checkShownText(field, s string) error { return checkShown(field, s, shownTextRefused) }
