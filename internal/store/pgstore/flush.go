@@ -78,11 +78,15 @@ func (w *batchTx) flush() ([]*kernel.Appended, error) {
 		// (a fresh snapshot), the capabilities this batch's decisions read
 		// as not revoked. One revoked meanwhile, on any replica, fails the
 		// transaction and the batch runs again, now seeing it.
-		if len(b.unrevoked) > 0 {
-			ids := make([]string, 0, len(b.unrevoked))
-			for id := range b.unrevoked {
+		var ids []string
+		for id := range b.unrevoked {
+			// A capability this transaction revokes itself was read before
+			// the revocation in its serial order: no other replica's doing.
+			if _, own := b.revoked[id]; !own {
 				ids = append(ids, id)
 			}
+		}
+		if len(ids) > 0 {
 			batch.Queue("SELECT capability_id FROM chio_revoked WHERE capability_id = ANY($1::text[])", ids).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var id string

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/chiokernel/chio/internal/store/pgstore/pgtest"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/receipt"
 )
 
 // A revocation committed on replica B after replica A's allow decision read
@@ -88,4 +90,26 @@ func waitForLockWaiter(t *testing.T, c *pgx.Conn) {
 			WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`).Scan(&n)
 		return err == nil && n > 0
 	})
+}
+
+// A revocation committed with receipts in one transaction (one function,
+// or a group commit of a revocation and other calls' decisions) commits at
+// once: the re-read of unrevoked capabilities under the head's lock skips
+// those the transaction revokes itself (it used to fail every such group
+// commit and run it again until it split).
+func TestRevocationCommitsWithReceiptsInOneTransaction(t *testing.T) {
+	s := openPG(t, pgtest.Database(t))
+	err := s.Update(context.Background(), func(tx kernel.Tx) error {
+		if revoked, err := tx.Revoked("cap-x"); err != nil || revoked {
+			return fmt.Errorf("revoked %v %v", revoked, err)
+		}
+		if err := tx.Revoke("cap-x", 1); err != nil {
+			return err
+		}
+		tx.AppendReceipt(&receipt.Receipt{ID: "rc-1", Timestamp: 1, RequestID: "req-1", Decision: receipt.Decision{Verdict: receipt.Allow}})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a revocation and a receipt in one commit: %v", err)
+	}
 }

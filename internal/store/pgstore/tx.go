@@ -165,6 +165,7 @@ func (f *fnTx) Revoke(id string, at int64) error {
 		return err // the first revocation time wins
 	}
 	put(&f.layer.revoked, id, at)
+	delete(f.layer.unrevoked, id) // revoked by this very transaction: nothing to re-read
 	return nil
 }
 
