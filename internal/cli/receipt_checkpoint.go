@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/chiokernel/chio/internal/atomicfile"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/receipt"
 )
@@ -76,7 +76,7 @@ func runReceiptCheckpoint(e *Env, args []string) int {
 		fmt.Fprintln(e.Stderr, summary)
 		return ExitOK
 	}
-	if err := writeFileAtomic(*out, line); err != nil {
+	if err := atomicfile.Write(*out, line); err != nil { // the auditor's pin: durable
 		return fail(e, err)
 	}
 	fmt.Fprintf(e.Stdout, "%s\nsaved to %s; later: chio receipt verify --file EXPORT --checkpoint %s --kernel-key KEY\n", summary, *out, *out)
@@ -158,21 +158,4 @@ func checkConsistent(ctx context.Context, r *remote, a, b *receipt.Checkpoint) e
 		return fmt.Errorf("consistency proof %d→%d: %w", a.TreeSize, b.TreeSize, err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes data beside path and renames it into place.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	return err
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/chiokernel/chio/internal/atomicfile"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -67,7 +68,7 @@ func openBuiltin(dataDir string) (*builtin, error) {
 		return nil, fmt.Errorf("dispatch: builtin ledger recovery: %w", err)
 	}
 	// Make the directory entries created above durable.
-	if err := syncDir(b.dir); err != nil {
+	if err := atomicfile.SyncDir(b.dir); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -147,43 +148,7 @@ func writeRecord(path string, rec record) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data)
-}
-
-// writeFileAtomic makes path hold data or its old content, never a torn mix,
-// even across a crash: temp file, fsync, rename, fsync the directory.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op once renamed
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(path, data)
 }
 
 // recoverLedger closes the crash window between "ledger line written" and

@@ -1,0 +1,45 @@
+// Package atomicfile replaces a file's content durably: after a crash the
+// file holds the old content or the new, never a torn mix or nothing.
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Write makes path hold data: a temporary file beside it, fsync, rename,
+// fsync of the directory.
+func Write(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op once renamed
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir makes a directory's entries (a rename, a new file) durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
