@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"math"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -102,7 +101,7 @@ func ijson(v any, depth int) bool {
 			return false
 		}
 		for k, e := range x {
-			if mayFold(k) || !ijson(e, depth+1) {
+			if canon.MayFold(k) || !ijson(e, depth+1) { // chio's own names never fold: the fast path stays fast
 				return false
 			}
 		}
@@ -169,17 +168,4 @@ func signatureMember(raw []byte) (cutFrom, cutTo int, sigHex []byte, ok bool) {
 		}
 	}
 	return 0, 0, nil, false
-}
-
-// mayFold reports whether name holds an upper-case ASCII letter or a
-// non-ASCII byte: only such a name can equal another under case folding
-// without being identical to it (canon's mayFold, the same test). chio's
-// own metadata names are lower-case ASCII, so the fast path stays fast.
-func mayFold(name string) bool {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
-			return true
-		}
-	}
-	return false
 }

@@ -52,7 +52,7 @@ func Check(raw []byte) error {
 }
 
 // check is Check's single pass over the tokens. It reports whether some
-// member name could fold together with another (see mayFold): only then
+// member name could fold together with another (see MayFold): only then
 // does Check read the document a second time to compare names, so the
 // common case (chio's own names are lower-case ASCII) compares none.
 func check(raw []byte) (bool, error) {
@@ -84,7 +84,7 @@ func check(raw []byte) (bool, error) {
 			}
 		case '"':
 			if !folds && isName(dec) {
-				folds = mayFold(tok.String())
+				folds = MayFold(tok.String())
 			}
 		}
 		if dec.StackDepth() == 0 {

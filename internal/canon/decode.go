@@ -61,7 +61,7 @@ func (d *pooledDecoder) release() {
 
 // decodeValue reads one value whose container nesting so far is depth,
 // setting *folds if a member name could fold together with another (see
-// mayFold). Recursion is bounded by MaxDepth.
+// MayFold). Recursion is bounded by MaxDepth.
 func decodeValue(dec *jsontext.Decoder, depth int, folds *bool) (any, error) {
 	tok, err := dec.ReadToken()
 	if err == io.EOF && depth == 0 {
@@ -94,7 +94,7 @@ func decodeValue(dec *jsontext.Decoder, depth int, folds *bool) (any, error) {
 				return nil, classify(err)
 			}
 			key := name.String() // before the next read voids the token
-			*folds = *folds || mayFold(key)
+			*folds = *folds || MayFold(key)
 			v, err := decodeValue(dec, depth+1, folds)
 			if err != nil {
 				return nil, err

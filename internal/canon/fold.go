@@ -28,13 +28,13 @@ import (
 // pairwise with strings.EqualFold; larger objects use a map of fold keys.
 const pairwiseMax = 16
 
-// mayFold reports whether name holds an upper-case ASCII letter or a
+// MayFold reports whether name holds an upper-case ASCII letter or a
 // non-ASCII character. Of two names equal under folding but not identical,
 // at least one does: the other ASCII characters fold only with upper-case
 // ASCII letters and non-ASCII runes ('k' with U+212A, 's' with U+017F), or
 // with nothing. So Check compares names only in documents holding a name
-// for which mayFold is true (chio's own names are lower-case ASCII).
-func mayFold(name string) bool {
+// for which MayFold is true (chio's own names are lower-case ASCII).
+func MayFold(name string) bool {
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
 			return true

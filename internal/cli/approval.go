@@ -97,7 +97,7 @@ func runApprovalList(e *Env, args []string) int {
 	}
 	switch r.output {
 	case "json":
-		printJSON(e.Stdout, list.Approvals, false)
+		printShownJSON(e.Stdout, list.Approvals, false)
 		return ExitOK
 	case "jsonl":
 		for _, raw := range list.Approvals {
@@ -164,7 +164,7 @@ func runApprovalShow(e *Env, args []string) int {
 	if r.output != "table" {
 		var v any
 		_ = json.Unmarshal(raw, &v)
-		printJSON(e.Stdout, v, r.output == "jsonl")
+		printShownJSON(e.Stdout, v, r.output == "jsonl")
 		return ExitOK
 	}
 	var v approvalView

@@ -86,6 +86,12 @@ func TestApprovalViewsEscapeControlAndFormatChars(t *testing.T) {
 	if terminalActive(so) || json.Unmarshal([]byte(so), &req) != nil || req.Summary == "" || !strings.Contains(req.Summary, "\r") {
 		t.Errorf("`chio approval list --output jsonl` is not the request as valid JSON with visible escapes: %q", so)
 	}
+	for _, args := range [][]string{{"approval", "list", "--output", "json"}, {"approval", "show", out.ApprovalRequestID, "--output", "json"}} {
+		so, _, _ = w.run(adminEnv(), args...)
+		if terminalActive(so) || !json.Valid([]byte(so)) || !strings.Contains(so, `\u202e`) {
+			t.Errorf("`chio %s` is not valid JSON with visible escapes: %q", strings.Join(args, " "), so)
+		}
+	}
 	wo, _, _ := w.watch(t, adminEnv(), strings.NewReader("s\n"), "--key", w.key("lead"))
 	if terminalActive(wo) || !strings.Contains(wo, "skipped "+out.ApprovalRequestID) {
 		t.Errorf("`chio approval watch` writes control or format characters to the terminal: %q", wo)

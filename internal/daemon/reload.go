@@ -95,7 +95,7 @@ func keepRestartSettings(next, running *policy.Policy, started restartSettings) 
 func channelsConfigured(next *policy.Policy, c policy.Channels) error {
 	configured := map[string]bool{
 		"webhook": c.Webhook != nil, "slack": c.Slack != nil, "email": c.Email != nil,
-		"dashboard": c.Dashboard == nil || c.Dashboard.Enabled,
+		"dashboard": c.Dashboard.Enabled,    // never nil after policy.Parse (defaults)
 		"poll":      true, "terminal": true, // pull-based: always served
 	}
 	for i := range next.Grants {

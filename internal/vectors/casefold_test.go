@@ -52,7 +52,7 @@ func TestCaseFoldTables(t *testing.T) {
 		t.Fatalf("only %d folding orbits", len(orbits))
 	}
 	// The SDKs fold only objects holding a name with an upper-case ASCII
-	// letter or a non-ASCII character (as internal/canon's mayFold). That
+	// letter or a non-ASCII character (as internal/canon's MayFold). That
 	// is sound only if no orbit holds two runes outside that set, i.e. two
 	// lower-case ASCII characters: then of two distinct names equal under
 	// folding, one always holds such a character.
