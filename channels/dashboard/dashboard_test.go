@@ -20,6 +20,8 @@ func TestHandler(t *testing.T) {
 	}{
 		{"GET", "/dashboard/", 200, "text/html; charset=utf-8"},
 		{"GET", "/dashboard/app.js", 200, "text/javascript; charset=utf-8"},
+		{"GET", "/dashboard/signing.js", 200, "text/javascript; charset=utf-8"},
+		{"GET", "/dashboard/cards.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/visible.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/strictjson.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/style.css", 200, "text/css; charset=utf-8"},
@@ -49,7 +51,7 @@ func TestHandler(t *testing.T) {
 // Every asset is served from the binary: no page may reach another origin.
 func TestNoExternalAssets(t *testing.T) {
 	h, _ := New(Options{})
-	for _, p := range []string{"/dashboard/", "/dashboard/app.js", "/dashboard/visible.js", "/dashboard/strictjson.js", "/dashboard/style.css"} {
+	for _, p := range []string{"/dashboard/", "/dashboard/app.js", "/dashboard/signing.js", "/dashboard/cards.js", "/dashboard/visible.js", "/dashboard/strictjson.js", "/dashboard/style.css"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
 		body, _ := io.ReadAll(rec.Body)

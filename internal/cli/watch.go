@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,14 +9,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
@@ -220,225 +217,6 @@ func (w *watcher) ask(prompt string) (string, bool) {
 		fmt.Fprintln(w.e.Stdout, l)
 	}
 	return strings.TrimSpace(l), true
-}
-
-// choices are the answers a request offers at the prompt: confirm
-// requests are confirmed or declined, questions answered or declined, and
-// only a tool call that shows its arguments and needs one approval can be
-// amended (the kernel refuses other amendments).
-func choices(req *approval.Request) (prompt string, keys map[string]string) {
-	switch req.Kind {
-	case approval.KindConfirm:
-		return "[c]onfirm, [d]ecline, [s]kip? ", map[string]string{"c": "approve", "confirm": "approve", "d": "deny", "decline": "deny", "s": "skip", "skip": "skip"}
-	case approval.KindQuestion:
-		return "[a]nswer, [d]ecline, [s]kip? ", map[string]string{"a": "approve", "answer": "approve", "d": "deny", "decline": "deny", "s": "skip", "skip": "skip"}
-	}
-	keys = map[string]string{"a": "approve", "approve": "approve", "d": "deny", "deny": "deny", "s": "skip", "skip": "skip"}
-	if len(req.Arguments) == 0 || req.Quorum > 1 {
-		return "[a]pprove, [d]eny, [s]kip? ", keys
-	}
-	keys["m"], keys["amend"] = "amend", "amend"
-	return "[a]pprove, [d]eny, a[m]end, [s]kip? ", keys
-}
-
-// prompt shows one request and acts on the answer; false at end of input.
-func (w *watcher) prompt(req *approval.Request) bool {
-	printRequest(w.e.Stdout, req, time.Now())
-	var decision string
-	var amended, answers json.RawMessage
-	ask, keys := choices(req)
-	for decision == "" {
-		a, ok := w.ask(ask)
-		if !ok {
-			return false
-		}
-		switch keys[strings.ToLower(a)] {
-		case "approve":
-			decision = approval.DecisionApproved
-		case "deny":
-			decision = approval.DecisionDenied
-		case "skip":
-			fmt.Fprintf(w.e.Stdout, "skipped %s\n\n", req.ApprovalID)
-			return true
-		case "amend":
-			for amended == nil {
-				j, ok := w.ask("amended arguments (JSON object): ")
-				if !ok {
-					return false
-				}
-				if err := canon.Check([]byte(j)); err != nil || !strings.HasPrefix(j, "{") {
-					fmt.Fprintln(w.e.Stdout, "not a JSON object; try again")
-					continue
-				}
-				amended = json.RawMessage(j)
-			}
-			decision = approval.DecisionApproved
-		default:
-			fmt.Fprintln(w.e.Stdout, "answer "+strings.TrimSuffix(strings.TrimSpace(ask), "?"))
-		}
-	}
-	if decision == approval.DecisionApproved && req.Kind == approval.KindQuestion {
-		var ok bool
-		if answers, ok = w.answer(req); !ok {
-			return false
-		}
-	}
-	// A denial needs a reason, as `chio approval deny --reason` does: it is
-	// signed and shown to the agent and on the receipt.
-	label := "note (optional): "
-	if decision == approval.DecisionDenied {
-		label = "reason (required): "
-	}
-	var note string
-	for {
-		n, ok := w.ask(label)
-		if !ok {
-			return false
-		}
-		switch {
-		case len(n) > approval.MaxNoteLen:
-			fmt.Fprintf(w.e.Stdout, "at most %d bytes\n", approval.MaxNoteLen)
-			continue
-		case decision == approval.DecisionDenied && n == "":
-			fmt.Fprintln(w.e.Stdout, "a denial needs a reason")
-			continue
-		}
-		note = n
-		break
-	}
-	w.decide(req, decision, note, amended, answers)
-	fmt.Fprintln(w.e.Stdout)
-	return true
-}
-
-// answer asks each question of a question request.
-func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
-	var qs []approval.Question
-	_ = json.Unmarshal(req.Questions, &qs)
-	out := map[string]any{}
-	for _, q := range qs {
-		for {
-			hint := ""
-			switch q.Type {
-			case approval.QuestionSingle:
-				hint = " [one of: " + shownList(q.Options) + "]"
-			case approval.QuestionMulti:
-				hint = " [comma-separated, of: " + shownList(q.Options) + "]"
-			}
-			a, ok := w.ask(shown(q.Text) + hint + ": ")
-			if !ok {
-				return nil, false
-			}
-			var picks []string
-			for _, p := range strings.Split(a, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					picks = append(picks, p)
-				}
-			}
-			valid := a != ""
-			for _, p := range picks {
-				if q.Type != approval.QuestionText && !q.AllowOther && !contains(q.Options, p) {
-					valid = false
-				}
-			}
-			if !valid {
-				fmt.Fprintln(w.e.Stdout, "not a valid answer; try again")
-				continue
-			}
-			if q.Type == approval.QuestionMulti {
-				out[q.ID] = picks
-			} else {
-				out[q.ID] = a
-			}
-			break
-		}
-	}
-	b, _ := json.Marshal(out)
-	return b, true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// decide signs and posts the token and prints the server's answer.
-func (w *watcher) decide(req *approval.Request, decision, note string, amended, answers json.RawMessage) {
-	tok := approval.NewToken(req, w.key.Public(), decision, time.Now(), w.ttl)
-	tok.Note, tok.AmendedArguments, tok.Answers = note, amended, answers
-	raw, err := tok.Sign(w.key)
-	if err != nil {
-		fmt.Fprintln(w.e.Stdout, "error: cannot sign:", err)
-		return
-	}
-	var body bytes.Buffer
-	body.WriteString(`{"token":`)
-	body.Write(raw)
-	fmt.Fprintf(&body, `,"outcome":%q,"channel":"terminal"}`, decision)
-	ctx, cancel := ctxTimeout(2 * time.Minute)
-	defer cancel()
-	var res kernel.RespondResult
-	id := req.ApprovalID
-	if _, err := w.r.send(ctx, "POST", "/approvals/"+url.PathEscape(id)+"/respond", body.Bytes(), nil, &res); err != nil {
-		fmt.Fprintf(w.e.Stdout, "error: %s: %v\n", id, err)
-		return
-	}
-	line, _ := respondResult(id, &res)
-	fmt.Fprintln(w.e.Stdout, shown(line)) // may quote the tool's error
-}
-
-// printRequest shows what an approver needs to decide. Every string from
-// the request is escaped (approval_text.go): most come from the agent.
-func printRequest(out io.Writer, a *approval.Request, now time.Time) {
-	approved, denied := a.Counts()
-	fmt.Fprintf(out, "── %s ── %s\n", shown(a.ApprovalID), shown(a.Kind))
-	fmt.Fprintf(out, "  %s\n", shown(a.Summary))
-	fmt.Fprintf(out, "  tool:     %s/%s (%s)\n", shown(a.ToolServer), shown(a.ToolName), shown(a.Action))
-	fmt.Fprintf(out, "  agent:    %s\n", shown(a.SubjectID))
-	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
-		var in struct {
-			Purpose   string           `json:"purpose"`
-			MaxAmount *approval.Amount `json:"max_amount"`
-			Category  string           `json:"action_category"`
-		}
-		_ = json.Unmarshal(a.GovernedIntent, &in)
-		if in.MaxAmount != nil {
-			fmt.Fprintf(out, "  amount:   %d %s\n", in.MaxAmount.Units, shown(in.MaxAmount.Currency))
-		}
-		if in.Purpose != "" {
-			fmt.Fprintf(out, "  intent:   %s\n", shown(in.Purpose))
-		}
-		if in.Category != "" {
-			fmt.Fprintf(out, "  category: %s\n", shown(in.Category))
-		}
-	}
-	fmt.Fprintf(out, "  deadline: %s (%s)\n", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339), until(now, a.ExpiresAt))
-	q := fmt.Sprintf("%d/%d approvals", approved, a.Quorum)
-	if denied > 0 {
-		q += fmt.Sprintf(", %d denied", denied)
-	}
-	fmt.Fprintf(out, "  quorum:   %s (tier %d)\n", q, a.Tier+1)
-	if len(a.TriggeredBy) > 0 {
-		fmt.Fprintf(out, "  why:      %s\n", shown(triggerText(a)))
-	}
-	if len(a.Arguments) > 0 {
-		fmt.Fprintf(out, "  arguments: %s\n", shownJSON(a.Arguments))
-	}
-	if a.Kind == approval.KindQuestion {
-		var qs []approval.Question
-		_ = json.Unmarshal(a.Questions, &qs)
-		for i, qq := range qs {
-			fmt.Fprintf(out, "  question %d: %s", i+1, shown(qq.Text))
-			if len(qq.Options) > 0 {
-				fmt.Fprintf(out, " [%s]", shownList(qq.Options))
-			}
-			fmt.Fprintln(out)
-		}
-	}
 }
 
 // readLines feeds stdin's lines to a channel, closed at end of input.

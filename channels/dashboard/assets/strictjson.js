@@ -10,7 +10,7 @@
 // only in letter case, integers beyond ±2^53 in any spelling, number
 // literals that are not exactly the double they read as (so the number
 // signed is the number typed), lone surrogates, nesting deeper than 64 and
-// trailing data. What it returns re-encodes (jcs in app.js) to exactly the
+// trailing data. What it returns re-encodes (jcs in signing.js) to exactly the
 // value typed.
 'use strict';
 

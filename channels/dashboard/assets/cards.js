@@ -1,0 +1,318 @@
+// chio dashboard: the request cards, what an approver reads before deciding
+// (loaded before app.js, which holds the state and helpers they use).
+'use strict';
+
+const KIND_LABEL = { tool_call: 'Tool call', confirm: 'Confirm', question: 'Question' };
+
+// Why a request asks a human, in words; the guard names stay in the title.
+const TRIGGER_TEXT = {
+  require_approval_above: 'the amount is at or above the approval threshold',
+  require_approval_always: 'every call under this grant needs approval',
+  require_approval_first_n: 'one of the agent\'s first calls under this grant',
+  require_approval_for_actions: 'this kind of action needs approval',
+};
+
+function whyText(req) {
+  const kind = req.kind || 'tool_call';
+  return (req.triggered_by || []).map((t) => {
+    if (t === 'hitl') return kind === 'confirm' ? 'the agent asks you to confirm' : 'the agent asks you';
+    return TRIGGER_TEXT[t] || `the ${t} check asks for a person instead of denying`;
+  }).join('; ');
+}
+
+// Who asked: the agent's name from its signed capability when it has one,
+// the grant the call matched, and the key that identifies the agent (full
+// key on hover).
+function askedBy(req) {
+  const who = req.subject_label
+    ? el('span', {}, el('strong', { class: 'agent-label', text: req.subject_label }), ', holding grant ')
+    : el('span', {}, 'an agent holding grant ');
+  who.append(el('code', { class: 'grant', text: req.policy_id }));
+  return el('span', { class: 'asked-by' }, who,
+    el('code', { class: 'agent-key', title: `${req.subject_id}\ncapability ${req.capability_id || ''}`, text: shortKey(req.subject_id) }));
+}
+
+// What a confirm request shows besides its prompt (the summary): the
+// agent's details, as a list when they are an object.
+function confirmDetails(args) {
+  const d = args && args.details;
+  if (d === undefined || d === null) return null;
+  if (typeof d !== 'object' || Array.isArray(d)) {
+    return el('div', { class: 'confirm-details' }, el('pre', { class: 'mono', text: JSON.stringify(d, null, 2) }));
+  }
+  return el('dl', { class: 'confirm-details kv' }, Object.entries(d).flatMap(([k, v]) => [
+    el('dt', { text: k }), el('dd', { class: typeof v === 'string' ? '' : 'mono', text: typeof v === 'string' ? v : JSON.stringify(v) }),
+  ]));
+}
+
+function detail(label, value, cls) {
+  if (value === undefined || value === null || value === '') return null;
+  return el('div', { class: 'detail ' + (cls || '') }, el('dt', { text: label }), el('dd', {}, value));
+}
+
+function questionForm(req) {
+  const qs = parseJSON(req.questions) || [];
+  const form = el('div', { class: 'questions' });
+  for (const q of qs) {
+    const name = 'q-' + req.approval_id + '-' + q.id;
+    const field = el('fieldset', { class: 'question', 'data-qid': q.id, 'data-type': q.type },
+      el('legend', { text: q.text }));
+    if (q.type === 'text') {
+      field.append(el('textarea', { rows: 2, class: 'answer-text', 'aria-label': q.text }));
+    } else {
+      const type = q.type === 'multi' ? 'checkbox' : 'radio';
+      for (const opt of q.options || []) {
+        field.append(el('label', { class: 'choice' }, el('input', { type, name, value: opt }), el('span', { text: opt })));
+      }
+      if (q.allow_other) {
+        const other = el('input', { type: 'text', class: 'answer-other', 'aria-label': 'Other answer' });
+        field.append(el('label', { class: 'choice other' }, el('span', { text: 'Other:' }), other));
+        if (type === 'radio') {
+          // One answer: typing an Other answer clears the choice, and
+          // picking a choice clears what was typed, so what is signed is
+          // what the form shows.
+          other.addEventListener('input', () => {
+            if (other.value.trim()) field.querySelectorAll('input[type=radio]').forEach((r) => { r.checked = false; });
+          });
+          field.addEventListener('change', (ev) => { if (ev.target.type === 'radio' && ev.target.checked) other.value = ''; });
+        }
+      }
+    }
+    form.append(field);
+  }
+  return form;
+}
+
+function collectAnswers(card) {
+  const answers = {};
+  for (const f of card.querySelectorAll('fieldset.question')) {
+    const id = f.dataset.qid, type = f.dataset.type;
+    if (type === 'text') {
+      answers[id] = f.querySelector('textarea').value.trim();
+      if (!answers[id]) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
+      continue;
+    }
+    const picks = Array.from(f.querySelectorAll('input[type=radio]:checked, input[type=checkbox]:checked'), (i) => i.value);
+    const other = f.querySelector('.answer-other');
+    if (other && other.value.trim()) picks.push(other.value.trim());
+    if (picks.length === 0) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
+    // A single answer is one pick: never sign one and drop the other.
+    if (type !== 'multi' && picks.length > 1) throw new Error(`give one answer to "${f.querySelector('legend').textContent}": a choice or Other, not both`);
+    answers[id] = type === 'multi' ? picks : picks[0];
+  }
+  return answers;
+}
+
+function renderCard(req) {
+  const intent = parseJSON(req.governed_intent);
+  const args = parseJSON(req.arguments);
+  const approved = (req.votes || []).filter((v) => v.decision === 'approved').length;
+  const kind = req.kind || 'tool_call';
+  const canAmend = kind === 'tool_call' && req.arguments !== undefined && req.arguments !== null && (req.quorum || 1) <= 1;
+  const trusted = !state.key || (req.trusted_approvers || []).includes(state.key.publicKey);
+  const voted = state.key && (req.votes || []).some((v) => v.approver === state.key.publicKey);
+
+  // The amount the arguments move (the kernel reads it where the tool says
+  // it lives); the agent's declared max_amount only when the tool declares none.
+  const amount = req.amount ? `${req.amount.units} ${req.amount.currency}`
+    : intent && intent.max_amount ? `up to ${intent.max_amount.units} ${intent.max_amount.currency} (declared by the agent)` : '';
+  const pips = el('span', { class: 'pips' });
+  for (let i = 0; i < (req.quorum || 1); i++) pips.append(el('span', { class: 'pip' + (i < approved ? ' on' : '') }));
+
+  const deadline = el('span', { class: 'countdown', 'data-deadline': req.expires_at });
+  const bar = el('div', { class: 'deadline-bar' }, el('span', { 'data-deadline': req.expires_at, 'data-created': req.created_at }));
+
+  const note = el('textarea', { class: 'note', rows: 2, placeholder: 'Note for the agent and the audit trail (optional)', 'aria-label': 'Note', maxlength: 2000 });
+  const err = el('div', { class: 'card-error', role: 'alert', hidden: true });
+  const ok = el('div', { class: 'card-ok', role: 'status', hidden: true });
+
+  const amendBox = canAmend ? el('div', { class: 'amend', hidden: true },
+    el('label', { class: 'amend-label', text: 'Amended arguments (JSON) — you approve this instead of the original call' }),
+    el('textarea', { class: 'amend-args mono', rows: 6, spellcheck: 'false' }, JSON.stringify(args, null, 2)),
+  ) : null;
+
+  const card = el('article', { class: 'card kind-' + kind, 'data-id': req.approval_id, id: 'req-' + req.approval_id });
+  const setBusy = (b) => card.querySelectorAll('button, textarea, input').forEach((x) => { x.disabled = b; });
+
+  async function act(decision, mode) {
+    err.hidden = true;
+    const extra = { note: note.value.trim() };
+    if (mode === 'amend') {
+      // Parsed strictly (strictjson.js): JSON.parse would keep the last of
+      // two "amount" members and round 9007199254740993, and the signature
+      // would cover what it made of the text, not what was typed.
+      try {
+        const v = parseStrictJSON(card.querySelector('.amend-args').value);
+        if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('they must be a JSON object');
+        extra.amended_arguments = v;
+      } catch (e) {
+        err.textContent = 'The amended arguments were not signed: ' + e.message + '.';
+        err.hidden = false;
+        return;
+      }
+    }
+    if (kind === 'question' && decision === 'approved') {
+      try { extra.answers = collectAnswers(card); } catch (e) {
+        err.textContent = 'Please ' + e.message + '.'; err.hidden = false; return;
+      }
+    }
+    setBusy(true);
+    card.dataset.deciding = '1';
+    try {
+      const res = await decide(req, decision, extra);
+      delete card.dataset.deciding;
+      const done = res.outcome === 'approved' || res.outcome === 'denied';
+      const { text, failed } = decisionResult(res, kind, mode);
+      const box = failed ? err : ok;
+      box.textContent = visible(done ? `${text}. Receipt ${res.receipt_id || '—'}` : text); // may quote the tool's error
+      box.hidden = false;
+      // An approval whose call did not run stays a while longer: it is news.
+      card.classList.add(failed ? 'decided-failed' : 'decided');
+      if (done && !state.email) removeCard(req.approval_id);
+    } catch (e) {
+      delete card.dataset.deciding;
+      err.textContent = visible(e.message);
+      err.hidden = false;
+      setBusy(false);
+      // Resolved meanwhile (by someone else, or by this very vote): let it go.
+      if (!state.pending.has(req.approval_id)) removeCard(req.approval_id);
+    }
+  }
+
+  const isConfirm = kind === 'confirm';
+  const approveBtn = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'approve', onclick: () => act('approved') },
+    isConfirm ? 'Confirm' : kind === 'question' ? 'Send answers' : 'Approve');
+  // Confirm and question requests are the agent asking: they are declined.
+  const denyBtn = el('button', { type: 'button', class: 'btn btn-deny', 'data-action': 'deny', onclick: () => act('denied') },
+    kind === 'tool_call' ? 'Deny' : 'Decline');
+  let amendBtn = null, amendSubmit = null;
+  if (canAmend) {
+    amendSubmit = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'amend-submit', hidden: true, onclick: () => act('approved', 'amend') }, 'Approve amended');
+    amendBtn = el('button', { type: 'button', class: 'btn btn-secondary', 'data-action': 'amend', onclick: () => {
+      amendBox.hidden = !amendBox.hidden;
+      amendSubmit.hidden = amendBox.hidden;
+      approveBtn.hidden = !amendBox.hidden;
+      amendBtn.textContent = amendBox.hidden ? 'Amend…' : 'Cancel amend';
+    } }, 'Amend…');
+  }
+
+  card.append(...[
+    el('div', { class: 'card-head' },
+      el('span', { class: 'badge badge-kind', text: KIND_LABEL[kind] || kind }),
+      el('span', { class: 'tool mono', text: `${req.tool_server} · ${req.tool_name}` }),
+      req.tier > 0 ? el('span', { class: 'badge badge-tier', text: `Escalated · tier ${req.tier + 1}` }) : el('span', { class: 'badge badge-tier0', text: 'Tier 1' }),
+      el('span', { class: 'spacer' }),
+      el('span', { class: 'deadline' }, el('span', { class: 'muted', text: 'decide within ' }), deadline),
+    ),
+    bar,
+    el('h3', { class: 'summary', text: req.summary }),
+    el('dl', { class: 'details' },
+      detail('Purpose', intent && intent.purpose),
+      detail('Amount', amount, 'amount'),
+      detail('Asked by', askedBy(req), 'asker'),
+      detail('Quorum', el('span', { class: 'quorum' }, pips, ` ${approved} of ${req.quorum || 1} approval${(req.quorum || 1) > 1 ? 's' : ''}`)),
+      detail('Why', el('span', { title: (req.triggered_by || []).join(', '), text: whyText(req) }), 'why-asked'),
+      detail('Category', intent && intent.action_category),
+      detail('Request', el('code', { class: 'reqid', text: req.approval_id })),
+    ),
+    kind === 'confirm' ? confirmDetails(args) : null,
+    args !== null && kind === 'tool_call' ? el('details', { class: 'args' },
+      el('summary', { text: 'Arguments' }),
+      el('pre', { class: 'mono', text: JSON.stringify(args, null, 2) })) : null,
+    kind === 'question' ? questionForm(req) : null,
+    amendBox,
+    note,
+    !trusted ? el('p', { class: 'warn', text: 'Your key is not among the trusted approvers of this request; the kernel will refuse your decision.' }) : null,
+    voted ? el('p', { class: 'muted', text: 'You already voted on this request.' }) : null,
+    el('div', { class: 'actions' }, approveBtn, amendSubmit, amendBtn, el('span', { class: 'spacer' }), denyBtn),
+    err, ok,
+  ].filter(Boolean));
+  return card;
+}
+
+// decisionResult says what a decision did: an approval is not an
+// execution (a guard re-run at resume may stop the call, the tool may fail).
+function decisionResult(res, kind, mode) {
+  if (res.outcome === 'denied') return { text: kind === 'tool_call' ? 'Denied' : 'Declined' };
+  if (res.outcome !== 'approved') return { text: `Vote recorded — ${res.approvals} of ${res.quorum} approvals so far` };
+  const c = res.call || {};
+  if (c.status === 'denied') return { text: `Approved, but the call did not run: denied by the ${c.guard} guard: ${c.reason}`, failed: true };
+  if (c.status === 'cancelled') return { text: `Approved, but the call was cancelled: ${c.reason}`, failed: true };
+  if (c.tool_error) return { text: `Approved — the tool failed: ${c.tool_error}`, failed: true };
+  if (kind === 'confirm') return { text: 'Confirmed' };
+  if (kind === 'question') return { text: 'Answers sent' };
+  return { text: mode === 'amend' ? 'Approved with amendments — executed' : 'Approved — executed' };
+}
+
+function upsert(req) {
+  if (!req || req.status !== 'pending') { if (req) removeCard(req.approval_id); return; }
+  state.pending.set(req.approval_id, req);
+  const old = state.cards.get(req.approval_id);
+  if (old) {
+    // Keep what the approver typed: only refresh when progress changed.
+    const prev = old.req;
+    if ((prev.votes || []).length === (req.votes || []).length && prev.tier === req.tier && prev.expires_at === req.expires_at) return;
+    const fresh = renderCard(req);
+    const n = old.el.querySelector('.note'), fn = fresh.querySelector('.note');
+    if (n && fn) fn.value = n.value;
+    old.el.replaceWith(fresh);
+    state.cards.set(req.approval_id, { el: fresh, req });
+  } else {
+    const card = renderCard(req);
+    card.classList.add('enter');
+    state.cards.set(req.approval_id, { el: card, req });
+    // Oldest first, like GET /approvals/pending.
+    const list = $('cards');
+    const after = Array.from(list.children).find((c) => (state.pending.get(c.dataset.id) || {}).created_at > req.created_at);
+    list.insertBefore(card, after || null);
+  }
+  refreshCounts();
+  tick();
+  focusDeepLink();
+}
+
+function removeCard(id) {
+  state.pending.delete(id);
+  const c = state.cards.get(id);
+  if (c) {
+    // The approval resolves before its call runs: while this card's own
+    // decision is in flight, act() removes it once the outcome is shown.
+    if (c.el.dataset.deciding) { refreshCounts(); return; }
+    state.cards.delete(id);
+    // A card just decided here stays a moment so its result can be read.
+    const linger = c.el.classList.contains('decided-failed') ? 8000 : c.el.classList.contains('decided') ? 1500 : 0;
+    setTimeout(() => { c.el.classList.add('leave'); setTimeout(() => c.el.remove(), 250); }, linger);
+  }
+  refreshCounts();
+}
+
+function refreshCounts() {
+  $('pending-count').textContent = String(state.pending.size);
+  $('empty').hidden = state.pending.size > 0 || !!state.email;
+  document.title = state.pending.size ? `(${state.pending.size}) chio · approvals` : 'chio · approvals';
+}
+
+function tick() {
+  const t = now();
+  for (const e of document.querySelectorAll('.countdown[data-deadline]')) {
+    const left = Number(e.dataset.deadline) - t;
+    e.textContent = left > 0 ? fmtDuration(left) : 'expired';
+    e.classList.toggle('soon', left < 120);
+  }
+  for (const e of document.querySelectorAll('.deadline-bar span[data-deadline]')) {
+    const total = Number(e.dataset.deadline) - Number(e.dataset.created);
+    const left = Number(e.dataset.deadline) - t;
+    e.style.width = total > 0 ? `${Math.max(0, Math.min(100, (left / total) * 100))}%` : '0%';
+    e.classList.toggle('soon', left < 120);
+  }
+}
+
+function focusDeepLink() {
+  if (!state.focus) return;
+  const c = state.cards.get(state.focus);
+  if (c) {
+    c.el.classList.add('focused');
+    c.el.scrollIntoView({ block: 'center' });
+    state.focus = '';
+  }
+}

@@ -1,0 +1,92 @@
+package policy
+
+// The rules for what a policy may use as a name: ids, labels, URLs,
+// host:port addresses and Slack user ids. CheckName applies the same rule
+// to the names a call carries.
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// checkID accepts identifiers: ids, tool names, operations, categories.
+// CheckName reports why s is not a valid id or name (server, tool,
+// operation, grant): the rule the policy's own names follow, so that a
+// call naming something no policy could name is refused as malformed.
+func CheckName(s string) error { return checkID(s) }
+
+func checkID(s string) error {
+	if err := checkLabel(s); err != nil {
+		return err
+	}
+	if strings.IndexFunc(s, unicode.IsSpace) >= 0 {
+		return fmt.Errorf("must not contain spaces")
+	}
+	return nil
+}
+
+// checkLabel accepts human-readable names: display names, actions.
+func checkLabel(s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return fmt.Errorf("must not be blank")
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("is %d bytes; the limit is %d", len(s), MaxNameLen)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("is not valid UTF-8")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return fmt.Errorf("must not contain control characters")
+	}
+	return nil
+}
+
+// checkURL accepts an absolute http(s) URL without credentials.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a valid URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("must be an absolute http:// or https:// URL")
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("must name a host")
+	case u.User != nil:
+		return fmt.Errorf("must not contain a user name or password; secrets come from the environment")
+	case u.Port() != "" && !validPort(u.Port(), false):
+		return fmt.Errorf("port must be a number from 1 to 65535")
+	}
+	return nil
+}
+
+// checkHostPort accepts host:port; zeroOK allows port 0 (listen on any free
+// port, which tests use).
+func checkHostPort(s string, zeroOK bool) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("must be host:port, like \"127.0.0.1:7420\"")
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("host %q is not a host name or IP address", host)
+	}
+	if !validPort(port, zeroOK) {
+		if zeroOK {
+			return fmt.Errorf("port must be a number from 0 to 65535")
+		}
+		return fmt.Errorf("port must be a number from 1 to 65535")
+	}
+	return nil
+}
+
+func validPort(p string, zeroOK bool) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n <= 65535 && (n > 0 || zeroOK && n == 0) && p[0] != '+' && p[0] != '-'
+}
+
+// slackUserIDRE is an immutable Slack user id (custodial signing keys on it).
+var slackUserIDRE = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
