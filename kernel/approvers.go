@@ -41,12 +41,29 @@ func approversNow(p *policy.Policy, req *approval.Request) (trusted, requesters 
 	return trusted, requesters, false
 }
 
-// withApproversNow returns a copy of req whose trusted set and requesters
-// are the policy's now (what Verify and the quorum count check against).
+// quorumsNow returns how many approvals resolve req and how many denials
+// end it under policy p, never easier than what req holds (the values it
+// was parked with, or raised to by an earlier reload): a reload that
+// raises quorum or lowers deny_quorum applies to calls already parked; one
+// that loosens either applies only to calls parked after it. A parked call
+// never becomes easier to approve or harder to deny.
+func quorumsNow(p *policy.Policy, req *approval.Request) (quorum, denyQuorum int) {
+	quorum, denyQuorum = max(req.Quorum, 1), max(req.DenyQuorum, 1)
+	if g, ok := p.Grant(req.PolicyID); ok && g.Approval != nil {
+		quorum = max(quorum, g.Approval.Quorum)
+		denyQuorum = min(denyQuorum, max(g.Approval.DenyQuorum, 1))
+	}
+	return quorum, denyQuorum
+}
+
+// withApproversNow returns a copy of req whose trusted set, requesters and
+// quorums are the policy's now (what Verify, the amendment rule and the
+// quorum count check against).
 func withApproversNow(p *policy.Policy, req *approval.Request) (*approval.Request, bool) {
 	trusted, requesters, ok := approversNow(p, req)
 	cur := *req
 	cur.TrustedApprovers, cur.Requesters = trusted, requesters
+	cur.Quorum, cur.DenyQuorum = quorumsNow(p, req)
 	return &cur, ok
 }
 
@@ -75,33 +92,61 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 // reconciles every pending request).
 func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) error {
 	if cur, err := k.Approval(id); err == nil && cur.Status == approval.StatusPending {
-		trusted, requesters, ok := approversNow(p, cur)
-		if ok && slices.Equal(trusted, cur.TrustedApprovers) && slices.Equal(requesters, cur.Requesters) {
+		now, ok := withApproversNow(p, cur)
+		if ok && unchanged(now, cur) {
 			return nil
 		}
 	}
 	var updated *approval.Request
-	var orphaned bool
+	var orphaned, denied bool
 	err := k.store.Update(ctx, func(tx Tx) error {
-		updated, orphaned = nil, false
+		updated, orphaned, denied = nil, false, false
 		req, err := tx.Approval(id)
 		if err != nil || req.Status != approval.StatusPending {
 			return err
 		}
-		trusted, requesters, ok := approversNow(p, req)
+		now, ok := withApproversNow(p, req)
 		if !ok {
 			orphaned = true
 			return nil
 		}
-		if slices.Equal(trusted, req.TrustedApprovers) && slices.Equal(requesters, req.Requesters) {
+		if deniedNow(p, req) {
+			// A lowered deny_quorum that the denials already recorded meet
+			// ends the call now, as the last of them would have.
+			denied = true
 			return nil
 		}
-		req.TrustedApprovers, req.Requesters = trusted, requesters
-		updated = req
-		return tx.PutApproval(req)
+		if unchanged(now, req) {
+			return nil
+		}
+		updated = now
+		return tx.PutApproval(now)
 	})
 	switch {
 	case err != nil:
+		return err
+	case denied:
+		// Ended in its own commit; check re-reads the request there, so
+		// a vote that resolved it meanwhile wins.
+		_, err := k.endPending(ctx, p, id, k.clock.Now(), ending{
+			status: approval.StatusDenied, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardHumanApproval,
+			check: func(req *approval.Request) error {
+				if req.Status != approval.StatusPending {
+					return approval.ErrNotPending
+				}
+				if !deniedNow(p, req) {
+					return errNotDeniedNow
+				}
+				return nil
+			},
+			reason: func(req *approval.Request) string {
+				_, dq := quorumsNow(p, req)
+				return fmt.Sprintf("denied: the policy in force ends grant %s's calls at %d denial(s), and they are recorded", req.PolicyID, dq)
+			},
+		})
+		if errors.Is(err, approval.ErrNotPending) || errors.Is(err, errNotDeniedNow) {
+			return nil // decided meanwhile
+		}
 		return err
 	case orphaned:
 		// Nobody may decide it any more: it ends with a deny receipt now.
@@ -120,4 +165,21 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 		k.events.publish(Event{Type: EventApprovalRequested, Approval: &snap})
 	}
 	return nil
+}
+
+// unchanged reports whether reconciling left a request's approvers,
+// requesters and quorums as stored.
+func unchanged(now, stored *approval.Request) bool {
+	return slices.Equal(now.TrustedApprovers, stored.TrustedApprovers) && slices.Equal(now.Requesters, stored.Requesters) &&
+		now.Quorum == stored.Quorum && now.DenyQuorum == stored.DenyQuorum
+}
+
+var errNotDeniedNow = errors.New("the recorded denials no longer meet deny_quorum")
+
+// deniedNow reports whether the denials recorded on req, counted among the
+// approvers policy p trusts, meet the deny_quorum in force.
+func deniedNow(p *policy.Policy, req *approval.Request) bool {
+	now, _ := withApproversNow(p, req)
+	_, denied := now.CountsAmong(now.TrustedApprovers)
+	return denied >= now.DenyQuorum
 }

@@ -55,6 +55,12 @@ func (k *Kernel) displayName(req *approval.Request, key string) string {
 	return ""
 }
 
+// advisory reports whether vote is the kernel's own auto_approve_advisory
+// vote (recorded only by the timeout path, signed by the kernel key).
+func advisory(vote *approval.Vote, kernelKey string) bool {
+	return vote.Approver == kernelKey && vote.Channel == ChannelTimeout
+}
+
 // recordVote is the one atomic, durable transition for a vote: consume the
 // token, count the vote, and, if that resolves the request, move the call
 // to dispatching (approved) or denied, all in one commit. Of two concurrent
@@ -91,9 +97,16 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		}
 		req.Votes = append(req.Votes, vote)
 		// Votes count only while their keys are trusted by the policy in
-		// force (the kernel's own advisory vote is the timeout path's).
+		// force (the kernel's own advisory vote is the timeout path's), and
+		// against the quorums in force, never looser than when parked.
 		trusted, _, _ := approversNow(p, req)
 		approved, denied := req.CountsAmong(append(trusted, k.pub.String()))
+		req.Quorum, req.DenyQuorum = quorumsNow(p, req)
+		if advisory(&vote, k.pub.String()) {
+			// forceQuorum checked, in the commit before, that the deadline
+			// passed with no denial: policy chose this vote to decide.
+			req.Quorum = 1
+		}
 		if rec, err = tx.Call(req.RequestID); err != nil {
 			return err
 		}
