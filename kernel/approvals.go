@@ -153,6 +153,9 @@ func tierView(a *policy.Approval, tier int) (approvers, channels []string, timeo
 
 // announce publishes to subscribers and notifies channels (after commit).
 func (k *Kernel) announce(event string, req *approval.Request) {
+	if event == EventApprovalRequested || event == EventApprovalEscalated {
+		k.markTold(req)
+	}
 	snap := *req
 	k.events.publish(Event{Type: event, Approval: &snap})
 	if k.notifier != nil && (event == EventApprovalRequested || event == EventApprovalEscalated || event == EventApprovalResolved) {

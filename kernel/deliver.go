@@ -148,7 +148,14 @@ func bumpCounter(tx Tx, key string) error {
 // released when the call's outcome is durable (or left for the next
 // start).
 func (k *Kernel) deliverMarked(ctx context.Context, rec *CallRecord) (*Outcome, error) {
-	res, derr := k.sendWithRetry(ctx, rec)
+	return k.deliverMarkedAfter(ctx, rec, nil)
+}
+
+// deliverMarkedAfter is deliverMarked for a call an earlier attempt may
+// already have reached (priorAttempt, non-nil, says why): its outcome can
+// then never be "not delivered" (see sendWithRetry).
+func (k *Kernel) deliverMarkedAfter(ctx context.Context, rec *CallRecord, priorAttempt error) (*Outcome, error) {
+	res, derr := k.sendWithRetry(ctx, rec, priorAttempt)
 	if derr != nil && k.stopping() {
 		k.delivering.Delete(rec.RequestID)
 		return nil, fmt.Errorf("%w: shutting down; call %s stays in flight and is finished at the next start", ErrUnavailable, rec.RequestID)
@@ -164,8 +171,9 @@ func (k *Kernel) deliverMarked(ctx context.Context, rec *CallRecord) (*Outcome, 
 // sendWithRetry makes delivery attempts until one produces a tool result,
 // a failure is permanent, or the tool's retry deadline would pass. Under
 // at_most_once only failures that certainly did not reach the tool are
-// retried.
-func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord) (DispatchResult, error) {
+// retried. priorAttempt, when non-nil, is why an attempt before these may
+// have reached the tool.
+func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttempt error) (DispatchResult, error) {
 	plan := planFor(k.Policy(), rec.Server, rec.Tool)
 	if rec.Delivery != "" {
 		plan.semantics = rec.Delivery // fixed when the decision was taken
@@ -175,7 +183,7 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord) (DispatchRe
 	// Once an attempt may have reached the tool, the call can never again
 	// be "not delivered", whatever later attempts say (a tool still running
 	// the first one answers re-deliveries "busy"): the outcome is unknown.
-	var mayHaveRun error
+	mayHaveRun := priorAttempt
 	giveUp := func(res DispatchResult, err error) (DispatchResult, error) {
 		var de *DeliveryError
 		if mayHaveRun != nil && (errors.As(err, &de) && de.NotDelivered || errors.Is(err, ErrUnknownServer)) {

@@ -65,6 +65,7 @@ func (k *Kernel) Recover(ctx context.Context) error {
 	p := k.Policy()
 	for _, r := range pending {
 		k.armTimer(r.ApprovalID, r.ExpiresAt)
+		k.markTold(r) // announced by the run that parked or escalated it
 		// The policy may have changed while chiod was down: its approvers
 		// are the ones that count (a request left with none ends now).
 		if err := k.reconcile(ctx, p, r.ApprovalID); err != nil {
@@ -76,6 +77,34 @@ func (k *Kernel) Recover(ctx context.Context) error {
 		k.startSweep(r)
 	}
 	return k.RecoverInFlight(context.WithoutCancel(ctx))
+}
+
+// RecoverAfterHeal runs when the store has healed after a failed commit.
+// A commit reported failed may have reached the disk anyway (see
+// boltstore's heal.go): a request it parked or escalated is pending with
+// no deadline armed and no approver told. Each such request gets its
+// deadline armed and is announced at its tier; then the calls the failure
+// left in flight are finished (RecoverInFlight).
+func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
+	var pending []*approval.Request
+	if err := k.store.View(func(tx ReadTx) error {
+		return tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true })
+	}); err != nil {
+		return err
+	}
+	for _, r := range pending {
+		noTimer, notAnnounced := k.untold(r)
+		if noTimer {
+			k.armTimer(r.ApprovalID, r.ExpiresAt)
+		}
+		switch {
+		case notAnnounced && r.Tier == 0:
+			k.announce(EventApprovalRequested, r)
+		case notAnnounced:
+			k.announce(EventApprovalEscalated, r)
+		}
+	}
+	return k.RecoverInFlight(ctx)
 }
 
 // RecoverInFlight finishes, at most RecoveryWorkers at a time, every call
@@ -122,6 +151,10 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 	return nil
 }
 
+// errPriorRun: a call found dispatching was decided by an earlier run (or
+// before the store failed), which may have sent it.
+var errPriorRun = errors.New("an attempt before chiod restarted or its store failed may have reached the tool")
+
 // recoverCall finishes one call found dispatching.
 func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 	if c.DecisionReceiptID == "" {
@@ -162,7 +195,10 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 		return err
 	}
 	// at_least_once: the same Idempotency-Key lets the tool deduplicate.
-	_, err = k.deliverMarked(ctx, cur)
+	// The run that decided it may have sent it (the tool may even have
+	// answered, the answer lost with that run), so whatever this attempt
+	// hears, the call is never recorded "not delivered".
+	_, err = k.deliverMarkedAfter(ctx, cur, errPriorRun)
 	return err
 }
 

@@ -31,6 +31,27 @@ func (k *Kernel) stopTimer(id string) {
 		t.Stop()
 		delete(k.timers, id)
 	}
+	delete(k.told, id)
+}
+
+// markTold records that req's approvers at its tier have been announced.
+func (k *Kernel) markTold(req *approval.Request) {
+	k.timersMu.Lock()
+	defer k.timersMu.Unlock()
+	if t, ok := k.told[req.ApprovalID]; !ok || req.Tier > t {
+		k.told[req.ApprovalID] = req.Tier
+	}
+}
+
+// untold reports whether req, pending, has no deadline armed here or its
+// current tier's approvers were never announced: a commit reported failed
+// that reached the disk anyway (parked, or escalated) skipped both.
+func (k *Kernel) untold(req *approval.Request) (noTimer, notAnnounced bool) {
+	k.timersMu.Lock()
+	defer k.timersMu.Unlock()
+	_, armed := k.timers[req.ApprovalID]
+	t, ok := k.told[req.ApprovalID]
+	return !armed, !ok || t < req.Tier
 }
 
 // ArmedTimers reports how many deadlines are armed (for tests and metrics).
@@ -53,6 +74,11 @@ func (k *Kernel) onDeadline(id string) {
 	}
 	if err == nil {
 		err = k.Expire(context.Background(), id)
+	}
+	if errors.Is(err, approval.ErrNotPending) || errors.Is(err, ErrNotFound) {
+		k.timersMu.Lock()
+		delete(k.told, id)
+		k.timersMu.Unlock()
 	}
 	if err != nil && !errors.Is(err, approval.ErrNotPending) && !errors.Is(err, ErrNotFound) {
 		// The request stays pending and durable; retry rather than lose it.
@@ -78,6 +104,11 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 	}
 	if now.Unix() < req.ExpiresAt {
 		k.armTimer(id, req.ExpiresAt) // woke early (clock adjustment): sleep again
+		if _, notAnnounced := k.untold(req); notAnnounced && req.Tier > 0 {
+			// A retried escalation whose commit was reported failed had
+			// in fact landed: its tier's approvers are told now.
+			k.announce(EventApprovalEscalated, req)
+		}
 		return nil
 	}
 	err = k.expire(ctx, req, now)

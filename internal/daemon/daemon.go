@@ -133,9 +133,10 @@ func Run(ctx context.Context, o Options) error {
 	rlog := newReceiptLog(p, key, o.Clock, log)
 	var k *kernel.Kernel
 	st, err := openStore(ctx, p, dataDir, key, rlog, storeHooks{observe: metrics.Commit, phases: metrics.CommitPhases,
-		// A store that failed and healed lets the kernel finish the calls
+		// A store that failed and healed lets the kernel arm and announce
+		// what a failed-yet-durable commit parked, and finish the calls
 		// the failure left in flight.
-		onHeal: func() { _ = k.RecoverInFlight(context.Background()) }})
+		onHeal: func() { _ = k.RecoverAfterHeal(context.Background()) }})
 	if err != nil {
 		return err
 	}
