@@ -652,3 +652,23 @@ func TestBatchLimitsReadTheArguments(t *testing.T) {
 		}
 	}
 }
+
+// A closing kernel takes no deadline action: with auto_approve_advisory,
+// a deadline passing after Close neither approves nor dispatches; the next
+// start (Recover) fires it.
+func TestCloseDisarmsDeadlines(t *testing.T) {
+	f := lifecycle(t, "auto_approve_advisory")
+	out := f.refund(t, 450)
+	if f.k.ArmedTimers() != 1 {
+		t.Fatalf("armed %d", f.k.ArmedTimers())
+	}
+	f.k.Close()
+	if n := f.k.ArmedTimers(); n != 0 {
+		t.Fatalf("after Close %d deadline(s) still armed", n)
+	}
+	f.clock.Advance(600 * time.Second)
+	time.Sleep(50 * time.Millisecond)
+	if rec, _ := f.k.Call(out.RequestID); rec.Status != kernel.StatusPendingApproval || f.disp.count(out.RequestID) != 0 {
+		t.Fatalf("after Close the deadline acted: call %s, dispatched %d", rec.Status, f.disp.count(out.RequestID))
+	}
+}

@@ -163,6 +163,7 @@ func (k *Kernel) Close() {
 	k.settleMu.Lock() // no background settle starts after this (settling.go)
 	k.stopOnce.Do(func() { close(k.stop) })
 	k.settleMu.Unlock()
+	k.stopTimers()
 	drained, late := make(chan struct{}), make(chan struct{})
 	go func() { k.settles.Wait(); close(drained) }()
 	t := k.clock.AfterFunc(SettleDrainTimeout, func() { close(late) })

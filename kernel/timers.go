@@ -18,10 +18,26 @@ func (k *Kernel) armTimer(id string, deadline int64) {
 	d := time.Unix(deadline, 0).Sub(k.clock.Now())
 	k.timersMu.Lock()
 	defer k.timersMu.Unlock()
+	if k.stopping() {
+		return // closed: the next start re-arms it
+	}
 	if old, ok := k.timers[id]; ok {
 		old.Stop()
 	}
 	k.timers[id] = k.clock.AfterFunc(d, func() { k.onDeadline(id) })
+}
+
+// stopTimers disarms every deadline at Close: a closing kernel neither
+// denies, escalates nor auto-approves (and dispatches) anything. A
+// deadline that passes while chiod is down fires at the next start
+// (Recover re-arms it, already due).
+func (k *Kernel) stopTimers() {
+	k.timersMu.Lock()
+	defer k.timersMu.Unlock()
+	for id, t := range k.timers {
+		t.Stop()
+		delete(k.timers, id)
+	}
 }
 
 func (k *Kernel) stopTimer(id string) {
@@ -65,6 +81,9 @@ func (k *Kernel) onDeadline(id string) {
 	k.timersMu.Lock()
 	delete(k.timers, id)
 	k.timersMu.Unlock()
+	if k.stopping() {
+		return // closed after this timer fired: the next start re-arms it
+	}
 	// With replicas, the deadline is fired by the kernel that claims it; one
 	// this kernel cannot claim is another's, or no longer due, and the
 	// sweep (replica.go) fires it if its claimant goes away.
@@ -84,7 +103,9 @@ func (k *Kernel) onDeadline(id string) {
 		// The request stays pending and durable; retry rather than lose it.
 		slog.Error("approval deadline handling failed; retrying", "approval_id", id, "err", err)
 		k.timersMu.Lock()
-		k.timers[id] = k.clock.AfterFunc(time.Second, func() { k.onDeadline(id) })
+		if !k.stopping() {
+			k.timers[id] = k.clock.AfterFunc(time.Second, func() { k.onDeadline(id) })
+		}
 		k.timersMu.Unlock()
 	}
 }
@@ -116,7 +137,11 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 	case errors.Is(err, errNotDue):
 		// Another kernel sharing the store moved the deadline (escalated)
 		// since we read the request: wait for the new one.
-		if cur, err := k.Approval(id); err == nil && cur.Status == approval.StatusPending {
+		cur, err := k.Approval(id)
+		if err != nil {
+			return err // onDeadline retries: the deadline is never dropped
+		}
+		if cur.Status == approval.StatusPending {
 			k.armTimer(id, cur.ExpiresAt)
 		}
 		return nil
