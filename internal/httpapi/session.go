@@ -17,11 +17,8 @@ package httpapi
 
 import (
 	"crypto/ed25519"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"net/http"
 	"strings"
@@ -41,6 +38,7 @@ const (
 	SessionTTL    = 12 * time.Hour
 	// MaxSpentChallenges bounds the memory of spent challenges (each lives
 	// at most ChallengeTTL); past it, sign-in fails closed until they expire.
+	// Only a successful sign-in spends one, so only approvers can fill it.
 	MaxSpentChallenges = 1 << 20
 	// MaxSessions bounds live sessions in all: a backstop that only
 	// MaxSessions/MaxSessionsPerApprover (625) distinct approvers signed in
@@ -63,19 +61,24 @@ const (
 type approverSession struct {
 	approver  string
 	expiresAt time.Time
+	// ended is closed when the session ends — logout, eviction at the
+	// approver's cap, or expiry noticed by get or start — so whatever it
+	// authorized that is still open (an event stream) ends with it.
+	ended chan struct{}
 }
 
 // sessions holds sessions in memory: a restart logs every approver out,
 // which costs them one signature. Challenges are stateless — an HMAC under a
 // per-process key over their expiry and a nonce — so anonymous GETs cost no
-// memory; only spent challenges are remembered, until they expire.
+// memory; only challenges spent by a successful sign-in are remembered,
+// until they expire (session_challenge.go).
 //
 // live and byApprover change together, under mu, only in start and drop:
 // every id in live is in its approver's list and vice versa.
 type sessions struct {
 	mu    sync.Mutex
 	key   [32]byte
-	spent map[string]time.Time // challenge → expiry, for single use
+	spent spentChallenges
 	live  map[string]approverSession
 	// byApprover lists each approver's live session ids, oldest first (at
 	// most MaxSessionsPerApprover), so the oldest is found in O(1) and a
@@ -84,7 +87,7 @@ type sessions struct {
 }
 
 func newSessions() *sessions {
-	ss := &sessions{spent: map[string]time.Time{}, live: map[string]approverSession{}, byApprover: map[string][]string{}}
+	ss := &sessions{spent: newSpentChallenges(MaxSpentChallenges), live: map[string]approverSession{}, byApprover: map[string][]string{}}
 	if _, err := rand.Read(ss.key[:]); err != nil {
 		panic("httpapi: no randomness for session challenges: " + err.Error())
 	}
@@ -97,54 +100,6 @@ func randomToken() (string, error) {
 		return "", err
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
-
-// challengeMAC binds a challenge's expiry and nonce to this process.
-func (ss *sessions) challengeMAC(body []byte) []byte {
-	m := hmac.New(sha256.New, ss.key[:])
-	m.Write(body)
-	return m.Sum(nil)[:16]
-}
-
-// issue returns a fresh challenge: expiry (8 bytes) || nonce (16) || MAC (16).
-func (ss *sessions) issue(now time.Time) (string, time.Time, error) {
-	exp := now.Add(ChallengeTTL)
-	body := make([]byte, 24, 40)
-	binary.BigEndian.PutUint64(body[:8], uint64(exp.Unix()))
-	if _, err := rand.Read(body[8:24]); err != nil {
-		return "", time.Time{}, err
-	}
-	return base64.RawURLEncoding.EncodeToString(append(body, ss.challengeMAC(body)...)), exp, nil
-}
-
-// take spends a challenge: it must be ours, unexpired and never presented
-// before. Any attempt spends it, whether or not its signature verifies.
-func (ss *sessions) take(c string, now time.Time) bool {
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(c)
-	if err != nil || len(raw) != 40 || !hmac.Equal(raw[24:], ss.challengeMAC(raw[:24])) {
-		return false
-	}
-	exp := time.Unix(int64(binary.BigEndian.Uint64(raw[:8])), 0)
-	if !now.Before(exp) {
-		return false
-	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if _, used := ss.spent[c]; used {
-		return false
-	}
-	if len(ss.spent) >= MaxSpentChallenges {
-		for k, e := range ss.spent {
-			if !now.Before(e) {
-				delete(ss.spent, k)
-			}
-		}
-		if len(ss.spent) >= MaxSpentChallenges {
-			return false
-		}
-	}
-	ss.spent[c] = exp
-	return true
 }
 
 func (ss *sessions) start(approver string, now time.Time) (string, time.Time, error) {
@@ -171,7 +126,7 @@ func (ss *sessions) start(approver string, now time.Time) (string, time.Time, er
 			return "", time.Time{}, apiErr(http.StatusServiceUnavailable, CodeUnavailable, "too many sessions; retry later")
 		}
 	}
-	ss.live[id] = approverSession{approver: approver, expiresAt: exp}
+	ss.live[id] = approverSession{approver: approver, expiresAt: exp, ended: make(chan struct{})}
 	ss.byApprover[approver] = append(ss.byApprover[approver], id)
 	return id, exp, nil
 }
@@ -184,6 +139,7 @@ func (ss *sessions) drop(id string) {
 		return
 	}
 	delete(ss.live, id)
+	close(s.ended) // once: id is no longer live, so drop never sees it again
 	mine := ss.byApprover[s.approver]
 	for i, x := range mine {
 		if x == id {
@@ -229,18 +185,32 @@ func (s *Server) sessionRoutes() {
 // SessionApprover returns the approver key of r's valid session cookie, if
 // any, and only while that key is still an approver in the policy in force.
 func (s *Server) SessionApprover(r *http.Request) (string, bool) {
+	_, sess, ok := s.session(r)
+	return sess.approver, ok
+}
+
+// session returns r's session and its id, under the same conditions as
+// SessionApprover.
+func (s *Server) session(r *http.Request) (string, approverSession, bool) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" || len(c.Value) > 64 {
-		return "", false
+		return "", approverSession{}, false
 	}
-	sess, ok := s.sessions.get(c.Value, s.cfg.Kernel.Clock().Now())
+	sess, ok := s.sessionByID(c.Value)
+	return c.Value, sess, ok
+}
+
+// sessionByID returns session id while it is live and its key is still an
+// approver in the policy in force. Streams re-check their session with it.
+func (s *Server) sessionByID(id string) (approverSession, bool) {
+	sess, ok := s.sessions.get(id, s.cfg.Kernel.Clock().Now())
 	if !ok {
-		return "", false
+		return approverSession{}, false
 	}
 	if _, ok := s.approverName(sess.approver); !ok {
-		return "", false // removed from the policy since signing in
+		return approverSession{}, false // removed from the policy since signing in
 	}
-	return sess.approver, true
+	return sess, true
 }
 
 // approverName reports whether key is an approver of the policy in force,
@@ -284,8 +254,12 @@ func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.cfg.Kernel.Clock().Now()
-	// The challenge is spent by any attempt, so a failed one cannot be retried.
-	if in.Challenge == "" || len(in.Challenge) > 64 || !s.sessions.take(in.Challenge, now) {
+	// Everything is checked before the challenge is spent, so an attempt
+	// that fails (a bad key, a bad signature, a key that is no approver)
+	// costs the server nothing it remembers: anonymous clients cannot fill
+	// the table of spent challenges. A challenge is spent only by the
+	// sign-in it lets in, and take refuses it after that (single use).
+	if in.Challenge == "" || len(in.Challenge) > 64 || !s.sessions.valid(in.Challenge, now) {
 		writeErr(w, errSessionRefused)
 		return
 	}
@@ -311,6 +285,10 @@ func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
 	name, ok := s.approverName(pub.String())
 	if !ok {
 		writeErr(w, apiErr(http.StatusForbidden, CodeApprovalRejected, "this key is not an approver in the policy in force"))
+		return
+	}
+	if !s.sessions.take(in.Challenge, now) {
+		writeErr(w, errSessionRefused) // replayed, or the spent table is full
 		return
 	}
 	id, exp, err := s.sessions.start(pub.String(), now)

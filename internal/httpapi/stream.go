@@ -6,6 +6,14 @@ package httpapi
 // credential and in total), a replay bounded in count and bytes, events
 // shared with every other stream, and one frame in flight, for at most
 // StreamWriteTimeout.
+//
+// A stream lives no longer than what let it open. A bearer token is fixed
+// for the process's life. An approver session is re-checked before every
+// frame (live, unexpired, and the key still an approver in the policy in
+// force), and the stream ends at once when the session ends (logout,
+// eviction) or reaches its expiry on the kernel's clock. So an approver
+// removed from the policy loses the stream at the next event or keepalive,
+// at most StreamKeepalive later.
 
 import (
 	"bytes"
@@ -37,13 +45,25 @@ type StreamTruncated struct {
 // replays the pending requests, so a (re)connecting client misses nothing;
 // an event in between may arrive twice, and clients key on approval_id.
 func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
-	cred, share := s.streamCredential(r)
+	g, ok := s.streamGrantOf(r)
+	if !ok {
+		// The session ended between requireRole and here.
+		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token or approver session is required"))
+		return
+	}
+	cred, share := g.cred, g.share
 	if !s.streams.acquire(cred, share) {
 		s.cfg.Metrics.streamsRefused.WithLabelValues("credential").Inc()
 		refuseStream(w, http.StatusTooManyRequests, fmt.Sprintf("this credential already has %d open event streams; close one or retry later", share))
 		return
 	}
 	defer s.streams.release(cred)
+	// A session's expiry ends the stream, on the kernel's clock.
+	expired := make(chan struct{})
+	if g.session != "" {
+		t := s.cfg.Kernel.Clock().AfterFunc(g.expiresAt.Sub(s.cfg.Kernel.Clock().Now()), func() { close(expired) })
+		defer t.Stop()
+	}
 	events, cancel, ok := s.cfg.Kernel.Subscribe(kernel.PoolStream)
 	if !ok {
 		s.cfg.Metrics.streamsRefused.WithLabelValues("global").Inc()
@@ -63,7 +83,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i := range replay {
-		ok := sw.event(kernel.EventApprovalRequested, replay[i])
+		ok := s.streamAllowed(g) && sw.event(kernel.EventApprovalRequested, replay[i])
 		replay[i] = nil // sent: no longer this stream's to hold
 		if !ok {
 			return
@@ -73,7 +93,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 		data, _ := json.Marshal(StreamTruncated{Type: EventStreamTruncated, Replayed: len(replay),
 			MaxReplay: MaxStreamReplay, MaxReplayBytes: MaxStreamReplayBytes,
 			Message: fmt.Sprintf("more requests are pending than the %d replayed; GET /approvals/pending lists them", len(replay))})
-		if !sw.event(EventStreamTruncated, data) {
+		if !s.streamAllowed(g) || !sw.event(EventStreamTruncated, data) {
 			return
 		}
 	}
@@ -87,14 +107,21 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 			if !open {
 				return
 			}
+			if !s.streamAllowed(g) {
+				return
+			}
 			data, err := e.JSON()
 			if err != nil || !sw.event(e.Type, data) {
 				return
 			}
 		case <-keepalive.C:
-			if !sw.write([]byte(": keepalive\n\n")) {
+			if !s.streamAllowed(g) || !sw.write([]byte(": keepalive\n\n")) {
 				return
 			}
+		case <-g.ended: // logout or eviction
+			return
+		case <-expired:
+			return
 		case <-r.Context().Done():
 			return
 		case <-s.closing:
@@ -103,18 +130,44 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// streamCredential names what a stream counts against, and its share.
-// Each bearer token is one credential; an approver is one however many
-// sessions they open. (requireRole has already checked the credential.)
-func (s *Server) streamCredential(r *http.Request) (string, int) {
+// streamGrant is what let a stream open: the credential it counts against
+// and its share, and for an approver session, the session to re-check.
+type streamGrant struct {
+	cred      string
+	share     int
+	session   string        // session id; "" for a bearer token
+	ended     chan struct{} // closed when the session ends; nil (never) for a token
+	expiresAt time.Time     // the session's expiry
+}
+
+// streamGrantOf names what a stream counts against, and its share. Each
+// bearer token is one credential; an approver is one however many sessions
+// they open. (requireRole has already checked the credential; a session
+// that ended since is refused here.)
+func (s *Server) streamGrantOf(r *http.Request) (streamGrant, bool) {
 	if r.Header.Get("Authorization") != "" {
 		if s.tokenRole(r) == roleAdmin {
-			return "token:admin", MaxStreamsPerToken
+			return streamGrant{cred: "token:admin", share: MaxStreamsPerToken}, true
 		}
-		return "token:reader", MaxStreamsPerToken
+		return streamGrant{cred: "token:reader", share: MaxStreamsPerToken}, true
 	}
-	key, _ := s.SessionApprover(r)
-	return "approver:" + key, MaxStreamsPerApprover
+	id, sess, ok := s.session(r)
+	if !ok {
+		return streamGrant{}, false
+	}
+	return streamGrant{cred: "approver:" + sess.approver, share: MaxStreamsPerApprover,
+		session: id, ended: sess.ended, expiresAt: sess.expiresAt}, true
+}
+
+// streamAllowed re-checks a stream's grant before a frame: a session must
+// still be live and its key still an approver (tokens do not change while
+// chiod runs).
+func (s *Server) streamAllowed(g streamGrant) bool {
+	if g.session == "" {
+		return true
+	}
+	_, ok := s.sessionByID(g.session)
+	return ok
 }
 
 func refuseStream(w http.ResponseWriter, status int, msg string) {
