@@ -32,7 +32,8 @@ func buildChannels(p *policy.Policy, key keys.PrivateKey, dataDir string, clk cl
 	pc := &pushChannels{list: []channels.Channel{poll.New()}}
 	if cfg := p.Channels.Webhook; cfg != nil {
 		signer := func(domain string, body []byte) []byte { return key.SignRaw(signed.Message(domain, body)) }
-		wh, err := webhook.New(*cfg, signer, key.Public().String())
+		// sent_at, the freshness a receiver checks, comes from the kernel's clock.
+		wh, err := webhook.New(*cfg, signer, key.Public().String(), webhook.WithClock(clk.Now))
 		if err != nil {
 			return nil, fmt.Errorf("channels.webhook: %w", err)
 		}
