@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"log/slog"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,12 +13,14 @@ import (
 // GET /readyz says whether chiod can take decisions now: the store can
 // commit (a failed store answers 503 until it heals), with recovery's
 // progress alongside. Load balancers route on /readyz; supervisors restart
-// on /healthz.
+// on /healthz. Neither needs a credential, so /readyz says only that the
+// store is unavailable; why (a PostgreSQL error may name the host, user and
+// database) goes to the server's log.
 
 // Readiness is GET /readyz's answer.
 type Readiness struct {
 	Status   string                `json:"status"` // ready | unavailable
-	Store    string                `json:"store"`  // ok, or why it cannot commit
+	Store    string                `json:"store"`  // ok | store unavailable
 	Recovery kernel.RecoveryStatus `json:"recovery"`
 }
 
@@ -55,7 +58,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	rd := Readiness{Status: "ready", Store: "ok", Recovery: s.cfg.Kernel.Recovery()}
 	status := http.StatusOK
 	if err := s.ready(); err != nil {
-		rd.Status, rd.Store, status = "unavailable", err.Error(), http.StatusServiceUnavailable
+		rd.Status, rd.Store, status = "unavailable", "store unavailable", http.StatusServiceUnavailable
+		s.logNotReady(err)
+	} else {
+		s.readyLogged.Store(nil)
 	}
 	writeJSON(w, status, rd)
+}
+
+// logNotReady logs why the store cannot commit, once per distinct reason:
+// a load balancer probing every few seconds does not flood the log.
+func (s *Server) logNotReady(err error) {
+	msg := err.Error()
+	if last := s.readyLogged.Swap(&msg); last == nil || *last != msg {
+		slog.Warn("GET /readyz: store unavailable", "err", msg)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chiokernel/chio/internal/canon"
@@ -24,7 +25,7 @@ type Config struct {
 	ReadToken  string // optional reader token
 	Metrics    *Metrics
 	// Ready reports whether the store can commit (GET /readyz); nil means
-	// always ready.
+	// always ready. Its error is logged, never sent to the client.
 	Ready func() error
 	// StreamWriteTimeout bounds one SSE frame's write; zero means
 	// StreamWriteTimeout (limits.go). Tests shorten it.
@@ -45,6 +46,8 @@ type Server struct {
 	sessions  *sessions // approver sessions (session.go)
 	waiters   slots     // long-polls per agent (calls.go)
 	streams   slots     // SSE streams per credential (stream.go)
+	// readyLogged is the store failure GET /readyz last logged (health.go).
+	readyLogged atomic.Pointer[string]
 }
 
 // New builds the handler with every route of SPEC §6 this build serves.
