@@ -3,21 +3,30 @@
 //
 // Body:
 //
-//	{"event": "approval.requested", "approval": <approval.Request>, "sent_at": <unix ms>}
+//	{"event": "approval.requested", "delivery": "<uuid v7>", "approval": <approval.Request>, "sent_at": <unix ms>}
 //
 // Headers:
 //
 //	Content-Type: application/json
 //	X-Chio-Event: <event>
-//	X-Chio-Delivery: <uuid v7, the same for every retry of one notification>
+//	X-Chio-Delivery: <the body's delivery id>
 //	X-Chio-Kernel-Key: ed25519:<hex>
 //	X-Chio-Signature: <128 hex> = Ed25519(kernel key, "chio.webhook.v1" || 0x00 || body)
 //	X-Chio-Webhook-Secret-Signature: sha256=<hex HMAC-SHA256(secret, body)>  (only with secret_env)
 //
-// Receivers check X-Chio-Signature with VerifySignature against the kernel
-// key they pinned out of band (never the key in the header alone), and
-// de-duplicate on X-Chio-Delivery. sent_at changes per attempt, so the body
-// and signature of a retry differ from the first attempt's.
+// The signature covers the body only, so what a receiver relies on is in
+// the body: delivery is the same for every retry of one notification, and
+// sent_at (the kernel's clock) changes per attempt, so the body and
+// signature of a retry differ from the first attempt's. The headers repeat
+// the event and delivery id for routing; they are not signed.
+//
+// Receivers call VerifyDelivery with the kernel key they pinned out of band
+// (never the key in the header alone) and a freshness window: it checks the
+// signature, refuses a sent_at outside ±maxAge, and returns the payload.
+// They de-duplicate on its Delivery for maxAge: a captured body replayed
+// later is refused as stale, and within the window it carries the same
+// signed delivery id whatever X-Chio-Delivery says. VerifySignature alone
+// checks only the signature.
 //
 // A webhook only notifies: nothing it answers can approve a request.
 // Answers: 2xx delivered; 3xx (redirects are not followed) and 4xx other
@@ -28,7 +37,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -48,7 +56,6 @@ import (
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/channels"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/signed"
 	"github.com/chiokernel/chio/policy"
 )
 
@@ -73,14 +80,14 @@ const (
 	MaxResponseBody = 64 << 10         // bytes of an answer read, at most
 )
 
-// ErrBadSignature is VerifySignature's and VerifySecretSignature's refusal.
-var ErrBadSignature = errors.New("webhook signature does not verify")
-
 // Payload is the JSON body of a delivery.
 type Payload struct {
-	Event    string            `json:"event"`
+	Event string `json:"event"`
+	// Delivery identifies the notification: the same for every retry of
+	// it, and signed with the body (X-Chio-Delivery repeats it, unsigned).
+	Delivery string            `json:"delivery"`
 	Approval *approval.Request `json:"approval"`
-	SentAt   int64             `json:"sent_at"` // unix ms
+	SentAt   int64             `json:"sent_at"` // unix ms, on the kernel's clock
 }
 
 // Channel posts notifications to one URL. Safe for concurrent use.
@@ -177,10 +184,6 @@ func (c *Channel) MaxAttempts() int { return c.attempts }
 // Deliver makes one POST. The delivery id comes from ctx
 // (channels.WithDeliveryID); without one a fresh id is used.
 func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Request) error {
-	body, err := json.Marshal(Payload{Event: event, Approval: req, SentAt: c.now().UnixMilli()})
-	if err != nil {
-		return fmt.Errorf("%w: encode: %v", channels.ErrPermanent, err)
-	}
 	id := channels.DeliveryID(ctx)
 	if id == "" {
 		u, err := uuid.NewV7()
@@ -188,6 +191,10 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 			return fmt.Errorf("delivery id: %w", err)
 		}
 		id = u.String()
+	}
+	body, err := json.Marshal(Payload{Event: event, Delivery: id, Approval: req, SentAt: c.now().UnixMilli()})
+	if err != nil {
+		return fmt.Errorf("%w: encode: %v", channels.ErrPermanent, err)
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
@@ -227,36 +234,11 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 	}
 }
 
-// VerifySignature checks an X-Chio-Signature header value over the exact
-// body bytes received, against the kernel key the receiver trusts.
-func VerifySignature(body []byte, sigHex string, kernelKey keys.PublicKey) error {
-	if kernelKey.IsZero() {
-		return fmt.Errorf("%w: no kernel key", ErrBadSignature)
-	}
-	if len(sigHex) != 2*ed25519.SignatureSize || strings.ToLower(sigHex) != sigHex {
-		return fmt.Errorf("%w: want %d lowercase hex digits", ErrBadSignature, 2*ed25519.SignatureSize)
-	}
-	sig, err := hex.DecodeString(sigHex)
-	if err != nil || !ed25519.Verify(kernelKey.Ed25519(), signed.Message(Domain, body), sig) {
-		return ErrBadSignature
-	}
-	return nil
-}
-
 // SecretSignature is the X-Chio-Webhook-Secret-Signature value for body.
 func SecretSignature(secret, body []byte) string {
 	m := hmac.New(sha256.New, secret)
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// VerifySecretSignature checks an X-Chio-Webhook-Secret-Signature header in
-// constant time, for receivers that use the shared secret instead of Ed25519.
-func VerifySecretSignature(body []byte, header string, secret []byte) error {
-	if len(secret) == 0 || !hmac.Equal([]byte(header), []byte(SecretSignature(secret, body))) {
-		return ErrBadSignature
-	}
-	return nil
 }
 
 // excerpt is a short, printable start of a receiver's answer for the
