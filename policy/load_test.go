@@ -44,7 +44,7 @@ func TestLoadFullPolicy(t *testing.T) {
 		{"threshold", refunds.Constraints.RequireApprovalAbove.ThresholdUnits, int64(200)},
 		{"governed intent", refunds.Constraints.GovernedIntentRequired, true},
 		{"approval timeout", a.TimeoutSeconds, 3600},
-		{"timeout action", a.TimeoutAction, "deny"},
+		{"timeout action", a.TimeoutAction, "escalate"},
 		{"quorum default", a.Quorum, 1},
 		{"deny quorum default", a.DenyQuorum, 1},
 		{"approval channels default", a.Channels, []string{"dashboard"}},
@@ -188,7 +188,7 @@ func TestHash(t *testing.T) {
 	}
 	for _, c := range []struct{ name, old, new string }{
 		{"threshold", "threshold_units = 200", "threshold_units = 201"},
-		{"timeout action", `timeout_action = "deny"`, `timeout_action = "auto_approve_advisory"`},
+		{"terminal action", `terminal_action = "deny"`, `terminal_action = "auto_approve_advisory"`},
 		{"approver contact", `slack = "@cfo"`, `slack = "@chief-financial-officer"`},
 		{"tier order", `approvers = ["Finance Lead"]`, `approvers = ["Finance Lead", "CFO"]`},
 		{"tool pattern", `tool = "lookup_*"`, `tool = "lookup_?*"`},

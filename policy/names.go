@@ -31,7 +31,8 @@ func checkID(s string) error {
 	return nil
 }
 
-// checkLabel accepts human-readable names: display names, actions.
+// checkLabel accepts human-readable names: display names, actions. It
+// refuses control characters and invisible or text-direction characters.
 func checkLabel(s string) error {
 	switch {
 	case strings.TrimSpace(s) == "":
@@ -43,7 +44,22 @@ func checkLabel(s string) error {
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
 		return fmt.Errorf("must not contain control characters")
 	}
+	if i := strings.IndexFunc(s, invisible); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("must not contain invisible or text-direction characters (U+%04X)", r)
+	}
 	return nil
+}
+
+// invisible reports a character that draws nothing or reorders the text
+// around it, so that a name holding it can look like another name (or the
+// same name spelled plainly): Unicode format characters (category Cf: soft
+// hyphen, zero-width space and joiners, bidi marks, embeddings, overrides
+// and isolates, word joiner, BOM, tag characters), line and paragraph
+// separators, variation selectors, and the other default-ignorable code
+// points (Hangul fillers, combining grapheme joiner, ...).
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // checkURL accepts an absolute http(s) URL without credentials.

@@ -367,14 +367,7 @@ func (v *validator) constraints(base []string, g *Grant) {
 	v.conditions(base, g)
 	v.intRange(base, "require_approval_first_n", c.RequireApprovalFirstN, 0, MaxFirstN)
 	v.intRange(base, "max_calls_per_minute", c.MaxCallsPerMinute, 0, MaxCallsPerMinute)
-	if len(c.RequireApprovalForActions) > MaxActions {
-		v.at(base, k("require_approval_for_actions"), "%d categories; the limit is %d", len(c.RequireApprovalForActions), MaxActions)
-	}
-	for j, a := range c.RequireApprovalForActions {
-		if err := checkID(a); err != nil {
-			v.at(base, k("require_approval_for_actions", idx(j)), "category %q: %v", a, err)
-		}
-	}
+	v.actionCategories(base, g)
 	v.pathPatterns(base, "forbidden_paths", c.ForbiddenPaths, MaxForbiddenPaths)
 	v.pathPatterns(base, "allowed_paths", c.AllowedPaths, MaxAllowedPaths)
 	if c.AllowedPaths != nil && len(c.AllowedPaths) == 0 {
@@ -395,6 +388,30 @@ func (v *validator) constraints(base []string, g *Grant) {
 			v.at(base, p, "on_trigger names unknown guard %q; it can route %s", guard, strings.Join(routableGuards, ", "))
 		case action != OnTriggerDeny && action != OnTriggerRequireApproval:
 			v.at(base, p, "on_trigger.%s = %q: use \"deny\" or \"require_approval\"", guard, action)
+		}
+	}
+}
+
+// actionCategories checks require_approval_for_actions. Categories match
+// exactly, so on a grant for one declared tool a listed category that
+// differs from the tool's only by case would never fire: refused.
+func (v *validator) actionCategories(base []string, g *Grant) {
+	c := &g.Constraints
+	if len(c.RequireApprovalForActions) > MaxActions {
+		v.at(base, k("require_approval_for_actions"), "%d categories; the limit is %d", len(c.RequireApprovalForActions), MaxActions)
+	}
+	var tool *Tool
+	if s := v.servers[g.Server]; s != nil && g.Tool != "" && !strings.ContainsAny(g.Tool, globMeta) {
+		tool = declaredTool(s, g.Tool)
+	}
+	for j, a := range c.RequireApprovalForActions {
+		if err := checkID(a); err != nil {
+			v.at(base, k("require_approval_for_actions", idx(j)), "category %q: %v", a, err)
+			continue
+		}
+		if tool != nil && a != tool.Category && strings.EqualFold(a, tool.Category) {
+			v.at(base, k("require_approval_for_actions", idx(j)), "category %q never matches tool %q, whose category is %q: "+
+				"categories are case-sensitive; write %q", a, g.Tool, tool.Category, tool.Category)
 		}
 	}
 }

@@ -104,6 +104,14 @@ func (v *validator) approval(base []string, g *Grant) {
 	v.channelList(base, a.Channels)
 	v.requesters(base, a)
 	if a.Escalation != nil {
+		if a.TimeoutAction != TimeoutEscalate {
+			// The kernel reads tiers only under "escalate": otherwise every
+			// approver, a last-tier one too, would decide from the start,
+			// silently wider than the tiers the file shows.
+			v.at(base, k("escalation"), "escalation tiers apply only with timeout_action = \"escalate\" (it is %q): "+
+				"without it every approver of grant %q, whatever their tier, may decide from the start; "+
+				"set timeout_action = \"escalate\" or remove [grants.approval.escalation]", a.TimeoutAction, g.ID)
+		}
 		v.escalation(sub(base, "escalation"), a)
 	}
 	if a.SlackCustodial {

@@ -54,6 +54,9 @@ require_approval_always = true
 public_key = "KEY_A"
 display_name = "A"
 `
+	// an approval that escalates: escalation tiers apply only then
+	escalating = approvalHead + "timeout_action = \"escalate\"\n"
+	oneTier    = "[[grants.approval.escalation.tiers]]\napprovers = [\"A\"]\ntimeout_seconds = 60\n"
 	// a grant with approval configured, ready for a [grants.constraints] table
 	approved = grantHead + "[grants.approval]\n" + approverA
 
@@ -175,13 +178,15 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"slack_custodial without contact", approvalHead + "slack_custodial = true\nchannels = [\"slack\"]\n[[grants.approval.approvers]]  # <-\npublic_key = \"KEY_A\"\ndisplay_name = \"A\"\n[channels.slack]\nbot_token_env = \"T\"\nsigning_secret_env = \"S\"\nchannel = \"#a\"\n", `needs contact.slack set to approver "A"`},
 
 	// [grants.approval.escalation].
-	{"terminal_action escalate", approvalHead + approverA + "[grants.approval.escalation]\nterminal_action = \"escalate\"  # <-\n", `terminal_action = "escalate": use "deny" or "auto_approve_advisory"`},
-	{"tier unknown approver", approvalHead + approverA + "[[grants.approval.escalation.tiers]]\napprovers = [\"Z\"]  # <-\ntimeout_seconds = 60\n", `escalation tier 1 names "Z", who is not among this grant's approvers`},
-	{"tier without approvers", approvalHead + approverA + "[[grants.approval.escalation.tiers]]  # <-\ntimeout_seconds = 60\n", "escalation tier 1 names no approvers"},
-	{"tier timeout missing", approvalHead + approverA + "[[grants.approval.escalation.tiers]]  # <-\napprovers = [\"A\"]\n", "escalation tier 1 needs timeout_seconds more than 0"},
-	{"tier cannot reach quorum", approvalHead + "quorum = 2\n" + approverA + approverB + "[[grants.approval.escalation.tiers]]\napprovers = [\"A\"]  # <-\ntimeout_seconds = 60\n", "escalation tier 1 has 1 approvers but quorum = 2"},
-	{"tier channel unknown", approvalHead + approverA + "[[grants.approval.escalation.tiers]]\napprovers = [\"A\"]\ntimeout_seconds = 60\nchannels = [\"sms\"]  # <-\n", `unknown channel "sms"`},
-	{"too many tiers", approvalHead + approverA + "[grants.approval.escalation]\n" + manyTiers(MaxTiers+1), "17 escalation tiers; the limit is 16"},
+	{"terminal_action escalate", escalating + approverA + "[grants.approval.escalation]\nterminal_action = \"escalate\"  # <-\n" + oneTier, `terminal_action = "escalate": use "deny" or "auto_approve_advisory"`},
+	{"tier unknown approver", escalating + approverA + "[[grants.approval.escalation.tiers]]\napprovers = [\"Z\"]  # <-\ntimeout_seconds = 60\n", `escalation tier 1 names "Z", who is not among this grant's approvers`},
+	{"tier without approvers", escalating + approverA + "[[grants.approval.escalation.tiers]]  # <-\ntimeout_seconds = 60\n", "escalation tier 1 names no approvers"},
+	{"tier timeout missing", escalating + approverA + "[[grants.approval.escalation.tiers]]  # <-\napprovers = [\"A\"]\n", "escalation tier 1 needs timeout_seconds more than 0"},
+	{"tier cannot reach quorum", escalating + "quorum = 2\n" + approverA + approverB + "[[grants.approval.escalation.tiers]]\napprovers = [\"A\"]  # <-\ntimeout_seconds = 60\n", "escalation tier 1 has 1 approvers but quorum = 2"},
+	{"tier channel unknown", escalating + approverA + "[[grants.approval.escalation.tiers]]\napprovers = [\"A\"]\ntimeout_seconds = 60\nchannels = [\"sms\"]  # <-\n", `unknown channel "sms"`},
+	{"too many tiers", escalating + approverA + "[grants.approval.escalation]\n" + manyTiers(MaxTiers+1), "17 escalation tiers; the limit is 16"},
+	{"escalation without escalate", approvalHead + approverA + "[grants.approval.escalation]  # <-\n" + oneTier, `escalation tiers apply only with timeout_action = "escalate" (it is "deny")`},
+	{"escalation with auto_approve_advisory", approvalHead + "timeout_action = \"auto_approve_advisory\"\n" + approverA + "[grants.approval.escalation]  # <-\n" + oneTier, `escalation tiers apply only with timeout_action = "escalate" (it is "auto_approve_advisory")`},
 
 	// [channels].
 	{"webhook url", "[channels.webhook]\nurl = \"hooks.example.com\"  # <-\n", "must be an absolute http:// or https:// URL"},

@@ -106,7 +106,7 @@ func LoadCustodialKeys(dataDir string, p *policy.Policy) (map[string]keys.Privat
 			return nil, fmt.Errorf("%w: %s: %v", ErrCustodialKey, path, err)
 		}
 		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("%w: %s must be a regular file with mode 0600", ErrCustodialKey, path)
+			return nil, fmt.Errorf("%w: %s must be a regular file that only its owner may read (mode 0600; run `chmod 600 %s`)", ErrCustodialKey, path, path)
 		}
 		k, err := keys.LoadPrivateKey(path)
 		if err != nil {

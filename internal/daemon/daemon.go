@@ -268,15 +268,21 @@ func Run(ctx context.Context, o Options) error {
 	return srv.Shutdown(sctx)
 }
 
+// loadOrCreateKey loads the kernel key (refusing a file other users may
+// read: readSecretFile) or, when there is none, generates one (mode 0600).
 func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
-	k, err := keys.LoadPrivateKey(path)
+	data, err := readSecretFile(path)
 	if err == nil {
+		k, err := keys.ParsePKCS8PEM(data)
+		if err != nil {
+			return keys.PrivateKey{}, false, fmt.Errorf("refusing to start: kernel key %s: %w", path, err)
+		}
 		return k, false, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return keys.PrivateKey{}, false, err
+		return keys.PrivateKey{}, false, fmt.Errorf("kernel key: %w", err)
 	}
-	k, err = keys.Generate(rand.Reader)
+	k, err := keys.Generate(rand.Reader)
 	if err != nil {
 		return keys.PrivateKey{}, false, err
 	}
@@ -301,7 +307,8 @@ const (
 
 // bearerToken returns the token in the environment variable env or, when
 // it is unset, the one in dataDir/file, generated (mode 0600) on first
-// start; path is that file ("" when the environment set the token).
+// start; path is that file ("" when the environment set the token). A
+// token file other users may read is refused (readSecretFile).
 func bearerToken(getenv func(string) string, dataDir, env, file string, log *slog.Logger) (token, path string, err error) {
 	if t := getenv(env); t != "" {
 		if len(t) < MinTokenLen {
@@ -310,7 +317,7 @@ func bearerToken(getenv func(string) string, dataDir, env, file string, log *slo
 		return t, "", nil
 	}
 	path = filepath.Join(dataDir, file)
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := readSecretFile(path); err == nil {
 		t := strings.TrimSpace(string(b))
 		if len(t) < MinTokenLen {
 			return "", "", fmt.Errorf("refusing to start: %s holds a token shorter than %d characters", path, MinTokenLen)

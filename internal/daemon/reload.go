@@ -13,22 +13,27 @@ import (
 	"github.com/chiokernel/chio/policy"
 )
 
-// restartSettings are the [kernel] and [channels] tables as the policy file
-// had them when chiod started, before -listen and -data-dir: a reloaded file
-// is compared with them to tell the operator what awaits a restart.
+// restartSettings are the [kernel], [channels], [receipts] and [store]
+// tables as the policy file had them when chiod started, before -listen and
+// -data-dir: a reloaded file is compared with them to tell the operator what
+// awaits a restart.
 type restartSettings struct {
 	kernel   policy.Kernel
 	channels policy.Channels
+	receipts policy.Receipts
+	store    policy.StoreConfig
 }
 
 func restartSettingsOf(p *policy.Policy) restartSettings {
-	return restartSettings{kernel: p.Kernel, channels: p.Channels}
+	return restartSettings{kernel: p.Kernel, channels: p.Channels, receipts: p.Receipts, store: p.Store}
 }
 
 // watchReload re-reads the policy on SIGHUP. A valid file replaces the
 // policy in force (later decisions, and approvals resumed later, use it);
-// an invalid one is logged and changes nothing. [kernel] and [channels]
-// settings need a restart: they are kept from the running policy.
+// an invalid one is logged and changes nothing. [kernel], [channels],
+// [receipts] and [store] settings need a restart: they are kept from the
+// running policy. A change to how [[servers]] are reached refuses the
+// reload (serversReachedAlike).
 func watchReload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -58,34 +63,43 @@ func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Lo
 		return
 	}
 	if changed {
-		log.Warn("policy file's [kernel] or [channels] differ from those chiod started with; they take effect only after a restart, the running ones are kept")
+		log.Warn("policy file's [kernel], [channels], [receipts] or [store] differ from those chiod started with; " +
+			"they take effect only after a restart, the running ones are kept")
 	}
 	// Pending approvals are reconciled with the new approvers: a key removed
 	// from a grant stops counting at once.
 	if err := k.ApplyPolicy(context.Background(), next); err != nil {
 		log.Error("reconciling pending approvals with the reloaded policy failed", "err", err)
 	}
-	log.Info("policy reloaded ([kernel] and [channels] changes take effect at restart)", "policy_hash", next.Hash)
+	log.Info("policy reloaded ([kernel], [channels], [receipts] and [store] changes take effect at restart)", "policy_hash", next.Hash)
 }
 
-// keepRestartSettings puts the running policy's [kernel] and [channels]
-// into next, a freshly loaded policy not yet in force: the listener, TLS,
-// data dir, public URL (callback hints, the session cookie's Secure flag),
-// authority key and channels were set up at start, with -listen and
+// keepRestartSettings puts the running policy's [kernel], [channels],
+// [receipts] and [store] into next, a freshly loaded policy not yet in
+// force: the listener, TLS, data dir, public URL (callback hints, the
+// session cookie's Secure flag), authority key, channels, the receipt log's
+// checkpointing and the store were set up at start, with -listen and
 // -data-dir applied, and a reload does not rebuild them. changed reports
 // whether the file's tables differ from those chiod started with.
 //
 // A grant that names a channel the running chiod has not configured is an
 // error (nothing changes): its requests would reach nobody on that channel
-// until a restart. next.Hash stays the hash of the file as read, as at
-// start (where -listen and -data-dir are not hashed either), so receipts
-// match `chio policy check` of the file.
+// until a restart. So is a [[servers]] change the dispatcher cannot take
+// (serversReachedAlike): calls would keep going where they went before.
+// next.Hash stays the hash of the file as read, as at start (where -listen
+// and -data-dir are not hashed either), so receipts match `chio policy
+// check` of the file.
 func keepRestartSettings(next, running *policy.Policy, started restartSettings) (changed bool, err error) {
-	changed = !reflect.DeepEqual(next.Kernel, started.kernel) || !reflect.DeepEqual(next.Channels, started.channels)
+	changed = !reflect.DeepEqual(next.Kernel, started.kernel) || !reflect.DeepEqual(next.Channels, started.channels) ||
+		next.Receipts != started.receipts || next.Store != started.store
+	if err := serversReachedAlike(next.Servers, running.Servers); err != nil {
+		return changed, err
+	}
 	if err := channelsConfigured(next, running.Channels); err != nil {
 		return changed, err
 	}
 	next.Kernel, next.Channels = running.Kernel, running.Channels
+	next.Receipts, next.Store = running.Receipts, running.Store
 	return changed, nil
 }
 

@@ -80,3 +80,78 @@ func TestKeepRestartSettingsRefusesChannelNotRunning(t *testing.T) {
 		t.Fatalf("dashboard off at start: err = %v", err)
 	}
 }
+
+// [receipts] and [store] are set up at start (the receipt log's
+// checkpointing, the store driver and its connection): a reload keeps the
+// running ones and reports the file's as awaiting a restart, as for [kernel].
+func TestKeepRestartSettingsKeepsReceiptsAndStore(t *testing.T) {
+	running := parseQuickstart(t, same)
+	started := restartSettingsOf(running)
+	for name, edit := range map[string]func(string) string{
+		"[receipts]": func(s string) string {
+			return s + "\n[receipts]\ncheckpoint_every = 7\ncheckpoint_interval_seconds = 3\n"
+		},
+		"[store]": func(s string) string { return s + "\n[store]\ndriver = \"postgres\"\ndsn_env = \"CHIO_PG_DSN\"\n" },
+	} {
+		next := parseQuickstart(t, edit)
+		hash := next.Hash
+		changed, err := keepRestartSettings(next, running, started)
+		if err != nil || !changed {
+			t.Fatalf("%s edited: changed=%v err=%v", name, changed, err)
+		}
+		if next.Receipts != running.Receipts || next.Store != running.Store || next.Hash != hash {
+			t.Fatalf("%s edited: applied on reload: receipts %+v, store %+v", name, next.Receipts, next.Store)
+		}
+	}
+}
+
+// The dispatcher is built at start from each server's id, transport, url,
+// command and timeout_seconds: a reload changing any of them, or adding or
+// removing a server, is refused (nothing changes). What the kernel reads
+// from the policy on each call (declared tools, categories, amounts,
+// delivery, retry deadline) reloads.
+func TestKeepRestartSettingsRefusesServerReachChanges(t *testing.T) {
+	const http = "\n[[servers]]\nid = \"pay\"\ntransport = \"http\"\nurl = \"http://127.0.0.1:9001\"\n"
+	const stdio = "\n[[servers]]\nid = \"files\"\ntransport = \"mcp\"\ncommand = [\"files-mcp\", \"--root\", \"/srv\"]\n"
+	base := func(s string) string { return s + http + stdio }
+	running := parseQuickstart(t, base)
+	started := restartSettingsOf(running)
+	for _, c := range []struct{ name, old, new, want string }{
+		{"url", `url = "http://127.0.0.1:9001"`, `url = "http://127.0.0.1:9002"`, `[[servers]] "pay" changed its url`},
+		{"transport", `transport = "http"`, `transport = "mcp"`, `[[servers]] "pay" changed its transport`},
+		{"command", `"--root", "/srv"`, `"--root", "/"`, `[[servers]] "files" changed its command`},
+		{"timeout", `url = "http://127.0.0.1:9001"`, `url = "http://127.0.0.1:9001"` + "\ntimeout_seconds = 30", `[[servers]] "pay" changed its timeout_seconds`},
+		{"added", stdio, stdio + "\n[[servers]]\nid = \"new\"\ntransport = \"http\"\nurl = \"http://127.0.0.1:9004\"\n", `[[servers]] "new" is new`},
+		{"removed", stdio, "", `[[servers]] "files" was removed`},
+	} {
+		next := parseQuickstart(t, func(s string) string {
+			out := strings.Replace(base(s), c.old, c.new, 1)
+			if out == base(s) {
+				t.Fatalf("%s: %q not in the policy", c.name, c.old)
+			}
+			return out
+		})
+		before := next.Kernel
+		_, err := keepRestartSettings(next, running, started)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "restart chiod") {
+			t.Fatalf("%s: err = %v", c.name, err)
+		}
+		if next.Kernel != before {
+			t.Fatalf("%s: a refused reload changed the loaded policy", c.name)
+		}
+	}
+
+	// Declarations read on each call reload; so does a reordering.
+	next := parseQuickstart(t, func(s string) string {
+		s = strings.Replace(base(s), `url = "http://127.0.0.1:9001"`, `url = "http://127.0.0.1:9001"`+
+			"\ndelivery = \"at_most_once\"\nretry_deadline_seconds = 5\n[[servers.tools]]\nname = \"charge\"\ncategory = \"financial\"\namount = \"/amount\"\ncurrency = \"/currency\"", 1)
+		return strings.Replace(s, `category = "financial"`, `category = "payments"`, 1)
+	})
+	if _, err := keepRestartSettings(next, running, started); err != nil {
+		t.Fatalf("tool declarations edited: %v", err)
+	}
+	reordered := parseQuickstart(t, func(s string) string { return s + stdio + http })
+	if _, err := keepRestartSettings(reordered, running, started); err != nil {
+		t.Fatalf("servers reordered: %v", err)
+	}
+}

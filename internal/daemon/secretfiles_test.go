@@ -1,0 +1,133 @@
+//go:build unix
+
+package daemon_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiokernel/chio/internal/daemon"
+	"github.com/chiokernel/chio/internal/keys"
+)
+
+// runBriefly runs chiod with o; it returns Run's error if chiod refused to
+// start, or nil (after stopping it) if chiod started and served.
+func runBriefly(t *testing.T, o daemon.Options) error {
+	t.Helper()
+	o.Listen, o.Out = "127.0.0.1:0", io.Discard
+	if o.Getenv == nil {
+		o.Getenv = func(string) string { return "" }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{}, 1)
+	o.Ready = func(string) { ready <- struct{}{} }
+	done := make(chan error, 1)
+	go func() { done <- daemon.Run(ctx, o) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ready:
+		cancel()
+		<-done
+		return nil
+	case <-time.After(20 * time.Second):
+		t.Fatal("chiod neither started nor refused")
+		return nil
+	}
+}
+
+// wantRefusedForMode wants chiod refused to start because of path's mode,
+// with an error that names the file and says how to fix it.
+func wantRefusedForMode(t *testing.T, err error, path string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("chiod started with %s readable by other users", filepath.Base(path))
+	}
+	if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "chmod 600 "+path) {
+		t.Fatalf("error does not name %s and the fix: %v", path, err)
+	}
+}
+
+// SPEC §2: a private key file is mode 0600. kernel.pem signs every receipt
+// and capability: one that other local users can read lets them mint
+// capabilities for any grant and forge receipts, so chiod refuses it (as
+// sshd refuses such a key) for every group/other bit, and leaves it as is.
+func TestDaemonRefusesKernelKeyOthersCanRead(t *testing.T) {
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o620, 0o660} {
+		dir := t.TempDir()
+		k, _ := keys.Generate(nil)
+		path := filepath.Join(dir, "kernel.pem")
+		if err := keys.WritePrivateKey(path, k); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		wantRefusedForMode(t, runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}), path)
+		if got, err := keys.LoadPrivateKey(path); err != nil || !got.Public().Equal(k.Public()) {
+			t.Fatalf("mode %#o: the refused key was replaced: %v", mode, err)
+		}
+	}
+	// The same key, 0600 (or stricter), is used.
+	dir := t.TempDir()
+	k, _ := keys.Generate(nil)
+	path := filepath.Join(dir, "kernel.pem")
+	if err := keys.WritePrivateKey(path, k); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}); err != nil {
+		t.Fatalf("a 0400 kernel.pem: %v", err)
+	}
+}
+
+// The token files likewise: whoever reads admin.token is the admin (issues
+// capabilities, revokes, cancels); read.token reads every receipt and
+// pending approval.
+func TestDaemonRefusesTokenFilesOthersCanRead(t *testing.T) {
+	for _, file := range []string{daemon.AdminTokenFile, daemon.ReadTokenFile} {
+		t.Run(file, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, file)
+			if err := os.WriteFile(path, []byte(strings.Repeat(file[:1], 64)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			wantRefusedForMode(t, runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}), path)
+			if err := os.Chmod(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}); err != nil {
+				t.Fatalf("after chmod 600: %v", err)
+			}
+		})
+	}
+}
+
+// Everything chiod writes itself (kernel key, tokens) is 0600, so the next
+// start accepts it.
+func TestDaemonWritesSecretFilesOwnerOnly(t *testing.T) {
+	dir := t.TempDir()
+	if err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"kernel.pem", daemon.AdminTokenFile, daemon.ReadTokenFile} {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, fi.Mode(), err)
+		}
+	}
+	if err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}); err != nil {
+		t.Fatalf("second start: %v", err)
+	}
+}
