@@ -57,6 +57,7 @@ import (
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/channels"
 	"github.com/chiokernel/chio/internal/httpapi"
+	"github.com/chiokernel/chio/internal/secretfile"
 	"github.com/chiokernel/chio/policy"
 )
 
@@ -163,7 +164,8 @@ func New(cfg *policy.Email, o Options) (*Channel, error) {
 }
 
 func loadOrCreateSecret(path string) ([]byte, error) {
-	if b, err := os.ReadFile(path); err == nil {
+	// The secret forges approval links: a file others may read is refused.
+	if b, err := secretfile.Read(path); err == nil {
 		s, err := hex.DecodeString(strings.TrimSpace(string(b)))
 		if err != nil || len(s) < 32 {
 			return nil, fmt.Errorf("email: %s is not a hex secret of ≥ 32 bytes", path)

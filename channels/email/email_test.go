@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/mail"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +135,14 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	b, err := New(&policy.Email{SMTPAddr: "h:25", From: "a@b.c"}, Options{PublicURL: "http://x", Policy: pol, DataDir: dir})
 	if err != nil || !bytes.Equal(a.secret, b.secret) {
 		t.Fatalf("secret not kept: %v", err)
+	}
+	// The secret forges approval links: once other users may read its
+	// file, the channel refuses it rather than trust it.
+	if err := os.Chmod(filepath.Join(dir, SecretFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(&policy.Email{SMTPAddr: "h:25", From: "a@b.c"}, Options{PublicURL: "http://x", Policy: pol, DataDir: dir}); err == nil ||
+		!strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("a link secret others may read was accepted: %v", err)
 	}
 }

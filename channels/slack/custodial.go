@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/secretfile"
 	"github.com/chiokernel/chio/policy"
 )
 
@@ -98,17 +99,14 @@ func LoadCustodialKeys(dataDir string, p *policy.Policy) (map[string]keys.Privat
 			continue
 		}
 		path := CustodialKeyPath(dataDir, ap.PublicKey)
-		fi, err := os.Lstat(path)
+		data, err := secretfile.Read(path) // owner-only, else refused
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCustodialKey, path, err)
+			return nil, fmt.Errorf("%w: %v", ErrCustodialKey, err)
 		}
-		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("%w: %s must be a regular file that only its owner may read (mode 0600; run `chmod 600 %s`)", ErrCustodialKey, path, path)
-		}
-		k, err := keys.LoadPrivateKey(path)
+		k, err := keys.ParsePKCS8PEM(data)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCustodialKey, err)
 		}

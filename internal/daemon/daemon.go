@@ -30,6 +30,7 @@ import (
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/mcpgw"
+	"github.com/chiokernel/chio/internal/secretfile"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
@@ -269,9 +270,9 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // loadOrCreateKey loads the kernel key (refusing a file other users may
-// read: readSecretFile) or, when there is none, generates one (mode 0600).
+// read: secretfile.Read) or, when there is none, generates one (mode 0600).
 func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
-	data, err := readSecretFile(path)
+	data, err := secretfile.Read(path)
 	if err == nil {
 		k, err := keys.ParsePKCS8PEM(data)
 		if err != nil {
@@ -280,7 +281,7 @@ func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
 		return k, false, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return keys.PrivateKey{}, false, fmt.Errorf("kernel key: %w", err)
+		return keys.PrivateKey{}, false, fmt.Errorf("refusing to start: kernel key: %w", err)
 	}
 	k, err := keys.Generate(rand.Reader)
 	if err != nil {
@@ -308,7 +309,7 @@ const (
 // bearerToken returns the token in the environment variable env or, when
 // it is unset, the one in dataDir/file, generated (mode 0600) on first
 // start; path is that file ("" when the environment set the token). A
-// token file other users may read is refused (readSecretFile).
+// token file other users may read is refused (secretfile.Read).
 func bearerToken(getenv func(string) string, dataDir, env, file string, log *slog.Logger) (token, path string, err error) {
 	if t := getenv(env); t != "" {
 		if len(t) < MinTokenLen {
@@ -317,7 +318,7 @@ func bearerToken(getenv func(string) string, dataDir, env, file string, log *slo
 		return t, "", nil
 	}
 	path = filepath.Join(dataDir, file)
-	if b, err := readSecretFile(path); err == nil {
+	if b, err := secretfile.Read(path); err == nil {
 		t := strings.TrimSpace(string(b))
 		if len(t) < MinTokenLen {
 			return "", "", fmt.Errorf("refusing to start: %s holds a token shorter than %d characters", path, MinTokenLen)
@@ -325,7 +326,7 @@ func bearerToken(getenv func(string) string, dataDir, env, file string, log *slo
 		log.Info(env+" not set; using the token in "+file, "path", path)
 		return t, path, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", "", fmt.Errorf("%s: %w", env, err)
+		return "", "", fmt.Errorf("refusing to start: %s: %w", env, err)
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -1,9 +1,0 @@
-//go:build !unix
-
-package daemon
-
-import "os"
-
-// checkSecretMode: outside Unix, file modes do not say who may read a file
-// (access is by ACL), so the data dir's ACL is the operator's to set.
-func checkSecretMode(string, os.FileMode) error { return nil }

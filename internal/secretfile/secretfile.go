@@ -1,0 +1,47 @@
+// Package secretfile reads the files that hold chiod's secrets, refusing
+// one that other users may read (as sshd refuses such a private key).
+package secretfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// maxSecretFileBytes bounds what chiod reads from a key or token file: a
+// PKCS#8 Ed25519 key is ~120 bytes, a token 65.
+const maxSecretFileBytes = 64 << 10
+
+// Read reads a file that holds a secret chiod signs or authenticates with
+// (kernel.pem, admin.token, read.token, email-link.key, custodial Slack
+// keys). Whoever can read one can mint capabilities, forge receipts or
+// approvals, or act as the admin, so on Unix a file that group or others
+// may read or write is refused. The mode is checked on the opened file, so
+// the bytes read are the file checked.
+// A missing file is an error satisfying errors.Is(err, os.ErrNotExist).
+func Read(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if err := CheckMode(path, fi.Mode()); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSecretFileBytes {
+		return nil, errors.New("" + path + " is too large to be a key or token file")
+	}
+	return b, nil
+}
