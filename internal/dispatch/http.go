@@ -83,6 +83,13 @@ func (r *Router) dispatchHTTP(ctx context.Context, rt route, req kernel.Dispatch
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set("Idempotency-Key", req.RequestID)
+	// The tool's dedupe key, but not a licence for net/http to re-send:
+	// with Idempotency-Key and a GetBody, Request.isReplayable holds and
+	// the Transport silently re-POSTs the call on a new connection when a
+	// reused one dies after the write, before any response byte — the
+	// tool runs twice for one attempt. Without GetBody the request is
+	// never replayed (nor re-sent by a redirect, which is refused anyway).
+	hreq.GetBody = nil
 
 	if req.Attempt > 0 {
 		hreq.Header.Set("Chio-Attempt", strconv.Itoa(req.Attempt))

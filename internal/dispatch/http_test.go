@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,4 +228,44 @@ func BenchmarkHTTPDispatch(b *testing.B) {
 			}
 		})
 	})
+}
+
+// A tool POST whose (reused) connection dies after the tool server read it,
+// before any response byte, must not be re-sent by net/http: the
+// Idempotency-Key header alone would make the Transport treat it as
+// replayable. One Dispatch is one attempt; the failure is "may have run".
+func TestHTTPToolCallIsNeverResentByNetHTTP(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("Idempotency-Key") == "req-pay" && calls.Add(1) == 1 {
+			// The tool server read the call and acted; the connection
+			// then dies before it answers (a crash, an LB reset).
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c.Close()
+			return
+		}
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	defer srv.Close()
+	r := newTestRouter(t, httpServer("bank", srv.URL))
+	ctx := context.Background()
+	// A first call leaves a kept-alive connection in the pool, so the
+	// next one goes out on a reused connection (the case net/http retries).
+	if _, err := r.Dispatch(ctx, kernel.DispatchRequest{RequestID: "req-warm", Server: "bank", Tool: "pay"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Dispatch(ctx, kernel.DispatchRequest{RequestID: "req-pay", Server: "bank", Tool: "pay",
+		Arguments: json.RawMessage(`{"amount":100}`), Attempt: 1})
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("one Dispatch sent the call %d times (result %s / %q, err %v)", n, res.Output, res.ToolError, err)
+	}
+	var de *kernel.DeliveryError
+	if !errors.As(err, &de) || de.NotDelivered {
+		t.Fatalf("a call the tool server read must be 'may have run': %v", err)
+	}
 }

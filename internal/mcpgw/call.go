@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,17 +25,23 @@ const (
 	// (whole seconds, up to MaxWait).
 	MetaWait = "chio/wait_seconds"
 	// MetaStatus and the members below describe a result chio made.
-	MetaStatus      = "chio/status"
-	MetaRequestID   = "chio/request_id"
-	MetaReceiptID   = "chio/receipt_id"
-	MetaApprovalID  = "chio/approval_id"
-	MetaDeadline    = "chio/deadline"
-	MetaSummary     = "chio/summary"
-	MetaGuard       = "chio/guard"
-	MetaReason      = "chio/reason"
-	MetaToolError   = "chio/tool_error"
+	MetaStatus     = "chio/status"
+	MetaRequestID  = "chio/request_id"
+	MetaReceiptID  = "chio/receipt_id"
+	MetaApprovalID = "chio/approval_id"
+	MetaDeadline   = "chio/deadline"
+	MetaSummary    = "chio/summary"
+	MetaGuard      = "chio/guard"
+	MetaReason     = "chio/reason"
+	MetaToolError  = "chio/tool_error"
+	// MetaExecution is what became of an allowed call at the tool
+	// (kernel.Execution*: succeeded, tool_error, not_delivered, unknown).
+	MetaExecution   = "chio/execution"
 	StatusRefused   = "refused" // the call was not admitted (no receipt)
 	StatusToolError = "tool_error"
+	// StatusUnrecorded: chio has no outcome to give yet (its store failed
+	// mid-call); the call may have run: await chio/request_id.
+	StatusUnrecorded = "unrecorded"
 )
 
 // CallProof is the value of _meta["chio/proof"].
@@ -69,7 +76,15 @@ func (as *agentServer) callHandler(server, tool string) mcpsdk.ToolHandler {
 		if err := as.g.o.Catalog.ValidateArguments(server, tool, args); err != nil {
 			return refused(err.Error()), nil
 		}
-		proof, intent, err := callMeta(req.Params.Meta)
+		proof, err := callProof(req.Params.Meta)
+		if err != nil {
+			return refused(err.Error()), nil
+		}
+		var header http.Header
+		if req.Extra != nil {
+			header = req.Extra.Header
+		}
+		intent, err := rawIntent(req.Params.Meta, header)
 		if err != nil {
 			return refused(err.Error()), nil
 		}
@@ -78,19 +93,19 @@ func (as *agentServer) callHandler(server, tool string) mcpsdk.ToolHandler {
 			Proof: kernel.Proof{IssuedAt: proof.IssuedAt, Signature: proof.Signature}}
 		out, err := as.g.o.Kernel.Submit(ctx, call)
 		if err != nil {
-			return submitError(err)
+			return submitError(call.RequestID, err), nil
 		}
 		return as.g.answer(ctx, req, a, out, waitFor(req.Params.Meta, as.g.o.PendingWait))
 	}
 }
 
-// callMeta reads the proof and intent from _meta. Without a proof there
-// is no call: the gateway cannot sign for the agent.
-func callMeta(meta mcpsdk.Meta) (CallProof, json.RawMessage, error) {
+// callProof reads the proof from _meta. Without a proof there is no call:
+// the gateway cannot sign for the agent.
+func callProof(meta mcpsdk.Meta) (CallProof, error) {
 	var p CallProof
 	v, ok := meta[MetaProof]
 	if !ok {
-		return p, nil, errors.New("this call carries no chio proof: every call must be signed by the agent's key; " +
+		return p, errors.New("this call carries no chio proof: every call must be signed by the agent's key; " +
 			"connect your MCP client through `chio mcp serve`, which signs each call")
 	}
 	raw, err := json.Marshal(v)
@@ -98,15 +113,9 @@ func callMeta(meta mcpsdk.Meta) (CallProof, json.RawMessage, error) {
 		err = canon.Unmarshal(raw, &p)
 	}
 	if err != nil || p.RequestID == "" || p.Signature == "" {
-		return p, nil, fmt.Errorf("_meta[%q] must be {request_id, issued_at, signature}", MetaProof)
+		return p, fmt.Errorf("_meta[%q] must be {request_id, issued_at, signature}", MetaProof)
 	}
-	var intent json.RawMessage
-	if v, ok := meta[MetaIntent]; ok && v != nil {
-		if intent, err = json.Marshal(v); err != nil {
-			return p, nil, fmt.Errorf("_meta[%q]: %v", MetaIntent, err)
-		}
-	}
-	return p, intent, nil
+	return p, nil
 }
 
 // waitFor is the pending wait a call asked for, within (0, MaxWait].
@@ -117,18 +126,26 @@ func waitFor(meta mcpsdk.Meta, def time.Duration) time.Duration {
 	return def
 }
 
-// submitError answers a call the kernel did not admit. Refusals of this
-// call (bad proof, reused id, malformed) are results the model can read;
-// the kernel being unavailable is a JSON-RPC error a client may retry.
-func submitError(err error) (*mcpsdk.CallToolResult, error) {
+// submitError answers a call for which Submit returned no outcome.
+// Refusals of this call (bad proof, reused id, malformed) are results the
+// model can read: nothing was decided. Any other error (the store failing,
+// chiod stopping) may come after the decision, even after the tool ran
+// (its settlement could not be committed). An MCP client cannot retry
+// with the same request id — its retry is a new call, and the tool would
+// run again — so the answer is never "retry": it names the request id to
+// await.
+func submitError(requestID string, err error) *mcpsdk.CallToolResult {
 	for _, refusal := range []error{kernel.ErrBadProof, kernel.ErrStaleProof, kernel.ErrCapabilityInvalid,
 		kernel.ErrBadCall, kernel.ErrRequestUsed, kernel.ErrConflict, canon.ErrInvalid, canon.ErrDuplicateKey,
 		canon.ErrUnsafeInteger, canon.ErrTooDeep, canon.ErrNumberRange, canon.ErrTrailingData} {
 		if errors.Is(err, refusal) {
-			return refused(err.Error()), nil
+			return refused(err.Error())
 		}
 	}
-	return nil, fmt.Errorf("chio is unavailable, retry: %w", err)
+	return chioResult(fmt.Sprintf("chio could not record this call's outcome yet (%v). The tool may have run: "+
+		"do not call it again. Call %s with {\"id\":%q} for its outcome. (If %s finds no call with this id, "+
+		"chio never decided it and the tool did not run.)", err, AwaitTool, requestID, AwaitTool),
+		mcpsdk.Meta{MetaStatus: StatusUnrecorded, MetaRequestID: requestID, MetaReason: err.Error()})
 }
 
 // answer turns an outcome into a result, holding a parked call open for

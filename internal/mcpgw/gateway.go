@@ -82,7 +82,13 @@ func New(o Options) (*Gateway, error) {
 }
 
 // ServeHTTP serves /mcp.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := withRawIntent(r); err != nil {
+		http.Error(w, "cannot read the request body", http.StatusBadRequest)
+		return
+	}
+	g.handler.ServeHTTP(w, r)
+}
 
 // ToolsChanged re-offers a server's tools to every connected agent (wire
 // it to the catalogue's OnToolsChanged). It does not block.

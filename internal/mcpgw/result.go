@@ -60,12 +60,17 @@ func (g *Gateway) pending(out *kernel.Outcome) *mcpsdk.CallToolResult {
 
 // allowed returns the upstream's CallToolResult. The SDK encodes what we
 // return, so structuredContent is handed over as the exact bytes recorded.
+// With no output to return, chio says what became of the call: a model
+// told "not run" calls again, so that is said only when it is so.
 func allowed(out *kernel.Outcome) *mcpsdk.CallToolResult {
 	output := bytes.TrimSpace(out.Output)
+	if (len(output) == 0 || string(output) == "null") && out.Execution == kernel.ExecutionSucceeded {
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: noOutputText(out)}},
+			Meta: mcpsdk.Meta{MetaStatus: out.Status, MetaRequestID: out.RequestID, MetaExecution: out.Execution}}
+	}
 	if len(output) == 0 || string(output) == "null" {
-		return chioResult("chio allowed this call, but the tool could not be run: "+out.ToolError,
-			mcpsdk.Meta{MetaStatus: StatusToolError, MetaRequestID: out.RequestID, MetaReceiptID: out.ReceiptID,
-				MetaToolError: out.ToolError})
+		return chioResult(noOutputText(out), mcpsdk.Meta{MetaStatus: StatusToolError, MetaRequestID: out.RequestID,
+			MetaReceiptID: out.ReceiptID, MetaToolError: out.ToolError, MetaExecution: out.Execution})
 	}
 	var r mcpsdk.CallToolResult
 	var sc struct {
@@ -81,6 +86,25 @@ func allowed(out *kernel.Outcome) *mcpsdk.CallToolResult {
 		r.StructuredContent = sc.StructuredContent
 	}
 	return &r
+}
+
+// noOutputText describes an allowed call that has no result to return, by
+// its execution outcome.
+func noOutputText(out *kernel.Outcome) string {
+	switch out.Execution {
+	case kernel.ExecutionNotDelivered:
+		return "chio allowed this call, but it could not be delivered: the tool did not run. " + out.ToolError
+	case kernel.ExecutionSucceeded:
+		return "chio allowed this call; the tool ran and returned no output."
+	case kernel.ExecutionToolError:
+		return "chio allowed this call and the tool ran (or its server answered), but it reported an error or " +
+			"chio refused its result: " + out.ToolError + ". Its effects, if any, have happened: calling it again " +
+			"runs it again (request " + out.RequestID + ")."
+	}
+	// unknown, or not recorded: it may have run.
+	return fmt.Sprintf("chio allowed this call, but cannot tell whether the tool ran: %s. It may have run: "+
+		"do not call it again. Call %s with {\"id\":%q} for its recorded outcome, and check the tool's side "+
+		"before trying again.", out.ToolError, AwaitTool, out.RequestID)
 }
 
 func chioResult(text string, meta mcpsdk.Meta) *mcpsdk.CallToolResult {

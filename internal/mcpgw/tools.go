@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,17 +67,33 @@ func newAgentServer(g *Gateway, a *agent) *agentServer {
 }
 
 // granted is every upstream tool the agent's capability grants now.
+//
+// Exposed names can collide: server "a__b" with tool "c" and server "a"
+// with tool "b__c" are both "a__b__c" (ids and tool names may contain
+// "__"). A call to such a name could reach either tool, so neither is
+// offered (fail closed), and the collision is logged for the operator.
 func (as *agentServer) granted() map[string]*mcp.Tool {
 	p := as.g.o.Kernel.Policy()
 	has := as.agent.cap.Has
 	out := map[string]*mcp.Tool{}
+	clash := map[string]bool{}
 	for _, server := range as.g.o.Catalog.Servers() {
 		u, _ := as.g.o.Catalog.Upstream(server)
 		for _, t := range u.Tools() {
 			if _, ok := p.Match(has, server, t.Name, policy.DefaultOperation); !ok {
 				continue
 			}
-			if name := ExposedName(server, t.Name); len(name) <= MaxExposedNameLen {
+			name := ExposedName(server, t.Name)
+			switch {
+			case len(name) > MaxExposedNameLen:
+			case out[name] != nil || clash[name]:
+				if prev := out[name]; prev != nil {
+					as.g.o.Log.Error("mcp gateway: two tools have the same exposed name; offering neither",
+						"name", name, "tool", prev.Server+"/"+prev.Name, "other", server+"/"+t.Name)
+				}
+				clash[name] = true
+				delete(out, name)
+			default:
 				out[name] = t
 			}
 		}
@@ -104,9 +121,32 @@ func (as *agentServer) sync() {
 		if old := as.offered[name]; old != nil && sameTool(old, t) {
 			continue
 		}
+		if err := as.add(name, t); err != nil {
+			// The catalogue refuses what the SDK would (mcp.addProbe);
+			// should one still slip through, it is not offered — and no
+			// older version of it stays offered in its place.
+			as.g.o.Log.Error("mcp gateway: tool not offered", "tool", name, "err", err)
+			if as.offered[name] != nil {
+				delete(as.offered, name)
+				as.srv.RemoveTools(name)
+			}
+			continue
+		}
 		as.offered[name] = t
-		as.srv.AddTool(exposedTool(name, t), as.callHandler(t.Server, t.Name))
 	}
+}
+
+// add offers t under name. The SDK's AddTool panics on a schema it
+// refuses; sync runs in the gateway's own goroutines (ToolsChanged), where
+// a panic would end chiod, so it is recovered here as an error.
+func (as *agentServer) add(name string, t *mcp.Tool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the MCP SDK refused it: %v", r)
+		}
+	}()
+	as.srv.AddTool(exposedTool(name, t), as.callHandler(t.Server, t.Name))
+	return nil
 }
 
 func sameTool(a, b *mcp.Tool) bool {

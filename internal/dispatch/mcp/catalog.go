@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"unicode/utf8"
 
@@ -67,6 +68,7 @@ func (c *catalog) list() []*Tool {
 // skip, so it can be neither listed to agents nor called.
 func listTools(ctx context.Context, cs *mcpsdk.ClientSession, server string, skip func(name string, err error)) (*catalog, error) {
 	c := &catalog{tools: map[string]*Tool{}}
+	probe := newAddProbe()
 	var params mcpsdk.ListToolsParams
 	for page := 0; ; page++ {
 		if page == MaxListPages {
@@ -81,6 +83,9 @@ func listTools(ctx context.Context, cs *mcpsdk.ClientSession, server string, ski
 				return nil, fmt.Errorf("the server lists more than %d tools", MaxTools)
 			}
 			tool, err := compileTool(server, t)
+			if err == nil {
+				err = probe.check(tool)
+			}
 			if err != nil {
 				skip(t.Name, err)
 				continue
@@ -110,6 +115,13 @@ func compileTool(server string, t *mcpsdk.Tool) (*Tool, error) {
 	if len(in) > MaxSchemaBytes {
 		return nil, fmt.Errorf("inputSchema is %d bytes; the limit is %d", len(in), MaxSchemaBytes)
 	}
+	// jsonschema.Schema's decoding matches member names case-insensitively
+	// ({"Type":"object"} would read as type object); MCP, and the SDK's
+	// Server.AddTool that offers the tool to agents, read "type" exactly.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(in, &top); err != nil || string(top["type"]) != `"object"` {
+		return nil, errors.New(`inputSchema must be a JSON object with "type": "object"`)
+	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(in, &s); err != nil {
 		return nil, fmt.Errorf("inputSchema: %w", err)
@@ -133,6 +145,36 @@ func compileTool(server string, t *mcpsdk.Tool) (*Tool, error) {
 		tool.OutputSchema = out
 	}
 	return tool, nil
+}
+
+// addProbe offers each compiled tool to a scratch go-sdk server, exactly as
+// the gateway will offer it to agents. Server.AddTool panics on a schema it
+// refuses (an inputSchema whose "type" is not exactly "object", invalid
+// x-mcp-header annotations, …); a tool it would refuse is left out of the
+// catalogue here, so that it is never offered, validated against or called,
+// and an upstream's list can never make the gateway panic.
+type addProbe struct{ srv *mcpsdk.Server }
+
+func newAddProbe() *addProbe {
+	return &addProbe{srv: mcpsdk.NewServer(&mcpsdk.Implementation{Name: "chio-probe", Version: "1"},
+		&mcpsdk.ServerOptions{Logger: slog.New(slog.DiscardHandler)})}
+}
+
+func (p *addProbe) check(t *Tool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the MCP SDK refuses this tool: %v", r)
+		}
+	}()
+	st := &mcpsdk.Tool{Name: t.Name, InputSchema: t.InputSchema}
+	if t.OutputSchema != nil {
+		st.OutputSchema = t.OutputSchema
+	}
+	p.srv.AddTool(st, func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		return nil, errors.New("probe")
+	})
+	p.srv.RemoveTools(t.Name)
+	return nil
 }
 
 // MaxNameBytes bounds a tool's title.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -86,13 +87,21 @@ func resultText(res *mcpsdk.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// classify turns a failed tools/call into the kernel's delivery terms:
+// classify turns a failed tools/call into the kernel's delivery terms.
+// NotDelivered lets the kernel send the call again even under
+// at_most_once, so it is claimed only when the upstream certainly did not
+// act on this tools/call:
 //
-//   - the request never left chio (a dead pipe, a refused connection, a
-//     session the server no longer knows, 429/503 before running it):
-//     NotDelivered, and Retryable;
-//   - it left but no answer came (the connection dropped, the process died,
-//     the time ran out): Retryable with delivery unknown;
+//   - the POST never left chio (a dead pipe, a refused connection, the
+//     session already failed): NotDelivered, and Retryable;
+//   - the tools/call POST itself was answered with a status by which a
+//     server refuses a request before acting on it (refusedUnrun: 404 for a
+//     session it no longer knows, 401/403, 429, …): NotDelivered;
+//   - it left and was accepted (2xx), or the answer was lost, or any other
+//     status came back (a 5xx, a 503 from a proxy whose backend may have
+//     run it): delivery unknown — the tool may have run. A session lost
+//     after the POST was accepted (the stream's resume met 404) is this
+//     case, not a refusal;
 //   - the server answered with a JSON-RPC error (unknown tool, invalid
 //     params): the server refused the call; a ToolError, not an error;
 //   - the answer was too large: a ToolError (asking again gets the same).
@@ -110,21 +119,26 @@ func (u *Upstream) classify(ctx, cctx context.Context, c *conn, seen slot, err e
 			ToolError: clip(fmt.Sprintf("mcp error %d: %s", werr.Code, werr.Message), maxToolErrorText)}, nil
 	}
 	de := &kernel.DeliveryError{Err: fmt.Errorf("mcp server %q: %w", u.id, err), Retryable: true}
-	switch {
-	case errors.Is(err, mcpsdk.ErrSessionMissing):
-		// The server forgot the session (it restarted): reconnect; it
-		// refused the request without running it.
+	if errors.Is(err, mcpsdk.ErrSessionMissing) {
+		// The server forgot the session (it restarted): reconnect. Whether
+		// it ran this call is decided below, by what its POST met.
 		u.drop(c)
-		de.NotDelivered = true
+	}
+	switch {
 	case !seen.sent:
 		de.NotDelivered = true
 		if ctx.Err() == nil && cctx.Err() == nil {
 			u.drop(c) // the transport failed under us
 		}
-	case seen.status == 429 || seen.status == 503:
+	case refusedUnrun(seen.status):
 		de.NotDelivered = true
+		// Asking again gets the same answer, except from a server that
+		// is busy (429) or has forgotten the session (reconnect first).
+		de.Retryable = seen.status == http.StatusTooManyRequests || errors.Is(err, mcpsdk.ErrSessionMissing)
 	case seen.status >= 400 && seen.status < 500:
-		de.NotDelivered, de.Retryable = true, false
+		// Some other client error: it may have been acted on, and asking
+		// again gets the same answer.
+		de.Retryable = false
 	case ctx.Err() != nil:
 		// The kernel gave up on this attempt (shutdown, cancellation);
 		// the tool may have run.
@@ -132,4 +146,24 @@ func (u *Upstream) classify(ctx, cctx context.Context, c *conn, seen slot, err e
 		de.Err = fmt.Errorf("mcp server %q: no answer within %s: %w", u.id, u.timeout, err)
 	}
 	return kernel.DispatchResult{}, de
+}
+
+// refusedUnrun reports whether status, answering a tools/call POST, means
+// the server (or a proxy in front of it) refused the request before
+// acting on it: the HTTP semantics of each leave no room for a tool that
+// ran. 503 is not among them (a proxy answers 503 when its backend dropped
+// a request it may have started), nor are 409, 410, 412 or 422, which
+// describe the outcome of processing the request.
+func refusedUnrun(status int) bool {
+	switch status {
+	case http.StatusBadRequest, // malformed: not processed (RFC 9110 §15.5.1)
+		http.StatusUnauthorized, http.StatusForbidden,
+		http.StatusNotFound, // MCP: the session is unknown; or no endpoint
+		http.StatusMethodNotAllowed, http.StatusNotAcceptable,
+		http.StatusRequestTimeout, // the request did not arrive whole
+		http.StatusLengthRequired, http.StatusRequestEntityTooLarge, http.StatusRequestURITooLong,
+		http.StatusUnsupportedMediaType, http.StatusTooManyRequests, http.StatusRequestHeaderFieldsTooLarge:
+		return true
+	}
+	return false
 }

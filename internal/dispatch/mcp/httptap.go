@@ -21,28 +21,42 @@ type httpTap struct {
 
 func (h *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	var s *slot
-	if req.Method == http.MethodPost && req.GetBody != nil {
-		// The SDK sends one message per POST from a bytes.Reader: reading
-		// a fresh copy costs a copy, not a second request.
-		if body, err := req.GetBody(); err == nil {
-			data, _ := io.ReadAll(io.LimitReader(body, MaxMessageBytes))
-			body.Close()
-			if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-				s = h.tap.outgoing(msg)
-			}
+	if req.Method == http.MethodPost && req.Body != nil && req.Body != http.NoBody {
+		// The SDK sends one message per POST from memory: read it here
+		// (not through GetBody, which must not survive for a tools/call)
+		// and hand the Transport a fresh reader over the same bytes.
+		data, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
 		}
-	}
-	if s != nil {
-		// The request id as Idempotency-Key, as on the http transport: it
-		// also lets net/http resend the POST on a fresh connection when
-		// the pooled one it picked turns out dead.
+		if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+			s = h.tap.outgoing(msg)
+		}
 		req = req.Clone(req.Context())
-		req.Header.Set("Idempotency-Key", s.key)
+		req.Body = io.NopCloser(bytes.NewReader(data))
+		req.ContentLength = int64(len(data))
+		if s == nil {
+			// Any other message may be rewound (net/http re-sends only
+			// what it knows was not written, or is idempotent).
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		} else {
+			// A tools/call carries the request id as Idempotency-Key, as on
+			// the http transport. That header plus a GetBody would make
+			// net/http's Request.isReplayable true, and the Transport would
+			// silently re-POST the call on a new connection when a reused
+			// one dies after the write: the tool would run twice for one
+			// attempt. With no GetBody it is never replayed, nor re-sent by
+			// a redirect (which the client refuses anyway).
+			req.GetBody = nil
+			req.Header.Set("Idempotency-Key", s.key)
+		}
 	}
 	resp, err := h.base.RoundTrip(req)
 	if err != nil {
 		// A refused or failed dial never reached the server; anything later
-		// (a reset mid-request) may have.
+		// (a reset mid-request, a connection closed before the answer) may
+		// have: the upstream may have read and run the call.
 		var op *net.OpError
 		if s != nil && !(errors.As(err, &op) && op.Op == "dial") {
 			h.tap.markSent(s, 0)
