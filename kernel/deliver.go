@@ -196,6 +196,14 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttemp
 		rec.Attempts = attempt
 		res, err := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server,
 			Tool: rec.Tool, Arguments: rec.Arguments, Attempt: attempt})
+		if err == nil && res.ToolError != "" && mayHaveRun != nil {
+			// A failure answered to THIS attempt says nothing of an earlier
+			// one that may have reached the tool (a tool that crashed after
+			// its effect answers the repeat "outcome unknown", 409): the
+			// call may have run, so its outcome is unknown, not tool_error.
+			return DispatchResult{}, &DeliveryError{Err: fmt.Errorf("attempt %d answered %q, but an earlier attempt may have reached the tool: %v",
+				attempt, clip(res.ToolError, MaxToolErrorLen/2), mayHaveRun)}
+		}
 		if err == nil {
 			return res, nil
 		}

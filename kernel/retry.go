@@ -16,13 +16,16 @@ func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outc
 }
 
 // sameCall returns a stored outcome to an idempotent retry, and refuses a
-// request_id reused for a different call.
+// request_id reused for a different call: other parameters, or another
+// agent key. The capability may differ: an agent replaying a step after
+// its capability was renewed is told what became of the call, never
+// invited to make it again under a new id. Nothing runs on a replay.
 func (k *Kernel) sameCall(rec *CallRecord, vc verifiedCap, paramHash string) (*Outcome, error) {
 	sent := rec.ParameterHash // what the agent sent, unless an approver amended it
 	if rec.RequestedParameterHash != "" {
 		sent = rec.RequestedParameterHash
 	}
-	if sent != paramHash || rec.Subject != vc.subject.String() || rec.CapabilityID != vc.cap.ID {
+	if sent != paramHash || rec.Subject != vc.subject.String() {
 		return nil, ErrRequestUsed
 	}
 	out := OutcomeOf(rec)
