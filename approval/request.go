@@ -63,6 +63,11 @@ type Request struct {
 	Votes        []Vote      `json:"votes"`
 	Resolution   *Resolution `json:"resolution,omitempty"`
 	NotifyErrors []string    `json:"notify_errors,omitempty"`
+	// Notified is Tier+1 once the approvers of the current tier have been
+	// announced the request (0: never). A start-up or a healed store
+	// announces a pending request that is below it: its park or
+	// escalation committed, but the run that made it did not live to say so.
+	Notified int `json:"notified,omitempty"`
 }
 
 // Vote is one counted approver decision (quorum progress).

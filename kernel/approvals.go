@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -80,7 +81,7 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		return nil, err
 	}
 	k.armTimer(req.ApprovalID, req.ExpiresAt)
-	k.announce(EventApprovalRequested, req)
+	k.announceDurably(ctx, EventApprovalRequested, req)
 	out := OutcomeOf(rec)
 	out.Deadline, out.Summary = req.ExpiresAt, req.Summary
 	return out, nil
@@ -153,13 +154,42 @@ func tierView(a *policy.Approval, tier int) (approvers, channels []string, timeo
 
 // announce publishes to subscribers and notifies channels (after commit).
 func (k *Kernel) announce(event string, req *approval.Request) {
-	if event == EventApprovalRequested || event == EventApprovalEscalated {
-		k.markTold(req)
-	}
 	snap := *req
 	k.events.publish(Event{Type: event, Approval: &snap})
 	if k.notifier != nil && (event == EventApprovalRequested || event == EventApprovalEscalated || event == EventApprovalResolved) {
 		k.notifier.Notify(event, &snap)
+	}
+}
+
+// announceDurably announces a request parked or escalated (event), then
+// records that its current tier was told (Notified), so that a run that
+// dies before this point leaves it for the next start (or heal) to
+// announce. A failed record costs at most one more announcement.
+func (k *Kernel) announceDurably(ctx context.Context, event string, req *approval.Request) {
+	k.announce(event, req)
+	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+		cur, err := tx.Approval(req.ApprovalID)
+		if err != nil || cur.Status != approval.StatusPending || cur.Tier != req.Tier || cur.Notified > req.Tier {
+			return err
+		}
+		cur.Notified = req.Tier + 1
+		return tx.PutApproval(cur)
+	})
+	if err != nil {
+		slog.Warn("could not record that a request's approvers were told; it is announced again at the next start",
+			"approval_id", req.ApprovalID, "err", err)
+	}
+}
+
+// announceIfUntold announces pending req if its current tier's approvers
+// were never told (see approval.Request.Notified).
+func (k *Kernel) announceIfUntold(ctx context.Context, req *approval.Request) {
+	switch {
+	case req.Status != approval.StatusPending || req.Notified > req.Tier:
+	case req.Tier == 0:
+		k.announceDurably(ctx, EventApprovalRequested, req)
+	default:
+		k.announceDurably(ctx, EventApprovalEscalated, req)
 	}
 }
 

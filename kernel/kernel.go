@@ -73,9 +73,6 @@ type Kernel struct {
 	notifier   Notifier
 	timersMu   sync.Mutex
 	timers     map[string]clock.Timer
-	// told: the escalation tier whose approvers this kernel has announced
-	// each pending request to (under timersMu); see RecoverAfterHeal.
-	told map[string]int
 	// consumed caches spent token ids in front of the durable consumed set
 	// (the authority): an eviction or restart only costs a store read.
 	consumed *lru.Cache[string, struct{}]
@@ -142,7 +139,7 @@ func New(cfg Config) (*Kernel, error) {
 	k := &Kernel{
 		key: cfg.Key, pub: cfg.Key.Public(), store: cfg.Store, dispatcher: cfg.Dispatcher,
 		clock: cfg.Clock, observer: cfg.Observer, caps: caps, verifyKeys: verifyKeys, rate: newRateWindow(),
-		events: newBroker(), notifier: cfg.Notifier, timers: map[string]clock.Timer{}, told: map[string]int{}, consumed: consumed, schemas: cfg.Schemas, stop: make(chan struct{}),
+		events: newBroker(), notifier: cfg.Notifier, timers: map[string]clock.Timer{}, consumed: consumed, schemas: cfg.Schemas, stop: make(chan struct{}),
 		trusted: append([]keys.PublicKey{cfg.Key.Public()}, cfg.Authorities...),
 		pipeline: &Pipeline{
 			Guards: append(BuiltinGuards(), cfg.Guards...), Budget: GuardBudget, Stopwatch: cfg.Stopwatch,

@@ -51,7 +51,8 @@ func (k *Kernel) WaitRecovery(ctx context.Context) error {
 }
 
 // Recover is called once at start-up. It re-arms every pending request's
-// deadline (one that passed while the kernel was down fires now), then
+// deadline (one that passed while the kernel was down fires now) and
+// announces any its approvers were never told of (Notified), then
 // finishes calls left in flight IN THE BACKGROUND: chiod serves at once,
 // and a hanging tool server cannot hold start-up.
 func (k *Kernel) Recover(ctx context.Context) error {
@@ -65,11 +66,15 @@ func (k *Kernel) Recover(ctx context.Context) error {
 	p := k.Policy()
 	for _, r := range pending {
 		k.armTimer(r.ApprovalID, r.ExpiresAt)
-		k.markTold(r) // announced by the run that parked or escalated it
 		// The policy may have changed while chiod was down: its approvers
 		// are the ones that count (a request left with none ends now).
 		if err := k.reconcile(ctx, p, r.ApprovalID); err != nil {
 			return fmt.Errorf("reconcile %s: %w", r.ApprovalID, err)
+		}
+		// A request whose park or escalation committed while the run that
+		// made it died (or was told its commit failed) was never announced.
+		if cur, err := k.Approval(r.ApprovalID); err == nil {
+			k.announceIfUntold(ctx, cur)
 		}
 	}
 	if r, ok := k.store.(Replicated); ok {
@@ -93,16 +98,10 @@ func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
 		return err
 	}
 	for _, r := range pending {
-		noTimer, notAnnounced := k.untold(r)
-		if noTimer {
+		if !k.timerArmed(r.ApprovalID) {
 			k.armTimer(r.ApprovalID, r.ExpiresAt)
 		}
-		switch {
-		case notAnnounced && r.Tier == 0:
-			k.announce(EventApprovalRequested, r)
-		case notAnnounced:
-			k.announce(EventApprovalEscalated, r)
-		}
+		k.announceIfUntold(ctx, r)
 	}
 	return k.RecoverInFlight(ctx)
 }

@@ -47,27 +47,14 @@ func (k *Kernel) stopTimer(id string) {
 		t.Stop()
 		delete(k.timers, id)
 	}
-	delete(k.told, id)
 }
 
-// markTold records that req's approvers at its tier have been announced.
-func (k *Kernel) markTold(req *approval.Request) {
+// timerArmed reports whether a deadline is armed here for request id.
+func (k *Kernel) timerArmed(id string) bool {
 	k.timersMu.Lock()
 	defer k.timersMu.Unlock()
-	if t, ok := k.told[req.ApprovalID]; !ok || req.Tier > t {
-		k.told[req.ApprovalID] = req.Tier
-	}
-}
-
-// untold reports whether req, pending, has no deadline armed here or its
-// current tier's approvers were never announced: a commit reported failed
-// that reached the disk anyway (parked, or escalated) skipped both.
-func (k *Kernel) untold(req *approval.Request) (noTimer, notAnnounced bool) {
-	k.timersMu.Lock()
-	defer k.timersMu.Unlock()
-	_, armed := k.timers[req.ApprovalID]
-	t, ok := k.told[req.ApprovalID]
-	return !armed, !ok || t < req.Tier
+	_, armed := k.timers[id]
+	return armed
 }
 
 // ArmedTimers reports how many deadlines are armed (for tests and metrics).
@@ -93,11 +80,6 @@ func (k *Kernel) onDeadline(id string) {
 	}
 	if err == nil {
 		err = k.Expire(context.Background(), id)
-	}
-	if errors.Is(err, approval.ErrNotPending) || errors.Is(err, ErrNotFound) {
-		k.timersMu.Lock()
-		delete(k.told, id)
-		k.timersMu.Unlock()
 	}
 	if err != nil && !errors.Is(err, approval.ErrNotPending) && !errors.Is(err, ErrNotFound) {
 		// The request stays pending and durable; retry rather than lose it.
@@ -125,11 +107,9 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 	}
 	if now.Unix() < req.ExpiresAt {
 		k.armTimer(id, req.ExpiresAt) // woke early (clock adjustment): sleep again
-		if _, notAnnounced := k.untold(req); notAnnounced && req.Tier > 0 {
-			// A retried escalation whose commit was reported failed had
-			// in fact landed: its tier's approvers are told now.
-			k.announce(EventApprovalEscalated, req)
-		}
+		// A retried escalation whose commit was reported failed may have
+		// landed: its tier's approvers are told now.
+		k.announceIfUntold(ctx, req)
 		return nil
 	}
 	err = k.expire(ctx, req, now)
@@ -227,7 +207,7 @@ func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Tim
 		return err
 	}
 	k.armTimer(id, next.ExpiresAt)
-	k.announce(EventApprovalEscalated, next)
+	k.announceDurably(ctx, EventApprovalEscalated, next)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chiokernel/chio/approval"
@@ -53,6 +54,17 @@ func (k *Kernel) displayName(req *approval.Request, key string) string {
 		}
 	}
 	return ""
+}
+
+// lastDenial returns the latest counted denial among votes (the deny path
+// runs only when there is one).
+func lastDenial(votes []approval.Vote, counted []string) *approval.Vote {
+	for i := len(votes) - 1; i >= 0; i-- {
+		if votes[i].Decision == approval.DecisionDenied && slices.Contains(counted, votes[i].Approver) {
+			return &votes[i]
+		}
+	}
+	return nil
 }
 
 // advisory reports whether vote is the kernel's own auto_approve_advisory
@@ -100,7 +112,8 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		// force (the kernel's own advisory vote is the timeout path's), and
 		// against the quorums in force, never looser than when parked.
 		trusted, _, _ := approversNow(p, req)
-		approved, denied := req.CountsAmong(append(trusted, k.pub.String()))
+		counted := append(trusted, k.pub.String())
+		approved, denied := req.CountsAmong(counted)
 		req.Quorum, req.DenyQuorum = quorumsNow(p, req)
 		if advisory(&vote, k.pub.String()) {
 			// forceQuorum checked, in the commit before, that the deadline
@@ -111,6 +124,24 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			return err
 		}
 		switch {
+		case denied >= req.DenyQuorum:
+			// The denials decide, even when this vote approves: the
+			// deny_quorum in force (lowered by a reload whose reconcile has
+			// not reached this request yet) is already met.
+			by := lastDenial(req.Votes, counted)
+			reason := by.Note
+			if reason == "" {
+				reason = "denied by " + nameOr(by.DisplayName, by.Approver)
+			}
+			req.Status = approval.StatusDenied
+			denyReceipt = k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardHumanApproval, Reason: reason}, by, now)
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: vote.TokenID,
+				ReceiptID: denyReceipt.ID, Guard: GuardHumanApproval, DecidedBy: decidedBy(by), CallStatus: StatusDenied}
+			rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardHumanApproval, reason, denyReceipt.ID, now.UnixMilli()
+			tx.AppendReceipt(denyReceipt)
+			if err := tx.PutCall(rec); err != nil {
+				return err
+			}
 		case approved >= req.Quorum:
 			req.Status = approval.StatusApproved
 			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.Unix(), TokenID: vote.TokenID,
@@ -120,20 +151,13 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			if err := tx.PutCall(rec); err != nil {
 				return err
 			}
-		case denied >= req.DenyQuorum:
-			reason := vote.Note
-			if reason == "" {
-				reason = "denied by " + nameOr(vote.DisplayName, vote.Approver)
-			}
-			req.Status = approval.StatusDenied
-			denyReceipt = k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardHumanApproval, Reason: reason}, &vote, now)
-			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: vote.TokenID,
-				ReceiptID: denyReceipt.ID, Guard: GuardHumanApproval, DecidedBy: decidedBy(&vote), CallStatus: StatusDenied}
-			rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardHumanApproval, reason, denyReceipt.ID, now.UnixMilli()
-			tx.AppendReceipt(denyReceipt)
-			if err := tx.PutCall(rec); err != nil {
-				return err
-			}
+		case len(tok.AmendedArguments) > 0:
+			// An amendment is the approval of ONE approver (Respond checks
+			// quorum 1), so it must resolve the call now: a reload raising
+			// the quorum meanwhile would otherwise count it toward a call
+			// the others approve unamended. Refused, nothing is consumed.
+			return fmt.Errorf("%w: amended_arguments need an approval that resolves the call (the quorum in force is %d)",
+				approval.ErrAmendmentRefused, req.Quorum)
 		}
 		final = req
 		return tx.PutApproval(req)
