@@ -87,7 +87,7 @@ func (s *callState) result() (Result, error) {
 		}
 		return p, nil
 	case StatusDenied, StatusCancelled:
-		return &Denied{RequestID: s.RequestID, ReceiptID: s.ReceiptID, Reason: s.Reason, Guard: s.Guard}, nil
+		return &Denied{Status: s.Status, RequestID: s.RequestID, ReceiptID: s.ReceiptID, Reason: s.Reason, Guard: s.Guard}, nil
 	}
 	return nil, fmt.Errorf("chio: call %s: unknown status %q from chiod", s.RequestID, s.Status)
 }
@@ -106,7 +106,7 @@ func (r *Resolution) result() Result {
 	if r.Status == StatusAllowed {
 		return &Allowed{RequestID: r.RequestID, ReceiptID: r.ReceiptID, Output: r.Output, ToolError: r.ToolError, Execution: r.Execution}
 	}
-	return &Denied{RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard}
+	return &Denied{Status: r.Status, RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard}
 }
 
 // Cancel withdraws a parked call before a human decided it: the call ends

@@ -66,8 +66,10 @@ type PendingApproval struct {
 	ReceiptID  string    // the "incomplete" receipt
 }
 
-// Denied: a guard, a human or a deadline said no.
+// Denied: a guard, a human or a deadline said no (Status StatusDenied), or
+// the call was withdrawn before a human decided (StatusCancelled).
 type Denied struct {
+	Status    string // StatusDenied or StatusCancelled
 	RequestID string
 	ReceiptID string
 	Reason    string
@@ -100,7 +102,11 @@ const (
 // CallTool submits call and returns its typed result. A denial is a
 // *Denied, not an error; errors are bad input ([ErrBadRequest]), refused
 // credentials ([ErrUnauthorized]), a request id reused for other content
-// ([ErrConflict]) and transport failures that outlast the retries.
+// ([ErrConflict]), chiod unable to decide on every attempt
+// ([ErrUnavailable]: nothing was allowed), and lost answers that outlast
+// the retries or the context ([ErrOutcomeUnknown], an
+// [*OutcomeUnknownError]: the call may have run; retry it with the same
+// RequestID or Await it, never under a new id).
 func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 	tc, err := c.buildCall(call)
 	if err != nil {
@@ -112,6 +118,7 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 		signedAt time.Time
 	)
 	backoff := callFirstBackoff
+	lost := false // some attempt may have reached chiod without its answer reaching us
 	for attempt := 1; ; attempt++ {
 		if body == nil || time.Since(signedAt) > proofRefresh {
 			signedAt = time.Now()
@@ -124,14 +131,19 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 		if err == nil {
 			break
 		}
+		lost = lost || errors.Is(err, ErrOutcomeUnknown)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, ctx.Err())
+			// The attempt in flight may have reached chiod.
+			return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: ctx.Err()}
 		}
 		if !retryable(err) || attempt == callAttempts {
+			if lost {
+				return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: err}
+			}
 			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
 		}
 		if err := sleepCtx(ctx, backoff); err != nil {
-			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
+			return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: err}
 		}
 		backoff *= 2
 	}

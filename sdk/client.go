@@ -90,7 +90,8 @@ func WithCapabilityFile(path string) Option {
 }
 
 // WithHTTPClient replaces the HTTP client. It must not set a Timeout
-// shorter than a long-poll (about 45 s): Await bounds each request itself.
+// shorter than a long-poll (about 45 s): the client bounds each request
+// itself (60 s; a long-poll, its wait plus 15 s).
 func WithHTTPClient(h *http.Client) Option {
 	return func(c *Client) error {
 		if h == nil {
@@ -163,12 +164,20 @@ func (c *Client) PublicKey() string {
 	return c.key.Public().String()
 }
 
-// errTransport marks a request that never got an HTTP answer: the only
-// failure after which the request may be sent again unchanged.
+// errTransport marks a request that never got a complete HTTP answer:
+// it may or may not have reached chiod ([ErrOutcomeUnknown]).
 type errTransport struct{ err error }
 
-func (e *errTransport) Error() string { return "chio: cannot reach chiod: " + e.err.Error() }
-func (e *errTransport) Unwrap() error { return e.err }
+func (e *errTransport) Error() string        { return "chio: cannot reach chiod: " + e.err.Error() }
+func (e *errTransport) Unwrap() error        { return e.err }
+func (e *errTransport) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// requestTimeout bounds every request, as the TypeScript and Python SDKs
+// do, so that a connection that died silently (no reset ever arrives) is
+// given up even under context.Background(); a call is then retried under
+// the same request id. A long-poll is bounded by its wait plus pollMargin,
+// which is shorter. A variable only so that tests can shorten it.
+var requestTimeout = 60 * time.Second
 
 // send performs one request. Statuses in ok decode into out; any other
 // status is an *APIError. body is sent exactly as given.
@@ -177,6 +186,8 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel() // after the body is read
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrBadRequest, err)

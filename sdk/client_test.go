@@ -239,8 +239,12 @@ func TestAwaitDoesNotRetryRefusals(t *testing.T) {
 }
 
 func TestAPIErrorFallsBackOnStatus(t *testing.T) {
-	e := &APIError{Status: 502, Code: "Bad Gateway"}
-	if !errors.Is(e, ErrUnavailable) || errors.Is(e, ErrBadRequest) || !e.retryable() {
-		t.Fatal("a 502 from a proxy is unavailable and retryable")
+	for _, e := range []*APIError{{Status: 502, Code: "Bad Gateway"}, {Status: 504, Code: "unavailable"}, {Status: 500, Code: "Internal Server Error"}} {
+		if !errors.Is(e, ErrOutcomeUnknown) || errors.Is(e, ErrUnavailable) || errors.Is(e, ErrBadRequest) || !e.retryable() {
+			t.Fatalf("%v: a gateway's 5xx (or any 502/504) is outcome unknown, not unavailable, and retryable", e)
+		}
+	}
+	if e := (&APIError{Status: 503, Code: "unavailable"}); !errors.Is(e, ErrUnavailable) || errors.Is(e, ErrOutcomeUnknown) {
+		t.Fatal("chiod's own 503 is unavailable")
 	}
 }

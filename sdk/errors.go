@@ -21,8 +21,17 @@ var (
 	ErrConflict = errors.New("chio: conflict")
 	// ErrApprovalRejected: chiod refused a presented approval token.
 	ErrApprovalRejected = errors.New("chio: approval token rejected")
-	// ErrUnavailable: chiod could not decide (503); nothing was allowed.
+	// ErrUnavailable: chiod itself answered that it could not decide (503
+	// with its "unavailable" envelope); nothing was allowed by that request.
+	// A call's error matches it only when no attempt's answer was lost.
 	ErrUnavailable = errors.New("chio: unavailable")
+	// ErrOutcomeUnknown: the answer was lost after the request may have
+	// reached chiod — no complete HTTP answer, or a 5xx that is not chiod's
+	// own (a proxy's 502 or 504 after forwarding). For a call, it MAY HAVE
+	// RUN: never submit it again under a new request id. Retry it with the
+	// same RequestID (the tool runs at most once) or Await that id; the
+	// error is an [*OutcomeUnknownError] naming it.
+	ErrOutcomeUnknown = errors.New("chio: outcome unknown")
 
 	// ErrTimedOut: the wait ended before a decision — the context's
 	// deadline passed, or the approval's own deadline denied a confirm/ask.
@@ -31,6 +40,9 @@ var (
 	ErrDeclined = errors.New("chio: declined by a human")
 	// ErrDenied: a policy guard (not a human) denied a Confirm or Ask.
 	ErrDenied = errors.New("chio: denied by policy")
+	// ErrCancelled: a Confirm or Ask was withdrawn (by the agent or an
+	// operator, [Client.Cancel]) before a human decided; no human said no.
+	ErrCancelled = errors.New("chio: cancelled")
 )
 
 // APIError is chiod's error envelope ({"error": code, "message": text}).
@@ -44,9 +56,13 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("chio: %s (%d): %s", e.Code, e.Status, e.Message)
 }
 
-// Is matches the sentinel for e's code, falling back on the HTTP status
-// when the body was not chiod's envelope (a proxy's error page).
+// Is matches the sentinel for e's code. A 502 or 504, or a 5xx whose body
+// is not chiod's envelope (a proxy's error page), is ErrOutcomeUnknown: a
+// gateway may send it after it forwarded the request and lost the answer.
 func (e *APIError) Is(target error) bool {
+	if e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout {
+		return target == ErrOutcomeUnknown
+	}
 	switch e.Code {
 	case "bad_request":
 		return target == ErrBadRequest
@@ -61,8 +77,33 @@ func (e *APIError) Is(target error) bool {
 	case "unavailable":
 		return target == ErrUnavailable
 	}
-	return target == ErrUnavailable && e.Status >= 500
+	return target == ErrOutcomeUnknown && e.Status >= 500
 }
+
+// OutcomeUnknownError is a call whose answer was lost ([ErrOutcomeUnknown]):
+// it may have run. Retry it with the same RequestID, or Await(RequestID).
+// It unwraps to the last failure (a transport error, a gateway's
+// [*APIError], or the context's error) — except chiod's own 503, which
+// would read as [ErrUnavailable] ("nothing was allowed"), untrue here.
+type OutcomeUnknownError struct {
+	RequestID string
+	Err       error
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	return fmt.Sprintf("chio: call %s: outcome unknown, it may have run (retry with the same request id or await it): %v", e.RequestID, e.Err)
+}
+
+// Unwrap hides chiod's own 503: even when the last attempt met it, an
+// earlier attempt whose answer was lost may have run the call.
+func (e *OutcomeUnknownError) Unwrap() error {
+	if errors.Is(e.Err, ErrUnavailable) {
+		return nil
+	}
+	return e.Err
+}
+
+func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // retryable reports whether asking again may give a different answer:
 // chiod restarting, overloaded or behind a proxy that failed.

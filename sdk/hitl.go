@@ -51,7 +51,8 @@ func WithRequestID(id string) HITLOption { return func(o *hitlOpts) { o.requestI
 // Confirm asks a human a yes/no question and waits for the answer:
 // approved is true; denied by the human is false with a nil error. The
 // approval's deadline passing is an error wrapping [ErrTimedOut], as is
-// ctx's deadline; a denial by a policy guard wraps [ErrDenied].
+// ctx's deadline; a denial by a policy guard wraps [ErrDenied]; a
+// withdrawn (cancelled) request wraps [ErrCancelled].
 func (c *Client) Confirm(ctx context.Context, prompt string, details any, opts ...HITLOption) (bool, error) {
 	d, err := rawJSON(details)
 	if err != nil {
@@ -79,7 +80,8 @@ func (c *Client) Confirm(ctx context.Context, prompt string, details any, opts .
 // Ask puts a small form to a human and waits for the signed answers.
 // Declined by the human is an error wrapping [ErrDeclined]; the deadline
 // (the approval's or ctx's) wraps [ErrTimedOut]; a denial by a policy
-// guard wraps [ErrDenied].
+// guard wraps [ErrDenied]; a withdrawn (cancelled) request wraps
+// [ErrCancelled].
 func (c *Client) Ask(ctx context.Context, prompt string, questions []Question, opts ...HITLOption) (Answers, error) {
 	res, err := c.hitl(ctx, policy.ToolAsk, approval.AskArgs{Prompt: prompt, Questions: questions}, opts)
 	if err != nil {
@@ -131,7 +133,7 @@ func (c *Client) hitl(ctx context.Context, tool string, args any, opts []HITLOpt
 		// Only a replay of an answered checkpoint: the verbs always ask.
 		return c.Await(ctx, r.RequestID)
 	case *Denied:
-		return &Resolution{Status: StatusDenied, RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard}, nil
+		return &Resolution{Status: r.Status, RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard}, nil
 	case *PendingApproval:
 		return c.Await(ctx, r.RequestID)
 	}
@@ -145,6 +147,10 @@ func hitlDenial(res *Resolution) error {
 		return nil
 	case res.Status == StatusAllowed:
 		return fmt.Errorf("chio: %s: %s", res.RequestID, res.ToolError)
+	case res.Status == StatusCancelled:
+		// Withdrawn before a human decided: neither a human's nor a
+		// policy's no.
+		return fmt.Errorf("chio: %s: %w: %s", res.RequestID, ErrCancelled, res.Reason)
 	case res.Guard == kernel.GuardApprovalTimeout:
 		return fmt.Errorf("chio: %s: %w: %s", res.RequestID, ErrTimedOut, res.Reason)
 	}

@@ -343,7 +343,7 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if t := bearerFromEnv(r.e); t != "" {
+	if t := bearerFromEnv(r.e); t != "" && !r.agent {
 		req.Header.Set("Authorization", "Bearer "+t)
 	}
 	for k, vs := range hdr {
@@ -351,12 +351,13 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 	}
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("cannot reach chiod at %s: %w", r.base(), err)
+		return 0, fmt.Errorf("%w at %s: %w", errUnreachable, r.base(), err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return resp.StatusCode, err
+		// The answer was cut short: as lost as no answer at all.
+		return resp.StatusCode, fmt.Errorf("%w at %s: reading the answer: %w", errUnreachable, r.base(), err)
 	}
 	if len(ok) == 0 {
 		ok = []int{http.StatusOK}
@@ -377,6 +378,10 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 	}
 	return resp.StatusCode, ae
 }
+
+// errUnreachable is a request that got no complete HTTP answer: it may or
+// may not have reached chiod.
+var errUnreachable = errors.New("cannot reach chiod")
 
 // errBadResponse is an answer that is not what chiod sends: asking again
 // will not help.

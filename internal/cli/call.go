@@ -34,24 +34,27 @@ func runCall(e *Env, args []string) int {
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}
-	call, err := buildCall(e, pos[0], pos[1], *op, *argsJSON, *intent, envOr(e, *capFile, "CHIO_CAPABILITY"), envOr(e, *keyFile, "CHIO_KEY"), *reqID)
+	sc, err := buildCall(e, pos[0], pos[1], *op, *argsJSON, *intent, envOr(e, *capFile, "CHIO_CAPABILITY"), envOr(e, *keyFile, "CHIO_KEY"), *reqID)
 	if err != nil {
 		return fail(e, err)
 	}
-	ctx, cancel := ctxTimeout(5 * time.Minute)
-	defer cancel()
-	var out kernel.Outcome
-	if _, err := r.do(ctx, "POST", "/v1/calls", call, &out, 200, 202, 403); err != nil {
+	call := sc.call
+	// An agent's call never carries the operator's token (CHIO_ADMIN_TOKEN
+	// or CHIO_READ_TOKEN): its key and capability are its credentials, and
+	// it reads its own call back with a Chio-Proof signed by that key.
+	r.agent = true
+	out, err := postCall(e, r, sc)
+	if err != nil {
+		if answerLost(err) {
+			return lostAnswer(e, call, err)
+		}
 		return fail(e, err)
 	}
 	if out.Status == kernel.StatusDispatching && out.ApprovalRequestID == "" {
 		// A retry (--request-id) met its call allowed and still executing:
 		// no human is involved, so wait for it to settle and report it as
 		// a fresh call would, never as "pending approval".
-		a, err := newAwaiter(e, r, *keyFile, "call")
-		if err != nil {
-			return fail(e, err)
-		}
+		a := &awaiter{r: r, key: &sc.key}
 		st, err := a.settle(call.RequestID, time.Now().Add(callSettleWait))
 		if err != nil {
 			return a.stop(e, call.RequestID, callSettleWait, st, err)
@@ -65,8 +68,29 @@ func runCall(e *Env, args []string) int {
 // already executing; after it, exit 5 and `chio await REQUEST_ID` goes on.
 const callSettleWait = 5 * time.Minute
 
+// signedCall is a call with what signs its proof, so that a retry can
+// re-sign a proof grown old while keeping the id and content.
+type signedCall struct {
+	call      *kernel.ToolCall
+	key       keys.PrivateKey
+	capID     string
+	paramHash string
+	signedAt  time.Time
+}
+
+// sign (re)signs the call's proof at time at.
+func (sc *signedCall) sign(at time.Time) error {
+	c := sc.call
+	proof, err := kernel.SignProof(sc.key, c.RequestID, sc.capID, c.Server, c.Tool, sc.paramHash, at)
+	if err != nil {
+		return err
+	}
+	c.Proof, sc.signedAt = proof, at
+	return nil
+}
+
 // buildCall reads the capability and key and signs the call proof.
-func buildCall(e *Env, server, tool, op, args, intent, capFile, keyFile, reqID string) (*kernel.ToolCall, error) {
+func buildCall(e *Env, server, tool, op, args, intent, capFile, keyFile, reqID string) (*signedCall, error) {
 	if capFile == "" || keyFile == "" {
 		return nil, usageErr("call", "--capability and --key (or CHIO_CAPABILITY and CHIO_KEY) are required")
 	}
@@ -101,12 +125,13 @@ func buildCall(e *Env, server, tool, op, args, intent, capFile, keyFile, reqID s
 	if err != nil {
 		return nil, err
 	}
-	proof, err := kernel.SignProof(key, reqID, capHead.ID, server, tool, ph, time.Now())
-	if err != nil {
+	sc := &signedCall{key: key, capID: capHead.ID, paramHash: ph,
+		call: &kernel.ToolCall{RequestID: reqID, Capability: json.RawMessage(trimNL(capRaw)), Server: server, Tool: tool,
+			Operation: op, Arguments: json.RawMessage(args), GovernedIntent: intentRaw}}
+	if err := sc.sign(time.Now()); err != nil {
 		return nil, err
 	}
-	return &kernel.ToolCall{RequestID: reqID, Capability: json.RawMessage(trimNL(capRaw)), Server: server, Tool: tool,
-		Operation: op, Arguments: json.RawMessage(args), GovernedIntent: intentRaw, Proof: proof}, nil
+	return sc, nil
 }
 
 func trimNL(b []byte) []byte {

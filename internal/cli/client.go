@@ -17,6 +17,10 @@ type remote struct {
 	output string
 	e      *Env
 	http   *http.Client
+	// agent marks an agent's own requests (chio call): they never carry
+	// the operator's bearer token from the environment, only the agent's
+	// key-signed proofs.
+	agent bool
 }
 
 func addRemote(fs *flag.FlagSet, e *Env) *remote {

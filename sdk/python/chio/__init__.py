@@ -6,7 +6,9 @@
     result = await client.call_tool(server=..., tool=..., arguments={...})
 
 A call returns Allowed, PendingApproval or ToolDenied; errors (bad input,
-refused credentials, transport) are exceptions derived from ChioError.
+refused credentials, lost answers) are exceptions derived from ChioError.
+OutcomeUnknown (TransportError among them) means a call may have run:
+retry it with the same request_id or await it, never under a new id.
 SyncClient is the same client without asyncio. Standard library plus
 `cryptography` (Ed25519) only.
 """
@@ -17,12 +19,14 @@ from .client import DEFAULT_URL, Client
 from .errors import (
     ApprovalRejected,
     BadRequest,
+    Cancelled,
     CanonicalJSONError,
     ChioError,
     Conflict,
     Declined,
     DeniedByPolicy,
     NotFound,
+    OutcomeUnknown,
     TimedOut,
     TransportError,
     Unauthorized,
@@ -40,6 +44,7 @@ __all__ = [
     "Approval",
     "ApprovalRejected",
     "BadRequest",
+    "Cancelled",
     "CanonicalJSONError",
     "ChioError",
     "Client",
@@ -50,6 +55,7 @@ __all__ = [
     "DeniedByPolicy",
     "MAX_APPROVAL_TTL",
     "NotFound",
+    "OutcomeUnknown",
     "PendingApproval",
     "PrivateKey",
     "RawJSON",

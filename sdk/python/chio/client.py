@@ -23,10 +23,12 @@ from . import _http
 from .canon import RawJSON, canonicalize, loads_strict
 from .errors import (
     BadRequest,
+    Cancelled,
     ChioError,
     Conflict,
     Declined,
     DeniedByPolicy,
+    OutcomeUnknown,
     TimedOut,
     Unauthorized,
     api_error,
@@ -146,10 +148,16 @@ class Client:
         idempotent across processes: the same id with the same content gets
         the first call's outcome (a restarted run can replay its steps); the
         same id with other content is Conflict. Default: "req-" + a UUIDv7.
-        After a dropped connection or a 503 the same id and content are sent
-        again, a few times, with backoff. A call chiod allowed but is still
-        running (such a retry can meet it in flight) is waited out: the
-        result is its outcome, never a PendingApproval without a human.
+        After a dropped connection, a 5xx or a 429 the same id and content
+        are sent again, a few times, with backoff. A call chiod allowed but
+        is still running (such a retry can meet it in flight) is waited out:
+        the result is its outcome, never a PendingApproval without a human.
+
+        When every attempt failed and some answer was lost, it raises
+        OutcomeUnknown (TransportError is one) with ``request_id`` set: the
+        call may have run; retry with that request_id or await it.
+        Unavailable (chiod's own 503 on every attempt) means nothing was
+        allowed.
         """
         if self._key is None or self._cap_raw is None:
             raise BadRequest("chio: calling a tool needs the agent key and capability (key=, capability= or from_env)")
@@ -175,6 +183,7 @@ class Client:
 
         body, signed_at = b"", 0.0
         backoff = CALL_FIRST_BACKOFF
+        lost = False  # some attempt may have reached chiod without its answer reaching us
         for attempt in range(1, CALL_ATTEMPTS + 1):
             if not body or time.time() - signed_at > PROOF_REFRESH:
                 signed_at = time.time()
@@ -192,8 +201,23 @@ class Client:
                 state = await self._post_call(request_id, body)
                 break
             except ChioError as e:
+                lost = lost or isinstance(e, OutcomeUnknown)
                 if not retryable(e) or attempt == CALL_ATTEMPTS:
                     e.add_note(f"chio: call {request_id} (attempt {attempt} of {CALL_ATTEMPTS})")
+                    if isinstance(e, OutcomeUnknown):
+                        e.request_id = request_id
+                        raise
+                    if lost:
+                        # Even if the last attempt met chiod's own 503, an
+                        # earlier one may have run the call: never report it
+                        # as Unavailable ("nothing was allowed").
+                        raise OutcomeUnknown(
+                            f"chio: call {request_id}: outcome unknown, it may have run "
+                            f"(retry with the same request_id or await it): {e}",
+                            status=e.status,
+                            code=e.code,
+                            request_id=request_id,
+                        ) from e
                     raise
             await asyncio.sleep(backoff)
             backoff *= 2
@@ -315,7 +339,8 @@ class Client:
     ) -> bool:
         """Ask a human a yes/no question and wait: True when approved, False
         when a human said no. The approval's deadline (or timeout) passing
-        raises TimedOut; a policy guard denying the verb, DeniedByPolicy.
+        raises TimedOut; a policy guard denying the verb, DeniedByPolicy; a
+        withdrawn (cancelled) request, Cancelled.
         request_id names the checkpoint: a restarted run asking again with
         the same id gets the first answer instead of asking twice."""
         args: dict[str, Any] = {"prompt": prompt}
@@ -344,7 +369,8 @@ class Client:
         questions: [{"id", "text", "type": "text"|"single"|"multi",
         "options": [...], "allow_other": bool}]. Every answer comes back as
         a list (one element for text and single). A human declining raises
-        Declined; the deadline, TimedOut; a policy guard, DeniedByPolicy."""
+        Declined; the deadline, TimedOut; a policy guard, DeniedByPolicy; a
+        withdrawn (cancelled) request, Cancelled."""
         args: dict[str, Any] = {"questions": [dict(q) for q in questions]}
         if prompt:
             args["prompt"] = prompt
@@ -611,6 +637,9 @@ def _hitl_denial(res: Allowed | ToolDenied) -> None:
         if res.tool_error:
             raise ChioError(f"chio: {res.request_id}: {res.tool_error}")
         return
+    if res.status == "cancelled":
+        # Withdrawn before a human decided: neither a human's nor a policy's no.
+        raise Cancelled(f"chio: {res.request_id}: cancelled: {res.reason}")
     if res.guard == "approval-timeout":
         raise TimedOut(f"chio: {res.request_id}: {res.reason}")
     raise DeniedByPolicy(f"chio: {res.request_id}: {res.status} by {res.guard}: {res.reason}")

@@ -41,13 +41,27 @@ class ApprovalRejected(ChioError):
 
 
 class Unavailable(ChioError):
-    """chiod could not decide (503, or another 5xx); nothing was allowed."""
+    """chiod itself could not decide (its 503 ``unavailable`` envelope, or a
+    429); nothing was allowed. call_tool raises it only when no attempt's
+    answer was lost."""
 
 
-class TransportError(Unavailable):
-    """The request never got an HTTP answer (connection refused, reset,
-    timed out). The only failure after which a request is sent again
-    unchanged."""
+class OutcomeUnknown(ChioError):
+    """The answer was lost after the request may have reached chiod: no
+    complete answer, or a 5xx that is not chiod's own (a proxy's 502 or 504
+    after forwarding). For a call it MAY HAVE RUN: never submit it again
+    under a new request id. Retry call_tool with the same ``request_id``
+    (the tool runs at most once) or await_approval(request_id).
+    ``request_id`` names the call when call_tool raised it."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None, request_id: str | None = None):
+        super().__init__(message, status=status, code=code)
+        self.request_id = request_id
+
+
+class TransportError(OutcomeUnknown):
+    """The request never got a complete HTTP answer (connection refused,
+    reset, timed out, cut short): it may or may not have reached chiod."""
 
 
 class TimedOut(ChioError):
@@ -61,6 +75,11 @@ class Declined(ChioError):
 
 class DeniedByPolicy(ChioError):
     """A policy guard (not a human) denied a confirm or ask."""
+
+
+class Cancelled(ChioError):
+    """A confirm or ask was withdrawn (by the agent or an operator) before
+    a human decided; no human said no."""
 
 
 class CanonicalJSONError(BadRequest):
@@ -88,10 +107,16 @@ _BY_CODE = {
 
 def api_error(status: int, code: str | None, message: str) -> ChioError:
     """The exception for one of chiod's error answers. A body that is not
-    chiod's envelope (a proxy's error page) is classified by status."""
+    chiod's envelope (a proxy's error page) is classified by status. A 502
+    or 504, or a 5xx that is not chiod's envelope, is OutcomeUnknown: a
+    gateway may send it after it forwarded the request and lost the answer."""
     cls = _BY_CODE.get(code or "")
+    if status in (502, 504):
+        cls = OutcomeUnknown
     if cls is None:
-        if status >= 500 or status == 429:
+        if status >= 500:
+            cls = OutcomeUnknown
+        elif status == 429:
             cls = Unavailable
         elif status == 401:
             cls = Unauthorized

@@ -194,8 +194,8 @@ class FlakyProxy:
     """An HTTP proxy in front of chiod that fails some POST /v1/calls on
     purpose, to test retries. faults is consumed in order, one per POST:
     "drop" forwards the call and closes the connection without answering
-    (the decision is made, the answer is lost); "503" answers 503 without
-    forwarding; "dispatching" forwards and answers as chiod does a retry
+    (the decision is made, the answer is lost); "502" forwards and answers a
+    gateway's 502 page; "503" answers 503 without forwarding; "dispatching" forwards and answers as chiod does a retry
     that meets the call still in flight (202, status dispatching, no
     approval id); "pass" forwards. Every POST body is kept in bodies, every
     request's method and path in requests."""
@@ -234,6 +234,8 @@ class FlakyProxy:
                     status, data = 503, b'{"error":"unavailable","message":"injected by the test proxy"}'
                 else:
                     status, data = self._forward(body)
+                if fault == "502":  # a gateway that forwarded the call and lost the answer
+                    status, data = 502, b"<html><body><h1>502 Bad Gateway</h1></body></html>"
                 if fault == "dispatching":
                     out = json.loads(data)
                     status = 202

@@ -11,7 +11,7 @@ import { readFileSync, statSync } from "node:fs";
 
 import type { ApprovalRequest, Question } from "./approver.js";
 import { RawJSON, canonicalize, parseStrict } from "./canon.js";
-import { ChioError, apiError, isRetryable } from "./errors.js";
+import { ChioError, apiError, isAnswerLost, isRetryable } from "./errors.js";
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
 import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
@@ -197,11 +197,16 @@ export class ChioClient {
 
   /**
    * Submit a call; resolves to Allowed, PendingApproval or ToolDenied (a
-   * denial is a result, not an error). After a dropped connection or a 503
-   * the same id and content are sent again, a few times, with backoff. A
-   * call chiod allowed but is still running (such a retry can meet it in
-   * flight) is waited out: the result is its outcome, never a
+   * denial is a result, not an error). After a dropped connection, a 5xx
+   * or a 429 the same id and content are sent again, a few times, with
+   * backoff. A call chiod allowed but is still running (such a retry can
+   * meet it in flight) is waited out: the result is its outcome, never a
    * pending_approval without a human.
+   *
+   * When every attempt failed and some answer was lost (no complete answer,
+   * a gateway's 5xx), it throws code "outcome_unknown" with `requestId`: the
+   * call may have run; retry with that requestId or await it. "unavailable"
+   * (chiod's own 503 on every attempt) means nothing was allowed.
    */
   async callTool(call: ToolCall): Promise<CallResult> {
     const key = this.#key;
@@ -228,6 +233,7 @@ export class ChioClient {
     let body = "";
     let signedAt = 0;
     let backoff = CALL_FIRST_BACKOFF_MS;
+    let lost = false; // some attempt may have reached chiod without its answer reaching us
     let state: Record<string, unknown>;
     for (let attempt = 1; ; attempt++) {
       if (!body || Date.now() - signedAt > PROOF_REFRESH_MS) {
@@ -241,8 +247,20 @@ export class ChioClient {
         state = await this.#postCall(requestId, body);
         break;
       } catch (e) {
+        lost ||= isAnswerLost(e);
         if (!isRetryable(e) || attempt === CALL_ATTEMPTS) {
-          if (e instanceof Error) e.message += ` (call ${requestId}, attempt ${attempt} of ${CALL_ATTEMPTS})`;
+          const where = ` (call ${requestId}, attempt ${attempt} of ${CALL_ATTEMPTS})`;
+          if (lost) {
+            // Even if the last attempt met chiod's own 503, an earlier one may
+            // have run the call: never report it as "nothing was allowed".
+            const status = e instanceof ChioError ? e.status : undefined;
+            throw new ChioError(
+              "outcome_unknown",
+              `chio: call ${requestId}: outcome unknown, it may have run (retry with the same requestId or await it): ${(e as Error).message}${where}`,
+              { requestId, cause: e, ...(status === undefined ? {} : { status }) },
+            );
+          }
+          if (e instanceof Error) e.message += where;
           throw e;
         }
       }
@@ -342,7 +360,8 @@ export class ChioClient {
   /**
    * Ask a human a yes/no question and wait: true when approved, false when a
    * human said no. The approval's deadline (or timeoutMs) passing throws
-   * "timed_out"; a policy guard denying the verb, "denied_by_policy".
+   * "timed_out"; a policy guard denying the verb, "denied_by_policy"; a
+   * withdrawn (cancelled) request, "cancelled".
    */
   async confirm(prompt: string, details?: unknown, opts: HITLOptions = {}): Promise<boolean> {
     const args: Record<string, unknown> = { prompt };
@@ -359,7 +378,7 @@ export class ChioClient {
    * Put a small form to a human and wait for the signed answers; every
    * answer comes back as a list (one element for text and single). A human
    * declining throws "declined"; the deadline, "timed_out"; a policy guard,
-   * "denied_by_policy".
+   * "denied_by_policy"; a withdrawn (cancelled) request, "cancelled".
    */
   async ask(prompt: string, questions: Question[], opts: HITLOptions = {}): Promise<Record<string, string[]>> {
     const args: Record<string, unknown> = { questions };
@@ -662,6 +681,8 @@ function hitlDenial(res: Allowed | ToolDenied): void {
     if (res.toolError) throw new ChioError("error", `chio: ${res.requestId}: ${res.toolError}`);
     return;
   }
+  // Withdrawn before a human decided: neither a human's nor a policy's no.
+  if (res.status === "cancelled") throw new ChioError("cancelled", `chio: ${res.requestId}: cancelled: ${res.reason}`);
   if (res.guard === "approval-timeout") throw new ChioError("timed_out", `chio: ${res.requestId}: ${res.reason}`);
   throw new ChioError("denied_by_policy", `chio: ${res.requestId}: ${res.status} by ${res.guard}: ${res.reason}`);
 }

@@ -11,11 +11,13 @@ export type ChioErrorCode =
   | "not_found" // no such call or approval (404)
   | "conflict" // request id reused for other content, token already presented, approval no longer pending (409)
   | "approval_rejected" // chiod refused a presented approval token (403)
-  | "unavailable" // chiod could not decide (503 or another 5xx); nothing was allowed
-  | "transport" // no HTTP answer at all (connection refused, reset, timed out)
+  | "unavailable" // chiod itself could not decide (its 503 "unavailable" envelope, or a 429); nothing was allowed
+  | "outcome_unknown" // the answer was lost after the request may have reached chiod: a call MAY HAVE RUN; retry it with the same requestId or await it
+  | "transport" // no complete HTTP answer (connection refused, reset, timed out); callTool reports it as "outcome_unknown"
   | "timed_out" // the wait ended before a decision; the call may still be pending
   | "declined" // a human denied an ask
   | "denied_by_policy" // a policy guard (not a human) denied a confirm or ask
+  | "cancelled" // a confirm or ask was withdrawn (by the agent or an operator) before a human decided
   | "error"; // anything else (an unexpected answer from chiod)
 
 export class ChioError extends Error {
@@ -26,12 +28,23 @@ export class ChioError extends Error {
   readonly status: number | undefined;
   /** chiod's own error code (e.g. "replay_detected"), when it sent one. */
   readonly serverCode: string | undefined;
+  /**
+   * The call's request id, on "outcome_unknown" from callTool: the call may
+   * have run, so retry it with this same requestId (the tool runs at most
+   * once) or awaitApproval(requestId); never submit it under a new id.
+   */
+  readonly requestId: string | undefined;
 
-  constructor(code: ChioErrorCode, message: string, opts: { status?: number; serverCode?: string; cause?: unknown } = {}) {
+  constructor(
+    code: ChioErrorCode,
+    message: string,
+    opts: { status?: number; serverCode?: string; requestId?: string; cause?: unknown } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = code;
     this.status = opts.status;
     this.serverCode = opts.serverCode;
+    this.requestId = opts.requestId;
   }
 }
 
@@ -62,11 +75,18 @@ const byServerCode: Record<string, ChioErrorCode> = {
   unavailable: "unavailable",
 };
 
-/** The error for one of chiod's error answers; a body that is not chiod's envelope is classified by status. */
+/**
+ * The error for one of chiod's error answers; a body that is not chiod's
+ * envelope is classified by status. A 502 or 504, or a 5xx that is not
+ * chiod's envelope (a proxy's error page), is "outcome_unknown": a gateway
+ * may send it after it forwarded the request and lost the answer.
+ */
 export function apiError(status: number, serverCode: string | undefined, message: string): ChioError {
   let code = serverCode ? byServerCode[serverCode] : undefined;
+  if (status === 502 || status === 504) code = "outcome_unknown";
   if (!code) {
-    if (status >= 500 || status === 429) code = "unavailable";
+    if (status >= 500) code = "outcome_unknown";
+    else if (status === 429) code = "unavailable";
     else if (status === 401) code = "unauthorized";
     else if (status === 404) code = "not_found";
     else code = "error";
@@ -74,6 +94,11 @@ export function apiError(status: number, serverCode: string | undefined, message
   const opts: { status: number; serverCode?: string } = { status };
   if (serverCode) opts.serverCode = serverCode;
   return new ChioError(code, `chio: ${serverCode ?? "http error"} (${status}): ${message}`, opts);
+}
+
+/** Whether the request may have reached chiod without its answer reaching us: no complete answer, or a gateway's 5xx. */
+export function isAnswerLost(err: unknown): boolean {
+  return err instanceof ChioError && (err.code === "transport" || err.code === "outcome_unknown");
 }
 
 /** Whether asking again may give another answer: no answer at all, or chiod restarting, overloaded or behind a failing proxy. */

@@ -107,7 +107,8 @@ test("resume with the same token twice reports the same end", async () => {
 
 /**
  * A proxy in front of chiod that fails POST /v1/calls as told: "drop"
- * forwards and then closes without answering, "503" answers 503,
+ * forwards and then closes without answering, "502" forwards and then
+ * answers a gateway's 502 page, "503" answers chiod's 503 (not forwarded),
  * "dispatching" forwards and answers as chiod does a retry that meets the
  * call still in flight (202, status dispatching, no approval id). Every
  * request's method and path is kept in requests.
@@ -143,6 +144,11 @@ async function flakyProxy(target: string, faults: string[]): Promise<{ url: stri
       req.socket.destroy();
       return;
     }
+    if (fault === "502") {
+      // A gateway that forwarded the call and lost chiod's answer.
+      res.writeHead(502, { "Content-Type": "text/html" }).end("<html><body><h1>502 Bad Gateway</h1></body></html>");
+      return;
+    }
     if (fault === "dispatching") {
       const out = JSON.parse(text) as Record<string, unknown>;
       status = 202;
@@ -175,6 +181,29 @@ test("retries: a lost answer is retried with the same request id; the tool runs 
     assert.equal(ledger(d).filter((e) => e.request_id === r.requestId).length, 1);
   } finally {
     p.close();
+  }
+});
+
+test("retries: lost answers are outcome_unknown naming the request id, never unavailable (nothing allowed)", async () => {
+  // The refund ran at chiod on the first attempt; every answer was lost
+  // (dropped, or a gateway's 502 after forwarding), or the last attempts met
+  // chiod's own 503. "unavailable" promises nothing was allowed: untrue here.
+  const d = await chiod();
+  const agent = await d.newAgent("refunds-auto");
+  for (const faults of [Array(4).fill("drop"), Array(4).fill("502"), ["drop", "503", "503", "503"]]) {
+    const p = await flakyProxy(d.url, faults);
+    const rid = `lost-${faults[0]}-${faults[1]}-${Date.now()}`;
+    try {
+      await assert.rejects(
+        clientFor(agent, p.url).callTool(refund(rid)),
+        (e: unknown) => e instanceof ChioError && e.code === "outcome_unknown" && e.requestId === rid,
+        `faults ${faults.join(",")}`,
+      );
+      assert.equal(p.bodies.length, 4);
+      assert.equal(ledger(d).filter((e) => e.request_id === rid).length, 1, "the refund was issued exactly once");
+    } finally {
+      p.close();
+    }
   }
 });
 
@@ -395,7 +424,10 @@ test("bad input is refused before anything is sent", async () => {
     c.callTool({ server: "demo", tool: "echo", governedIntent: { purpose: "p", max_amount: { units: 1, currency: "USD" } } as never }),
     /governedIntent has no field "max_amount"/,
   );
-  await assert.rejects(c.callTool({ server: "demo", tool: "echo" }), (e: unknown) => e instanceof ChioError && e.code === "transport" && /127\.0\.0\.1:9/.test(e.message));
+  await assert.rejects(
+    c.callTool({ server: "demo", tool: "echo", requestId: "run-9:echo" }),
+    (e: unknown) => e instanceof ChioError && e.code === "outcome_unknown" && e.requestId === "run-9:echo" && /127\.0\.0\.1:9/.test(e.message),
+  );
 });
 
 test("a capability for another key is refused at construction", async () => {

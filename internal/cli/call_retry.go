@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/chiokernel/chio/kernel"
+)
+
+// Retry policy for POST /v1/calls, as the SDKs keep it. A retry re-sends
+// the SAME request id and content, which chiod deduplicates on, so it can
+// never run a tool twice; it is bounded, so a chiod that keeps failing
+// surfaces as an error rather than a hang.
+const (
+	callAttempts     = 4
+	callFirstBackoff = 250 * time.Millisecond
+	// callAttemptTimeout bounds one attempt, so a connection that died
+	// silently is noticed and the call re-sent (the SDKs' 60 s).
+	callAttemptTimeout = 60 * time.Second
+	// callProofRefresh: a proof older than this is re-signed before a
+	// retry (chiod refuses proofs more than 60 s old).
+	callProofRefresh = 30 * time.Second
+)
+
+// postCall POSTs the call and decodes its outcome (200, 202, or a 403
+// denial). When the answer is lost — no complete HTTP answer, or a 5xx or
+// 429 (a proxy that failed, chiod restarting or overloaded) — it asks
+// again with the same request id, and returns the last error once the
+// attempts are spent.
+func postCall(e *Env, r *remote, sc *signedCall) (kernel.Outcome, error) {
+	backoff := callFirstBackoff
+	for attempt := 1; ; attempt++ {
+		if time.Since(sc.signedAt) > callProofRefresh {
+			if err := sc.sign(time.Now()); err != nil {
+				return kernel.Outcome{}, err
+			}
+		}
+		var out kernel.Outcome
+		ctx, cancel := context.WithTimeout(context.Background(), callAttemptTimeout)
+		_, err := r.do(ctx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
+		cancel()
+		if err == nil || !retryableCall(err) || attempt == callAttempts {
+			return out, err
+		}
+		fmt.Fprintf(e.Stderr, "chio: %v; retrying request %s\n", err, sc.call.RequestID)
+		time.Sleep(backoff)
+		backoff *= 2
+	}
+}
+
+// retryableCall: the request got no complete answer, or one that asking
+// again may change (5xx, 429). Anything else will not change.
+func retryableCall(err error) bool {
+	var ae *apiError
+	return errors.Is(err, errUnreachable) ||
+		errors.As(err, &ae) && (ae.Status >= 500 || ae.Status == http.StatusTooManyRequests)
+}
+
+// answerLost reports whether a failed POST may have reached chiod and run
+// the call without its outcome reaching us: no complete answer, an answer
+// that is not chiod's (a proxy's 5xx) or that could not be read.
+func answerLost(err error) bool {
+	return retryableCall(err) || errors.Is(err, errBadResponse)
+}
+
+// lostAnswer reports a call whose outcome is unknown (exit 1). The call may
+// have run, so it names the request id and how to learn the outcome
+// without running the tool again: the same id retried or awaited.
+func lostAnswer(e *Env, call *kernel.ToolCall, err error) int {
+	fail(e, err)
+	id := call.RequestID
+	fmt.Fprintf(e.Stderr, "chio: request id: %s — the call may have run; its outcome is unknown.\n", id)
+	fmt.Fprintf(e.Stderr, "chio: retry it under the same id (the tool runs at most once): chio call %s %s --request-id %s (with the same --args and --intent)\n",
+		call.Server, call.Tool, id)
+	fmt.Fprintf(e.Stderr, "chio: or wait for its outcome: chio await %s\n", id)
+	return ExitError
+}
