@@ -75,6 +75,36 @@ func TestCapabilityIDTooLongToRevokeIsRefused(t *testing.T) {
 	}
 }
 
+// Nor can a store key every character an authority may sign: PostgreSQL
+// text holds no NUL and no invalid UTF-8, so such an id was accepted for
+// calls on pgstore but Revoke failed on it. A capability id takes the
+// characters a request id does, and anything else is refused when
+// presented, on every store.
+func TestCapabilityIDOutsideRequestIDCharactersIsRefused(t *testing.T) {
+	authority := keys.FromSeed([]byte("authority-authority-authority-32"))
+	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
+	for _, id := range []string{"cap-\x00evil", "cap-\xffbad", "cap-é", "cap with space", "cap/slash", "cap-\n"} {
+		c := &kernel.Capability{Schema: kernel.CapabilitySchema, ID: id, Issuer: authority.Public().String(),
+			Subject: agent.Public().String(), Grants: []string{"echo"}, IssuedAt: 1, ExpiresAt: 2}
+		raw, err := signed.Sign(authority, kernel.CapabilitySchema, c)
+		if err != nil {
+			t.Fatalf("%q: %v", id, err)
+		}
+		if _, _, err := kernel.ParseCapability(raw, authority.Public()); !errors.Is(err, kernel.ErrCapabilityInvalid) {
+			t.Errorf("capability id %q: want ErrCapabilityInvalid, got %v", id, err)
+		}
+	}
+	c := &kernel.Capability{Schema: kernel.CapabilitySchema, ID: "cap-A.b_c:d-9", Issuer: authority.Public().String(),
+		Subject: agent.Public().String(), Grants: []string{"echo"}, IssuedAt: 1, ExpiresAt: 2}
+	raw, err := signed.Sign(authority, kernel.CapabilitySchema, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := kernel.ParseCapability(raw, authority.Public()); err != nil {
+		t.Fatalf("a capability id of request-id characters: %v", err)
+	}
+}
+
 // An agent's idempotent retry of its own call gets the stored outcome even
 // after an approver amended the call (it used to be refused as a
 // different call: the amendment had replaced the hash it is matched on).

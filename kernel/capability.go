@@ -91,10 +91,11 @@ func ParseCapability(raw []byte, trusted ...keys.PublicKey) (*Capability, keys.P
 	if c.Schema != CapabilitySchema || c.ID == "" || len(c.Grants) == 0 || len(c.Grants) > MaxCapabilityGrants {
 		return nil, keys.PublicKey{}, fmt.Errorf("%w: missing schema, id or grants", ErrCapabilityInvalid)
 	}
-	if len(c.ID) > MaxRequestIDLen {
-		// Revoke takes ids up to this length: a longer one (an authority
-		// key may sign anything) could never be revoked.
-		return nil, keys.PublicKey{}, fmt.Errorf("%w: id longer than %d bytes", ErrCapabilityInvalid, MaxRequestIDLen)
+	if !validCapabilityID(c.ID) {
+		// An authority key may sign any id; one a store cannot key (longer
+		// than Revoke takes, or a NUL or invalid UTF-8, which PostgreSQL
+		// text cannot hold) could be used but never revoked.
+		return nil, keys.PublicKey{}, fmt.Errorf("%w: id must be 1..%d of [A-Za-z0-9._:-]", ErrCapabilityInvalid, MaxRequestIDLen)
 	}
 	if err := checkLabel(c.Label); err != nil {
 		return nil, keys.PublicKey{}, err
@@ -114,6 +115,22 @@ func ParseCapability(raw []byte, trusted ...keys.PublicKey) (*Capability, keys.P
 		}
 	}
 	return nil, keys.PublicKey{}, fmt.Errorf("%w: issuer %q is not a trusted authority", ErrCapabilityInvalid, c.Issuer)
+}
+
+// validCapabilityID reports whether id is 1..MaxRequestIDLen characters of
+// the set request ids allow (validRequestID): every store keys such an id,
+// so every capability accepted can be revoked. The kernel mints
+// "cap-<uuid>", well inside it.
+func validCapabilityID(id string) bool {
+	if id == "" || len(id) > MaxRequestIDLen {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == ':') {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckTime reports whether c is valid at ref (seconds resolution).

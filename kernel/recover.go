@@ -115,8 +115,12 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 	var err error
 	if r, ok := k.store.(Replicated); ok {
 		// Other replicas are delivering their own calls right now: take
-		// over only those of replicas that are gone.
+		// over only those of replicas that are gone. This kernel's own
+		// calls are never orphans, so the answers it keeps for settle
+		// commits that failed are added here: the replica sweep records
+		// them once the store takes commits again (nothing is sent).
 		inflight, err = r.ClaimOrphans(ctx, SweepBatch)
+		inflight = append(inflight, k.keptAnswers()...)
 	} else {
 		err = k.store.View(func(tx ReadTx) error {
 			return tx.Dispatching(func(c *CallRecord) bool { inflight = append(inflight, c); return true })
@@ -150,6 +154,19 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 	return nil
 }
 
+// keptAnswers lists the calls whose tool answered but whose settle commit
+// failed (unsettled), for RecoverInFlight to record. recoverCall commits
+// the kept answer and never sends the call again.
+func (k *Kernel) keptAnswers() []*CallRecord {
+	var out []*CallRecord
+	k.unsettled.Range(func(_, v any) bool {
+		c := *v.(settlement).rec
+		out = append(out, &c)
+		return true
+	})
+	return out
+}
+
 // errPriorRun: a call found dispatching was decided by an earlier run (or
 // before the store failed), which may have sent it.
 var errPriorRun = errors.New("an attempt before chiod restarted or its store failed may have reached the tool")
@@ -164,6 +181,13 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 	if v, ok := k.unsettled.LoadAndDelete(c.RequestID); ok {
 		s := v.(settlement)
 		if err := k.commitSettlement(ctx, s); err != nil {
+			if cur, rerr := k.storedCall(c.RequestID); rerr == nil &&
+				(cur.Status != StatusDispatching || cur.DecisionReceiptID != s.rec.DecisionReceiptID) {
+				// Another replica took the call over (this one was judged
+				// gone) and finished it: the kept answer is moot.
+				k.settling.Delete(c.RequestID)
+				return fmt.Errorf("the kept answer was not recorded: the call is %s: %w", cur.Status, err)
+			}
 			k.unsettled.Store(c.RequestID, s)
 			return err
 		}

@@ -25,6 +25,12 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("pgstore: export: %w", err)
 	}
 	defer tx.Rollback(context.Background())
+	// The snapshot stays open while the file is written, at the reader's
+	// pace: no idle bound here. It locks no rows (read only), and a
+	// vanished replica's session still ends by TCP (session.go).
+	if _, err := tx.Exec(ctx, "SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		return fmt.Errorf("pgstore: export: %w", err)
+	}
 	last, err := lastSeq(ctx, tx)
 	if err != nil {
 		return err

@@ -22,20 +22,7 @@ func (w *batchTx) flush() ([]*kernel.Appended, error) {
 	b := w.base
 	batch := &pgx.Batch{}
 	w.queueCalls(batch)
-	if len(b.approvals) > 0 {
-		var ids, status []string
-		var expires []int64
-		var raws [][]byte
-		for id, a := range b.approvals {
-			ids, status, expires, raws = append(ids, id), append(status, a.status), append(expires, a.expires), append(raws, a.raw)
-		}
-		// Any write releases a deadline's claim: the request changed, and
-		// whoever fires it next re-reads it.
-		batch.Queue(`INSERT INTO chio_approvals (approval_id, status, expires_at, req)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[])
-			ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, expires_at = excluded.expires_at,
-				req = excluded.req, claimed_by = NULL, claim_until = 0`, ids, status, expires, raws)
-	}
+	w.queueApprovals(batch)
 	w.queueCounters(batch)
 	if len(b.revoked) > 0 {
 		var ids []string
@@ -55,15 +42,7 @@ func (w *batchTx) flush() ([]*kernel.Appended, error) {
 		// this transaction on the key, and the batch runs again.
 		batch.Queue(`INSERT INTO chio_consumed (token_id, approval_id) SELECT * FROM unnest($1::text[], $2::text[])`, tokens, approvals)
 	}
-	if len(b.batches) > 0 {
-		var ids []string
-		var raws [][]byte
-		for id, raw := range b.batches {
-			ids, raws = append(ids, id), append(raws, raw)
-		}
-		batch.Queue(`INSERT INTO chio_batches (id, batch) SELECT * FROM unnest($1::text[], $2::bytea[])
-			ON CONFLICT (id) DO UPDATE SET batch = excluded.batch`, ids, raws)
-	}
+	w.queueBatches(batch)
 	n := len(b.receipts)
 	var last int64
 	var revokedSince []string
@@ -155,6 +134,57 @@ func (w *batchTx) queueCalls(batch *pgx.Batch) {
 	if len(ups.ids) > 0 {
 		batch.Queue(sel+` ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, owner = excluded.owner, rec = excluded.rec`,
 			ups.ids, ups.status, ups.owner, ups.raws)
+	}
+}
+
+// queueApprovals writes approval requests the same way: insert what was
+// absent, upsert the rest. Any write releases a deadline's claim: the
+// request changed, and whoever fires it next re-reads it.
+func (w *batchTx) queueApprovals(batch *pgx.Batch) {
+	type cols struct {
+		ids, status []string
+		expires     []int64
+		raws        [][]byte
+	}
+	var ins, ups cols
+	for id, a := range w.base.approvals {
+		dst := &ups
+		if r, read := w.dbApproval[id]; read && !r.found {
+			dst = &ins
+		}
+		dst.ids, dst.status, dst.expires, dst.raws = append(dst.ids, id), append(dst.status, a.status), append(dst.expires, a.expires), append(dst.raws, a.raw)
+	}
+	const sel = `INSERT INTO chio_approvals (approval_id, status, expires_at, req)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[])`
+	if len(ins.ids) > 0 {
+		batch.Queue(sel, ins.ids, ins.status, ins.expires, ins.raws)
+	}
+	if len(ups.ids) > 0 {
+		batch.Queue(sel+` ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, expires_at = excluded.expires_at,
+			req = excluded.req, claimed_by = NULL, claim_until = 0`, ups.ids, ups.status, ups.expires, ups.raws)
+	}
+}
+
+// queueBatches writes standing approvals the same way. A batch its writer
+// read as absent is inserted: two replicas creating one batch at once then
+// meet on the key (23505), and the loser runs again and finds the winner's
+// batch (with any slot used or revocation since), never overwriting it.
+func (w *batchTx) queueBatches(batch *pgx.Batch) {
+	var insID, upsID []string
+	var insRaw, upsRaw [][]byte
+	for id, raw := range w.base.batches {
+		if r, read := w.dbBatches[id]; read && !r.found {
+			insID, insRaw = append(insID, id), append(insRaw, raw)
+		} else {
+			upsID, upsRaw = append(upsID, id), append(upsRaw, raw)
+		}
+	}
+	const sel = `INSERT INTO chio_batches (id, batch) SELECT * FROM unnest($1::text[], $2::bytea[])`
+	if len(insID) > 0 {
+		batch.Queue(sel, insID, insRaw)
+	}
+	if len(upsID) > 0 {
+		batch.Queue(sel+` ON CONFLICT (id) DO UPDATE SET batch = excluded.batch`, upsID, upsRaw)
 	}
 }
 

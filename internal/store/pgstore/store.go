@@ -42,6 +42,10 @@ type Options struct {
 	Lease time.Duration
 	// Host names this replica in chio_replicas; "" means os.Hostname.
 	Host string
+	// IdleTxTimeout is how long the server lets one of this replica's
+	// transactions sit idle before ending it (session.go); 0 means
+	// DefaultIdleTxTimeout.
+	IdleTxTimeout time.Duration
 }
 
 // Store is a PostgreSQL-backed kernel.Store shared by any number of chiod
@@ -96,10 +100,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Host == "" {
 		opts.Host, _ = os.Hostname()
 	}
+	if opts.IdleTxTimeout <= 0 {
+		opts.IdleTxTimeout = DefaultIdleTxTimeout
+	}
 	cfg, err := pgxpool.ParseConfig(opts.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: DSN: %w", err)
 	}
+	// A replica that vanishes mid-transaction must not hold its locks for
+	// hours: the server ends its session (session.go).
+	sessionParams(cfg.ConnConfig.RuntimeParams, opts.IdleTxTimeout)
 	if !dsnSetsPool(opts.DSN) {
 		cfg.MaxConns = int32(max(16, 4*runtime.GOMAXPROCS(0)))
 	}
