@@ -15,6 +15,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chiokernel/chio/internal/dispatch/mcp"
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
@@ -33,7 +34,10 @@ type Options struct {
 	PendingWait time.Duration
 	// ProgressEvery spaces progress notifications; 0 = DefaultProgressEvery.
 	ProgressEvery time.Duration
-	Log           *slog.Logger
+	// BodyReadTimeout bounds how long reading one POST body may take;
+	// 0 = httpapi.BodyReadTimeout, the API's own bound.
+	BodyReadTimeout time.Duration
+	Log             *slog.Logger
 }
 
 // Gateway serves MCP to agents. It keeps one MCP server per agent (subject
@@ -61,6 +65,9 @@ func New(o Options) (*Gateway, error) {
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = DefaultProgressEvery
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = httpapi.BodyReadTimeout
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -77,16 +84,22 @@ func New(o Options) (*Gateway, error) {
 		// cannot make.
 		DisableLocalhostProtection: true,
 	})
-	g.handler = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(mcpHandler)
+	// The bearer is checked first: an anonymous client is answered 401
+	// before a byte of its body is read, so it cannot hold a goroutine,
+	// a connection and a buffer by announcing a body it never sends.
+	authed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := withRawIntent(w, r, g.o.BodyReadTimeout); err != nil {
+			http.Error(w, "cannot read the request body", http.StatusBadRequest)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	})
+	g.handler = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(authed)
 	return g, nil
 }
 
 // ServeHTTP serves /mcp.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := withRawIntent(r); err != nil {
-		http.Error(w, "cannot read the request body", http.StatusBadRequest)
-		return
-	}
 	g.handler.ServeHTTP(w, r)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -27,13 +28,26 @@ const intentHeader = "Chio-Internal-Governed-Intent"
 // whatever the client sent, and set to the base64url of
 // _meta["chio/governed_intent"] when the body is one tools/call carrying
 // one. The body is read (up to MaxRequestBytes; a longer one is left for
-// the SDK to refuse) and replaced by the same bytes.
-func withRawIntent(r *http.Request) error {
+// the SDK to refuse) and replaced by the same bytes. Only an authenticated
+// request comes here (Gateway.New).
+func withRawIntent(w http.ResponseWriter, r *http.Request, timeout time.Duration) error {
 	r.Header.Del(intentHeader)
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
+	// The read is bounded in time as httpapi.readBody's is: a client
+	// trickling its body would otherwise hold a connection and a goroutine
+	// indefinitely. A connection deadline is wall-clock time by nature,
+	// not the kernel's clock. It is cleared after the read: a parked call
+	// is answered over the same request much later, and must not meet an
+	// expired read deadline (net/http clears it itself once a body reaches
+	// EOF; an oversized body left partly unread does not). A writer
+	// without deadlines, such as a test recorder, reads unbounded, as in
+	// httpapi.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	data, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		return err
 	}

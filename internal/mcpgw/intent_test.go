@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +138,7 @@ func TestGovernedIntentNotCapturedIsRefused(t *testing.T) {
 	} {
 		r, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
 		r.Header.Set(intentHeader, "e30") // {} — forged by the client
-		if err := withRawIntent(r); err != nil {
+		if err := withRawIntent(httptest.NewRecorder(), r, time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.Header.Get(intentHeader); got != "" {
