@@ -60,6 +60,29 @@ func builtinTool(name string) *Tool {
 	return nil
 }
 
+// coveredTools returns the tools of s that a grant's tool pattern (or
+// exact name) matches as Policy.Match does: the declared ones and, on a
+// builtin server, the builtin tools it does not redeclare (Policy.Tool's
+// view).
+func coveredTools(s *Server, pattern string) []*Tool {
+	var out []*Tool
+	for i := range s.Tools {
+		if ok, _ := path.Match(pattern, s.Tools[i].Name); ok {
+			out = append(out, &s.Tools[i])
+		}
+	}
+	if s.Transport != TransportBuiltin {
+		return out
+	}
+	for _, t := range builtinTools() {
+		redeclared := slices.ContainsFunc(s.Tools, func(d Tool) bool { return d.Name == t.Name })
+		if ok, _ := path.Match(pattern, t.Name); ok && !redeclared {
+			out = append(out, &t)
+		}
+	}
+	return out
+}
+
 func builtinNames() string {
 	var names []string
 	for _, t := range builtinTools() {

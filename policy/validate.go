@@ -393,27 +393,43 @@ func (v *validator) constraints(base []string, g *Grant) {
 }
 
 // actionCategories checks require_approval_for_actions. Categories match
-// exactly, so on a grant for one declared tool a listed category that
-// differs from the tool's only by case would never fire: refused.
+// exactly, so a listed category that matches no category of the tools the
+// grant covers, but differs from one of them only by case, would never
+// fire: refused, whether the grant names one tool or a pattern.
 func (v *validator) actionCategories(base []string, g *Grant) {
 	c := &g.Constraints
 	if len(c.RequireApprovalForActions) > MaxActions {
 		v.at(base, k("require_approval_for_actions"), "%d categories; the limit is %d", len(c.RequireApprovalForActions), MaxActions)
 	}
-	var tool *Tool
-	if s := v.servers[g.Server]; s != nil && g.Tool != "" && !strings.ContainsAny(g.Tool, globMeta) {
-		tool = declaredTool(s, g.Tool)
+	var tools []*Tool
+	if s := v.servers[g.Server]; s != nil && g.Tool != "" && validToolPattern(g.Tool) {
+		tools = coveredTools(s, g.Tool)
 	}
 	for j, a := range c.RequireApprovalForActions {
 		if err := checkID(a); err != nil {
 			v.at(base, k("require_approval_for_actions", idx(j)), "category %q: %v", a, err)
 			continue
 		}
-		if tool != nil && a != tool.Category && strings.EqualFold(a, tool.Category) {
+		if tool := caseOnlyCategory(tools, a); tool != nil {
 			v.at(base, k("require_approval_for_actions", idx(j)), "category %q never matches tool %q, whose category is %q: "+
-				"categories are case-sensitive; write %q", a, g.Tool, tool.Category, tool.Category)
+				"categories are case-sensitive; write %q", a, tool.Name, tool.Category, tool.Category)
 		}
 	}
+}
+
+// caseOnlyCategory returns the first tool whose category equals a ignoring
+// case, when no tool's category equals a exactly; else nil.
+func caseOnlyCategory(tools []*Tool, a string) *Tool {
+	var folded *Tool
+	for _, t := range tools {
+		if t.Category == a {
+			return nil
+		}
+		if folded == nil && strings.EqualFold(t.Category, a) {
+			folded = t
+		}
+	}
+	return folded
 }
 
 // pathPatterns checks forbidden_paths or allowed_paths: doublestar globs.
