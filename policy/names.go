@@ -31,9 +31,26 @@ func checkID(s string) error {
 	return nil
 }
 
-// checkLabel accepts human-readable names: display names, actions. It
+// checkLabel accepts human-readable names: actions, contact handles. It
 // refuses control characters and invisible or text-direction characters.
-func checkLabel(s string) error {
+func checkLabel(s string) error { return checkText(s, false) }
+
+// checkDisplayName accepts an approver's display_name: a label, except
+// that the zero-width non-joiner and joiner (U+200C, U+200D) are spelling
+// there, not tricks — Persian, Urdu and Indic names are written with them,
+// and ZWJ builds emoji sequences — so each may stand between two visible
+// characters. (The kernel's rule for prose shown to approvers,
+// kernel/shown_text.go, lets them pass in the same way; policy cannot
+// import kernel, so the rule is mirrored here, with the added condition
+// that a joiner join something: at an end, beside a space or another
+// invisible character it only hides.) Bidi controls and every other
+// format character stay refused, and every channel shows display names
+// escaped. Ids and names that identify servers, tools, operations and
+// grants admit no joiner (checkID).
+func checkDisplayName(s string) error { return checkText(s, true) }
+
+// checkText is checkLabel, and with joiners checkDisplayName.
+func checkText(s string, joiners bool) error {
 	switch {
 	case strings.TrimSpace(s) == "":
 		return fmt.Errorf("must not be blank")
@@ -44,11 +61,43 @@ func checkLabel(s string) error {
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
 		return fmt.Errorf("must not contain control characters")
 	}
-	if i := strings.IndexFunc(s, invisible); i >= 0 {
+	if i := invisibleAt(s, joiners); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(s[i:])
+		if joiners && (r == zwnj || r == zwj) {
+			return fmt.Errorf("must not contain invisible or text-direction characters (U+%04X; a zero-width "+
+				"joiner or non-joiner may only stand between two visible characters)", r)
+		}
 		return fmt.Errorf("must not contain invisible or text-direction characters (U+%04X)", r)
 	}
 	return nil
+}
+
+const (
+	zwnj = '\u200C' // zero-width non-joiner
+	zwj  = '\u200D' // zero-width joiner
+)
+
+// invisibleAt returns the byte offset of the first invisible character
+// in valid UTF-8 s, or -1. With joiners, a ZWNJ or ZWJ whose neighbours
+// on both sides are visible is not counted.
+func invisibleAt(s string, joiners bool) int {
+	prev := rune(-1)
+	for i, r := range s {
+		if invisible(r) {
+			next, size := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
+			if !(joiners && (r == zwnj || r == zwj) && visible(prev) && size > 0 && visible(next)) {
+				return i
+			}
+		}
+		prev = r
+	}
+	return -1
+}
+
+// visible reports a character that draws something: not a space, control
+// or invisible character (nor the -1 invisibleAt uses for "none").
+func visible(r rune) bool {
+	return r >= 0 && !unicode.IsSpace(r) && !unicode.IsControl(r) && !invisible(r)
 }
 
 // invisible reports a character that draws nothing or reorders the text

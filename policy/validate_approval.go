@@ -63,8 +63,8 @@ func (v *validator) approval(base []string, g *Grant) {
 		switch {
 		case ap.DisplayName == "":
 			v.at(base, append(ab, "display_name"), "approver needs a display_name (tiers, messages and receipts name approvers by it)")
-		case checkLabel(ap.DisplayName) != nil:
-			v.at(base, append(ab, "display_name"), "display_name %q: %v", ap.DisplayName, checkLabel(ap.DisplayName))
+		case checkDisplayName(ap.DisplayName) != nil:
+			v.at(base, append(ab, "display_name"), "display_name %q: %v", ap.DisplayName, checkDisplayName(ap.DisplayName))
 		case names[ap.DisplayName]:
 			v.at(base, append(ab, "display_name"), "display_name %q is used by two approvers of this grant", ap.DisplayName)
 		}
