@@ -18,10 +18,11 @@ const maxSecretFileBytes = 64 << 10
 // keys). Whoever can read one can mint capabilities, forge receipts or
 // approvals, or act as the admin, so on Unix a file that group or others
 // may read or write is refused. The mode is checked on the opened file, so
-// the bytes read are the file checked.
+// the bytes read are the file checked; the open does not block (openFlags),
+// so anything but a regular file, a FIFO included, is refused at once.
 // A missing file is an error satisfying errors.Is(err, os.ErrNotExist).
 func Read(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
