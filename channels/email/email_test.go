@@ -146,3 +146,30 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Fatalf("a link secret others may read was accepted: %v", err)
 	}
 }
+
+// email-link.key as a dangling symbolic link reads as missing, yet cannot
+// be created (O_EXCL sees the link): New fails with a clear error rather
+// than retrying forever.
+func TestLinkSecretDanglingSymlinkIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, SecretFile)); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := New(&policy.Email{SMTPAddr: "h:25", From: "a@b.c"},
+			Options{PublicURL: "http://x", Policy: func() *policy.Policy { return nil }, DataDir: dir})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "dangling symbolic link") {
+			t.Fatalf("err = %v, want a dangling-link error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("New still running after 5 s: loadOrCreateSecret loops on a dangling link")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nowhere")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the link's target was created: %v", err)
+	}
+}
