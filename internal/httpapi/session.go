@@ -36,8 +36,9 @@ const (
 	SessionCookie = "chio_session"
 	ChallengeTTL  = 60 * time.Second
 	SessionTTL    = 12 * time.Hour
-	// MaxSpentChallenges bounds the memory of spent challenges (each lives
-	// at most ChallengeTTL); past it, sign-in fails closed until they expire.
+	// MaxSpentChallenges bounds the memory of spent challenges (each is
+	// kept at most 2×ChallengeTTL: until ChallengeTTL past its expiry, see
+	// session_challenge.go); past it, sign-in fails closed until some go.
 	// Only a successful sign-in spends one, so only approvers can fill it.
 	MaxSpentChallenges = 1 << 20
 	// MaxSessions bounds live sessions in all: a backstop that only

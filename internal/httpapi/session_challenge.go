@@ -7,10 +7,20 @@ package httpapi
 // spends the challenge (take): a failed attempt leaves no trace, and a
 // signed challenge lets exactly one sign-in in.
 //
-// Spent challenges are remembered until they expire, in a map (is it
-// spent?) and a min-heap on expiry (which expire next?), so forgetting
-// the expired ones costs O(log n) each, never a sweep of the whole table
-// under the lock every session check takes.
+// Spent challenges are remembered until ChallengeTTL past their expiry
+// (spentMargin), in a map (is it spent?) and a min-heap on that time
+// (which go next?), so forgetting them costs O(log n) each, never a sweep
+// of the whole table under the lock every session check takes.
+//
+// The margin is for a clock stepped back (an NTP correction, a VM
+// restored): were a spent challenge forgotten as soon as it expired, a
+// step back of a few seconds would make it unexpired and unspent again,
+// and a captured signed sign-in body could be replayed. With the margin,
+// a challenge is forgotten only once the clock reads ChallengeTTL past its
+// expiry, so replaying it needs a step back of more than ChallengeTTL
+// from the latest time a sign-in saw. That residual is accepted: a step
+// that large also reopens every other time window chiod keeps, and a
+// restart (a new challenge key) ends every challenge.
 
 import (
 	"container/heap"
@@ -63,7 +73,7 @@ func (ss *sessions) valid(c string, now time.Time) bool {
 // take spends a valid challenge: it must be ours, unexpired and never
 // spent before. Call it only once the sign-in it admits has been verified.
 // Past the table's cap it refuses (fails closed) until spent challenges
-// expire.
+// are forgotten.
 func (ss *sessions) take(c string, now time.Time) bool {
 	exp, ok := ss.expiry(c, now)
 	if !ok {
@@ -74,11 +84,15 @@ func (ss *sessions) take(c string, now time.Time) bool {
 	return ss.spent.spend(c, exp, now)
 }
 
-// spentChallenges remembers spent challenges until they expire. The caller
-// holds sessions.mu.
+// spentMargin is how long past its expiry a spent challenge is still
+// remembered: the largest clock step back that cannot replay it.
+const spentMargin = ChallengeTTL
+
+// spentChallenges remembers spent challenges until spentMargin past their
+// expiry. The caller holds sessions.mu.
 type spentChallenges struct {
 	set   map[string]struct{}
-	queue expiryHeap // the same challenges, soonest expiry first
+	queue expiryHeap // the same challenges, soonest forgotten first
 	max   int
 }
 
@@ -87,10 +101,11 @@ func newSpentChallenges(max int) spentChallenges {
 }
 
 // spend records c (expiring at exp) as spent; false if it already was or
-// the table is full of unexpired challenges. Challenges expired at now are
-// forgotten first, soonest first, stopping at the first unexpired one.
+// the table is full of challenges not yet to be forgotten. Challenges
+// whose time to be forgotten (expiry + spentMargin) is at or before now go
+// first, soonest first, stopping at the first that is not due.
 func (sc *spentChallenges) spend(c string, exp, now time.Time) bool {
-	for sc.queue.Len() > 0 && !now.Before(sc.queue[0].exp) {
+	for sc.queue.Len() > 0 && !now.Before(sc.queue[0].forget) {
 		delete(sc.set, heap.Pop(&sc.queue).(spentChallenge).c)
 	}
 	if _, used := sc.set[c]; used {
@@ -100,22 +115,23 @@ func (sc *spentChallenges) spend(c string, exp, now time.Time) bool {
 		return false
 	}
 	sc.set[c] = struct{}{}
-	heap.Push(&sc.queue, spentChallenge{c: c, exp: exp})
+	heap.Push(&sc.queue, spentChallenge{c: c, forget: exp.Add(spentMargin)})
 	return true
 }
 
 func (sc *spentChallenges) len() int { return len(sc.set) }
 
 type spentChallenge struct {
-	c   string
-	exp time.Time
+	c      string
+	forget time.Time // expiry + spentMargin
 }
 
-// expiryHeap is a container/heap min-heap of spent challenges on expiry.
+// expiryHeap is a container/heap min-heap of spent challenges on the time
+// they are forgotten.
 type expiryHeap []spentChallenge
 
 func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].exp.Before(h[j].exp) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].forget.Before(h[j].forget) }
 func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(spentChallenge)) }
 func (h *expiryHeap) Pop() any {
