@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"testing"
 	"time"
-
 )
 
 // postAnnouncingBody sends a POST /mcp announcing a body of a megabyte and
