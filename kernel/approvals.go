@@ -182,15 +182,44 @@ func (k *Kernel) announceDurably(ctx context.Context, event string, req *approva
 }
 
 // announceIfUntold announces pending req if its current tier's approvers
-// were never told (see approval.Request.Notified).
-func (k *Kernel) announceIfUntold(ctx context.Context, req *approval.Request) {
-	switch {
-	case req.Status != approval.StatusPending || req.Notified > req.Tier:
-	case req.Tier == 0:
-		k.announceDurably(ctx, EventApprovalRequested, req)
-	default:
-		k.announceDurably(ctx, EventApprovalEscalated, req)
+// were never told (see approval.Request.Notified), and gives them the
+// tier's full time from now: a deadline that passed, or is about to, while
+// nobody knew of the request would otherwise deny, escalate or (with
+// auto_approve_advisory) run the call with no human asked. It reports
+// whether it announced.
+func (k *Kernel) announceIfUntold(ctx context.Context, req *approval.Request) bool {
+	if req.Status != approval.StatusPending || req.Notified > req.Tier {
+		return false
 	}
+	now := k.clock.Now()
+	var timeout time.Duration
+	if g, ok := k.Policy().Grant(req.PolicyID); ok && g.Approval != nil {
+		_, _, timeout = tierView(g.Approval, req.Tier)
+	}
+	late := *req
+	late.ExpiresAt = max(req.ExpiresAt, now.Add(timeout).Unix())
+	event := EventApprovalRequested
+	if req.Tier > 0 {
+		event = EventApprovalEscalated
+	}
+	// Announced before the mark commits: a crash in between costs a second
+	// announcement, never a missed one.
+	k.announce(event, &late)
+	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+		cur, err := tx.Approval(req.ApprovalID)
+		if err != nil || cur.Status != approval.StatusPending || cur.Tier != req.Tier || cur.Notified > req.Tier {
+			return err
+		}
+		cur.Notified, cur.ExpiresAt = req.Tier+1, max(cur.ExpiresAt, late.ExpiresAt)
+		late = *cur
+		return tx.PutApproval(cur)
+	})
+	if err != nil {
+		slog.Warn("could not record that a request's approvers were told; it is announced again later",
+			"approval_id", req.ApprovalID, "err", err)
+	}
+	k.armTimer(req.ApprovalID, late.ExpiresAt)
+	return true
 }
 
 // Approval returns a request by id.

@@ -193,12 +193,14 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 		r.Metadata["approver_display_name"] = k.displayNameIn(g, used.Token.Approver)
 		return tx.PutBatch(used)
 	}
-	switch err := k.commitAllow(ctx, p, rec, r, true, claim); {
+	err := k.commitAllow(ctx, p, rec, r, true, claim)
+	if reason, gone := capabilityGoneAtDecision(err); gone {
+		out, err := k.deny(ctx, rec, p, GuardCapability, reason, now)
+		return out, true, err
+	}
+	switch {
 	case errors.Is(err, errNoBatch):
 		return nil, false, nil
-	case errors.Is(err, errRevokedAtDecision):
-		out, err := k.deny(ctx, rec, p, GuardCapability, ErrCapabilityRevoked.Error(), now)
-		return out, true, err
 	case err != nil:
 		return nil, true, err
 	}

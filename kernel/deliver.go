@@ -60,6 +60,22 @@ func planFor(p *policy.Policy, server, tool string) deliveryPlan {
 // is durable first, so the call must be denied, never dispatched.
 var errRevokedAtDecision = errors.New("capability revoked before the allow decision committed")
 
+// errExpiredAtDecision: likewise for a capability that expired between the
+// checks and the commit (a loaded store, a vote waiting out back-pressure).
+var errExpiredAtDecision = errors.New("capability expired before the allow decision committed")
+
+// capabilityGoneAtDecision maps commitAllow's two capability refusals to
+// the deny they become; ok is false for any other error.
+func capabilityGoneAtDecision(err error) (reason string, ok bool) {
+	switch {
+	case errors.Is(err, errRevokedAtDecision):
+		return ErrCapabilityRevoked.Error(), true
+	case errors.Is(err, errExpiredAtDecision):
+		return errExpiredAtDecision.Error(), true
+	}
+	return "", false
+}
+
 // commitAllow makes an allow decision durable BEFORE the tool sees the
 // call: the signed allow receipt and the call record (status dispatching)
 // in one group commit. fresh is true for a new call (no record may exist
@@ -110,6 +126,9 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 			return err
 		case revoked:
 			return errRevokedAtDecision
+		}
+		if rec.CapabilityExpiresAt != 0 && k.clock.Now().Unix() >= rec.CapabilityExpiresAt {
+			return errExpiredAtDecision // the clock read inside the decision's commit
 		}
 		if extra != nil {
 			if err := extra(tx); err != nil {

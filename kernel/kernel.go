@@ -413,10 +413,11 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 // durable first (write-ahead), then the call is delivered and settled.
 func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy, now time.Time) (*Outcome, error) {
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, nil, now)
-	switch err := k.commitAllow(ctx, p, rec, r, true, nil); {
-	case errors.Is(err, errRevokedAtDecision):
-		return k.deny(ctx, rec, p, GuardCapability, ErrCapabilityRevoked.Error(), now)
-	case err != nil:
+	err := k.commitAllow(ctx, p, rec, r, true, nil)
+	if reason, gone := capabilityGoneAtDecision(err); gone {
+		return k.deny(ctx, rec, p, GuardCapability, reason, now)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return k.deliverMarked(ctx, rec)

@@ -98,10 +98,9 @@ func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
 		return err
 	}
 	for _, r := range pending {
-		if !k.timerArmed(r.ApprovalID) {
+		if !k.announceIfUntold(ctx, r) && !k.timerArmed(r.ApprovalID) {
 			k.armTimer(r.ApprovalID, r.ExpiresAt)
 		}
-		k.announceIfUntold(ctx, r)
 	}
 	return k.RecoverInFlight(ctx)
 }

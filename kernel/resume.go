@@ -106,6 +106,8 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	switch {
 	case errors.Is(err, errRevokedAtDecision):
 		return deny(GuardCapability, "capability revoked during the approval wait")
+	case errors.Is(err, errExpiredAtDecision):
+		return deny(GuardCapability, "capability expired during the approval wait")
 	case err != nil:
 		return nil, err
 	}

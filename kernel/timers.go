@@ -112,6 +112,12 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 		k.announceIfUntold(ctx, req)
 		return nil
 	}
+	if k.announceIfUntold(ctx, req) {
+		// Due, but its tier's approvers were never told (the run that
+		// parked or escalated it died first): no deadline action applies
+		// before they are, and have had the tier's time.
+		return nil
+	}
 	err = k.expire(ctx, req, now)
 	switch {
 	case errors.Is(err, errNotDue):
