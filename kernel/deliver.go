@@ -148,6 +148,7 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 		return err
 	}
 	*rec = next
+	k.allowDurable(rec.RequestID)
 	return nil
 }
 
@@ -177,7 +178,7 @@ func (k *Kernel) deliverMarkedAfter(ctx context.Context, rec *CallRecord, priorA
 	res, derr := k.sendWithRetry(ctx, rec, priorAttempt)
 	if derr != nil && k.stopping() {
 		k.delivering.Delete(rec.RequestID)
-		return nil, fmt.Errorf("%w: shutting down; call %s stays in flight and is finished at the next start", ErrUnavailable, rec.RequestID)
+		return nil, fmt.Errorf("%w: shutting down; call %s stays in flight and is finished at the next start", ErrOutcomeUnknown, rec.RequestID)
 	}
 	s := k.settlementOf(rec, res, derr)
 	if answersEarly(s) && k.settleInBackground(s) { // releases the delivering mark when durable
@@ -313,7 +314,9 @@ func (k *Kernel) commitSettled(ctx context.Context, s settlement) (*Outcome, err
 		// answer so that recovery (after the store heals) records it rather
 		// than guessing. A crash loses it; then the delivery rules apply.
 		k.unsettled.Store(rec.RequestID, s)
-		return nil, err
+		// The tool may have acted: never let this read as "nothing was
+		// allowed" (both sentinels match; the API answers outcome_unknown).
+		return nil, fmt.Errorf("%w: call %s: %w", ErrOutcomeUnknown, rec.RequestID, err)
 	}
 	return k.completed(rec), nil
 }

@@ -67,7 +67,7 @@ type Kernel struct {
 	// verifyKeys holds agents' precomputed proof-verification keys
 	// (verify.go), by public key.
 	verifyKeys *lru.Cache[[32]byte, verifyKey]
-	inflight   sync.Map // request_id → chan struct{} closed when decided
+	inflight   sync.Map // request_id → *firstSubmit, while its first Submit runs
 	rate       *rateWindow
 	events     *broker
 	notifier   Notifier
@@ -219,6 +219,22 @@ func (k *Kernel) Revoke(ctx context.Context, capabilityID string) error {
 	return k.store.Update(ctx, func(tx Tx) error { return tx.Revoke(capabilityID, now) })
 }
 
+// firstSubmit is the first Submit of a request id while it runs: done
+// closes when it returns, decided when its allow decision is durable.
+type firstSubmit struct {
+	done, decided chan struct{}
+	once          sync.Once
+}
+
+// allowDurable lets duplicates of request id stop waiting for its first
+// Submit: its allow decision is durable, and its record answers them.
+func (k *Kernel) allowDurable(id string) {
+	if v, ok := k.inflight.Load(id); ok {
+		f := v.(*firstSubmit)
+		f.once.Do(func() { close(f.decided) })
+	}
+}
+
 // Submit decides one call. Input problems (malformed call, untrusted
 // capability, bad or stale proof) are errors without a receipt, since the
 // caller is not authenticated; every authenticated call gets a receipt.
@@ -229,17 +245,23 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One decision per request_id: concurrent duplicates wait for the first.
-	ch := make(chan struct{})
-	if prev, loaded := k.inflight.LoadOrStore(call.RequestID, ch); loaded {
+	// One decision per request_id: concurrent duplicates wait for the
+	// first — until it ends, or its allow decision is durable: a tool that
+	// runs for minutes must not hold a retry (whose client may give up and
+	// call the outcome unknown) — the retry is answered "dispatching", and
+	// its client awaits the call.
+	first := &firstSubmit{done: make(chan struct{}), decided: make(chan struct{})}
+	if prev, loaded := k.inflight.LoadOrStore(call.RequestID, first); loaded {
+		p := prev.(*firstSubmit)
 		select {
-		case <-prev.(chan struct{}):
+		case <-p.done:
+		case <-p.decided:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 		return k.replay(call, vc, paramHash)
 	}
-	defer func() { k.inflight.Delete(call.RequestID); close(ch) }()
+	defer func() { k.inflight.Delete(call.RequestID); close(first.done) }()
 
 	var revoked bool
 	var existing *CallRecord

@@ -15,6 +15,12 @@ var (
 	ErrQueueFull   = errors.New("commit queue full")
 	ErrUnavailable = errors.New("store unavailable")
 	ErrConflict    = errors.New("conflicting state")
+	// ErrOutcomeUnknown: the call's allow decision is durable and it may
+	// have reached its tool, but its outcome is not recorded yet (the
+	// store failed at the settle commit, or chiod is stopping). Never
+	// "unavailable", which tells a client that nothing was allowed: a
+	// client retries under the SAME request id or awaits it.
+	ErrOutcomeUnknown = errors.New("the call's outcome is not recorded yet; it may have run")
 )
 
 // Call statuses as seen by GET /v1/calls/{id}.

@@ -76,6 +76,8 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrApprovalRejected
 	case "unavailable":
 		return target == ErrUnavailable
+	case "outcome_unknown": // chiod's own: decided, outcome not recorded yet
+		return target == ErrOutcomeUnknown
 	}
 	return target == ErrOutcomeUnknown && e.Status >= 500
 }

@@ -20,6 +20,10 @@ const (
 	CodeConflict         = "conflict"
 	CodeReplayDetected   = "replay_detected"
 	CodeUnavailable      = "unavailable"
+	// CodeOutcomeUnknown (500): the call's allow decision is durable and it
+	// may have run, but its outcome is not recorded yet: retry under the
+	// same request id, or await it. Never "unavailable" (nothing allowed).
+	CodeOutcomeUnknown = "outcome_unknown"
 )
 
 // APIError is what crosses the HTTP boundary.
@@ -65,6 +69,8 @@ func classify(err error) *APIError {
 		return apiErr(http.StatusConflict, CodeConflict, err.Error())
 	case errors.Is(err, kernel.ErrNotFound):
 		return apiErr(http.StatusNotFound, CodeNotFound, err.Error())
+	case errors.Is(err, kernel.ErrOutcomeUnknown):
+		return apiErr(http.StatusInternalServerError, CodeOutcomeUnknown, err.Error())
 	default:
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, err.Error())
 	}

@@ -102,6 +102,7 @@ _BY_CODE = {
     "replay_detected": Conflict,
     "approval_rejected": ApprovalRejected,
     "unavailable": Unavailable,
+    "outcome_unknown": OutcomeUnknown,  # chiod's own: decided, outcome not recorded yet
 }
 
 

@@ -73,6 +73,7 @@ const byServerCode: Record<string, ChioErrorCode> = {
   replay_detected: "conflict",
   approval_rejected: "approval_rejected",
   unavailable: "unavailable",
+  outcome_unknown: "outcome_unknown", // chiod's own: decided, outcome not recorded yet
 };
 
 /**
