@@ -392,14 +392,23 @@ func (k *Kernel) chainReceipt(rec *CallRecord, p *policy.Policy, req *approval.R
 			meta["custodial"] = true
 		}
 	}
-	if len(req.Votes) > 1 {
-		var approvers []string
+	if vote != nil && len(req.Votes) > 1 {
+		// Every vote is signed into the receipt: "approvers" voted as the
+		// deciding vote did, "dissenters" the other way (possibly none). An
+		// auditor requires a token in the export for each key named here,
+		// and refuses any other (receipt/verify_votes.go), so no vote can be
+		// dropped from or added to the evidence unnoticed. A single vote
+		// needs no list: it is the deciding token (approval_token_id).
+		approvers, dissenters := []string{}, []string{}
 		for _, v := range req.Votes {
 			if v.Decision == vote.Decision {
 				approvers = append(approvers, v.Approver)
+			} else {
+				dissenters = append(dissenters, v.Approver)
 			}
 		}
 		meta["approvers"] = approvers
+		meta["dissenters"] = dissenters
 	}
 	return k.newReceipt(rec, p, d, meta, now)
 }

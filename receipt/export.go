@@ -21,8 +21,10 @@ import (
 //
 // Receipts and checkpoints are the exact bytes the kernel signed, so the file
 // verifies offline with nothing but the kernel's public key (VerifyExport).
-// trusted_approvers is the kernel's record of the request, not a signed
-// statement: check it against the policy whose hash the receipts carry.
+// trusted_approvers and the list of votes are the kernel's record of the
+// request, not signed statements: VerifyExport accounts for each vote by
+// the signed final receipt (verify_votes.go); check the keys against the
+// policy whose hash the receipts carry.
 const ExportFormat = "chio.export.v1"
 
 // Evidence record types.

@@ -29,25 +29,33 @@ func (v *verifier) approval(f final) {
 		if ct.tok.Approver == v.opts.KernelKey.String() && !f.auto {
 			v.problem(f.line, f.rc, "token %s is signed by the kernel key but the receipt is not flagged auto_approved", ct.tok.ID)
 		}
+		v.vouch(f, ev, ct.tok)
 		return
 	}
 	v.problem(f.line, f.rc, "approval evidence for %s (line %d) holds no valid token %s", ev.id, ev.line, f.tokenID)
 }
 
-// evidence checks every token of one approval request against the chain.
+// evidence checks every token of one approval request against the chain
+// and against what the final receipt signs about the votes.
 func (v *verifier) evidence(ev *evidenceItem) {
 	link := v.byApproval[ev.id]
 	autoOK := link != nil && v.autoFinal[link.final]
+	seen := map[string]string{}
 	for _, ct := range ev.tokens {
 		if ct.err != nil {
 			v.problem(ev.line, nil, "approval %s: %v", ev.id, ct.err)
 			continue
 		}
-		v.rep.Tokens++
 		t := ct.tok
+		if v.accounted(ev, t, seen) {
+			v.rep.Tokens++
+		}
 		if t.RequestID != ev.id {
 			v.problem(ev.line, nil, "approval %s: token %s is for approval request %s", ev.id, t.ID, t.RequestID)
 		}
+		// trusted_approvers is the export's unsigned word; the signed final
+		// receipt (accounted) is what vouches for an approver. This check
+		// only keeps the file consistent with itself.
 		if !ev.trusted[t.Approver] && !(autoOK && t.Approver == v.opts.KernelKey.String()) {
 			v.problem(ev.line, nil, "approval %s: approver %s of token %s is not in trusted_approvers", ev.id, t.Approver, t.ID)
 		}
@@ -62,6 +70,7 @@ func (v *verifier) evidence(ev *evidenceItem) {
 			v.problem(ev.line, nil, "approval %s: token %s is for subject %s, the call's subject is %s", ev.id, t.ID, t.Subject, link.subject)
 		}
 	}
+	v.signedMissing(ev, seen)
 }
 
 func (v *verifier) batch(f final) {

@@ -60,9 +60,17 @@ type checkedToken struct {
 type evidenceItem struct {
 	line    int
 	id      string
-	trusted map[string]bool
+	trusted map[string]bool // the export's word, not signed
 	tokens  []checkedToken
 	used    bool
+
+	// What the request's final receipt signs about its votes (vouch, in
+	// verify_votes.go); final.rc is nil until a deciding token is found.
+	final       final
+	decision    string // the deciding token's
+	complete    bool   // the receipt names every vote, not only the deciding side
+	signed      map[string]signedVote
+	signedOrder []string
 }
 
 // checkLine classifies a line and checks what needs no context: signatures.

@@ -71,14 +71,20 @@ type VerifyReport struct {
 	Latest             *Checkpoint `json:"latest_checkpoint,omitempty"`
 	// Pinned are the pinned checkpoints (VerifyOptions.Pinned, in order)
 	// the export reaches and matches; each other one is a Problem.
-	Pinned       []*Checkpoint `json:"pinned_checkpoints,omitempty"`
-	Uncovered    uint64        `json:"uncovered"` // receipts after the latest checkpoint
-	Chains       int           `json:"approval_chains"`
-	Pending      int           `json:"pending_approvals"` // incomplete, no final receipt yet
-	Tokens       int           `json:"approval_tokens"`
-	BatchTokens  int           `json:"batch_tokens"`
-	Problems     []Problem     `json:"problems"`
-	ProblemCount int           `json:"problem_count"`
+	Pinned    []*Checkpoint `json:"pinned_checkpoints,omitempty"`
+	Uncovered uint64        `json:"uncovered"` // receipts after the latest checkpoint
+	Chains    int           `json:"approval_chains"`
+	Pending   int           `json:"pending_approvals"` // incomplete, no final receipt yet
+	// Tokens are the approval tokens verified and vouched for by a signed
+	// final receipt (its deciding token, approvers or dissenters).
+	Tokens int `json:"approval_tokens"`
+	// Unvouched are valid tokens that a final receipt signed before chio
+	// named dissenting votes neither names nor excludes (see
+	// verify_votes.go): not checked, neither failed nor counted in Tokens.
+	Unvouched    int       `json:"unvouched_approval_tokens"`
+	BatchTokens  int       `json:"batch_tokens"`
+	Problems     []Problem `json:"problems"`
+	ProblemCount int       `json:"problem_count"`
 }
 
 // OK reports whether every check passed.
@@ -107,7 +113,12 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //     parameter_hash, subject = the call's subject, approver ∈
 //     trusted_approvers (or the kernel itself for an auto_approved receipt),
 //     and the deciding token's decision and approver match the final receipt;
-//     each batch-approved receipt's batch token is signed by its approver.
+//     each batch-approved receipt's batch token is signed by its approver;
+//   - votes (verify_votes.go): every key the signed final receipt names
+//     (approval_token_id's approver, metadata approvers and dissenters) has
+//     a token in the evidence deciding as the receipt says, and every token
+//     in the evidence is by a key the receipt names: trusted_approvers is
+//     unsigned, so only the receipt vouches that a vote was counted.
 //
 // It returns an error only when the input cannot be read or a pinned
 // checkpoint does not verify; every failed check is a Problem in the report.

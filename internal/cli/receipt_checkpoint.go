@@ -9,8 +9,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -29,8 +31,9 @@ const maxCheckpoint = 64 << 10
 func runReceiptCheckpoint(e *Env, args []string) int {
 	fs := newFlags(e, "receipt checkpoint")
 	r := addRemote(fs, e)
-	out := fs.String("out", "", "write the checkpoint to FILE (default: stdout)")
+	out := fs.String("out", "", "write the checkpoint to FILE (default: stdout); a checkpoint already there must be extended, as with --since")
 	since := fs.String("since", "", "a checkpoint saved earlier: prove the latest extends it (consistency proof)")
+	force := fs.Bool("force", false, "with --out: replace FILE even if it holds a newer or unrelated checkpoint, or none")
 	keyText := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) you trust; default: ask the server")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -45,10 +48,24 @@ func runReceiptCheckpoint(e *Env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	var saved *receipt.Checkpoint
+	var saved []savedPin
 	if *since != "" {
-		if _, saved, err = readCheckpointFile(*since, key); err != nil {
+		_, cp, err := readCheckpointFile(*since, key)
+		if err != nil {
 			return fail(e, err)
+		}
+		saved = append(saved, savedPin{cp, *since})
+	}
+	if *out != "" && !*force && *out != *since {
+		// The file --out would replace is the auditor's pin: an implicit
+		// --since, so a stale or rolled-back server cannot swap it for an
+		// older checkpoint. Nothing verifiable there is refused too.
+		cp, err := existingPin(*out, key)
+		if err != nil {
+			return fail(e, err)
+		}
+		if cp != nil {
+			saved = append(saved, savedPin{cp, *out})
 		}
 	}
 	raw, cp, err := latestCheckpoint(ctx, r, key)
@@ -57,18 +74,18 @@ func runReceiptCheckpoint(e *Env, args []string) int {
 	}
 	summary := fmt.Sprintf("checkpoint tree_size %d, root %s, signed %s by kernel key %s: signature valid",
 		cp.TreeSize, cp.RootHash, cpTime(cp), key)
-	if saved != nil {
+	for _, s := range saved {
 		// The served latest must not be older than the saved one: a stale
 		// or rolled-back view would otherwise replace the auditor's pin
 		// (--out) with a smaller tree, and a log cut back to it would pass.
-		if cp.TreeSize < saved.TreeSize {
-			return fail(e, fmt.Errorf("the server's latest checkpoint (tree_size %d) is older than %s (tree_size %d): the log shrank or the server serves a stale view",
-				cp.TreeSize, *since, saved.TreeSize))
+		if cp.TreeSize < s.cp.TreeSize {
+			return fail(e, fmt.Errorf("the server's latest checkpoint (tree_size %d) is older than %s (tree_size %d): the log shrank or the server serves a stale view; %s is left as it was",
+				cp.TreeSize, s.source, s.cp.TreeSize, s.source))
 		}
-		if err := checkConsistent(ctx, r, saved, cp); err != nil {
-			return fail(e, fmt.Errorf("the latest checkpoint does not extend %s: %w", *since, err))
+		if err := checkConsistent(ctx, r, s.cp, cp); err != nil {
+			return fail(e, fmt.Errorf("the latest checkpoint does not extend %s: %w", s.source, err))
 		}
-		summary += fmt.Sprintf("\nconsistent with %s (tree_size %d): the log only grew since", *since, saved.TreeSize)
+		summary += fmt.Sprintf("\nconsistent with %s (tree_size %d): the log only grew since", s.source, s.cp.TreeSize)
 	}
 	line := append(bytes.Clone(raw), '\n')
 	if *out == "" {
@@ -81,6 +98,26 @@ func runReceiptCheckpoint(e *Env, args []string) int {
 	}
 	fmt.Fprintf(e.Stdout, "%s\nsaved to %s; later: chio receipt verify --file EXPORT --checkpoint %s --kernel-key KEY\n", summary, *out, *out)
 	return ExitOK
+}
+
+// savedPin is a checkpoint saved earlier that the latest must extend.
+type savedPin struct {
+	cp     *receipt.Checkpoint
+	source string
+}
+
+// existingPin returns the checkpoint already saved at path (nil if there is
+// no file). A file that is there but holds no checkpoint signed by key is
+// an error: it is not this command's to replace without --force.
+func existingPin(path string, key keys.PublicKey) (*receipt.Checkpoint, error) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	_, cp, err := readCheckpointFile(path, key)
+	if err != nil {
+		return nil, fmt.Errorf("--out %s exists and does not hold a checkpoint this command can check (%w); refusing to replace it (--force replaces it)", path, err)
+	}
+	return cp, nil
 }
 
 func cpTime(cp *receipt.Checkpoint) string {

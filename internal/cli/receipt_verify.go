@@ -267,6 +267,11 @@ func printReport(w io.Writer, rep *receipt.VerifyReport, source string, pins []p
 	}
 	fmt.Fprintf(w, "approvals:   %d chains linked, %d pending; %d approval tokens and %d batch tokens verified\n",
 		rep.Chains, rep.Pending, rep.Tokens, rep.BatchTokens)
+	if rep.Unvouched > 0 {
+		fmt.Fprintf(w, "not checked: %d approval tokens whose final receipts predate signed dissenting votes (metadata \"dissenters\") and do not name them:\n"+
+			"             signature and binding checked, but no signed receipt says the kernel counted them (likely dissenting votes;\n"+
+			"             their approvers are trusted only on the export's unsigned trusted_approvers)\n", rep.Unvouched)
+	}
 	if rep.OK() {
 		fmt.Fprintln(w, "OK: every check passed")
 	} else {
