@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/kernel"
@@ -87,5 +88,84 @@ func TestLatestCheckpointCoversEveryCommittedReceipt(t *testing.T) {
 	cp, err := receipt.VerifyCheckpoint(body, auditKernelKey.Public())
 	if code != 200 || err != nil || cp.TreeSize != 7 {
 		t.Fatalf("latest: %d %v %s", code, err, body)
+	}
+}
+
+// bigExport is a store whose export writes until its writer fails, and
+// reports on done when it returns.
+type bigExport struct {
+	kernel.Store
+	done chan error
+}
+
+func (s bigExport) Export(ctx context.Context, w io.Writer) error {
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	var err error
+	for i := 0; i < 1024 && err == nil; i++ { // at most 64 MiB
+		_, err = w.Write(chunk)
+	}
+	s.done <- err
+	return err
+}
+
+// Readers that stop reading must not hold exports (on PostgreSQL, pooled
+// connections decisions need) for ever: at most MaxConcurrentExports run at
+// once, and each write is bounded by StreamWriteTimeout, so a stalled
+// export ends and frees its slot.
+func TestStalledExportsAreBoundedInNumberAndTime(t *testing.T) {
+	f := newAuditFixture(t)
+	done := make(chan error, 8)
+	api, err := httpapi.New(httpapi.Config{Kernel: f.k, Store: bigExport{f.k.Store(), done}, AdminToken: "admin",
+		StreamWriteTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	get := func() (*http.Response, error) {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/export", nil)
+		req.Header.Set("Authorization", "Bearer admin")
+		return http.DefaultClient.Do(req)
+	}
+	var stalled []*http.Response
+	for range httpapi.MaxConcurrentExports {
+		resp, err := get()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("export: %v %v", resp, err)
+		}
+		stalled = append(stalled, resp) // never read
+	}
+	defer func() {
+		for _, r := range stalled {
+			r.Body.Close()
+		}
+	}()
+	resp, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("export beyond the limit: %d, want 429", resp.StatusCode)
+	}
+	for range httpapi.MaxConcurrentExports {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("a stalled export ended without error")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a stalled reader held its export past the write timeout")
+		}
+	}
+	// Their slots are free again.
+	time.Sleep(100 * time.Millisecond)
+	resp, err = get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("export after the stalled ones ended: %d", resp.StatusCode)
 	}
 }

@@ -36,6 +36,12 @@ const (
 	// reading is cut instead of pinning a goroutine and a frame forever.
 	// At this bound a 256 KiB frame needs ~26 KB/s from the client.
 	StreamWriteTimeout = 10 * time.Second
+	// MaxConcurrentExports bounds GET /v1/export downloads in progress: each
+	// holds a store snapshot (on PostgreSQL a pooled connection) for as
+	// long as its reader reads, so a few stalled readers must not take the
+	// connections decisions need. Each write of an export is bounded by
+	// StreamWriteTimeout, like an SSE frame.
+	MaxConcurrentExports = 2
 	// MaxChannelLen bounds the client-declared channel name in receipts.
 	MaxChannelLen = 32
 	// MaxIDLen bounds ids taken from URL paths before any lookup.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -350,10 +351,22 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	select {
+	case s.exports <- struct{}{}:
+		defer func() { <-s.exports }()
+	default:
+		writeErr(w, apiErr(http.StatusTooManyRequests, CodeUnavailable,
+			fmt.Sprintf("%d exports are in progress; retry when one ends", MaxConcurrentExports)))
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Disposition", `attachment; filename="chio-export.jsonl"`)
-	cw := &countingWriter{w: w}
+	// A reader that stops reading is cut (each write has StreamWriteTimeout)
+	// instead of holding its snapshot, and a pooled connection, for ever.
+	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{})
+	cw := &countingWriter{w: w, deadline: func() { _ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout)) }}
 	err := exp.Export(r.Context(), cw)
 	switch {
 	case err == nil:
@@ -368,13 +381,17 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 // countingWriter counts the bytes written through it. An empty write is
 // not passed on: it would send the 200 status with nothing to show for it.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w        io.Writer
+	n        int64
+	deadline func() // if set, called before each write (a write deadline)
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.deadline != nil {
+		c.deadline()
 	}
 	n, err := c.w.Write(p)
 	c.n += int64(n)

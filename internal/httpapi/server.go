@@ -43,9 +43,10 @@ type Server struct {
 	// closing ends SSE streams and long-polls at shutdown (CloseStreams).
 	closing   chan struct{}
 	closeOnce sync.Once
-	sessions  *sessions // approver sessions (session.go)
-	waiters   slots     // long-polls per agent (calls.go)
-	streams   slots     // SSE streams per credential (stream.go)
+	sessions  *sessions     // approver sessions (session.go)
+	waiters   slots         // long-polls per agent (calls.go)
+	streams   slots         // SSE streams per credential (stream.go)
+	exports   chan struct{} // GET /v1/export downloads in progress (receipts.go)
 	// readyLogged is the store failure GET /readyz last logged (health.go).
 	readyLogged atomic.Pointer[string]
 }
@@ -67,7 +68,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Metrics.watchSubscribers(cfg.Kernel); err != nil {
 		return nil, fmt.Errorf("httpapi: metrics already serve another server: %w", err)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{}), sessions: newSessions()}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{}), sessions: newSessions(),
+		exports: make(chan struct{}, MaxConcurrentExports)}
 	s.mux.HandleFunc("POST /v1/calls", s.postCall)
 	s.registerApprovals()
 	s.receiptRoutes() // receipts.go

@@ -35,17 +35,17 @@ import (
 // is bounded by CommitTimeout anyway.
 const (
 	// DefaultIdleTxTimeout bounds how long a transaction may sit idle
-	// between its round trips. A live replica's transaction is idle only
-	// while its functions compute between read pipelines and while it
-	// signs a batch's receipts before the last round trip: measured at
-	// about 25 µs per receipt, so ~50 ms for the largest batch (MaxBatch
-	// calls) on one core. 5 s is a hundredfold margin for a loaded machine
-	// and GC, and well under the lease (10 s) and CommitTimeout (30 s): a
-	// replica partitioned while holding the log head stalls the others'
-	// commits for at most this long. A live replica whose transaction is
-	// ended anyway loses only that commit (rolled back, nothing of it
-	// stored; its callers get 503).
-	DefaultIdleTxTimeout = 5 * time.Second
+	// between its round trips. A live replica's transaction is idle while
+	// its functions compute between read pipelines and while it signs a
+	// batch's receipts before the last round trip: ~25 µs per receipt, so
+	// ~50 ms for the largest batch on an idle core — but a review measured
+	// 10–19 s on two cores saturated by request handlers, and a live
+	// transaction ended by this rule costs every call in it (503, retried
+	// by clients). So the bound is CommitTimeout, which waiters on the lock
+	// hit anyway. A PARTITIONED replica is cut sooner, by the keepalives
+	// below (~11 s); this rule is for a replica that is reachable but
+	// stalled (a paused process): it holds the log head at most this long.
+	DefaultIdleTxTimeout = 30 * time.Second
 	// TCPUserTimeout: data unacknowledged this long ends the connection.
 	TCPUserTimeout = 10 * time.Second
 	// Keepalives on an idle connection: the first probe after
