@@ -64,6 +64,13 @@ var errRevokedAtDecision = errors.New("capability revoked before the allow decis
 // checks and the commit (a loaded store, a vote waiting out back-pressure).
 var errExpiredAtDecision = errors.New("capability expired before the allow decision committed")
 
+// mayHaveCommitted reports whether a failed commit may nonetheless be
+// durable: a store failure other than a full queue or a refusal made
+// before anything was written.
+func mayHaveCommitted(err error) bool {
+	return errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrQueueFull) && !errors.Is(err, ErrNotCommitted)
+}
+
 // capabilityGoneAtDecision maps commitAllow's two capability refusals to
 // the deny they become; ok is false for any other error.
 func capabilityGoneAtDecision(err error) (reason string, ok bool) {
@@ -145,6 +152,11 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 	})
 	if err != nil {
 		k.delivering.Delete(rec.RequestID)
+		if mayHaveCommitted(err) {
+			// A commit reported failed may still have reached the disk (and
+			// recovery then runs the call): never "nothing was allowed".
+			return fmt.Errorf("%w: the allow decision's commit failed and may be durable: %w", ErrOutcomeUnknown, err)
+		}
 		return err
 	}
 	*rec = next

@@ -81,10 +81,6 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	for key, v := range amended {
 		r.Metadata[key] = v
 	}
-	if vote != nil && vote.Approver == k.pub.String() {
-		r.Metadata["auto_approved"] = true
-		r.Metadata["review_required"] = true
-	}
 	if req.Kind != approval.KindToolCall {
 		// confirm / ask: the signed answer is the output; nothing is sent.
 		rec.Output, rec.Status, rec.Execution = hitlOutput(req, tok, vote), StatusAllowed, ExecutionSucceeded

@@ -21,6 +21,10 @@ var (
 	// "unavailable", which tells a client that nothing was allowed: a
 	// client retries under the SAME request id or awaits it.
 	ErrOutcomeUnknown = errors.New("the call's outcome is not recorded yet; it may have run")
+	// ErrNotCommitted marks a store refusal made before anything was
+	// written (a store already failed or closed): unlike other
+	// ErrUnavailable failures of a commit, it certainly did not commit.
+	ErrNotCommitted = errors.New("nothing was written")
 )
 
 // Call statuses as seen by GET /v1/calls/{id}.

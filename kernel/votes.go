@@ -142,7 +142,10 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			if err := tx.PutCall(rec); err != nil {
 				return err
 			}
-		case approved >= req.Quorum:
+		case approved >= req.Quorum && vote.Decision == approval.DecisionApproved:
+			// Only an approval decides an approval: a denial arriving when
+			// the approvals already meet the quorum (a reload that trusts
+			// an earlier voter again) is recorded and decides nothing.
 			req.Status = approval.StatusApproved
 			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.Unix(), TokenID: vote.TokenID,
 				DecidedBy: decidedBy(&vote)}

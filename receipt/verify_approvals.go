@@ -47,16 +47,19 @@ func (v *verifier) evidence(ev *evidenceItem) {
 			continue
 		}
 		t := ct.tok
-		if v.accounted(ev, t, seen) {
+		signed := v.accounted(ev, t, seen)
+		if signed {
 			v.rep.Tokens++
 		}
 		if t.RequestID != ev.id {
 			v.problem(ev.line, nil, "approval %s: token %s is for approval request %s", ev.id, t.ID, t.RequestID)
 		}
-		// trusted_approvers is the export's unsigned word; the signed final
-		// receipt (accounted) is what vouches for an approver. This check
-		// only keeps the file consistent with itself.
-		if !ev.trusted[t.Approver] && !(autoOK && t.Approver == v.opts.KernelKey.String()) {
+		// trusted_approvers is the export's unsigned word (the approvers
+		// trusted when the request was last reconciled); the signed final
+		// receipt (accounted) is what vouches for an approver, also one a
+		// later reload removed after they voted. This check only keeps the
+		// file consistent with itself for votes no signed list names.
+		if !signed && !ev.trusted[t.Approver] && !(autoOK && t.Approver == v.opts.KernelKey.String()) {
 			v.problem(ev.line, nil, "approval %s: approver %s of token %s is not in trusted_approvers", ev.id, t.Approver, t.ID)
 		}
 		if link == nil {

@@ -292,8 +292,10 @@ func TestVerifyTamperedApprovalToken(t *testing.T) {
 			"approval ar-1: token at-1 is for approval request ar-9"},
 		{"token for other call content", ev(approver, honestTok("at-1", "ar-1", "req-other", "approved", fxApprover)),
 			"approval ar-1: token at-1 binds governed_intent_hash " + fxHash("req-other") + ", but incomplete receipt rc-2 has parameter_hash " + fxHash("req-2")},
+		// The signed receipt, not the export's trusted list, vouches for the
+		// deciding approver: a token by another key is caught against it.
 		{"untrusted approver", ev(approver, honestTok("at-1", "ar-1", "req-2", "approved", fxOther)),
-			"approval ar-1: approver " + fxOther.Public().String() + " of token at-1 is not in trusted_approvers"},
+			"receipt names approver " + fxApprover.Public().String() + " but token at-1 is signed by " + fxOther.Public().String()},
 		{"token says denied", ev(approver, honestTok("at-1", "ar-1", "req-2", "denied", fxApprover)),
 			`receipt is allow but the deciding token at-1 says "denied"`},
 		{"missing evidence", fxEvidence(t)[1:], "receipt rc-4 (seq 4): no approval evidence for approval_request_id ar-1"},

@@ -131,7 +131,7 @@ func TestSettleFailureAfterTheToolRanIsOutcomeUnknown(t *testing.T) {
 // requestTimeout is shortened here (its documented test hook).
 func TestSlowToolOutlivingTheRequestTimeoutIsAwaitedNotUnknown(t *testing.T) {
 	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
-	requestTimeout = 200 * time.Millisecond     // stands for 60 s
+	requestTimeout = 200 * time.Millisecond   // stands for 60 s
 	tool := &slowTool{delay: 4 * time.Second} // stands for a 5-minute deploy
 	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: lostOutcomePolicy, Dispatcher: tool, Serve: true,
 		Server: "pay", Grants: []string{"deploys"}})

@@ -46,6 +46,10 @@ func classify(err error) *APIError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	// First: the call may have run, whatever store error (a conflict, a
+	// missing row) the failure also carries.
+	case errors.Is(err, kernel.ErrOutcomeUnknown):
+		return apiErr(http.StatusInternalServerError, CodeOutcomeUnknown, err.Error())
 	// Approval sentinels come first: the kernel wraps strict-JSON failures
 	// of a token in ErrMalformedToken, and that is a rejected credential.
 	case errors.Is(err, approval.ErrReplay), errors.Is(err, approval.ErrDuplicateVote):
@@ -69,8 +73,6 @@ func classify(err error) *APIError {
 		return apiErr(http.StatusConflict, CodeConflict, err.Error())
 	case errors.Is(err, kernel.ErrNotFound):
 		return apiErr(http.StatusNotFound, CodeNotFound, err.Error())
-	case errors.Is(err, kernel.ErrOutcomeUnknown):
-		return apiErr(http.StatusInternalServerError, CodeOutcomeUnknown, err.Error())
 	default:
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, err.Error())
 	}

@@ -135,10 +135,12 @@ func waitFor(meta mcpsdk.Meta, def time.Duration) time.Duration {
 // run again — so the answer is never "retry": it names the request id to
 // await.
 func submitError(requestID string, err error) *mcpsdk.CallToolResult {
+	// A call that may have run is never a refusal, whatever store error
+	// (a conflict) its failure also carries.
 	for _, refusal := range []error{kernel.ErrBadProof, kernel.ErrStaleProof, kernel.ErrCapabilityInvalid,
 		kernel.ErrBadCall, kernel.ErrRequestUsed, kernel.ErrConflict, canon.ErrInvalid, canon.ErrDuplicateKey,
 		canon.ErrUnsafeInteger, canon.ErrTooDeep, canon.ErrNumberRange, canon.ErrTrailingData} {
-		if errors.Is(err, refusal) {
+		if errors.Is(err, refusal) && !errors.Is(err, kernel.ErrOutcomeUnknown) {
 			return refused(err.Error())
 		}
 	}

@@ -53,7 +53,7 @@ func (s *Store) commit(batch []*op) {
 	start := time.Now()
 	if e := s.failed.Load(); e != nil {
 		for _, o := range batch {
-			o.done <- fmt.Errorf("%w: %v", kernel.ErrUnavailable, *e)
+			o.done <- fmt.Errorf("%w (%w): %v", kernel.ErrUnavailable, kernel.ErrNotCommitted, *e)
 		}
 		return
 	}

@@ -165,7 +165,7 @@ func (s *Store) QueueDepth() int64 { return s.queue.Depth() }
 // Update enqueues fn and waits until the commit carrying it is durable.
 func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
 	if e := s.failed.Load(); e != nil {
-		return fmt.Errorf("%w: %v", kernel.ErrUnavailable, *e)
+		return fmt.Errorf("%w (%w): %v", kernel.ErrUnavailable, kernel.ErrNotCommitted, *e)
 	}
 	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	if err := s.queue.Put(o); err != nil {

@@ -32,7 +32,7 @@ func (q *Queue[T]) Put(v T) error {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
-		return fmt.Errorf("%w: store closed", kernel.ErrUnavailable)
+		return fmt.Errorf("%w (%w): store closed", kernel.ErrUnavailable, kernel.ErrNotCommitted)
 	}
 	select {
 	case q.ch <- v:
