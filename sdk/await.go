@@ -80,8 +80,11 @@ func (s *callState) result() (Result, error) {
 	case StatusAllowed:
 		return &Allowed{RequestID: s.RequestID, ReceiptID: s.ReceiptID, Output: s.Output, ToolError: s.ToolError, Execution: s.Execution}, nil
 	case kernel.StatusPendingApproval, kernel.StatusDispatching:
-		// Dispatching: approved, tool running; still nothing to show.
-		p := &PendingApproval{RequestID: s.RequestID, ApprovalID: s.ApprovalRequestID, Summary: s.Summary, ReceiptID: s.ReceiptID}
+		// Dispatching: allowed (or approved), the tool is running; still
+		// nothing to show. With no approval id no human is involved:
+		// Running says so, and Await(RequestID) works either way.
+		p := &PendingApproval{RequestID: s.RequestID, ApprovalID: s.ApprovalRequestID, Summary: s.Summary, ReceiptID: s.ReceiptID,
+			Running: s.Status == kernel.StatusDispatching}
 		if s.Deadline > 0 {
 			p.Deadline = time.Unix(s.Deadline, 0)
 		}
@@ -180,7 +183,9 @@ func (c *Client) Await(ctx context.Context, id string) (*Resolution, error) {
 }
 
 // Status reads a call's state once, without waiting: *Allowed, *Denied, or
-// *PendingApproval while a human decides (or the approved tool runs).
+// *PendingApproval while a human decides, or with Running set while the
+// allowed (or approved) tool runs — then with ApprovalID "" if no human
+// was involved. Await(ctx, p.RequestID) finishes the wait in every case.
 func (c *Client) Status(ctx context.Context, id string) (Result, error) {
 	requestID, err := c.requestIDOf(ctx, id)
 	if err != nil {
@@ -247,7 +252,7 @@ func (c *Client) getCall(ctx context.Context, requestID string, wait time.Durati
 	if wait > 0 {
 		path += "?wait=" + wait.Round(time.Millisecond).String()
 	}
-	ctx, cancel := context.WithTimeout(ctx, wait+pollMargin)
+	ctx, cancel := context.WithTimeoutCause(ctx, wait+pollMargin, errNoAnswer)
 	defer cancel()
 	var st callState
 	if _, err := c.send(ctx, http.MethodGet, path, nil, hdr, &st, http.StatusOK); err != nil {

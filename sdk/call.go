@@ -55,15 +55,25 @@ type Allowed struct {
 // Failed reports whether the tool did not succeed.
 func (a *Allowed) Failed() bool { return a.ToolError != "" }
 
-// PendingApproval: the call is parked until a human decides. Keep
-// ApprovalID (or RequestID) and pass it to [Client.Await], from this
-// process or another.
+// PendingApproval: the call has not ended yet. Usually it is parked until a
+// human decides; keep RequestID (or ApprovalID) and pass it to
+// [Client.Await], from this process or another. Await(RequestID) works in
+// every case, including Running without an ApprovalID.
+//
+// [Client.Status] also reports a call that was decided and whose tool is
+// still running as a PendingApproval with Running set: ApprovalID is then
+// "" when no human was ever involved (the call was allowed outright), or
+// the approval a human already granted. [Client.CallTool] never returns
+// one without an ApprovalID: it waits for such a call's outcome.
 type PendingApproval struct {
 	RequestID  string
-	ApprovalID string
+	ApprovalID string    // "" when Running and no human was involved
 	Deadline   time.Time // zero if chiod did not say
 	Summary    string    // what the approver is shown
 	ReceiptID  string    // the "incomplete" receipt
+	// Running: decided (allowed, or approved) and the tool is running; no
+	// human decision is awaited. Await(RequestID) returns its outcome.
+	Running bool
 }
 
 // Denied: a guard, a human or a deadline said no (Status StatusDenied), or

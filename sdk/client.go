@@ -179,6 +179,24 @@ func (e *errTransport) Is(target error) bool { return target == ErrOutcomeUnknow
 // which is shorter. A variable only so that tests can shorten it.
 var requestTimeout = 60 * time.Second
 
+// errNoAnswer is the cause of the SDK's own time limits on one request
+// (requestTimeout, a long-poll's wait plus pollMargin). It deliberately
+// does not wrap context.DeadlineExceeded: the caller set no deadline, so
+// nothing may read it as one (Confirm's [ErrTimedOut], "the deadline
+// passed"). It surfaces as a transport error: retried, and for a call that
+// is still unanswered after the retries, [ErrOutcomeUnknown].
+var errNoAnswer = errors.New("no complete answer within the per-request time limit")
+
+// transportErr wraps a failed request. When the request's own time limit
+// (not the caller's context) ended it, the error says so and no longer
+// matches context.DeadlineExceeded.
+func transportErr(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errNoAnswer) {
+		return &errTransport{errNoAnswer}
+	}
+	return &errTransport{err}
+}
+
 // send performs one request. Statuses in ok decode into out; any other
 // status is an *APIError. body is sent exactly as given.
 func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr http.Header, out any, ok ...int) (int, error) {
@@ -186,7 +204,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, requestTimeout, errNoAnswer)
 	defer cancel() // after the body is read
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
@@ -201,12 +219,12 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, &errTransport{err}
+		return 0, transportErr(ctx, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return 0, &errTransport{err}
+		return 0, transportErr(ctx, err)
 	}
 	if len(data) > maxResponseBytes {
 		return resp.StatusCode, fmt.Errorf("chio: response larger than %d bytes", maxResponseBytes)

@@ -22,7 +22,8 @@ var (
 	// ErrApprovalRejected: chiod refused a presented approval token.
 	ErrApprovalRejected = errors.New("chio: approval token rejected")
 	// ErrUnavailable: chiod itself answered that it could not decide (503
-	// with its "unavailable" envelope); nothing was allowed by that request.
+	// with its "unavailable" envelope), or a 429 (chiod's or a gateway's
+	// rate limit); nothing was allowed by that request.
 	// A call's error matches it only when no attempt's answer was lost.
 	ErrUnavailable = errors.New("chio: unavailable")
 	// ErrOutcomeUnknown: the answer was lost after the request may have
@@ -59,6 +60,9 @@ func (e *APIError) Error() string {
 // Is matches the sentinel for e's code. A 502 or 504, or a 5xx whose body
 // is not chiod's envelope (a proxy's error page), is ErrOutcomeUnknown: a
 // gateway may send it after it forwarded the request and lost the answer.
+// A 429 whose body is not chiod's envelope (a gateway's rate limit) is
+// ErrUnavailable, as in the TypeScript and Python SDKs: the request was
+// turned away, nothing was allowed by it.
 func (e *APIError) Is(target error) bool {
 	if e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout {
 		return target == ErrOutcomeUnknown
@@ -78,6 +82,9 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrUnavailable
 	case "outcome_unknown": // chiod's own: decided, outcome not recorded yet
 		return target == ErrOutcomeUnknown
+	}
+	if e.Status == http.StatusTooManyRequests {
+		return target == ErrUnavailable
 	}
 	return target == ErrOutcomeUnknown && e.Status >= 500
 }

@@ -123,7 +123,10 @@ func (c *Client) hitl(ctx context.Context, tool string, args any, opts []HITLOpt
 	}
 	r, err := c.CallTool(ctx, Call{Server: o.server, Tool: tool, Arguments: args, RequestID: o.requestID})
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
+		// Only the caller's own deadline is "timed out". A request the SDK
+		// gave up on (its per-request limit) is a lost answer: the error
+		// stays ErrOutcomeUnknown, to retry under the same id or await.
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %w", ErrTimedOut, err)
 		}
 		return nil, err

@@ -43,9 +43,11 @@ func runCall(e *Env, args []string) int {
 	// or CHIO_READ_TOKEN): its key and capability are its credentials, and
 	// it reads its own call back with a Chio-Proof signed by that key.
 	r.agent = true
-	out, err := postCall(e, r, sc)
+	out, lost, err := postCall(e, r, sc)
 	if err != nil {
-		if answerLost(err) {
+		if lost {
+			// Some attempt may have run the call: name it and how to
+			// learn its outcome, whatever the last attempt met.
 			return lostAnswer(e, call, err)
 		}
 		return fail(e, err)

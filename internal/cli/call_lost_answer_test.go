@@ -162,3 +162,45 @@ func TestCallNeverSendsTheOperatorsToken(t *testing.T) {
 		}
 	}
 }
+
+// A lost answer is remembered across attempts: the first attempt reached a
+// gateway that lost chiod's answer (502), and the retry met a refusal that
+// asking again will not change (401). The first attempt may have run the
+// call, so chio call still exits 1 naming the request id and how to retry
+// or await it, not a bare "unauthorized" that invites a new id.
+func TestCallLostThenRefusedStillNamesItsRequestID(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		ids []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var c struct {
+			RequestID string `json:"request_id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&c)
+		mu.Lock()
+		ids = append(ids, c.RequestID)
+		n := len(ids)
+		mu.Unlock()
+		if n == 1 {
+			rw.Header().Set("Content-Type", "text/html")
+			rw.WriteHeader(http.StatusBadGateway)
+			io.WriteString(rw, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(rw, `{"error":"unauthorized","message":"capability expired"}`)
+	}))
+	t.Cleanup(srv.Close)
+	_, se, code := chio(inflightAgent(t, srv.URL), "call", "demo", "issue_refund", "--args", `{"amount":1}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || ids[0] == "" || ids[0] != ids[1] {
+		t.Fatalf("ids %q; want one retry under the same id", ids)
+	}
+	if code != cli.ExitError || !strings.Contains(se, "request id: "+ids[0]) ||
+		!strings.Contains(se, "--request-id "+ids[0]) || !strings.Contains(se, "chio await "+ids[0]) {
+		t.Fatalf("exit %d, stderr %q; want exit 1 naming request %s and how to retry or await it", code, se, ids[0])
+	}
+}

@@ -29,21 +29,26 @@ const (
 // denial). When the answer is lost — no complete HTTP answer, or a 5xx or
 // 429 (a proxy that failed, chiod restarting or overloaded) — it asks
 // again with the same request id, and returns the last error once the
-// attempts are spent.
-func postCall(e *Env, r *remote, sc *signedCall) (kernel.Outcome, error) {
+// attempts are spent. lost reports whether ANY attempt's answer was lost:
+// that attempt may have run the call, whatever the later ones met (a 4xx
+// after a lost answer does not make the outcome known).
+func postCall(e *Env, r *remote, sc *signedCall) (out kernel.Outcome, lost bool, err error) {
 	backoff := callFirstBackoff
 	for attempt := 1; ; attempt++ {
 		if time.Since(sc.signedAt) > callProofRefresh {
 			if err := sc.sign(time.Now()); err != nil {
-				return kernel.Outcome{}, err
+				return kernel.Outcome{}, lost, err
 			}
 		}
-		var out kernel.Outcome
+		out = kernel.Outcome{}
 		ctx, cancel := context.WithTimeout(context.Background(), callAttemptTimeout)
-		_, err := r.do(ctx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
+		_, err = r.do(ctx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
 		cancel()
+		if err != nil && answerLost(err) {
+			lost = true
+		}
 		if err == nil || !retryableCall(err) || attempt == callAttempts {
-			return out, err
+			return out, lost, err
 		}
 		fmt.Fprintf(e.Stderr, "chio: %v; retrying request %s\n", err, sc.call.RequestID)
 		time.Sleep(backoff)

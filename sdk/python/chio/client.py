@@ -256,7 +256,10 @@ class Client:
 
     async def status(self, id: str) -> Result:
         """Read a call's state once, without waiting: Allowed, ToolDenied, or
-        PendingApproval while a human decides (or the approved tool runs).
+        PendingApproval while a human decides, or with ``running`` True
+        while the allowed (or approved) tool runs — then with
+        approval_request_id "" if no human was involved.
+        await_approval(result.request_id) finishes the wait in every case.
         id is a request id or an approval id (ar-…)."""
         rid = await self._request_id_of(id, None)
         return from_state(await self._get_call(rid, 0))

@@ -52,15 +52,27 @@ class Allowed:
 
 @dataclass(frozen=True)
 class PendingApproval:
-    """The call is parked until a human decides. Persist approval_request_id
-    (or request_id) and pass it to Client.await_approval, from this process
-    or another."""
+    """The call has not ended yet. Usually it is parked until a human
+    decides: persist request_id (or approval_request_id) and pass it to
+    Client.await_approval, from this process or another.
+    await_approval(request_id) works in every case, including ``running``
+    without an approval_request_id.
+
+    Client.status also reports a call that was decided and whose tool is
+    still running this way, with ``running`` True: approval_request_id is
+    then "" when no human was ever involved (the call was allowed
+    outright), or the approval a human already granted. call_tool never
+    returns one without an approval_request_id: it waits for such a call's
+    outcome."""
 
     request_id: str
-    approval_request_id: str
+    approval_request_id: str  #: "" when running and no human was involved
     deadline: datetime | None  #: UTC; None if chiod did not say
     summary: str  #: what the approver is shown
     receipt_id: str  #: the "incomplete" receipt
+    #: decided (allowed, or approved) and the tool is running; no human
+    #: decision is awaited. await_approval(request_id) returns its outcome.
+    running: bool = False
     status = "pending_approval"
 
 
@@ -99,8 +111,10 @@ def from_state(st: dict) -> Result:
         )
     if status in ("pending_approval", "dispatching"):
         # Dispatching: allowed or approved, the tool is running; nothing to
-        # show yet. (Client.call_tool waits out one that never waited for a
-        # human rather than report it as pending.)
+        # show yet. With no approval id no human is involved: running says
+        # so, and await_approval(request_id) works either way.
+        # (Client.call_tool waits out one that never waited for a human
+        # rather than report it.)
         dl = st.get("deadline")
         return PendingApproval(
             request_id=rid,
@@ -108,6 +122,7 @@ def from_state(st: dict) -> Result:
             deadline=datetime.fromtimestamp(dl, timezone.utc) if isinstance(dl, int) and dl > 0 else None,
             summary=_str(st, "summary"),
             receipt_id=_str(st, "receipt_id"),
+            running=status == "dispatching",
         )
     if status in ("denied", "cancelled"):
         return ToolDenied(

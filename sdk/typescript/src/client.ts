@@ -298,7 +298,13 @@ export class ChioClient {
     return data;
   }
 
-  /** Read a call's state once, without waiting (id: a request id or an approval id). */
+  /**
+   * Read a call's state once, without waiting (id: a request id or an
+   * approval id): Allowed, ToolDenied, or PendingApproval while a human
+   * decides, or with `running: true` while the allowed (or approved) tool
+   * runs — then with approvalRequestId "" if no human was involved.
+   * awaitApproval(result.requestId) finishes the wait in every case.
+   */
   async status(id: string): Promise<CallResult> {
     const rid = await this.#requestIdOf(id, undefined, undefined);
     return fromState(await this.#getCall(rid, 0, undefined));

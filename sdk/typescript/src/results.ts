@@ -49,13 +49,28 @@ export interface Allowed {
 }
 
 /**
- * The call is parked until a human decides. Persist approvalRequestId (or
- * requestId) and pass it to awaitApproval, from this process or another.
+ * The call has not ended yet. Usually it is parked until a human decides:
+ * persist requestId (or approvalRequestId) and pass it to awaitApproval,
+ * from this process or another. awaitApproval(requestId) works in every
+ * case, including `running` without an approvalRequestId.
+ *
+ * status() also reports a call that was decided and whose tool is still
+ * running this way, with `running: true`: approvalRequestId is then ""
+ * when no human was ever involved (the call was allowed outright), or the
+ * approval a human already granted. callTool never returns one without an
+ * approvalRequestId: it waits for such a call's outcome.
  */
 export interface PendingApproval {
   status: "pending_approval";
   requestId: string;
+  /** "" when `running` and no human was involved. */
   approvalRequestId: string;
+  /**
+   * Decided (allowed, or approved) and the tool is running; no human
+   * decision is awaited. awaitApproval(requestId) returns its outcome.
+   * Always set by the SDK (optional only so that older literals compile).
+   */
+  running?: boolean;
   /** When the request expires; undefined if chiod did not say. */
   deadline?: Date;
   /** What the approver is shown. */
@@ -117,13 +132,15 @@ export function fromState(st: Record<string, unknown>): CallResult {
     case "pending_approval":
     case "dispatching": {
       // Dispatching: allowed or approved, the tool is running; nothing to
-      // show yet. (callTool waits out one that never waited for a human
-      // rather than report it as pending.)
+      // show yet. With no approval id no human is involved: `running` says
+      // so, and awaitApproval(requestId) works either way. (callTool waits
+      // out one that never waited for a human rather than report it.)
       const dl = st["deadline"];
       return {
         status: "pending_approval",
         ...common,
         approvalRequestId: s("approval_request_id"),
+        running: status === "dispatching",
         ...(typeof dl === "number" && dl > 0 ? { deadline: new Date(dl * 1000) } : {}),
         summary: s("summary"),
       };
