@@ -77,6 +77,11 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		tx.AppendReceipt(r)
 		return tx.PutCall(rec)
 	})
+	if mayHaveCommitted(err) {
+		// A park reported failed may be durable: it is then announced after
+		// the heal and may be approved and run. Never "nothing happened".
+		return nil, fmt.Errorf("%w: the park's commit failed and may be durable: %w", ErrOutcomeUnknown, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -73,10 +73,8 @@ func withApproversNow(p *policy.Policy, req *approval.Request) (*approval.Reques
 // approval-policy), so the agent is answered rather than left to time out.
 func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 	k.SetPolicy(p)
-	var pending []*approval.Request
-	if err := k.store.View(func(tx ReadTx) error {
-		return tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true })
-	}); err != nil {
+	pending, err := k.pendingRequests()
+	if err != nil {
 		return err
 	}
 	for _, req := range pending {

@@ -277,7 +277,10 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		// This may be the retry of a call whose decision is durable although
+		// its commit was reported failed: without the record, chio cannot
+		// tell, so the answer is never "nothing was allowed".
+		return nil, fmt.Errorf("%w: cannot read whether request %s was decided: %w", ErrOutcomeUnknown, call.RequestID, fmt.Errorf("%w: %v", ErrUnavailable, err))
 	}
 	if existing != nil {
 		return k.sameCall(settledView(existing, ans), vc, paramHash)

@@ -56,10 +56,7 @@ func (k *Kernel) WaitRecovery(ctx context.Context) error {
 // finishes calls left in flight IN THE BACKGROUND: chiod serves at once,
 // and a hanging tool server cannot hold start-up.
 func (k *Kernel) Recover(ctx context.Context) error {
-	var pending []*approval.Request
-	err := k.store.View(func(tx ReadTx) error {
-		return tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true })
-	})
+	pending, err := k.pendingRequests()
 	if err != nil {
 		return err
 	}
@@ -84,6 +81,15 @@ func (k *Kernel) Recover(ctx context.Context) error {
 	return k.RecoverInFlight(context.WithoutCancel(ctx))
 }
 
+// pendingRequests reads every pending approval request, oldest first.
+func (k *Kernel) pendingRequests() ([]*approval.Request, error) {
+	var pending []*approval.Request
+	err := k.store.View(func(tx ReadTx) error {
+		return tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true })
+	})
+	return pending, err
+}
+
 // RecoverAfterHeal runs when the store has healed after a failed commit.
 // A commit reported failed may have reached the disk anyway (see
 // boltstore's heal.go): a request it parked or escalated is pending with
@@ -91,10 +97,8 @@ func (k *Kernel) Recover(ctx context.Context) error {
 // deadline armed and is announced at its tier; then the calls the failure
 // left in flight are finished (RecoverInFlight).
 func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
-	var pending []*approval.Request
-	if err := k.store.View(func(tx ReadTx) error {
-		return tx.PendingApprovals(func(r *approval.Request) bool { pending = append(pending, r); return true })
-	}); err != nil {
+	pending, err := k.pendingRequests()
+	if err != nil {
 		return err
 	}
 	for _, r := range pending {

@@ -10,7 +10,10 @@ func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outc
 	ans := k.answered(call.RequestID) // before the store read (settling.go)
 	rec, err := k.storedCall(call.RequestID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: duplicate request_id whose first call left no record", ErrUnavailable)
+		// The first may have ended in a commit reported failed that is
+		// durable anyway (recovery then runs it): never "nothing happened".
+		return nil, fmt.Errorf("%w: duplicate request_id whose first call left no readable record (%v); retry it later with the same id",
+			ErrOutcomeUnknown, err)
 	}
 	return k.sameCall(settledView(rec, ans), vc, paramHash)
 }

@@ -146,7 +146,7 @@ func submitError(requestID string, err error) *mcpsdk.CallToolResult {
 	}
 	return chioResult(fmt.Sprintf("chio could not record this call's outcome yet (%v). The tool may have run: "+
 		"do not call it again. Call %s with {\"id\":%q} for its outcome. (If %s finds no call with this id, "+
-		"chio never decided it and the tool did not run.)", err, AwaitTool, requestID, AwaitTool),
+		"once chio is healthy again, chio never decided it and the tool did not run.)", err, AwaitTool, requestID, AwaitTool),
 		mcpsdk.Meta{MetaStatus: StatusUnrecorded, MetaRequestID: requestID, MetaReason: err.Error()})
 }
 
