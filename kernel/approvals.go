@@ -171,6 +171,10 @@ func (k *Kernel) announce(event string, req *approval.Request) {
 // dies before this point leaves it for the next start (or heal) to
 // announce. A failed record costs at most one more announcement.
 func (k *Kernel) announceDurably(ctx context.Context, event string, req *approval.Request) {
+	// While this runs, the request is being told: a deadline firing
+	// meanwhile acts on it as on any told request (announceIfUntold).
+	k.announcing.Store(req.ApprovalID, struct{}{})
+	defer k.announcing.Delete(req.ApprovalID)
 	k.announce(event, req)
 	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		cur, err := tx.Approval(req.ApprovalID)
@@ -195,6 +199,9 @@ func (k *Kernel) announceDurably(ctx context.Context, event string, req *approva
 func (k *Kernel) announceIfUntold(ctx context.Context, req *approval.Request) bool {
 	if req.Status != approval.StatusPending || req.Notified > req.Tier {
 		return false
+	}
+	if _, busy := k.announcing.Load(req.ApprovalID); busy {
+		return false // this kernel is telling them right now (announceDurably)
 	}
 	now := k.clock.Now()
 	var timeout time.Duration

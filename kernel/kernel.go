@@ -68,6 +68,7 @@ type Kernel struct {
 	// (verify.go), by public key.
 	verifyKeys *lru.Cache[[32]byte, verifyKey]
 	inflight   sync.Map // request_id → *firstSubmit, while its first Submit runs
+	announcing sync.Map // approval id → struct{}: announceDurably is telling its approvers
 	rate       *rateWindow
 	events     *broker
 	notifier   Notifier
