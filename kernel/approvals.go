@@ -173,8 +173,8 @@ func (k *Kernel) announce(event string, req *approval.Request) {
 func (k *Kernel) announceDurably(ctx context.Context, event string, req *approval.Request) {
 	// While this runs, the request is being told: a deadline firing
 	// meanwhile acts on it as on any told request (announceIfUntold).
-	k.announcing.Store(req.ApprovalID, struct{}{})
-	defer k.announcing.Delete(req.ApprovalID)
+	k.announcing.Store(req.ApprovalID, req.Tier)
+	defer k.announcing.CompareAndDelete(req.ApprovalID, req.Tier)
 	k.announce(event, req)
 	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		cur, err := tx.Approval(req.ApprovalID)
@@ -200,8 +200,8 @@ func (k *Kernel) announceIfUntold(ctx context.Context, req *approval.Request) bo
 	if req.Status != approval.StatusPending || req.Notified > req.Tier {
 		return false
 	}
-	if _, busy := k.announcing.Load(req.ApprovalID); busy {
-		return false // this kernel is telling them right now (announceDurably)
+	if tier, busy := k.announcing.Load(req.ApprovalID); busy && tier == req.Tier {
+		return false // this kernel is telling this tier right now (announceDurably)
 	}
 	now := k.clock.Now()
 	var timeout time.Duration

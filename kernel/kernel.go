@@ -68,7 +68,7 @@ type Kernel struct {
 	// (verify.go), by public key.
 	verifyKeys *lru.Cache[[32]byte, verifyKey]
 	inflight   sync.Map // request_id → *firstSubmit, while its first Submit runs
-	announcing sync.Map // approval id → struct{}: announceDurably is telling its approvers
+	announcing sync.Map // approval id → tier: announceDurably is telling that tier's approvers
 	rate       *rateWindow
 	events     *broker
 	notifier   Notifier
@@ -258,7 +258,9 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 		case <-p.done:
 		case <-p.decided:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			// The first attempt may still run the call: never "nothing
+			// happened" (the context's error stays matchable).
+			return nil, fmt.Errorf("%w: stopped waiting for the first attempt of request %s: %w", ErrOutcomeUnknown, call.RequestID, ctx.Err())
 		}
 		return k.replay(call, vc, paramHash)
 	}
