@@ -176,18 +176,7 @@ func (k *Kernel) announceDurably(ctx context.Context, event string, req *approva
 	k.announcing.Store(req.ApprovalID, req.Tier)
 	defer k.announcing.CompareAndDelete(req.ApprovalID, req.Tier)
 	k.announce(event, req)
-	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
-		cur, err := tx.Approval(req.ApprovalID)
-		if err != nil || cur.Status != approval.StatusPending || cur.Tier != req.Tier || cur.Notified > req.Tier {
-			return err
-		}
-		cur.Notified = req.Tier + 1
-		return tx.PutApproval(cur)
-	})
-	if err != nil {
-		slog.Warn("could not record that a request's approvers were told; it is announced again at the next start",
-			"approval_id", req.ApprovalID, "err", err)
-	}
+	k.markTold(ctx, req, req.ExpiresAt)
 }
 
 // announceIfUntold announces pending req if its current tier's approvers
@@ -203,13 +192,12 @@ func (k *Kernel) announceIfUntold(ctx context.Context, req *approval.Request) bo
 	if tier, busy := k.announcing.Load(req.ApprovalID); busy && tier == req.Tier {
 		return false // this kernel is telling this tier right now (announceDurably)
 	}
-	now := k.clock.Now()
 	var timeout time.Duration
 	if g, ok := k.Policy().Grant(req.PolicyID); ok && g.Approval != nil {
 		_, _, timeout = tierView(g.Approval, req.Tier)
 	}
 	late := *req
-	late.ExpiresAt = max(req.ExpiresAt, now.Add(timeout).Unix())
+	late.ExpiresAt = max(req.ExpiresAt, k.clock.Now().Add(timeout).Unix())
 	event := EventApprovalRequested
 	if req.Tier > 0 {
 		event = EventApprovalEscalated
@@ -217,21 +205,36 @@ func (k *Kernel) announceIfUntold(ctx context.Context, req *approval.Request) bo
 	// Announced before the mark commits: a crash in between costs a second
 	// announcement, never a missed one.
 	k.announce(event, &late)
+	if stored := k.markTold(ctx, req, late.ExpiresAt); stored != nil {
+		late = *stored
+	}
+	k.armTimer(req.ApprovalID, late.ExpiresAt)
+	return true
+}
+
+// markTold records that req's current tier was told (Notified = Tier+1),
+// moving its deadline to at least expiresAt, in one commit; it returns the
+// request as stored then, or nil when it wrote nothing (the request moved
+// on, was already marked, or the commit failed: logged, and the request is
+// announced again later).
+func (k *Kernel) markTold(ctx context.Context, req *approval.Request, expiresAt int64) *approval.Request {
+	var stored *approval.Request
 	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+		stored = nil
 		cur, err := tx.Approval(req.ApprovalID)
 		if err != nil || cur.Status != approval.StatusPending || cur.Tier != req.Tier || cur.Notified > req.Tier {
 			return err
 		}
-		cur.Notified, cur.ExpiresAt = req.Tier+1, max(cur.ExpiresAt, late.ExpiresAt)
-		late = *cur
+		cur.Notified, cur.ExpiresAt = req.Tier+1, max(cur.ExpiresAt, expiresAt)
+		stored = cur
 		return tx.PutApproval(cur)
 	})
 	if err != nil {
 		slog.Warn("could not record that a request's approvers were told; it is announced again later",
 			"approval_id", req.ApprovalID, "err", err)
+		return nil
 	}
-	k.armTimer(req.ApprovalID, late.ExpiresAt)
-	return true
+	return stored
 }
 
 // Approval returns a request by id.
