@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"github.com/gofrs/uuid/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
 
-	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/policy"
@@ -300,86 +298,6 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 		k.observer.Decision(out.Status, time.Since(start))
 	}
 	return out, err
-}
-
-// authenticate checks the call's shape, capability and proof.
-func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, string, error) {
-	if !validRequestID(call.RequestID) {
-		return verifiedCap{}, "", fmt.Errorf("%w: request_id must be 1..%d of [A-Za-z0-9._:-]", ErrBadCall, MaxRequestIDLen)
-	}
-	if call.Server == "" || call.Tool == "" {
-		return verifiedCap{}, "", fmt.Errorf("%w: server and tool are required", ErrBadCall)
-	}
-	if call.Operation == "" {
-		call.Operation = "invoke"
-	}
-	// Names land in receipts, indexes and approvers' screens: they meet the
-	// policy's own naming rule (bounded, printable, no spaces) first.
-	for _, n := range []struct{ what, v string }{{"server", call.Server}, {"tool", call.Tool}, {"operation", call.Operation}} {
-		if err := policy.CheckName(n.v); err != nil {
-			return verifiedCap{}, "", fmt.Errorf("%w: %s %s", ErrBadCall, n.what, err)
-		}
-	}
-	if len(call.Arguments) == 0 || string(call.Arguments) == "null" {
-		call.Arguments = json.RawMessage("{}")
-	}
-	if len(call.Arguments) > MaxArgumentsBytes {
-		return verifiedCap{}, "", fmt.Errorf("%w: arguments larger than %d bytes", ErrBadCall, MaxArgumentsBytes)
-	}
-	// From here on the call carries its canonical bytes: they are what
-	// parameter_hash covers, what approvers are shown, and exactly what the
-	// tool receives (no second reading of the agent's spelling).
-	args, err := canon.Canonicalize(call.Arguments)
-	if err != nil {
-		return verifiedCap{}, "", fmt.Errorf("%w: arguments: %w", ErrBadCall, err)
-	}
-	if len(args) > MaxArgumentsBytes {
-		// The canonical form is what is stored, shown and sent, and it can
-		// be longer than what was sent ("9e15" is 9000000000000000).
-		return verifiedCap{}, "", fmt.Errorf("%w: arguments larger than %d bytes in canonical form", ErrBadCall, MaxArgumentsBytes)
-	}
-	if args[0] != '{' {
-		return verifiedCap{}, "", fmt.Errorf("%w: arguments must be a JSON object", ErrBadCall)
-	}
-	call.Arguments = args
-	if len(call.GovernedIntent) > 0 {
-		// The size limit meets the intent as sent, before any parser does.
-		if len(call.GovernedIntent) > MaxIntentBytes {
-			return verifiedCap{}, "", fmt.Errorf("%w: governed_intent is %d bytes; the limit is %d", ErrBadCall, len(call.GovernedIntent), MaxIntentBytes)
-		}
-		intent, err := canon.Canonicalize(call.GovernedIntent)
-		if err != nil {
-			return verifiedCap{}, "", fmt.Errorf("%w: governed_intent: %w", ErrBadCall, err)
-		}
-		call.GovernedIntent = intent
-	}
-	vc, err := k.capability(call.Capability)
-	if err != nil {
-		return verifiedCap{}, "", err
-	}
-	paramHash, err := canonicalParameterHash(call.Server, call.Tool, call.Arguments, call.GovernedIntent)
-	if err != nil {
-		return verifiedCap{}, "", err
-	}
-	if err := verifyProof(k.verifyKeyFor(vc.subject), call.Proof, call.RequestID, vc.cap.ID, call.Server, call.Tool, paramHash, now); err != nil {
-		return verifiedCap{}, "", err
-	}
-	return vc, paramHash, nil
-}
-
-// capability verifies (or recalls having verified) exactly these bytes.
-func (k *Kernel) capability(raw json.RawMessage) (verifiedCap, error) {
-	h := sha256.Sum256(raw)
-	if vc, ok := k.caps.Get(h); ok {
-		return vc, nil
-	}
-	c, subject, err := ParseCapability(raw, k.trusted...)
-	if err != nil {
-		return verifiedCap{}, err
-	}
-	vc := verifiedCap{cap: c, subject: subject}
-	k.caps.Add(h, vc)
-	return vc, nil
 }
 
 func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, paramHash string, revoked bool, now time.Time) (*Outcome, error) {

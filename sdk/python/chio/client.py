@@ -20,7 +20,9 @@ from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, TypeVar
 
 from . import _http
-from .canon import RawJSON, canonicalize, loads_strict
+from ._approvals import _Approvals
+from ._wire import MAX_CAPABILITY_BYTES, _hitl_denial, _json_object, _parse_capability, _parse_response, _path, _read_file, _token_bytes
+from .canon import RawJSON, canonicalize
 from .errors import (
     BadRequest,
     Cancelled,
@@ -36,7 +38,7 @@ from .errors import (
 )
 from .keys import PrivateKey
 from .results import Allowed, PendingApproval, Result, ToolDenied, from_state
-from .signing import STATUS_PROOF_HEADER, call_proof, cancel_proof, new_id, parameter_hash, status_proof
+from .signing import STATUS_PROOF_HEADER, call_proof, new_id, parameter_hash, status_proof
 
 DEFAULT_URL = "http://127.0.0.1:7420"
 DEFAULT_HITL_SERVER = "demo"  # the server whose confirm/ask verbs are used
@@ -59,8 +61,6 @@ RECONNECT_FIRST = 0.25
 RECONNECT_MAX = 5.0
 REQUEST_TIMEOUT = 60.0  # any other request
 
-MAX_CAPABILITY_BYTES = 64 << 10
-MAX_TOKEN_BYTES = 64 << 10  # as chiod's approval.MaxTokenBytes
 
 _FINAL = ("allowed", "denied", "cancelled")
 _USER_AGENT = "chio-python/0.1"
@@ -68,7 +68,7 @@ _USER_AGENT = "chio-python/0.1"
 T = TypeVar("T")
 
 
-class Client:
+class Client(_Approvals):
     """An agent's asyncio client. Safe to share between tasks.
 
     key and capability are needed to call tools; either may be absent for
@@ -407,75 +407,6 @@ class Client:
             return await self.await_approval(r.request_id, remaining)
         return r
 
-    # --- approvals --------------------------------------------------------
-
-    async def approval(self, id: str) -> dict:
-        """Read one approval request (the "request" object of GET
-        /approvals/{id}). An agent may read the requests that park its own
-        calls; anything else needs a bearer."""
-        _, view = await self._send("GET", "/approvals/" + _path(id), None, self._read_auth(id))
-        req = view.get("request") if isinstance(view, dict) else None
-        if not isinstance(req, dict):
-            raise ChioError(f"chio: approval {id}: empty answer from chiod")
-        return req
-
-    async def respond(self, approval_id: str, token: bytes | str | Mapping, *, channel: str | None = None) -> dict:
-        """Present a signed approval token (the token is the credential; no
-        bearer is sent). One attempt: after a transport error the token may
-        or may not have been consumed; resume_with_approval or
-        await_approval tells how the call ended."""
-        raw, _ = _token_bytes(token)
-        # Assembled around the signed bytes, so that they reach chiod exactly
-        # as signed.
-        body = b'{"token":' + raw + (b',"channel":' + canonicalize(channel) if channel else b"") + b"}"
-        _, res = await self._send("POST", "/approvals/" + _path(approval_id) + "/respond", body, {})
-        return res
-
-    async def cancel(self, approval_id: str, reason: str) -> ToolDenied:
-        """Withdraw a parked call before a human decided it: the call ends
-        cancelled, with a signed `cancelled` receipt, and everyone awaiting
-        it gets a ToolDenied with status "cancelled" and this reason.
-
-        With the agent key, the agent cancels (a Chio-Proof in the
-        chio.cancel.v1 domain over the approval id, the time and the
-        reason: a read proof cannot cancel); a client without a key but
-        with bearer= an admin token cancels as an operator. An id that is
-        not an approval id or an empty reason is BadRequest; a request
-        already decided (or cancelled) is Conflict. One attempt: after a
-        TransportError, status() or await_approval() says whether it took.
-        """
-        if not isinstance(approval_id, str) or not approval_id.startswith("ar-"):
-            raise BadRequest(f"chio: {approval_id!r} is not an approval id (ar-…)")
-        if not isinstance(reason, str) or not reason.strip():
-            raise BadRequest("chio: a cancellation needs a reason")
-        body = canonicalize({"reason": reason})  # strict: a lone surrogate is refused here
-        if self._key is not None:
-            headers = {STATUS_PROOF_HEADER: cancel_proof(self._key, approval_id, reason)}
-        elif self._bearer:
-            headers = {"Authorization": "Bearer " + self._bearer}
-        else:
-            raise Unauthorized("chio: cancelling needs the agent key (key=) or an admin token (bearer=)")
-        _, state = await self._send("POST", "/approvals/" + _path(approval_id) + "/cancel", body, headers)
-        result = from_state(state) if isinstance(state, dict) else None
-        if not isinstance(result, ToolDenied) or result.status != "cancelled":
-            raise ChioError(f"chio: cancel {approval_id}: unexpected answer from chiod: {state!r}"[:300])
-        return result
-
-    async def pending(self) -> list[dict]:
-        """Pending approval requests, oldest first: this agent's with a key,
-        everyone's without. chiod serves the list to reader and admin tokens
-        only, so this needs bearer=."""
-        if not self._bearer:
-            raise Unauthorized("chio: listing pending approvals needs a reader token (bearer=)")
-        q = {"limit": "1000"}
-        if self._key:
-            q["subject_id"] = self._key.public_key
-        _, res = await self._send(
-            "GET", "/approvals/pending?" + urllib.parse.urlencode(q), None, {"Authorization": "Bearer " + self._bearer}
-        )
-        approvals = res.get("approvals") if isinstance(res, dict) else None
-        return approvals if isinstance(approvals, list) else []
-
     # --- plumbing ---------------------------------------------------------
 
     async def _request_id_of(self, id: str, deadline: float | None) -> str:
@@ -561,88 +492,3 @@ class Client:
             raise api_error(status, env["error"], str(env.get("message", "")))
         text = data.decode("utf-8", "replace").strip()
         raise api_error(status, None, text[:200] or "no body")
-
-
-class _NotJSON(ValueError):
-    pass
-
-
-def _no_constants(name: str) -> Any:
-    raise _NotJSON(f"{name} is not JSON")
-
-
-def _parse_response(data: bytes, status: int) -> Any:
-    """chiod's answers are parsed as plain JSON (large integers in a tool's
-    output stay exact Python ints); they are not signed or hashed here."""
-    try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise ChioError(f"chio: bad response from chiod ({status}): {e}") from None
-
-
-def _path(id: str) -> str:
-    return urllib.parse.quote(id, safe="")
-
-
-def _json_object(v: Any, what: str) -> Any:
-    """A caller's arguments or intent: a JSON object, checked now so that a
-    bad value is BadRequest before anything is sent."""
-    value = v.value if isinstance(v, RawJSON) else v
-    if not isinstance(value, Mapping):
-        raise BadRequest(f"chio: {what} must be a JSON object")
-    canonicalize(value)  # strict: raises CanonicalJSONError (a BadRequest)
-    return value
-
-
-def _read_file(path, limit: int, what: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError as e:
-        raise BadRequest(f"chio: {what} file: {e}") from None
-    if len(data) > limit:
-        raise BadRequest(f"chio: {what} file {path} is larger than {limit} bytes")
-    return data
-
-
-def _parse_capability(capability: bytes | str) -> tuple[bytes, str, str]:
-    """The capability exactly as issued, its id and its subject."""
-    raw = (capability.encode("utf-8") if isinstance(capability, str) else bytes(capability)).strip()
-    if len(raw) > MAX_CAPABILITY_BYTES:
-        raise BadRequest("chio: capability larger than 64 KiB")
-    cap = loads_strict(raw)
-    if not isinstance(cap, dict) or not isinstance(cap.get("id"), str) or not cap["id"]:
-        raise BadRequest("chio: not a capability (want a JSON object with an id)")
-    return raw, cap["id"], cap.get("subject") if isinstance(cap.get("subject"), str) else ""
-
-
-def _token_bytes(token: bytes | str | Mapping) -> tuple[bytes, dict]:
-    """A token's bytes to present, and the token parsed. Bytes and text are
-    sent exactly as given; a parsed object is sent in canonical form, which
-    is the form it was signed in."""
-    if isinstance(token, Mapping):
-        raw = canonicalize(token)
-    elif isinstance(token, (bytes, bytearray, str)):
-        raw = (token.encode("utf-8") if isinstance(token, str) else bytes(token)).strip()
-    else:
-        raise BadRequest(f"chio: an approval token is bytes, str or a dict, not {type(token).__name__}")
-    if len(raw) > MAX_TOKEN_BYTES:
-        raise BadRequest(f"chio: approval token larger than {MAX_TOKEN_BYTES} bytes")
-    parsed = loads_strict(raw)
-    if not isinstance(parsed, dict):
-        raise BadRequest("chio: the token must be the signed JSON object")
-    return raw, parsed
-
-
-def _hitl_denial(res: Allowed | ToolDenied) -> None:
-    """Turn a non-human ending of a confirm/ask into an exception."""
-    if isinstance(res, Allowed):
-        if res.tool_error:
-            raise ChioError(f"chio: {res.request_id}: {res.tool_error}")
-        return
-    if res.status == "cancelled":
-        # Withdrawn before a human decided: neither a human's nor a policy's no.
-        raise Cancelled(f"chio: {res.request_id}: cancelled: {res.reason}")
-    if res.guard == "approval-timeout":
-        raise TimedOut(f"chio: {res.request_id}: {res.reason}")
-    raise DeniedByPolicy(f"chio: {res.request_id}: {res.status} by {res.guard}: {res.reason}")

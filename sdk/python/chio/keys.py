@@ -8,6 +8,7 @@ import os
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from ._wire import _read_file
 from .errors import BadRequest
 
 # A PEM key file is ~120 bytes; anything much larger is not one.
@@ -52,14 +53,7 @@ class PrivateKey:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "PrivateKey":
         """Read a PKCS#8 PEM key file."""
-        try:
-            with open(path, "rb") as f:
-                data = f.read(MAX_KEY_FILE_BYTES + 1)
-        except OSError as e:
-            raise BadRequest(f"chio: key file: {e}") from None
-        if len(data) > MAX_KEY_FILE_BYTES:
-            raise BadRequest(f"chio: key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes")
-        return cls.from_pem(data)
+        return cls.from_pem(_read_file(path, MAX_KEY_FILE_BYTES, "key"))
 
     def sign(self, message: bytes) -> bytes:
         """The raw 64-byte Ed25519 signature of message. Callers sign

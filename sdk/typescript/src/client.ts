@@ -7,14 +7,14 @@
  * reads, cancelling a parked call, resume with a token, confirm and ask.
  */
 
-import { readFileSync, statSync } from "node:fs";
-
 import type { ApprovalRequest, Question } from "./approver.js";
-import { RawJSON, canonicalize, parseStrict } from "./canon.js";
+import { canonicalize, parseStrict } from "./canon.js";
 import { ChioError, apiError, isAnswerLost, isRetryable } from "./errors.js";
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
 import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
+import type { ClientOptions, HITLOptions, RespondResult, ResumeOptions, ToolCall, WaitOptions } from "./types.js";
+import { anySignal, hitlDenial, isObject, jsonObject, readBody, readLimited, sleep, tokenText, wireIntent } from "./wire.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:7420";
 /** The server whose confirm/ask verbs are used unless told otherwise. */
@@ -39,96 +39,9 @@ const RECONNECT_MAX_MS = 5_000;
 const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Untrusted input meets a limit first. */
-const MAX_RESPONSE_BYTES = 16 << 20;
 const MAX_CAPABILITY_BYTES = 64 << 10;
-const MAX_TOKEN_BYTES = 64 << 10; // chiod's approval.MaxTokenBytes
 
 const FINAL = new Set(["allowed", "denied", "cancelled"]);
-
-export interface ClientOptions {
-  /** chiod's URL (default http://127.0.0.1:7420). */
-  url?: string;
-  /** The agent key, or keyFile: a PKCS#8 PEM file. */
-  key?: PrivateKey;
-  keyFile?: string;
-  /** The capability JSON exactly as issued, or capabilityFile: its file. */
-  capability?: string | Uint8Array;
-  capabilityFile?: string;
-  /**
-   * A reader or admin token. Agents do not need one (they read their own
-   * calls with a Chio-Proof); it is never read from the environment, so an
-   * agent does not run with an operator's token by accident.
-   */
-  bearer?: string;
-  /** A fetch implementation (default: the global fetch). */
-  fetch?: typeof fetch;
-}
-
-/** Money in minor units. */
-export interface Amount {
-  units: number;
-  currency: string;
-}
-
-/** A governed intent (SPEC §3); sent as {purpose, max_amount, action_category, context}. */
-export interface GovernedIntent {
-  purpose: string;
-  maxAmount?: Amount;
-  actionCategory?: string;
-  context?: Record<string, unknown>;
-}
-
-export interface ToolCall {
-  server: string;
-  tool: string;
-  /** A JSON object, or RawJSON: JSON text (e.g. from an LLM) judged as written. Default {}. */
-  arguments?: Record<string, unknown> | RawJSON;
-  /** The intent; RawJSON is sent as given, in the wire's snake_case. */
-  governedIntent?: GovernedIntent | RawJSON;
-  /** Default "invoke". */
-  operation?: string;
-  /**
-   * Makes the call idempotent across processes: the same id with the same
-   * content gets the first call's outcome; other content is a "conflict"
-   * error. Default "req-" + a UUIDv7; must not start with "ar-".
-   */
-  requestId?: string;
-}
-
-export interface WaitOptions {
-  /** Give up after this long (TimedOut, code "timed_out"); default: no limit. */
-  timeoutMs?: number;
-  /** Abort the wait; the signal's reason is thrown. */
-  signal?: AbortSignal;
-}
-
-export interface ResumeOptions extends WaitOptions {
-  /**
-   * The approver's signed token: its JSON text or bytes, the parsed object,
-   * or a promise of one (e.g. resolved when your channel posts it back).
-   */
-  approvalToken: string | Uint8Array | Record<string, unknown> | PromiseLike<string | Uint8Array | Record<string, unknown>>;
-  /** If given, the token must be for this approval request. */
-  approvalRequestId?: string;
-}
-
-export interface HITLOptions extends WaitOptions {
-  /** The server whose confirm/ask verb is used (default "demo"). */
-  server?: string;
-  /** Names the checkpoint: a restarted run asking again gets the first answer instead of asking twice. */
-  requestId?: string;
-}
-
-/** POST /approvals/{id}/respond's answer. */
-export interface RespondResult {
-  approval_id: string;
-  outcome: "approved" | "denied" | "pending" | string;
-  resolved_at?: number;
-  receipt_id?: string;
-  approvals: number;
-  quorum: number;
-  call?: Record<string, unknown>;
-}
 
 export class ChioClient {
   readonly #base: string;
@@ -597,121 +510,4 @@ export class ChioClient {
     if (isObject(env) && typeof env["error"] === "string") throw apiError(status, env["error"], String(env["message"] ?? ""));
     throw apiError(status, undefined, text.trim().slice(0, 200) || "no body");
   }
-}
-
-// --- helpers ---------------------------------------------------------------------
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
-
-/** Read a response body, refusing more than MAX_RESPONSE_BYTES. */
-async function readBody(resp: Response): Promise<string> {
-  const declared = Number(resp.headers.get("content-length") ?? "0");
-  if (declared > MAX_RESPONSE_BYTES || !resp.body) {
-    await resp.body?.cancel();
-    if (declared > MAX_RESPONSE_BYTES) throw new ChioError("error", `chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
-    return "";
-  }
-  const chunks: Uint8Array[] = [];
-  let n = 0;
-  const reader = resp.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    n += value.byteLength;
-    if (n > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      throw new ChioError("error", `chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function readLimited(path: string, limit: number, what: string): Buffer {
-  try {
-    if (statSync(path).size > limit) throw new ChioError("bad_request", `chio: ${what} file ${path} is larger than ${limit} bytes`);
-    return readFileSync(path);
-  } catch (e) {
-    if (e instanceof ChioError) throw e;
-    throw new ChioError("bad_request", `chio: ${what} file: ${(e as Error).message}`);
-  }
-}
-
-/** A caller's arguments: a JSON object, checked now so that a bad value fails before anything is sent. */
-function jsonObject(v: Record<string, unknown> | RawJSON, what: string): Record<string, unknown> {
-  const value = v instanceof RawJSON ? v.value : v;
-  if (!isObject(value)) throw new ChioError("bad_request", `chio: ${what} must be a JSON object`);
-  canonicalize(value); // strict: throws CanonicalJSONError (code "bad_request")
-  return value as Record<string, unknown>;
-}
-
-const INTENT_FIELDS: Record<string, string> = {
-  purpose: "purpose",
-  maxAmount: "max_amount",
-  actionCategory: "action_category",
-  context: "context",
-};
-
-/** The intent in the wire's snake_case; an unknown field is an error, not dropped. */
-function wireIntent(intent: GovernedIntent | RawJSON): Record<string, unknown> {
-  if (intent instanceof RawJSON) return jsonObject(intent, "governedIntent");
-  if (!isObject(intent)) throw new ChioError("bad_request", "chio: governedIntent must be an object");
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(intent)) {
-    const wire = INTENT_FIELDS[k];
-    if (!wire) throw new ChioError("bad_request", `chio: governedIntent has no field ${JSON.stringify(k)} (fields: ${Object.keys(INTENT_FIELDS).join(", ")})`);
-    if (v !== undefined) out[wire] = v;
-  }
-  canonicalize(out);
-  return out;
-}
-
-/** A token's text to present, and the token parsed. Text and bytes are sent as given; an object in canonical form, the form it was signed in. */
-function tokenText(token: string | Uint8Array | Record<string, unknown>): { raw: string; token: Record<string, unknown> } {
-  let raw: string;
-  if (typeof token === "string") raw = token.trim();
-  else if (token instanceof Uint8Array) raw = Buffer.from(token).toString("utf8").trim();
-  else if (isObject(token)) raw = canonicalize(token);
-  else throw new ChioError("bad_request", "chio: an approval token is a string, bytes or an object");
-  if (Buffer.byteLength(raw) > MAX_TOKEN_BYTES) throw new ChioError("bad_request", `chio: approval token larger than ${MAX_TOKEN_BYTES} bytes`);
-  const parsed = parseStrict(raw);
-  if (!isObject(parsed)) throw new ChioError("bad_request", "chio: the token must be the signed JSON object");
-  return { raw, token: parsed };
-}
-
-/** Turn a non-human ending of a confirm/ask into an error. */
-function hitlDenial(res: Allowed | ToolDenied): void {
-  if (res.status === "allowed") {
-    if (res.toolError) throw new ChioError("error", `chio: ${res.requestId}: ${res.toolError}`);
-    return;
-  }
-  // Withdrawn before a human decided: neither a human's nor a policy's no.
-  if (res.status === "cancelled") throw new ChioError("cancelled", `chio: ${res.requestId}: cancelled: ${res.reason}`);
-  if (res.guard === "approval-timeout") throw new ChioError("timed_out", `chio: ${res.requestId}: ${res.reason}`);
-  throw new ChioError("denied_by_policy", `chio: ${res.requestId}: ${res.status} by ${res.guard}: ${res.reason}`);
-}
-
-function anySignal(a: AbortSignal, b: AbortSignal | undefined): AbortSignal;
-function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined;
-function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
-  if (!a) return b;
-  if (!b) return a;
-  return AbortSignal.any([a, b]);
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      signal?.removeEventListener("abort", abort);
-      resolve();
-    }
-    function abort(): void {
-      clearTimeout(t);
-      reject(signal!.reason);
-    }
-    signal?.addEventListener("abort", abort, { once: true });
-  });
 }

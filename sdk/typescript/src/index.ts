@@ -9,19 +9,8 @@
  * Node's built-in fetch and Ed25519 (node:crypto); no runtime dependencies.
  */
 
-export {
-  ChioClient,
-  DEFAULT_HITL_SERVER,
-  DEFAULT_URL,
-  type Amount,
-  type ClientOptions,
-  type GovernedIntent,
-  type HITLOptions,
-  type RespondResult,
-  type ResumeOptions,
-  type ToolCall,
-  type WaitOptions,
-} from "./client.js";
+export { ChioClient, DEFAULT_HITL_SERVER, DEFAULT_URL } from "./client.js";
+export type { Amount, ClientOptions, GovernedIntent, HITLOptions, RespondResult, ResumeOptions, ToolCall, WaitOptions } from "./types.js";
 export {
   isAllowed,
   isPendingApproval,
