@@ -64,6 +64,7 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		map[string]any{"approval_request_id": req.ApprovalID, "summary": req.Summary, "deadline": req.ExpiresAt}, now)
 	req.ReceiptID = r.ID
 	rec.ReceiptID = r.ID
+	timeout, deadline := req.ExpiresAt-req.CreatedAt, req.ExpiresAt
 	err := k.store.Update(ctx, func(tx Tx) error {
 		switch _, err := tx.Call(rec.RequestID); {
 		case err == nil:
@@ -71,6 +72,12 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		case !errors.Is(err, ErrNotFound):
 			return err
 		}
+		// The approvers' time counts from the park's commit, the clock read
+		// inside it: a commit delayed past the deadline the call's arrival
+		// set (a loaded store, a lock wait) must not leave them a deadline
+		// already due, acted on as they are first told.
+		req.ExpiresAt = max(deadline, k.clock.Now().Unix()+timeout)
+		r.Metadata["deadline"] = req.ExpiresAt
 		if err := tx.PutApproval(req); err != nil {
 			return err
 		}

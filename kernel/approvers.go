@@ -117,6 +117,13 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 		if unchanged(now, req) {
 			return nil
 		}
+		if slices.ContainsFunc(now.TrustedApprovers, func(key string) bool { return !slices.Contains(req.TrustedApprovers, key) }) {
+			// Approvers the reload added were never told of this request:
+			// the tier counts as untold until they are (announceIfUntold,
+			// after this commit, or the next start if this run dies), so no
+			// deadline action applies before they have had its time.
+			now.Notified = min(now.Notified, now.Tier)
+		}
 		updated = now
 		return tx.PutApproval(now)
 	})
@@ -158,6 +165,8 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 			return nil // decided meanwhile
 		}
 		return err
+	case updated != nil && updated.Notified <= updated.Tier:
+		k.announceIfUntold(ctx, updated) // through the channels, with the tier's full time
 	case updated != nil:
 		snap := *updated
 		k.events.publish(Event{Type: EventApprovalRequested, Approval: &snap})

@@ -173,9 +173,13 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 	}
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, map[string]any{"channel": ChannelBatch}, now)
 	claim := func(tx Tx) error {
+		// The batch's window is judged when the decision commits, as the
+		// capability's expiry is (commitAllow): a commit delayed past the
+		// batch's end must not run a call under it with no human asked.
+		at := k.clock.Now().Unix()
 		var used *approval.Batch
 		err := tx.Batches(func(b *approval.Batch) bool {
-			if trusted[b.Token.Approver] && b.Covers(rec.Subject, rec.Server, rec.Tool, amount, now.Unix()) {
+			if trusted[b.Token.Approver] && b.Covers(rec.Subject, rec.Server, rec.Tool, amount, at) {
 				used = b
 				return false
 			}

@@ -223,6 +223,20 @@ func (k *Kernel) Revoke(ctx context.Context, capabilityID string) error {
 type firstSubmit struct {
 	done, decided chan struct{}
 	once          sync.Once
+	// err is how the first Submit ended, set before done closes (read only
+	// after it has): a duplicate that finds no record gives the same answer.
+	err error
+}
+
+// endedWith is the first Submit's error once it has returned (nil while it
+// runs, or when it succeeded).
+func (f *firstSubmit) endedWith() error {
+	select {
+	case <-f.done:
+		return f.err
+	default:
+		return nil
+	}
 }
 
 // allowDurable lets duplicates of request id stop waiting for its first
@@ -260,7 +274,7 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 			// happened" (the context's error stays matchable).
 			return nil, fmt.Errorf("%w: stopped waiting for the first attempt of request %s: %w", ErrOutcomeUnknown, call.RequestID, ctx.Err())
 		}
-		return k.replay(call, vc, paramHash)
+		return k.replay(call, vc, paramHash, p.endedWith())
 	}
 	defer func() { k.inflight.Delete(call.RequestID); close(first.done) }()
 
@@ -292,8 +306,9 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	if errors.Is(err, ErrRequestUsed) {
 		// Another kernel sharing the store decided this request id between
 		// our read and our commit: answer like a local duplicate would.
-		return k.replay(call, vc, paramHash)
+		out, err = k.replay(call, vc, paramHash, nil)
 	}
+	first.err = err // before done closes (deferred): duplicates read it then
 	if err == nil && k.observer != nil {
 		k.observer.Decision(out.Status, time.Since(start))
 	}

@@ -3,12 +3,22 @@ package kernel
 // Idempotent retries: a request_id already decided is answered from its
 // stored record, and one reused for a different call is refused.
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
-// replay answers a duplicate request_id from the stored record.
-func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string) (*Outcome, error) {
+// replay answers a duplicate request_id from the stored record. firstErr
+// is how this kernel's first Submit of the id ended (nil if unknown, still
+// running, or successful): when it was refused without being possibly
+// decided and left no record, the duplicate gets the same refusal — two
+// answers to one call never contradict each other.
+func (k *Kernel) replay(call *ToolCall, vc verifiedCap, paramHash string, firstErr error) (*Outcome, error) {
 	ans := k.answered(call.RequestID) // before the store read (settling.go)
 	rec, err := k.storedCall(call.RequestID)
+	if errors.Is(err, ErrNotFound) && firstErr != nil && !errors.Is(firstErr, ErrOutcomeUnknown) && !errors.Is(firstErr, ErrRequestUsed) {
+		return nil, firstErr
+	}
 	if err != nil {
 		// The first may have ended in a commit reported failed that is
 		// durable anyway (recovery then runs it): never "nothing happened".

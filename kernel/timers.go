@@ -205,7 +205,11 @@ func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Tim
 		}
 		req.Tier++
 		approvers, channels, timeout := tierView(g.Approval, req.Tier)
-		req.TrustedApprovers, req.Channels, req.ExpiresAt = approvers, channels, now.Add(timeout).Unix()
+		// The new tier's time counts from this commit (the clock read inside
+		// it), as a park's does: a delayed commit must not leave the tier a
+		// deadline already due when its approvers are first told.
+		at := max(now.Unix(), k.clock.Now().Unix())
+		req.TrustedApprovers, req.Channels, req.ExpiresAt = approvers, channels, at+int64(timeout/time.Second)
 		next = req
 		return tx.PutApproval(req)
 	})
