@@ -238,6 +238,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	stopReload := watchReload(o.ConfigPath, k, started, log)
 	defer stopReload()
+	// No WriteTimeout: it counts from a request's arrival, so it would cut
+	// SSE streams and long-polls. The handler bounds every write instead
+	// (internal/httpapi/writedeadline.go), and each request body's read.
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	// SSE streams and long-polls would otherwise hold shutdown open.
 	srv.RegisterOnShutdown(api.CloseStreams)

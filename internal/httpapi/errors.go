@@ -121,9 +121,11 @@ func writeErr(w http.ResponseWriter, err error) {
 	writeJSON(w, ae.Status, ae)
 }
 
+// writeJSON writes one whole answer under the write deadline (boundWrite).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	boundWrite(w)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }

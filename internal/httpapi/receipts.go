@@ -33,10 +33,12 @@ func (s *Server) receiptRoutes() {
 
 // writeSigned answers JSON that embeds stored signed bytes. HTML escaping is
 // off: it would rewrite '<' in a receipt as \u003c, and the leaf hash and
-// the auditor's byte-for-byte checks are over the stored bytes.
+// the auditor's byte-for-byte checks are over the stored bytes. Like
+// writeJSON, it writes under the write deadline (boundWrite).
 func writeSigned(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	boundWrite(w)
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -46,6 +48,7 @@ func writeSigned(w http.ResponseWriter, status int, v any) {
 func writeRaw(w http.ResponseWriter, raw []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	boundWrite(w)
 	w.Write(raw) // the stored, signed bytes exactly
 }
 

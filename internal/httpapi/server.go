@@ -27,7 +27,8 @@ type Config struct {
 	// Ready reports whether the store can commit (GET /readyz); nil means
 	// always ready. Its error is logged, never sent to the client.
 	Ready func() error
-	// StreamWriteTimeout bounds one SSE frame's write; zero means
+	// StreamWriteTimeout bounds one SSE frame's write, one export write
+	// and the write of every other answer (writedeadline.go); zero means
 	// StreamWriteTimeout (limits.go). Tests shorten it.
 	StreamWriteTimeout time.Duration
 	// MetricsPublic serves GET /metrics without a credential (for a
@@ -78,9 +79,9 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/capabilities/{id}/revoke", s.requireRole(roleAdmin, s.revokeCapability))
 	s.healthRoutes() // health.go
 	if cfg.MetricsPublic {
-		s.mux.Handle("GET /metrics", cfg.Metrics.Handler())
+		s.mux.Handle("GET /metrics", bounded(cfg.Metrics.Handler()))
 	} else {
-		s.mux.Handle("GET /metrics", s.requireToken(cfg.Metrics.Handler()))
+		s.mux.Handle("GET /metrics", s.requireToken(bounded(cfg.Metrics.Handler())))
 	}
 	// Everything else answers in the API's error envelope, not the mux's
 	// plain-text "404 page not found".
@@ -124,8 +125,15 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	writeErr(w, apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, clipID(r.URL.Path))))
 }
 
-// Handle lets later layers (approvals, channels) add routes.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// Handle lets later layers (approvals, channels) add routes. Their handlers
+// get the ResponseWriter net/http made, not this package's timedWriter
+// (writedeadline.go): write deadlines on their own writes are theirs to
+// set; WriteError sets one.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(plainWriter(w), r)
+	}))
+}
 
 // WriteError answers err with SPEC §6's error envelope and status, mapped
 // exactly as the API's own routes map it (channel endpoints use it).
@@ -136,7 +144,8 @@ func Error(status int, code, msg string) error { return apiErr(status, code, msg
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	s.mux.ServeHTTP(w, r)
+	// Every answer is written under a deadline (writedeadline.go).
+	s.mux.ServeHTTP(&timedWriter{ResponseWriter: w, timeout: s.cfg.StreamWriteTimeout}, r)
 }
 
 // readBody enforces the size limit before anything parses the body.
@@ -145,7 +154,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	// would otherwise hold a connection and a goroutine indefinitely. (Not a
 	// server-wide ReadTimeout, which would cut SSE streams and long-polls.)
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(plainWriter(w), r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
