@@ -1,14 +1,37 @@
 package approval
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
 
-// ValidPattern accepts an exact name, "*", or "prefix*".
-func ValidPattern(p string) bool {
+	"github.com/chiokernel/chio/policy"
+)
+
+// ValidPattern accepts an exact name, "*", or "prefix*" (CheckPattern).
+func ValidPattern(p string) bool { return CheckPattern(p) == nil }
+
+// CheckPattern reports why p is not a server or tool pattern: an exact
+// name, "*", or "prefix*", at most 256 bytes. The name or prefix must pass
+// policy.CheckName, the rule every server and tool name a call carries
+// must pass (so no pattern that could match is refused): no control
+// characters, spaces, or invisible and text-direction characters. Patterns
+// are printed to the people who decide what to revoke (`chio approval
+// batch list`); a carriage return or an escape sequence there could
+// repaint an unlimited "*" batch as a harmless row.
+func CheckPattern(p string) error {
 	if p == "" || len(p) > 256 {
-		return false
+		return errors.New("must be 1..256 bytes")
 	}
-	i := strings.IndexByte(p, '*')
-	return i < 0 || i == len(p)-1
+	if i := strings.IndexByte(p, '*'); i >= 0 && i != len(p)-1 {
+		return errors.New("may hold \"*\" only at its end (exact, * or prefix*)")
+	}
+	if name := strings.TrimSuffix(p, "*"); name != "" {
+		if err := policy.CheckName(name); err != nil {
+			return fmt.Errorf("name %w", err)
+		}
+	}
+	return nil
 }
 
 // MatchPattern matches name against an exact, "*" or "prefix*" pattern.

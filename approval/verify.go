@@ -132,8 +132,19 @@ func VerifyBatch(raw []byte, trusted func(approver string) bool, ref time.Time) 
 	if err := canon.Unmarshal(raw, &b); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedBatch, err)
 	}
-	if b.Schema != BatchSchema || b.ID == "" || !ValidPattern(b.ServerPattern) || !ValidPattern(b.ToolPattern) {
-		return nil, fmt.Errorf("%w: schema, id or patterns", ErrMalformedBatch)
+	if b.Schema != BatchSchema {
+		return nil, fmt.Errorf("%w: schema must be %s", ErrMalformedBatch, BatchSchema)
+	}
+	// The id must be one DELETE /approvals/batch/{id} can name (else the
+	// batch could not be revoked) and safe to print (ValidID).
+	if !ValidID(b.ID) {
+		return nil, fmt.Errorf("%w: id must be %s", ErrMalformedBatch, IDRule)
+	}
+	if err := CheckPattern(b.ServerPattern); err != nil {
+		return nil, fmt.Errorf("%w: server_pattern %v", ErrMalformedBatch, err)
+	}
+	if err := CheckPattern(b.ToolPattern); err != nil {
+		return nil, fmt.Errorf("%w: tool_pattern %v", ErrMalformedBatch, err)
 	}
 	if b.MaxCalls != nil && *b.MaxCalls < 1 ||
 		b.MaxAmountPerCall != nil && (b.MaxAmountPerCall.Units < 0 || b.MaxAmountPerCall.Currency == "") ||

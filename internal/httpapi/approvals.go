@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 
@@ -30,6 +31,7 @@ func (s *Server) registerApprovals() {
 	s.mux.HandleFunc("GET /approvals/batch", s.requireRole(roleReader, s.listBatches))
 	s.mux.HandleFunc("POST /approvals/batch", s.createBatch)
 	s.mux.HandleFunc("DELETE /approvals/batch/{id}", s.requireRole(roleAdmin, s.revokeBatch))
+	s.mux.HandleFunc("DELETE /approvals/batch", s.requireRole(roleAdmin, s.revokeBatchByQuery))
 	s.mux.HandleFunc("POST /approvals/batch/respond", s.batchRespond)
 	s.mux.HandleFunc("GET /approvals/{id}", s.getApproval)
 	s.mux.HandleFunc("POST /approvals/{id}/respond", s.respond)
@@ -354,6 +356,30 @@ func (s *Server) revokeBatch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, notFoundAs(kernel.ErrNotFound, "standing approval", id))
 		return
 	}
+	s.revokeBatchID(w, r, id)
+}
+
+// revokeBatchByQuery is DELETE /approvals/batch?id=ID, for a standing
+// approval whose id the path form cannot carry. New batches have ids
+// approval.ValidID accepts, which always fit in the path; a batch stored
+// before that rule may have an id that is longer than MaxIDLen, is "." or
+// "..", or holds "/" or control characters, and must still be revocable.
+// The id is bounded by the largest token a batch can be created from.
+func (s *Server) revokeBatchByQuery(w http.ResponseWriter, r *http.Request) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	ids := q["id"]
+	if err != nil || len(q) != 1 || len(ids) != 1 || ids[0] == "" {
+		writeErr(w, apiErr(http.StatusBadRequest, CodeBadRequest, "give exactly one standing approval id: DELETE /approvals/batch?id=ID"))
+		return
+	}
+	if len(ids[0]) > approval.MaxTokenBytes {
+		writeErr(w, notFoundAs(kernel.ErrNotFound, "standing approval", ids[0]))
+		return
+	}
+	s.revokeBatchID(w, r, ids[0])
+}
+
+func (s *Server) revokeBatchID(w http.ResponseWriter, r *http.Request, id string) {
 	if err := s.cfg.Kernel.RevokeBatch(r.Context(), id); err != nil {
 		writeErr(w, notFoundAs(err, "standing approval", id))
 		return
