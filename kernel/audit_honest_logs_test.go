@@ -431,6 +431,12 @@ func TestAdvisoryApprovalDeniedOnResumeVerifies(t *testing.T) {
 	}
 	a.clock.Advance(601 * time.Second)
 	eventually(t, "deadline", func() bool { r, _ := a.k.Approval(out.ApprovalRequestID); return r.Status != approval.StatusPending })
+	// The request resolves (approved, advisory) a moment before the resumed
+	// call's deny commits: wait for the call to leave dispatching too.
+	eventually(t, "resume", func() bool {
+		r, _ := a.k.Call(out.RequestID)
+		return r != nil && r.Status != kernel.StatusPendingApproval && r.Status != kernel.StatusDispatching
+	})
 	a.k.WaitSettles()
 	rec, _ := a.k.Call(out.RequestID)
 	if rec.Status != kernel.StatusDenied || a.disp.count(out.RequestID) != 0 {
