@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/policy"
 )
@@ -19,7 +20,7 @@ import (
 // authenticate checks the call's shape, capability and proof.
 func (k *Kernel) authenticate(call *ToolCall, now time.Time) (verifiedCap, string, error) {
 	if !validRequestID(call.RequestID) {
-		return verifiedCap{}, "", fmt.Errorf("%w: request_id must be 1..%d of [A-Za-z0-9._:-]", ErrBadCall, MaxRequestIDLen)
+		return verifiedCap{}, "", fmt.Errorf("%w: request_id must be %s, and not start with \"ar-\"", ErrBadCall, approval.IDRule)
 	}
 	if call.Server == "" || call.Tool == "" {
 		return verifiedCap{}, "", fmt.Errorf("%w: server and tool are required", ErrBadCall)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/signed"
@@ -173,19 +174,12 @@ func verifyProof(subject verifyKey, p Proof, requestID, capabilityID, server, to
 }
 
 // validRequestID keeps request ids printable and bounded: they key the
-// store and travel in headers.
+// store, travel in headers and URL paths (approval.ValidID: never "." or
+// "..", which a router redirects away, so a call's status stays readable).
+// "ar-" is reserved for approval ids: tools that take either kind of id
+// (chio await, the SDK's Await) tell them apart by it.
 func validRequestID(id string) bool {
-	// "ar-" is reserved for approval ids: tools that take either kind of id
-	// (chio await, the SDK's Await) tell them apart by it.
-	if id == "" || len(id) > MaxRequestIDLen || strings.HasPrefix(id, "ar-") {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == ':') {
-			return false
-		}
-	}
-	return true
+	return approval.ValidID(id) && !strings.HasPrefix(id, "ar-")
 }
 
 // parseIntent strictly decodes a governed intent (nil when absent). The

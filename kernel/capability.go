@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofrs/uuid/v5"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/signed"
@@ -117,21 +118,11 @@ func ParseCapability(raw []byte, trusted ...keys.PublicKey) (*Capability, keys.P
 	return nil, keys.PublicKey{}, fmt.Errorf("%w: issuer %q is not a trusted authority", ErrCapabilityInvalid, c.Issuer)
 }
 
-// validCapabilityID reports whether id is 1..MaxRequestIDLen characters of
-// the set request ids allow (validRequestID): every store keys such an id,
-// so every capability accepted can be revoked. The kernel mints
-// "cap-<uuid>", well inside it.
-func validCapabilityID(id string) bool {
-	if id == "" || len(id) > MaxRequestIDLen {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == ':') {
-			return false
-		}
-	}
-	return true
-}
+// validCapabilityID reports whether id is an id every store keys and every
+// revoke path can name (approval.ValidID: 1..128 characters of
+// [A-Za-z0-9._:-], not "." or ".."), so every capability accepted can be
+// revoked. The kernel mints "cap-<uuid>", well inside it.
+func validCapabilityID(id string) bool { return approval.ValidID(id) }
 
 // CheckTime reports whether c is valid at ref (seconds resolution).
 func (c *Capability) CheckTime(ref time.Time) error {
