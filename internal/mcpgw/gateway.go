@@ -37,17 +37,31 @@ type Options struct {
 	// BodyReadTimeout bounds how long reading one POST body may take;
 	// 0 = httpapi.BodyReadTimeout, the API's own bound.
 	BodyReadTimeout time.Duration
-	Log             *slog.Logger
+	// WriteTimeout bounds each write of an /mcp response (writedeadline.go);
+	// 0 = httpapi.StreamWriteTimeout, the API's bound on an SSE frame.
+	WriteTimeout time.Duration
+	// MaxSessionsPerAgent bounds one agent's open MCP sessions;
+	// 0 = DefaultMaxSessionsPerAgent.
+	MaxSessionsPerAgent int
+	// MaxSessions bounds all agents' open MCP sessions together;
+	// 0 = DefaultMaxSessions.
+	MaxSessions int
+	// SessionIdle closes an MCP session with no requests for this long;
+	// 0 = SessionIdle.
+	SessionIdle time.Duration
+	Log         *slog.Logger
 }
 
 // Gateway serves MCP to agents. It keeps one MCP server per agent (subject
 // key and capability), whose tools are exactly what that capability grants.
 type Gateway struct {
-	o       Options
-	handler http.Handler
-	mu      sync.Mutex
-	agents  map[string]*agentServer
-	waits   waitLimit
+	o        Options
+	handler  http.Handler
+	mcp      *mcpsdk.StreamableHTTPHandler
+	mu       sync.Mutex
+	agents   map[string]*agentServer
+	waits    waitLimit
+	sessions *sessionLimit
 	// verified caches session tokens by the SHA-256 of the bearer: a
 	// client sends the same one with every request, and checking it costs
 	// two signature verifications. Expiry is re-checked on every hit.
@@ -68,14 +82,27 @@ func New(o Options) (*Gateway, error) {
 	if o.BodyReadTimeout <= 0 {
 		o.BodyReadTimeout = httpapi.BodyReadTimeout
 	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = httpapi.StreamWriteTimeout
+	}
+	if o.MaxSessionsPerAgent <= 0 {
+		o.MaxSessionsPerAgent = DefaultMaxSessionsPerAgent
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = SessionIdle
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	verified, _ := lru.New[[32]byte, *agent](sessionCacheSize)
-	g := &Gateway{o: o, agents: map[string]*agentServer{}, verified: verified}
-	mcpHandler := mcpsdk.NewStreamableHTTPHandler(g.serverFor, &mcpsdk.StreamableHTTPOptions{
+	g := &Gateway{o: o, agents: map[string]*agentServer{}, verified: verified,
+		sessions: newSessionLimit(o.MaxSessionsPerAgent, o.MaxSessions)}
+	g.mcp = mcpsdk.NewStreamableHTTPHandler(g.serverFor, &mcpsdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxRequestBytes,
-		SessionTimeout:      SessionIdle,
+		SessionTimeout:      o.SessionIdle,
 		Logger:              o.Log,
 		// The SDK's DNS-rebinding guard refuses a non-localhost Host on a
 		// loopback connection: it protects unauthenticated local servers,
@@ -87,12 +114,18 @@ func New(o Options) (*Gateway, error) {
 	// The bearer is checked first: an anonymous client is answered 401
 	// before a byte of its body is read, so it cannot hold a goroutine,
 	// a connection and a buffer by announcing a body it never sends.
-	authed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	authed := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w := newDeadlineWriter(rw, g.o.WriteTimeout)
+		defer w.finish()
 		if err := withRawIntent(w, r, g.o.BodyReadTimeout); err != nil {
 			http.Error(w, "cannot read the request body", http.StatusBadRequest)
 			return
 		}
-		mcpHandler.ServeHTTP(w, r)
+		if opensSession(r) {
+			g.openSession(w, r) // within the session limits (sessions.go)
+			return
+		}
+		g.mcp.ServeHTTP(w, r)
 	})
 	g.handler = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(authed)
 	return g, nil
@@ -194,10 +227,10 @@ func (g *Gateway) serverFor(r *http.Request) *mcpsdk.Server {
 	return as.srv
 }
 
-// pruneLocked forgets agents with no open session.
+// pruneLocked forgets agents with no open session, and none being opened.
 func (g *Gateway) pruneLocked() {
 	for id, a := range g.agents {
-		open := false
+		open := g.sessions.count(id) > 0
 		for range a.srv.Sessions() {
 			open = true
 			break

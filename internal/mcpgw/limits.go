@@ -28,8 +28,19 @@ const (
 	// MaxAgents bounds the per-agent MCP servers chiod keeps; idle ones are
 	// pruned first.
 	MaxAgents = 10_000
-	// SessionIdle closes an MCP session with no requests for this long.
+	// SessionIdle closes an MCP session with no requests for this long
+	// (Options.SessionIdle).
 	SessionIdle = 30 * time.Minute
+	// DefaultMaxSessionsPerAgent bounds one agent's open MCP sessions
+	// (Options.MaxSessionsPerAgent): a client needs one, a few restarts
+	// that did not end theirs leave a few more. Over it a new session is
+	// refused with 429.
+	DefaultMaxSessionsPerAgent = 16
+	// DefaultMaxSessions bounds all open MCP sessions (Options.MaxSessions):
+	// each holds a goroutine and ~7 KiB until it ends, and one more
+	// goroutine watches it, so about 160 MiB at this bound. Over it a new
+	// session is refused with 503.
+	DefaultMaxSessions = 8192
 	// sessionCacheSize bounds the verified-bearer cache.
 	sessionCacheSize = 4096
 	// MaxExposedNameLen is the longest tool name offered to clients.
