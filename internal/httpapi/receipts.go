@@ -369,7 +369,13 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	// instead of holding its snapshot, and a pooled connection, for ever.
 	rc := http.NewResponseController(w)
 	defer rc.SetWriteDeadline(time.Time{})
-	cw := &countingWriter{w: w, deadline: func() { _ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout)) }}
+	cw := &countingWriter{w: w, deadline: func(on bool) {
+		if on {
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
+		} else {
+			_ = rc.SetWriteDeadline(time.Time{}) // see sseWriter.write: HTTP/2 resets on a stale deadline
+		}
+	}}
 	err := exp.Export(r.Context(), cw)
 	switch {
 	case err == nil:
@@ -386,7 +392,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 type countingWriter struct {
 	w        io.Writer
 	n        int64
-	deadline func() // if set, called before each write (a write deadline)
+	deadline func(on bool) // if set, sets a write deadline before each write and clears it after
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
@@ -394,7 +400,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 		return 0, nil
 	}
 	if c.deadline != nil {
-		c.deadline()
+		c.deadline(true)
+		defer c.deadline(false)
 	}
 	n, err := c.w.Write(p)
 	c.n += int64(n)

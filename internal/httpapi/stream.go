@@ -230,10 +230,15 @@ func startSSE(w http.ResponseWriter, timeout time.Duration) *sseWriter {
 	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
 }
 
-// write sends raw bytes and flushes them. The deadline is transport time,
-// not decision time: it uses the real clock.
+// write sends raw bytes and flushes them, under a deadline that it clears
+// afterwards: over HTTP/2 a deadline left set resets the stream when it
+// passes even with nothing being written, so a stream quiet for longer
+// than the timeout (keepalives come every StreamKeepalive) would be cut.
+// The deadline is transport time, not decision time: it uses the real
+// clock.
 func (sw *sseWriter) write(parts ...[]byte) bool {
 	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
+	defer sw.rc.SetWriteDeadline(time.Time{})
 	for _, p := range parts {
 		// A large payload goes straight to the connection: the shared
 		// encoding is never copied per stream.
