@@ -130,7 +130,8 @@ func (k *Kernel) ListBatches() ([]*approval.Batch, error) {
 // RevokeBatch durably revokes a standing approval.
 func (k *Kernel) RevokeBatch(ctx context.Context, id string) error {
 	now := k.clock.Now()
-	return k.store.Update(ctx, func(tx Tx) error {
+	// Like a capability's revocation, it waits out a full commit queue.
+	return k.updateAfterVote(ctx, func(tx Tx) error {
 		b, err := tx.Batch(id)
 		if err != nil {
 			return err

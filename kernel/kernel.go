@@ -215,7 +215,9 @@ func (k *Kernel) Revoke(ctx context.Context, capabilityID string) error {
 		return fmt.Errorf("%w: bad capability id", ErrBadCall)
 	}
 	now := k.clock.Now().UnixMilli()
-	return k.store.Update(ctx, func(tx Tx) error { return tx.Revoke(capabilityID, now) })
+	// An operator's revocation is the answer to a flooding agent: it waits
+	// out a full commit queue (back-pressure) rather than being refused.
+	return k.updateAfterVote(ctx, func(tx Tx) error { return tx.Revoke(capabilityID, now) })
 }
 
 // firstSubmit is the first Submit of a request id while it runs: done
