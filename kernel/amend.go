@@ -57,6 +57,14 @@ func (k *Kernel) checkAmendment(p *policy.Policy, req *approval.Request, rec *Ca
 	if err != nil || args[0] != '{' {
 		return nil, fmt.Errorf("%w: amended_arguments must be a JSON object: %v", approval.ErrAmendmentRefused, err)
 	}
+	if len(args) > MaxArgumentsBytes {
+		// The canonical form is what is stored, shown and sent, and it can
+		// be longer than what was signed ("9e15" is 9000000000000000), as
+		// authenticate checks for an agent's arguments. (Today the 64 KiB
+		// token limit keeps an amendment's canonical form under 256 KiB;
+		// this holds the limit if either changes.)
+		return nil, fmt.Errorf("%w: amended_arguments larger than %d bytes in canonical form", approval.ErrAmendmentRefused, MaxArgumentsBytes)
+	}
 	if k.schemas != nil {
 		if err := k.schemas.ValidateArguments(rec.Server, rec.Tool, args); err != nil {
 			return nil, fmt.Errorf("%w: amended_arguments do not match the tool's input schema: %v", approval.ErrAmendmentRefused, err)
