@@ -20,6 +20,7 @@ var _ kernel.Notifier = (*Hub)(nil)
 const (
 	DefaultMaxAttempts    = 6
 	DefaultQueueSize      = 10000
+	DefaultQueueBytes     = 32 << 20
 	DefaultWorkers        = 2
 	DefaultAttemptTimeout = 30 * time.Second
 )
@@ -44,15 +45,25 @@ type HubOptions struct {
 	// channel, e.g. httpapi Metrics.Notify. It must be cheap and must not
 	// block: Notify calls it for dropped notifications.
 	Metric func(channel, result string)
-	// QueueSize bounds each channel's queue of jobs (default 10000).
+	// QueueSize bounds each channel's queue of jobs (default 10000); one
+	// subject may hold max(16, QueueSize/8) of them.
 	QueueSize int
+	// QueueBytes bounds the estimated size of the requests a channel's
+	// queued jobs hold, exposed arguments included (default 32 MiB); one
+	// subject may hold QueueBytes/8 of it.
+	QueueBytes int64
 	// Workers per channel (default 2).
 	Workers int
 }
 
 // Hub fans kernel notifications out to channels. Each registered channel
 // has its own bounded queue and workers, so a dead webhook cannot delay
-// Slack. Jobs of one request may be delivered out of order (each carries the
+// Slack. Within a channel each subject (the agent whose call is parked) has
+// its own FIFO and a share of the queue (see queue.go), and the workers
+// serve subjects in turn, so one agent's flood of parked calls drops only
+// its own notifications and delays others' by at most one job per agent.
+// Jobs of one request leave the queue in the order they were queued but,
+// with several workers, may be delivered out of order (each carries the
 // full request state, so receivers keep the latest by status and votes).
 //
 // Routing: a notification goes to every channel named in req.Channels that
@@ -80,13 +91,15 @@ type lane struct {
 	ch       Channel
 	name     string
 	attempts int
-	queue    chan job
+	queue    *queue
 }
 
 type job struct {
-	event string
-	req   *approval.Request
-	id    string // delivery id, stable across retries
+	event   string
+	req     *approval.Request
+	id      string // delivery id, stable across retries
+	subject string // req.SubjectID: whose share of the queue it takes
+	bytes   int64  // jobBytes(req): what it takes of the byte budget
 }
 
 type failure struct{ approvalID, channel, msg string }
@@ -102,6 +115,9 @@ func NewHub(opts HubOptions) *Hub {
 	}
 	if opts.QueueSize < 1 {
 		opts.QueueSize = DefaultQueueSize
+	}
+	if opts.QueueBytes < 1 {
+		opts.QueueBytes = DefaultQueueBytes
 	}
 	if opts.Workers < 1 {
 		opts.Workers = DefaultWorkers
@@ -123,7 +139,7 @@ func NewHub(opts HubOptions) *Hub {
 		if name == "" || h.lanes[name] != nil {
 			panic(fmt.Sprintf("channels: empty or duplicate channel name %q", name))
 		}
-		l := &lane{ch: c, name: name, attempts: opts.MaxAttempts, queue: make(chan job, opts.QueueSize)}
+		l := &lane{ch: c, name: name, attempts: opts.MaxAttempts, queue: newQueue(opts.QueueSize, opts.QueueBytes)}
 		if al, ok := c.(AttemptLimiter); ok && al.MaxAttempts() >= 1 {
 			l.attempts = al.MaxAttempts()
 		}
@@ -145,9 +161,10 @@ func NewHub(opts HubOptions) *Hub {
 
 // Notify implements kernel.Notifier: one job per (event, channel named on
 // the request and registered here). It never blocks: when a channel's queue
-// is full the notification is dropped, counted as "failed" and recorded on
-// the request asynchronously. The request itself is already durable, so it
-// is never lost — only this push about it.
+// is full, or the request's agent has used its share of it, the
+// notification is dropped, counted as "failed" and recorded on the request
+// asynchronously. The request itself is already durable, so it is never
+// lost — only this push about it.
 func (h *Hub) Notify(event string, req *approval.Request) {
 	if req == nil {
 		return
@@ -163,15 +180,13 @@ func (h *Hub) Notify(event string, req *approval.Request) {
 			h.metric(name, ResultFailed)
 			continue
 		}
-		j := job{event: event, req: req}
+		j := job{event: event, req: req, subject: req.SubjectID, bytes: jobBytes(req)}
 		if id, err := uuid.NewV7(); err == nil {
 			j.id = id.String()
 		}
-		select {
-		case l.queue <- j:
-		default:
+		if refused := l.queue.push(j); refused != "" {
 			h.metric(name, ResultFailed)
-			msg := event + " not delivered: notification queue full (the request stays on the dashboard and GET /approvals/pending)"
+			msg := event + " not delivered: " + refused + " (the request stays on the dashboard and GET /approvals/pending)"
 			select {
 			case h.failures <- failure{req.ApprovalID, name, msg}:
 			default: // reporter saturated too; the metric above still counts it
@@ -196,13 +211,8 @@ func (h *Hub) Close() {
 
 	h.workers.Wait()
 	for _, l := range h.lanes {
-		for drained := false; !drained; {
-			select {
-			case j := <-l.queue:
-				h.giveUp(l, j, j.event+" not delivered: hub closed")
-			default:
-				drained = true
-			}
+		for _, j := range l.queue.drain() {
+			h.giveUp(l, j, j.event+" not delivered: hub closed")
 		}
 	}
 	close(h.failures) // no sender is left: Notify checks closed under mu
@@ -215,8 +225,10 @@ func (h *Hub) work(l *lane) {
 		select {
 		case <-h.ctx.Done():
 			return
-		case j := <-l.queue:
-			h.run(l, j)
+		case <-l.queue.ready:
+			if j, ok := l.queue.pop(); ok { // always, by ready's invariant
+				h.run(l, j)
+			}
 		}
 	}
 }
