@@ -222,10 +222,10 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		api.Handle(dashboard.Prefix, dash)
+		api.HandleAnswers(dashboard.Prefix, dash)
 	}
 	if push.slack != nil {
-		api.Handle("POST "+slackch.InteractionsPath, push.slack.InteractionsHandler(k))
+		api.HandleAnswers("POST "+slackch.InteractionsPath, push.slack.InteractionsHandler(k))
 	}
 	gw, err := mcpgw.New(mcpgw.Options{Kernel: k, Catalog: disp.MCP(), Log: log})
 	if err != nil {
@@ -234,7 +234,7 @@ func Run(ctx context.Context, o Options) error {
 	gateway.Store(gw)
 	api.Handle(mcpgw.Path, gw)
 	if push.email != nil {
-		api.Handle(email.LinkPath, push.email.Handler(k))
+		api.HandleAnswers(email.LinkPath, push.email.Handler(k))
 	}
 	stopReload := watchReload(o.ConfigPath, k, started, log)
 	defer stopReload()

@@ -71,3 +71,44 @@ func bounded(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// HandleAnswers mounts h like Handle, for a handler from another package
+// (the dashboard's pages, an email link's page, Slack's interactions) that
+// answers without streaming: its answer, from its first byte, is written
+// under this server's write timeout. The deadline is set at that first
+// byte, not when the request arrives, so a handler may first wait (a vote's
+// commit under back-pressure) as long as it needs. Never for streams: MCP
+// sets its own per write.
+func (s *Server) HandleAnswers(pattern string, h http.Handler) {
+	timeout := s.cfg.StreamWriteTimeout
+	s.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&deadlineAtFirstByte{ResponseWriter: w, timeout: timeout}, r)
+	}))
+}
+
+// deadlineAtFirstByte sets one write deadline, for the whole answer, when
+// its header or first byte is written.
+type deadlineAtFirstByte struct {
+	http.ResponseWriter
+	timeout time.Duration
+	armed   bool
+}
+
+func (d *deadlineAtFirstByte) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+func (d *deadlineAtFirstByte) arm() {
+	if !d.armed {
+		d.armed = true
+		_ = http.NewResponseController(d.ResponseWriter).SetWriteDeadline(time.Now().Add(d.timeout))
+	}
+}
+
+func (d *deadlineAtFirstByte) WriteHeader(code int) {
+	d.arm()
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *deadlineAtFirstByte) Write(p []byte) (int, error) {
+	d.arm()
+	return d.ResponseWriter.Write(p)
+}

@@ -215,3 +215,38 @@ func TestLongPollOutlastsTheWriteTimeout(t *testing.T) {
 		t.Fatalf("long-poll of %v: %d after %v", wait, status, took)
 	}
 }
+
+// A page from a handler mounted with HandleAnswers (the dashboard, an email
+// link, Slack's interactions) is written under the write timeout from its
+// first byte: a client that never reads it is cut, and the handler's write
+// returns, instead of blocking for as long as the socket stays open. The
+// handler may wait before answering as long as it needs.
+func TestMountedAnswerOfAStalledReaderIsCut(t *testing.T) {
+	w := testkit.NewWorld(t, testkit.Options{})
+	api, err := httpapi.New(httpapi.Config{Kernel: w.Kernel, Store: w.Store, AdminToken: approvalsAdmin,
+		ReadToken: approvalsReader, StreamWriteTimeout: writeTimeoutForTests})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	page := []byte(strings.Repeat("p", 8<<20))
+	api.HandleAnswers("GET /page", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * writeTimeoutForTests) // waiting first is not cut
+		_, err := rw.Write(page)
+		wrote <- err
+	}))
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	c := dialSmallWindow(t, srv.Listener.Addr().String())
+	if _, err := c.Write([]byte("GET /page HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("an 8 MiB page was written to a client that never reads")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's write to a client that never reads was still blocked after 5 s")
+	}
+}
