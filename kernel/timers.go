@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -189,6 +190,27 @@ func (k *Kernel) expire(ctx context.Context, req *approval.Request, now time.Tim
 // auto-approval does not apply (the deadline denies instead).
 var errHumanDenied = errors.New("a human denied this request")
 
+// advisoryInForce reports whether policy p, for req at its current tier,
+// answers the deadline with auto_approve_advisory (directly, or as the
+// terminal action of its last escalation tier). The advisory's two commits
+// (forceQuorum, then the vote) re-check it against the policy in force, so
+// a reload between them that ends the advisory approval is honoured: the
+// deadline fires again and applies the new action.
+func advisoryInForce(p *policy.Policy, req *approval.Request) bool {
+	g, ok := p.Grant(req.PolicyID)
+	if !ok || g.Approval == nil || req.Kind != approval.KindToolCall {
+		return false
+	}
+	action := g.Approval.TimeoutAction
+	if action == "escalate" {
+		if g.Approval.Escalation == nil || req.Tier+1 < len(g.Approval.Escalation.Tiers) {
+			return false
+		}
+		action = g.Approval.Escalation.TerminalAction
+	}
+	return action == "auto_approve_advisory"
+}
+
 func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Time) error {
 	var next *approval.Request
 	err := k.store.Update(ctx, func(tx Tx) error {
@@ -267,6 +289,9 @@ func (k *Kernel) forceQuorum(ctx context.Context, id string, tier int, now time.
 		}
 		if err := due(req, tier, now); err != nil {
 			return err
+		}
+		if !advisoryInForce(k.Policy(), req) {
+			return errNotDue // a reload ended it: the deadline fires again
 		}
 		if req.DeniedByAnyone() {
 			return errHumanDenied

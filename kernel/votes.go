@@ -107,6 +107,12 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			// even one that committed after forceQuorum checked.
 			return errHumanDenied
 		}
+		if advisory(&vote, k.pub.String()) && !advisoryInForce(k.Policy(), req) {
+			// A reload since forceQuorum ended the advisory approval (the
+			// policy read inside this commit): the deadline fires again and
+			// applies the action now in force.
+			return errNotDue
+		}
 		req.Votes = append(req.Votes, vote)
 		// Votes count only while their keys are trusted by the policy in
 		// force (the kernel's own advisory vote is the timeout path's), and
