@@ -83,7 +83,7 @@ func TestCapabilityIDTooLongToRevokeIsRefused(t *testing.T) {
 func TestCapabilityIDOutsideRequestIDCharactersIsRefused(t *testing.T) {
 	authority := keys.FromSeed([]byte("authority-authority-authority-32"))
 	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
-	for _, id := range []string{"cap-\x00evil", "cap-\xffbad", "cap-é", "cap with space", "cap/slash", "cap-\n"} {
+	for _, id := range []string{"cap-\x00evil", "cap-\xffbad", "cap-é", "cap with space", "cap/slash", "cap-\n", ".", ".."} {
 		c := &kernel.Capability{Schema: kernel.CapabilitySchema, ID: id, Issuer: authority.Public().String(),
 			Subject: agent.Public().String(), Grants: []string{"echo"}, IssuedAt: 1, ExpiresAt: 2}
 		raw, err := signed.Sign(authority, kernel.CapabilitySchema, c)
@@ -183,6 +183,24 @@ func TestCallNamesAreBoundedBeforeAnythingIsStored(t *testing.T) {
 		}
 		if _, err := f.k.Call(c.RequestID); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("%s: a refused call left a record: %v", name, err)
+		}
+	}
+}
+
+// A request id "." or ".." could key a call whose status no URL path can
+// name (routers redirect them away): refused as a malformed call, before
+// its proof is checked.
+func TestDotRequestIDsAreRefused(t *testing.T) {
+	f := newFixture(t)
+	w := f.w
+	if out := w.Submit(t, "echo", `{}`, ""); out.Status != kernel.StatusAllowed {
+		t.Fatalf("setup: a well-formed call is %s", out.Status)
+	}
+	for _, id := range []string{".", ".."} {
+		c := w.Call(t, "echo", `{}`, "")
+		c.RequestID = id
+		if _, err := w.Kernel.Submit(context.Background(), c); !errors.Is(err, kernel.ErrBadCall) {
+			t.Errorf("request id %q: want ErrBadCall, got %v", id, err)
 		}
 	}
 }
