@@ -23,6 +23,7 @@ package httpapi
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -74,41 +75,64 @@ func bounded(h http.Handler) http.Handler {
 
 // HandleAnswers mounts h like Handle, for a handler from another package
 // (the dashboard's pages, an email link's page, Slack's interactions) that
-// answers without streaming: its answer, from its first byte, is written
-// under this server's write timeout. The deadline is set at that first
-// byte, not when the request arrives, so a handler may first wait (a vote's
-// commit under back-pressure) as long as it needs. Never for streams: MCP
-// sets its own per write.
+// answers without streaming: each of its writes is bounded by this
+// server's write timeout (DeadlineWriter). The deadline is set at a write,
+// not when the request arrives, so a handler may first wait (a vote's
+// commit under back-pressure) as long as it needs.
 func (s *Server) HandleAnswers(pattern string, h http.Handler) {
 	timeout := s.cfg.StreamWriteTimeout
 	s.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&deadlineAtFirstByte{ResponseWriter: w, timeout: timeout}, r)
+		dw := NewDeadlineWriter(w, timeout)
+		defer dw.Finish()
+		h.ServeHTTP(dw, r)
 	}))
 }
 
-// deadlineAtFirstByte sets one write deadline, for the whole answer, when
-// its header or first byte is written.
-type deadlineAtFirstByte struct {
+// DeadlineWriter bounds each write (and flush) of a response by a timeout:
+// a client that stops reading is cut after it instead of pinning a
+// goroutine, its connection and the encoded answer. The deadline is set
+// before a write and cleared after it, never left armed: on HTTP/2 an armed
+// deadline resets the stream when it passes even if nothing is being
+// written (a quiet stream, a parked call), and on HTTP/1 it would outlive
+// the request and cut the next one on the connection. It is wall-clock
+// time, not the kernel's clock. A writer without deadlines (a test
+// recorder) writes unbounded. Used by HandleAnswers and the MCP gateway.
+type DeadlineWriter struct {
 	http.ResponseWriter
+	rc      *http.ResponseController
 	timeout time.Duration
-	armed   bool
+	wrote   atomic.Bool // a handler may write from its own goroutines (the MCP SDK does)
 }
 
-func (d *deadlineAtFirstByte) Unwrap() http.ResponseWriter { return d.ResponseWriter }
-
-func (d *deadlineAtFirstByte) arm() {
-	if !d.armed {
-		d.armed = true
-		_ = http.NewResponseController(d.ResponseWriter).SetWriteDeadline(time.Now().Add(d.timeout))
-	}
+// NewDeadlineWriter wraps w; Finish it when the handler returns.
+func NewDeadlineWriter(w http.ResponseWriter, timeout time.Duration) *DeadlineWriter {
+	return &DeadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
 }
 
-func (d *deadlineAtFirstByte) WriteHeader(code int) {
-	d.arm()
-	d.ResponseWriter.WriteHeader(code)
-}
-
-func (d *deadlineAtFirstByte) Write(p []byte) (int, error) {
-	d.arm()
+func (d *DeadlineWriter) Write(p []byte) (int, error) {
+	d.wrote.Store(true)
+	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	defer d.rc.SetWriteDeadline(time.Time{})
 	return d.ResponseWriter.Write(p)
+}
+
+// FlushError is what http.ResponseController.Flush calls.
+func (d *DeadlineWriter) FlushError() error {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	defer d.rc.SetWriteDeadline(time.Time{})
+	return d.rc.Flush()
+}
+
+func (d *DeadlineWriter) Flush() { _ = d.FlushError() }
+
+// Unwrap lets http.ResponseController reach the connection (read deadlines).
+func (d *DeadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// Finish flushes, under a deadline, what the handler left buffered, so that
+// net/http writes only the response's last framing after the handler
+// returns. A response with no body is left for net/http to frame.
+func (d *DeadlineWriter) Finish() {
+	if d.wrote.Load() {
+		_ = d.FlushError()
+	}
 }

@@ -37,7 +37,7 @@ type Options struct {
 	// BodyReadTimeout bounds how long reading one POST body may take;
 	// 0 = httpapi.BodyReadTimeout, the API's own bound.
 	BodyReadTimeout time.Duration
-	// WriteTimeout bounds each write of an /mcp response (writedeadline.go);
+	// WriteTimeout bounds each write of an /mcp response (httpapi.DeadlineWriter);
 	// 0 = httpapi.StreamWriteTimeout, the API's bound on an SSE frame.
 	WriteTimeout time.Duration
 	// MaxSessionsPerAgent bounds one agent's open MCP sessions;
@@ -115,8 +115,10 @@ func New(o Options) (*Gateway, error) {
 	// before a byte of its body is read, so it cannot hold a goroutine,
 	// a connection and a buffer by announcing a body it never sends.
 	authed := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w := newDeadlineWriter(rw, g.o.WriteTimeout)
-		defer w.finish()
+		// Each write of the answer (an SSE stream, the SDK's default) is
+		// bounded and the deadline cleared after it (httpapi.DeadlineWriter).
+		w := httpapi.NewDeadlineWriter(rw, g.o.WriteTimeout)
+		defer w.Finish()
 		if err := withRawIntent(w, r, g.o.BodyReadTimeout); err != nil {
 			http.Error(w, "cannot read the request body", http.StatusBadRequest)
 			return
