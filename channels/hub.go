@@ -169,6 +169,7 @@ func (h *Hub) Notify(event string, req *approval.Request) {
 	if req == nil {
 		return
 	}
+	size := jobBytes(req) // the same request in every channel's queue
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for i, name := range req.Channels {
@@ -180,7 +181,7 @@ func (h *Hub) Notify(event string, req *approval.Request) {
 			h.metric(name, ResultFailed)
 			continue
 		}
-		j := job{event: event, req: req, subject: req.SubjectID, bytes: jobBytes(req)}
+		j := job{event: event, req: req, subject: req.SubjectID, bytes: size}
 		if id, err := uuid.NewV7(); err == nil {
 			j.id = id.String()
 		}
