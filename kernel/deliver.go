@@ -216,6 +216,10 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttemp
 	// be "not delivered", whatever later attempts say (a tool still running
 	// the first one answers re-deliveries "busy"): the outcome is unknown.
 	mayHaveRun := priorAttempt
+	maybeReached := 0 // attempts, this run's and the prior one, that may have reached the tool
+	if priorAttempt != nil {
+		maybeReached = 1
+	}
 	giveUp := func(res DispatchResult, err error) (DispatchResult, error) {
 		var de *DeliveryError
 		if mayHaveRun != nil && (errors.As(err, &de) && de.NotDelivered || errors.Is(err, ErrUnknownServer)) {
@@ -241,11 +245,19 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttemp
 		}
 		var de *DeliveryError
 		certainlyNot := errors.As(err, &de) && de.NotDelivered || errors.Is(err, ErrUnknownServer)
-		if !certainlyNot && mayHaveRun == nil {
-			mayHaveRun = err
+		if !certainlyNot {
+			maybeReached++
+			if mayHaveRun == nil {
+				mayHaveRun = err
+			}
 		}
 		if !errors.As(err, &de) || !de.Retryable || (plan.semantics == AtMostOnce && !de.NotDelivered) {
 			return giveUp(res, err)
+		}
+		if maybeReached >= MaxMaybeReachedAttempts {
+			// A poison call: each re-send may run it again, or kill the
+			// server again. It is settled "unknown", not re-sent.
+			return giveUp(res, fmt.Errorf("gave up after %d attempts that may each have reached the tool: %w", maybeReached, err))
 		}
 		// Full jitter around the current step, so tools coming back are not
 		// hit by every parked retry at once; Retry-After wins when longer.

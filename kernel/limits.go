@@ -55,6 +55,12 @@ const (
 	// wait between delivery attempts.
 	RetryBackoffMin = 100 * time.Millisecond
 	RetryBackoffMax = 2 * time.Second
+	// MaxMaybeReachedAttempts bounds the attempts of one call that may
+	// have reached the tool (a timeout, a server that died mid-call),
+	// counting one made before a restart. A call that crashes its server
+	// would otherwise be re-sent at every reconnect until the retry
+	// deadline, keeping the server down for every other call.
+	MaxMaybeReachedAttempts = 3
 	// RecoveryWorkers bounds how many in-flight calls recovery finishes at
 	// once (chiod serves meanwhile).
 	RecoveryWorkers = 8

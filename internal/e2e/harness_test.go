@@ -87,7 +87,12 @@ func startDaemon(t testing.TB, config, dataDir string) *daemon {
 		}
 	}()
 	go func() { d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() { d.stop() })
+	t.Cleanup(func() {
+		d.stop()
+		if t.Failed() { // the daemon's side of a failure, for the CI log
+			t.Logf("chiod log:\n%s", d.log())
+		}
+	})
 	select {
 	case a := <-addr:
 		d.url = "http://" + a

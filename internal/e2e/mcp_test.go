@@ -18,6 +18,7 @@ import (
 
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/mcptest"
+	"github.com/chiokernel/chio/kernel"
 )
 
 // mcpWorld is a real chiod in front of two real upstream MCP servers (the
@@ -288,15 +289,30 @@ func TestMCPUpstreamCrash(t *testing.T) {
 	w := startMCPWorld(t)
 	cs, _ := w.connect(t, "1s", nil)
 	r := call(t, cs, "peer__die", map[string]any{}, false)
-	if !r.IsError {
-		t.Fatalf("die: %q", text(r))
+	if !r.IsError || r.Meta["chio/execution"] != "unknown" {
+		t.Fatalf("die: %v %q", r.Meta, text(r))
+	}
+	// The call that kills its server is re-sent at most
+	// kernel.MaxMaybeReachedAttempts times in all (it was re-sent at every
+	// reconnect for the whole retry deadline, killing the peer 7 times in
+	// 30 s and leaving it down for up to 30 s more), and the peer is up
+	// again soon after.
+	deaths := func() int {
+		return strings.Count(w.d.log(), `"mcp server down; restarting" mcp_server=peer`)
+	}
+	peerUp := func() bool {
+		log := w.d.log()
+		return strings.LastIndex(log, `"mcp server connected" mcp_server=peer`) > strings.LastIndex(log, `"mcp server down; restarting" mcp_server=peer`)
 	}
 	mcptest.Eventually(t, 60*time.Second, "the peer to be restarted", func() bool {
-		return strings.Count(w.d.log(), `"mcp server connected"`) >= 3
+		return deaths() >= kernel.MaxMaybeReachedAttempts && peerUp()
 	})
 	r = call(t, cs, "peer__meta", map[string]any{}, false)
 	if r.IsError || !strings.Contains(text(r), `"chio/idempotency_key":"mcp-`) {
 		t.Fatalf("after restart: %v %q", r.Meta, text(r))
+	}
+	if n := deaths(); n != kernel.MaxMaybeReachedAttempts {
+		t.Fatalf("the peer died %d times, want %d:\n%s", n, kernel.MaxMaybeReachedAttempts, w.d.log())
 	}
 }
 
