@@ -39,6 +39,11 @@ const (
 	// judged through; a string that still decodes to a path after that is
 	// refused rather than guessed at.
 	maxPercentDecodes = 3
+	// maxExtraPercentDecodes bounds the rounds decoded past that limit to
+	// see whether a path hides deeper; a string still encoded after them is
+	// refused too. Unbounded, "%2525…25" (two bytes shorter a round) made
+	// one 256 KiB argument cost minutes of CPU.
+	maxExtraPercentDecodes = 16
 	// maxQuotedPath bounds how much of an argument a receipt quotes.
 	maxQuotedPath = 80
 	// maxAmountLiteral bounds the spelling of an amount before it is parsed

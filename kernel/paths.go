@@ -184,9 +184,15 @@ func (a *pathArg) addReadings(line string, strict bool) bool {
 		}
 		if round == maxPercentDecodes {
 			// Deeper than any tool should decode: refuse it if decoding
-			// on (each round shortens it, so this ends) reveals a path.
-			for more := true; more && !pathLike; next, more = percentDecode(next) {
-				pathLike = looksLikePath(strings.TrimSpace(next))
+			// on reveals a path, or if it is still encoded after
+			// maxExtraPercentDecodes more rounds (each round is a pass
+			// over the whole string: unbounded, this was quadratic).
+			for extra := 0; !pathLike; extra++ {
+				pathLike = looksLikePath(strings.TrimSpace(next)) || extra == maxExtraPercentDecodes
+				more := false
+				if next, more = percentDecode(next); !more {
+					break
+				}
 			}
 			if pathLike {
 				a.refused = fmt.Sprintf("is percent-encoded more than %d times", maxPercentDecodes)
