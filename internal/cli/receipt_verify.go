@@ -201,12 +201,12 @@ func verifyOne(ctx context.Context, e *Env, r *remote, id string, key keys.Publi
 		printJSON(e.Stdout, res, r.output == "jsonl")
 	} else if res.OK {
 		fmt.Fprintf(e.Stdout, "OK  receipt %s (seq %d)\n    signature: valid, kernel key %s\n    included in checkpoint tree_size %d, root %s, signed %s\n",
-			id, res.Seq, key, res.TreeSize, res.RootHash, time.UnixMilli(res.Checkpoint).UTC().Format(time.RFC3339))
+			shown(id), res.Seq, key, res.TreeSize, shown(res.RootHash), time.UnixMilli(res.Checkpoint).UTC().Format(time.RFC3339))
 		if saved != nil {
-			fmt.Fprintf(e.Stdout, "    consistent with the saved checkpoint tree_size %d (%s)\n", saved.cp.TreeSize, saved.source)
+			fmt.Fprintf(e.Stdout, "    consistent with the saved checkpoint tree_size %d (%s)\n", saved.cp.TreeSize, shown(saved.source))
 		}
 	} else {
-		fmt.Fprintf(e.Stdout, "FAIL receipt %s: %s\n", id, res.Error)
+		fmt.Fprintf(e.Stdout, "FAIL receipt %s: %s\n", shown(id), shown(res.Error))
 	}
 	if !res.OK {
 		return ExitError
@@ -234,21 +234,25 @@ func verifyExport(e *Env, r *remote, in io.Reader, key keys.PublicKey, source st
 	return ExitOK
 }
 
+// printReport prints every string shown escaped: problems quote text from
+// the untrusted export (the header's unsigned kernel_key, receipt ids from
+// lines whose signature failed, evidence ids), and escape sequences there
+// could hide the FAIL lines or fake an OK report.
 func printReport(w io.Writer, rep *receipt.VerifyReport, source string, pins []pin) {
 	for _, p := range rep.Problems {
-		fmt.Fprintln(w, "FAIL", p)
+		fmt.Fprintln(w, "FAIL", shown(p.String()))
 	}
 	if n := rep.ProblemCount - len(rep.Problems); n > 0 {
 		fmt.Fprintf(w, "FAIL … and %d more problems\n", n)
 	}
-	fmt.Fprintf(w, "source:      %s\nkernel key:  %s\n", source, rep.KernelKey)
+	fmt.Fprintf(w, "source:      %s\nkernel key:  %s\n", shown(source), shown(rep.KernelKey))
 	fmt.Fprintf(w, "receipts:    %d (seq 1..%d), signatures checked\n", rep.Receipts, rep.LastSeq)
 	checkpoints := fmt.Sprintf("%d valid", rep.Checkpoints)
 	if rep.CheckpointFailures > 0 {
 		checkpoints += fmt.Sprintf(", %d FAILED", rep.CheckpointFailures)
 	}
 	if cp := rep.Latest; cp != nil {
-		fmt.Fprintf(w, "checkpoints: %s; latest valid tree_size %d, root %s matches the recomputed Merkle root\n", checkpoints, cp.TreeSize, cp.RootHash)
+		fmt.Fprintf(w, "checkpoints: %s; latest valid tree_size %d, root %s matches the recomputed Merkle root\n", checkpoints, cp.TreeSize, shown(cp.RootHash))
 		if rep.Uncovered > 0 {
 			fmt.Fprintf(w, "             %d newer receipts are not covered by a valid checkpoint\n", rep.Uncovered)
 		}
@@ -258,7 +262,7 @@ func printReport(w io.Writer, rep *receipt.VerifyReport, source string, pins []p
 	for _, p := range pins {
 		if reached(rep, p.cp) {
 			fmt.Fprintf(w, "pinned:      checkpoint tree_size %d signed %s (from %s): the export reaches it and matches\n",
-				p.cp.TreeSize, cpTime(p.cp), p.source)
+				p.cp.TreeSize, cpTime(p.cp), shown(p.source))
 		}
 	}
 	if len(pins) == 0 && rep.Latest != nil {

@@ -153,9 +153,12 @@ func runReceiptList(e *Env, args []string) int {
 		fmt.Fprintln(tw, "SEQ\tTIME\tDECISION\tGUARD\tSERVER/TOOL\tRECEIPT\tSTATUS\tDETAIL")
 		for _, l := range all {
 			rc := l.rc
+			// Every column is shown escaped: reason and tool_error are the
+			// tool's own text, and a tab or escape sequence in any of them
+			// could break the table or rewrite the terminal.
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", rc.Seq,
-				time.UnixMilli(rc.Timestamp).UTC().Format(time.RFC3339), rc.Decision.Verdict, dash(rc.Decision.Guard),
-				rc.ToolServer, rc.ToolName, rc.ID, dash(l.status), detail(rc))
+				time.UnixMilli(rc.Timestamp).UTC().Format(time.RFC3339), shown(rc.Decision.Verdict), shown(dash(rc.Decision.Guard)),
+				shown(rc.ToolServer), shown(rc.ToolName), shown(rc.ID), shown(dash(l.status)), detail(rc))
 		}
 		tw.Flush()
 		fmt.Fprintf(e.Stderr, "%d receipts\n", len(all))
@@ -181,7 +184,7 @@ type approvalStatuses struct {
 func (s *approvalStatuses) fill(ctx context.Context, rows []*listed) error {
 	var ids []string
 	for _, l := range rows {
-		if id := receipt.MetaString(l.rc.Metadata["approval_request_id"]); l.rc.Decision.Verdict == receipt.Incomplete && id != "" {
+		if id := approvalRequestID(l.rc); id != "" {
 			if _, ok := s.known[id]; !ok && !slices.Contains(ids, id) {
 				ids = append(ids, id)
 			}
@@ -213,11 +216,27 @@ func (s *approvalStatuses) fill(ctx context.Context, rows []*listed) error {
 		s.known[id] = got[i]
 	}
 	for _, l := range rows {
-		if l.rc.Decision.Verdict == receipt.Incomplete {
-			l.status = s.known[receipt.MetaString(l.rc.Metadata["approval_request_id"])]
+		if id := approvalRequestID(l.rc); id != "" {
+			l.status = s.known[id]
 		}
 	}
 	return first
+}
+
+// approvalRequestID is the approval request a suspension (an incomplete
+// receipt) parked, or "" when rc is not one. Other incomplete receipts,
+// such as a tool failure's, have no approval_request_id: the key must be
+// present and a non-empty string, since MetaString of a missing key is
+// "null", an id chiod does not know.
+func approvalRequestID(rc *receipt.Receipt) string {
+	if rc.Decision.Verdict != receipt.Incomplete {
+		return ""
+	}
+	id, ok := rc.Metadata["approval_request_id"].(string)
+	if !ok {
+		return ""
+	}
+	return id
 }
 
 func dash(s string) string {
@@ -227,7 +246,8 @@ func dash(s string) string {
 	return s
 }
 
-// detail is the one column a person scans: reason, or notable metadata.
+// detail is the one column a person scans: reason, or notable metadata,
+// shown escaped and cut to 100 runes.
 func detail(rc *receipt.Receipt) string {
 	var parts []string
 	if rc.Decision.Reason != "" {
@@ -238,11 +258,13 @@ func detail(rc *receipt.Receipt) string {
 			parts = append(parts, k+"="+receipt.MetaString(v))
 		}
 	}
-	s := strings.Join(parts, "; ")
+	// Escape first, then cut at a rune boundary: cutting first could split
+	// a rune (invalid UTF-8) or an escape.
+	s := []rune(shown(strings.Join(parts, "; ")))
 	if len(s) > 100 {
-		s = s[:97] + "..."
+		s = append(s[:97], []rune("...")...)
 	}
-	return s
+	return string(s)
 }
 
 func runReceiptShow(e *Env, args []string) int {
