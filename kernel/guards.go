@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chiokernel/chio/policy"
@@ -166,8 +167,10 @@ func checkScope(r *Request) (Result, error) {
 }
 
 func checkIntentRequired(r *Request) (Result, error) {
-	if r.Grant.Constraints.GovernedIntentRequired && r.Intent == nil {
-		return Result{Deny, GuardIntentRequired, "grant requires a governed intent"}, nil
+	// purpose is the intent's required member (SPEC §3): "{}" or a blank
+	// purpose tells the approver and the audit nothing, so it is no intent.
+	if r.Grant.Constraints.GovernedIntentRequired && (r.Intent == nil || strings.TrimSpace(r.Intent.Purpose) == "") {
+		return Result{Deny, GuardIntentRequired, "grant requires a governed intent with a purpose"}, nil
 	}
 	return allow()
 }

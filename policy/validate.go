@@ -448,6 +448,11 @@ func (v *validator) pathPatterns(base []string, name string, pats []string, limi
 			v.at(base, k(name, idx(j)), "%s entry %q must be valid UTF-8 without control characters", name, p)
 		case !doublestar.ValidatePattern(p):
 			v.at(base, k(name, idx(j)), "%s entry %q is not a valid pattern (like \"/etc/**\" or \"**/.ssh/**\")", name, p)
+		case path.Clean(p) != p:
+			// Arguments are matched in cleaned form (no trailing slash,
+			// no "." or ".." or "//" segments): such an entry would
+			// never match, a rule silently weaker than written.
+			v.at(base, k(name, idx(j)), "%s entry %q is not in cleaned form, so no argument would match it; write %q", name, p, path.Clean(p))
 		}
 	}
 }

@@ -134,6 +134,13 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"first_n negative", grantHead + "[grants.constraints]\nrequire_approval_first_n = -3  # <-\n", "require_approval_first_n must be 0 or more, not -3"},
 	{"max_calls negative", grantHead + "[grants.constraints]\nmax_calls_per_minute = -1  # <-\n", "max_calls_per_minute must be 0 or more"},
 	{"forbidden path bad", grantHead + "[grants.constraints]\nforbidden_paths = [\n  \"/etc/**\",\n  \"/var/[\",  # <-\n]\n", `forbidden_paths entry "/var/[" is not a valid pattern`},
+	// Arguments are matched in cleaned form; these entries loaded and then
+	// never matched (the fourth review: all reached the tool).
+	{"forbidden path trailing slash", grantHead + "[grants.constraints]\nforbidden_paths = [\"/srv/secrets/\"]  # <-\n", `forbidden_paths entry "/srv/secrets/" is not in cleaned form, so no argument would match it; write "/srv/secrets"`},
+	{"forbidden path dot", grantHead + "[grants.constraints]\nforbidden_paths = [\"./private/**\"]  # <-\n", `write "private/**"`},
+	{"forbidden path double slash", grantHead + "[grants.constraints]\nforbidden_paths = [\"/srv//keys/**\"]  # <-\n", `write "/srv/keys/**"`},
+	{"forbidden path dotdot", grantHead + "[grants.constraints]\nforbidden_paths = [\"/srv/app/../keys/**\"]  # <-\n", `write "/srv/keys/**"`},
+	{"allowed path trailing slash", grantHead + "[grants.constraints]\nallowed_paths = [\"/srv/data/**/\"]  # <-\n", `write "/srv/data/**"`},
 	{"forbidden path empty", grantHead + "[grants.constraints]\nforbidden_paths = [\"\"]  # <-\n", "must not be empty"},
 	// An empty allow-list used to load and then apply no check at all.
 	{"allowed paths empty list", grantHead + "[grants.constraints]\nallowed_paths = []  # <-\n", "allowed_paths = [] would allow no path at all"},
