@@ -367,12 +367,12 @@ func resolveAliases(p string) (string, string) {
 // matchAny reports the first pattern that name matches.
 func matchAny(patterns []string, name string, fold bool) (string, bool) {
 	if fold {
-		name = strings.ToLower(name)
+		name = foldCase(name)
 	}
 	for _, p := range patterns {
 		q := p
 		if fold {
-			q = strings.ToLower(p)
+			q = foldCase(p)
 		}
 		// Patterns were validated at load.
 		if doublestar.MatchUnvalidated(q, name) {
@@ -452,4 +452,19 @@ func checkAllowedPaths(r *Request) (Result, error) {
 		}
 	}
 	return allow()
+}
+
+// foldCase maps every rune to the smallest rune of its Unicode case-folding
+// orbit, so two strings fold alike exactly when strings.EqualFold says they
+// are equal. Lower-casing is not enough: U+017F "ſ" is already lower case,
+// yet folds to "s" (and "/etc/paſswd" passed a case-insensitive
+// "/etc/passwd").
+func foldCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
 }

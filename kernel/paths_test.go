@@ -56,6 +56,11 @@ func TestForbiddenPathsNormalize(t *testing.T) {
 		{"percent-encoded too deep", etc, "%25252525252Fetc", Deny, "percent-encoded more than 3 times"},
 		{"upper case, case-insensitive", folded, "/ETC/passwd", Deny, `matches "/etc/**"`},
 		{"upper case pattern, case-insensitive", policy.Constraints{ForbiddenPaths: []string{"/ETC/**"}, ForbiddenPathsCaseInsensitive: true}, "/etc/passwd", Deny, "matches"},
+		// Case-insensitive means Unicode case folding (strings.EqualFold),
+		// not lower-casing: "ſ" (U+017F) is lower case and folds to "s".
+		{"long s, case-insensitive", policy.Constraints{ForbiddenPaths: []string{"/etc/passwd"}, ForbiddenPathsCaseInsensitive: true}, "/etc/pa\u017fswd", Deny, "matches"},
+		{"upper case and long s, case-insensitive", policy.Constraints{ForbiddenPaths: []string{"/home/*/.ssh/**"}, ForbiddenPathsCaseInsensitive: true}, "/HOME/u/.\u017f\u017fh/id_rsa", Deny, "matches"},
+		{"Kelvin sign, case-insensitive", policy.Constraints{ForbiddenPaths: []string{"/srv/keys/**"}, ForbiddenPathsCaseInsensitive: true}, "/srv/\u212aeys/a", Deny, "matches"},
 		{"dot-dot", etc, "/tmp/../etc/passwd", Deny, "matches"},
 		{"dot segments", etc, "/./etc/./passwd", Deny, "matches"},
 		{"repeated slashes", etc, "//etc///passwd", Deny, "matches"},
