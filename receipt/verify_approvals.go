@@ -29,6 +29,7 @@ func (v *verifier) approval(f final) {
 		if ct.tok.Approver == v.opts.KernelKey.String() && !f.auto {
 			v.problem(f.line, f.rc, "token %s is signed by the kernel key but the receipt is not flagged auto_approved", ct.tok.ID)
 		}
+		v.amendment(f, ct.tok)
 		v.vouch(f, ev, ct.tok)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
@@ -49,6 +50,9 @@ type tokenView struct {
 	GovernedIntentHash string `json:"governed_intent_hash"`
 	RequestID          string `json:"request_id"`
 	Decision           string `json:"decision"`
+	// AmendedArguments is set when the approver changed the call's
+	// arguments (only its presence is read: see sameCall).
+	AmendedArguments jsontext.Value `json:"amended_arguments"`
 }
 
 type checkedToken struct {

@@ -108,6 +108,9 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //   - approval chains: each receipt with previous_receipt_id points to an
 //     earlier incomplete receipt with the same request_id and
 //     approval_request_id, and each incomplete receipt has at most one final;
+//     the final is for the same call (subject, tool, capability_id, and
+//     parameter_hash unless marked amended with both hashes and decided by a
+//     token carrying amended_arguments; verify_binding.go);
 //   - approval evidence: each token's signature by its approver, request_id =
 //     approval_request_id, governed_intent_hash = the incomplete receipt's
 //     parameter_hash, subject = the call's subject, approver ∈
@@ -223,7 +226,8 @@ type chainLink struct {
 	seq                           uint64
 	requestID, approvalID, params string
 	subject                       string
-	final                         string // id of the final receipt, once seen
+	rc                            *Receipt // the incomplete receipt itself
+	final                         string   // id of the final receipt, once seen
 }
 
 // final is a receipt that decides an approval or uses a batch.
@@ -372,7 +376,7 @@ func (v *verifier) chain(line int, rc *Receipt) {
 			return // an incomplete receipt not awaiting approval (none today)
 		}
 		l := &chainLink{line: line, id: rc.ID, seq: rc.Seq, requestID: rc.RequestID, approvalID: arid,
-			params: rc.ParameterHash, subject: rc.Subject}
+			params: rc.ParameterHash, subject: rc.Subject, rc: rc}
 		v.incomplete[rc.ID] = l
 		if prev, dup := v.byApproval[arid]; dup {
 			v.problem(line, rc, "approval_request_id %s already has an incomplete receipt %s", arid, prev.id)
@@ -402,6 +406,7 @@ func (v *verifier) chain(line int, rc *Receipt) {
 			l.final = rc.ID
 			f.link = l
 			v.rep.Chains++
+			v.sameCall(line, rc, l)
 		}
 	}
 	if f.tokenID != "" || f.batchID != "" {
