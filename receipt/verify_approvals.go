@@ -1,7 +1,34 @@
 package receipt
 
+import "fmt"
+
 // The verifier's checks of what approved a call (verify_log.go): the
 // deciding token, its evidence, and standing (batch) approvals.
+
+// The kernel's limits on an approval token's time fields (approval/limits.go
+// MaxApprovalTTL and MaxSkew; approval imports receipt, so they are
+// repeated here and must move together).
+const (
+	maxTokenLifetime = 3600 // s
+	maxTokenSkew     = 60   // s
+)
+
+// tokenTime says why a token's time fields could not have passed
+// approval.Verify for this request, or "". The kernel checked each vote at
+// its arrival, after the call was parked (the incomplete receipt) and no
+// later than the final receipt: so the token expired after the first and
+// was issued at most maxTokenSkew after the second.
+func tokenTime(t tokenView, link *chainLink) string {
+	switch {
+	case t.ExpiresAt <= t.IssuedAt || t.ExpiresAt-t.IssuedAt > maxTokenLifetime:
+		return fmt.Sprintf("has lifetime %d s (issued_at %d, expires_at %d), not in (0, %d]", t.ExpiresAt-t.IssuedAt, t.IssuedAt, t.ExpiresAt, maxTokenLifetime)
+	case t.ExpiresAt*1000 <= link.rc.Timestamp:
+		return fmt.Sprintf("expired (expires_at %d) before the call was parked (incomplete receipt %s at %d ms)", t.ExpiresAt, link.id, link.rc.Timestamp)
+	case link.final != "" && t.IssuedAt*1000 > link.finalAt+maxTokenSkew*1000:
+		return fmt.Sprintf("was issued (issued_at %d) more than %d s after the final receipt %s (%d ms)", t.IssuedAt, maxTokenSkew, link.final, link.finalAt)
+	}
+	return ""
+}
 
 func (v *verifier) approval(f final) {
 	ev := v.approvals[metaStr(f.rc, "approval_request_id")]
@@ -72,6 +99,9 @@ func (v *verifier) evidence(ev *evidenceItem) {
 		}
 		if t.Subject != link.subject {
 			v.problem(ev.line, nil, "approval %s: token %s is for subject %s, the call's subject is %s", ev.id, t.ID, t.Subject, link.subject)
+		}
+		if why := tokenTime(t, link); why != "" {
+			v.problem(ev.line, nil, "approval %s: token %s %s", ev.id, t.ID, why)
 		}
 	}
 	v.signedMissing(ev, seen)

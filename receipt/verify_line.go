@@ -50,6 +50,8 @@ type tokenView struct {
 	GovernedIntentHash string `json:"governed_intent_hash"`
 	RequestID          string `json:"request_id"`
 	Decision           string `json:"decision"`
+	IssuedAt           int64  `json:"issued_at"`  // unix s
+	ExpiresAt          int64  `json:"expires_at"` // unix s
 	// AmendedArguments is set when the approver changed the call's
 	// arguments (only its presence is read: see sameCall).
 	AmendedArguments jsontext.Value `json:"amended_arguments"`

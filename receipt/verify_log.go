@@ -115,6 +115,8 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //     approval_request_id, governed_intent_hash = the incomplete receipt's
 //     parameter_hash, subject = the call's subject, approver ∈
 //     trusted_approvers (or the kernel itself for an auto_approved receipt),
+//     times the kernel would accept (lifetime in (0, 3600] s, expiring after
+//     the incomplete receipt, issued ≤ 60 s after the final receipt),
 //     and the deciding token's decision and approver match the final receipt;
 //     each batch-approved receipt's batch token is signed by its approver;
 //   - votes (verify_votes.go): every key the signed final receipt names
@@ -228,6 +230,7 @@ type chainLink struct {
 	subject                       string
 	rc                            *Receipt // the incomplete receipt itself
 	final                         string   // id of the final receipt, once seen
+	finalAt                       int64    // its timestamp (unix ms)
 }
 
 // final is a receipt that decides an approval or uses a batch.
@@ -403,7 +406,7 @@ func (v *verifier) chain(line int, rc *Receipt) {
 		case l.final != "":
 			v.problem(line, rc, "incomplete receipt %s already has a final receipt %s", l.id, l.final)
 		default:
-			l.final = rc.ID
+			l.final, l.finalAt = rc.ID, rc.Timestamp
 			f.link = l
 			v.rep.Chains++
 			v.sameCall(line, rc, l)
