@@ -132,3 +132,19 @@ func (v *verifier) batch(f final) {
 		v.problem(f.line, f.rc, "receipt names approver %s but batch token %s is signed by %s", f.approver, ct.tok.ID, ct.tok.Approver)
 	}
 }
+
+// unusedBatches reports batch evidence no receipt names. The kernel exports
+// a batch token only for the receipts that name it, so one named by none
+// was added to the file; unchecked, a forged one would pass unnoticed.
+func (v *verifier) unusedBatches() {
+	for _, ev := range v.batchOrder {
+		if ev.used {
+			continue // checked by batch()
+		}
+		if ct := ev.tokens[0]; ct.err != nil {
+			v.problem(ev.line, nil, "batch %s: no receipt names it, and %v", ev.id, ct.err)
+		} else {
+			v.problem(ev.line, nil, "batch %s: no receipt names it", ev.id)
+		}
+	}
+}

@@ -118,7 +118,8 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //     times the kernel would accept (lifetime in (0, 3600] s, expiring after
 //     the incomplete receipt, issued ≤ 60 s after the final receipt),
 //     and the deciding token's decision and approver match the final receipt;
-//     each batch-approved receipt's batch token is signed by its approver;
+//     each batch-approved receipt's batch token is signed by its approver,
+//     and every batch token in the file is named by some receipt;
 //   - votes (verify_votes.go): every key the signed final receipt names
 //     (approval_token_id's approver, metadata approvers and dissenters) has
 //     a token in the evidence deciding as the receipt says, and every token
@@ -261,6 +262,7 @@ type verifier struct {
 	approvals  map[string]*evidenceItem
 	evOrder    []*evidenceItem // approval evidence in file order
 	batches    map[string]*evidenceItem
+	batchOrder []*evidenceItem // batch evidence in file order
 	autoFinal  map[string]bool // final receipt id → auto_approved
 }
 
@@ -321,6 +323,8 @@ func (v *verifier) sequential(it *item) {
 		m[it.ev.id] = it.ev
 		if it.kind == kindApproval {
 			v.evOrder = append(v.evOrder, it.ev)
+		} else {
+			v.batchOrder = append(v.batchOrder, it.ev)
 		}
 	}
 }
@@ -445,6 +449,7 @@ func (v *verifier) finish() {
 	for _, ev := range v.evOrder {
 		v.evidence(ev)
 	}
+	v.unusedBatches()
 }
 
 func (v *verifier) merkle() {
