@@ -1,6 +1,9 @@
 package receipt
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The verifier's checks of what approved a call (verify_log.go): the
 // deciding token, its evidence, and standing (batch) approvals.
@@ -131,6 +134,9 @@ func (v *verifier) batch(f final) {
 	if f.approver != ct.tok.Approver {
 		v.problem(f.line, f.rc, "receipt names approver %s but batch token %s is signed by %s", f.approver, ct.tok.ID, ct.tok.Approver)
 	}
+	if why := batchCovers(ct.tok, f.rc); why != "" {
+		v.problem(f.line, f.rc, "batch token %s does not cover this receipt: %s", ct.tok.ID, why)
+	}
 }
 
 // unusedBatches reports batch evidence no receipt names. The kernel exports
@@ -147,4 +153,31 @@ func (v *verifier) unusedBatches() {
 			v.problem(ev.line, nil, "batch %s: no receipt names it", ev.id)
 		}
 	}
+}
+
+// batchCovers says why batch token t could not have covered receipt rc
+// (approval.Batch.Covers: subject if set, server and tool patterns, the
+// window), or "". The kernel judges the window when the allow commits, at
+// or after the receipt's timestamp (kernel/batch.go): so ts < not_after,
+// and not_before may lie a little after ts (maxTokenSkew allows for it).
+func batchCovers(t tokenView, rc *Receipt) string {
+	ts := rc.Timestamp / 1000
+	switch {
+	case t.Subject != "" && t.Subject != rc.Subject:
+		return fmt.Sprintf("it is for subject %s, the receipt's is %s", t.Subject, rc.Subject)
+	case !matchPattern(t.ServerPattern, rc.ToolServer) || !matchPattern(t.ToolPattern, rc.ToolName):
+		return fmt.Sprintf("its patterns %q/%q do not match %s/%s", t.ServerPattern, t.ToolPattern, rc.ToolServer, rc.ToolName)
+	case ts >= t.NotAfter || ts+maxTokenSkew < t.NotBefore:
+		return fmt.Sprintf("timestamp %d s is outside its window [%d, %d)", ts, t.NotBefore, t.NotAfter)
+	}
+	return ""
+}
+
+// matchPattern is approval.MatchPattern: a trailing "*" matches any
+// suffix, otherwise the name must be equal.
+func matchPattern(p, name string) bool {
+	if prefix, ok := strings.CutSuffix(p, "*"); ok {
+		return strings.HasPrefix(name, prefix)
+	}
+	return p == name
 }

@@ -52,6 +52,11 @@ type tokenView struct {
 	Decision           string `json:"decision"`
 	IssuedAt           int64  `json:"issued_at"`  // unix s
 	ExpiresAt          int64  `json:"expires_at"` // unix s
+	// A batch token's scope (approval.BatchToken).
+	ServerPattern string `json:"server_pattern"`
+	ToolPattern   string `json:"tool_pattern"`
+	NotBefore     int64  `json:"not_before"` // unix s
+	NotAfter      int64  `json:"not_after"`  // unix s
 	// AmendedArguments is set when the approver changed the call's
 	// arguments (only its presence is read: see sameCall).
 	AmendedArguments jsontext.Value `json:"amended_arguments"`

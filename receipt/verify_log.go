@@ -118,7 +118,8 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //     times the kernel would accept (lifetime in (0, 3600] s, expiring after
 //     the incomplete receipt, issued ≤ 60 s after the final receipt),
 //     and the deciding token's decision and approver match the final receipt;
-//     each batch-approved receipt's batch token is signed by its approver,
+//     each batch-approved receipt's batch token is signed by its approver
+//     and covers it (subject, server/tool patterns, window; batchCovers),
 //     and every batch token in the file is named by some receipt;
 //   - votes (verify_votes.go): every key the signed final receipt names
 //     (approval_token_id's approver, metadata approvers and dissenters) has

@@ -107,7 +107,7 @@ func fxExport(t testing.TB, rs []*Receipt, key keys.PrivateKey, evidence []any) 
 func fxEvidence(t testing.TB) []any {
 	approver := fxApprover.Public().String()
 	batch, err := signed.Sign(fxApprover, batchTokenSchema, map[string]any{"schema": batchTokenSchema, "id": "bt-1",
-		"approver": approver, "server_pattern": "payments", "tool_pattern": "*", "not_before": 1, "not_after": 2})
+		"approver": approver, "server_pattern": "payments", "tool_pattern": "*", "not_before": 1_700_000_000, "not_after": 1_700_003_600}) // covers rc-7
 	if err != nil {
 		t.Fatal(err)
 	}
