@@ -4,25 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 )
 
 // governed_intent_required was met by an intent without a purpose ("{}" or
 // a blank one), which SPEC §3 makes the required member.
 func TestIntentRequiredNeedsAPurpose(t *testing.T) {
-	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: `
-[[servers]]
-id = "demo"
-transport = "builtin"
-
-[[grants]]
-id = "files"
-server = "demo"
-tool = "echo"
-[grants.constraints]
-governed_intent_required = true
-`, Grants: []string{"files"}})
+	w := echoWorld(t, `governed_intent_required = true`)
 	for _, intent := range []string{`{}`, `{"purpose":""}`, `{"purpose":"  "}`} {
 		out, err := w.Kernel.Submit(context.Background(), w.Call(t, "echo", `{"msg":"hi"}`, intent))
 		if err != nil {

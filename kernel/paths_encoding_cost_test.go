@@ -11,7 +11,9 @@ import (
 	"github.com/chiokernel/chio/kernel"
 )
 
-func forbiddenEtcWorld(t *testing.T) *testkit.World {
+// echoWorld is a builtin echo tool granted under the given
+// [grants.constraints] body.
+func echoWorld(t *testing.T, constraints string) *testkit.World {
 	t.Helper()
 	return testkit.NewWorld(t, testkit.Options{PolicyTOML: `
 [[servers]]
@@ -23,8 +25,7 @@ id = "files"
 server = "demo"
 tool = "echo"
 [grants.constraints]
-forbidden_paths = ["/etc/**"]
-`, Grants: []string{"files"}})
+` + constraints + "\n", Grants: []string{"files"}})
 }
 
 func noteArgs(t *testing.T, note string) string {
@@ -43,7 +44,7 @@ func noteArgs(t *testing.T, note string) string {
 // with a forbidden_paths grant could pin chiod's cores. A string still
 // encoded after the bounded extra rounds is now refused at once.
 func TestDeepPercentEncodingIsRefusedInBoundedTime(t *testing.T) {
-	w := forbiddenEtcWorld(t)
+	w := echoWorld(t, `forbidden_paths = ["/etc/**"]`)
 	blob := "%" + strings.Repeat("25", 32<<10) // 64 KiB
 	c := w.Call(t, "echo", noteArgs(t, blob), "")
 	done := make(chan *kernel.Outcome, 1)
