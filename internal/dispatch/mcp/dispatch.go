@@ -106,6 +106,21 @@ func resultText(res *mcpsdk.CallToolResult) string {
 //     params): the server refused the call; a ToolError, not an error;
 //   - the answer was too large: a ToolError (asking again gets the same).
 func (u *Upstream) classify(ctx, cctx context.Context, c *conn, seen slot, err error) (kernel.DispatchResult, error) {
+	de := &kernel.DeliveryError{Err: fmt.Errorf("mcp server %q: %w", u.id, err), Retryable: true}
+	if errors.Is(err, mcpsdk.ErrSessionMissing) {
+		// The server forgot the session (it restarted): reconnect. Whether
+		// it ran this call is decided below, by what its POST met.
+		u.drop(c)
+	}
+	if !seen.sent {
+		// Checked first: whatever failed the session (another call's
+		// oversized answer, a dead pipe), this call never left chio.
+		de.NotDelivered = true
+		if ctx.Err() == nil && cctx.Err() == nil {
+			u.drop(c) // the transport failed under us
+		}
+		return kernel.DispatchResult{}, de
+	}
 	if seen.oversize {
 		return kernel.DispatchResult{Output: json.RawMessage("null"),
 			ToolError: fmt.Sprintf("the upstream sent a message larger than %d bytes", MaxMessageBytes)}, nil
@@ -118,18 +133,7 @@ func (u *Upstream) classify(ctx, cctx context.Context, c *conn, seen slot, err e
 		return kernel.DispatchResult{Output: json.RawMessage("null"),
 			ToolError: clip(fmt.Sprintf("mcp error %d: %s", werr.Code, werr.Message), maxToolErrorText)}, nil
 	}
-	de := &kernel.DeliveryError{Err: fmt.Errorf("mcp server %q: %w", u.id, err), Retryable: true}
-	if errors.Is(err, mcpsdk.ErrSessionMissing) {
-		// The server forgot the session (it restarted): reconnect. Whether
-		// it ran this call is decided below, by what its POST met.
-		u.drop(c)
-	}
 	switch {
-	case !seen.sent:
-		de.NotDelivered = true
-		if ctx.Err() == nil && cctx.Err() == nil {
-			u.drop(c) // the transport failed under us
-		}
 	case refusedUnrun(seen.status):
 		de.NotDelivered = true
 		// Asking again gets the same answer, except from a server that

@@ -69,7 +69,7 @@ func (h *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
 	case "text/event-stream":
-		resp.Body = &sseTap{r: resp.Body, tap: h.tap}
+		resp.Body = &sseTap{r: resp.Body, tap: h.tap, slot: s}
 	case "application/json":
 		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxMessageBytes+1))
 		resp.Body.Close()
@@ -78,7 +78,11 @@ func (h *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 			break
 		}
 		if len(data) > MaxMessageBytes {
-			h.tap.setOverflow()
+			// The body of a POST answers the message it carried, and only
+			// that one: a tools/call's slot learns its answer was too large.
+			if s != nil {
+				h.tap.markOversize(s)
+			}
 			resp.Body = io.NopCloser(&errReader{errTooLarge})
 			break
 		}
@@ -117,10 +121,14 @@ func (c *capped) Close() error { return c.r.Close() }
 // sseTap passes an event stream through to the SDK (which applies its own
 // per-event limit) and hands each complete event's data to the tap. It
 // keeps at most MaxMessageBytes of one event; a larger event is dropped
-// here (and fails in the SDK).
+// here (and fails in the SDK). On the stream of a tools/call's POST (slot
+// set) an oversized event is taken as that call's answer; on any other
+// stream (the standalone GET, a resumed stream) it is no call's: the calls
+// it fails settle as unknown.
 type sseTap struct {
 	r         io.ReadCloser
 	tap       *tap
+	slot      *slot
 	line      []byte
 	data      []byte
 	lineOver  bool
@@ -164,7 +172,9 @@ func (s *sseTap) endLine() {
 		s.lineOver, s.eventOver = false, true
 	case len(line) == 0: // end of event
 		if s.eventOver {
-			s.tap.setOverflow()
+			if s.slot != nil {
+				s.tap.markOversize(s.slot)
+			}
 		} else if len(s.data) > 0 {
 			s.tap.incomingBytes(s.data)
 		}

@@ -35,9 +35,6 @@ type tap struct {
 	mu    sync.Mutex
 	byKey map[string]*slot
 	byID  map[jsonrpc.ID]*slot
-	// overflow is set when the upstream sent a message over the size
-	// limit; in-flight slots then learn that their answer was too large.
-	overflow bool
 }
 
 // slot is what the tap learned about one Dispatch.
@@ -47,6 +44,8 @@ type slot struct {
 	status   int             // HTTP status of its POST (0 on stdio)
 	raw      json.RawMessage // the result member of the response, exactly
 	answered bool            // a response (result or error) came from the server
+	// oversize: a message over MaxMessageBytes came that can only have
+	// been this call's answer (see markOversize, overflowWaiting).
 	oversize bool
 }
 
@@ -82,9 +81,7 @@ func (t *tap) release(s *slot) {
 func (t *tap) view(s *slot) slot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v := *s
-	v.oversize = v.oversize || (t.overflow && v.raw == nil)
-	return v
+	return *s
 }
 
 // outgoing registers a tools/call request before it is written and
@@ -133,7 +130,9 @@ func (t *tap) incoming(msg jsonrpc.Message) {
 		return
 	}
 	delete(t.byID, resp.ID)
-	s.answered = true
+	// An answer proves the request arrived, even if it raced the end of
+	// our write (markSent not yet called).
+	s.answered, s.sent = true, true
 	if resp.Error == nil {
 		s.raw = bytes.Clone(resp.Result)
 	}
@@ -147,10 +146,28 @@ func (t *tap) incomingBytes(data []byte) {
 	}
 }
 
-func (t *tap) setOverflow() {
+// markOversize records that s's own answer (the body of its POST) was
+// over MaxMessageBytes.
+func (t *tap) markOversize(s *slot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.overflow = true
+	s.oversize = true
+}
+
+// overflowWaiting handles a message over MaxMessageBytes that cannot be
+// read, so whose JSON-RPC id is unknown (a stdio line). Only when exactly
+// one tools/call awaits an answer is it taken as that call's answer; with
+// several, none is marked: each may have run and its answer is unknown,
+// and another call's oversized answer must not settle it as a tool error.
+func (t *tap) overflowWaiting() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.byID) != 1 {
+		return
+	}
+	for _, s := range t.byID {
+		s.oversize, s.sent = true, true // answered: it arrived
+	}
 }
 
 // tapTransport wraps a stdio transport's connection with the tap. (Only
@@ -209,7 +226,7 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 			continue
 		}
 		if l.line++; l.line == MaxMessageBytes+1 {
-			l.tap.setOverflow()
+			l.tap.overflowWaiting()
 		}
 	}
 	return n, err
