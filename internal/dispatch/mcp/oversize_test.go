@@ -125,3 +125,17 @@ func mustID(t *testing.T, v int64) jsonrpc.ID {
 	}
 	return id
 }
+
+// An answer over MaxMessageBytes on stdio is a final tool error: the SDK's
+// own frame limit must not fail the connection first, which would make it a
+// retryable maybe-delivered failure (the kernel would run the tool again).
+func TestOversizedStdioAnswerIsAToolError(t *testing.T) {
+	s := startSet(t, fastOptions(), policy.Server{ID: "peer", Command: stdioPeer(t, "big")})
+	res, err := dispatch(s, "req-big", "peer", "big", `{}`)
+	if err != nil || !strings.Contains(res.ToolError, "larger than") {
+		var de *kernel.DeliveryError
+		retry := errors.As(err, &de) && de.Retryable
+		t.Fatalf("an answer over %d bytes must be a ToolError (final); got ToolError %q, err %v (retryable=%v)",
+			MaxMessageBytes, res.ToolError, err, retry)
+	}
+}

@@ -72,7 +72,7 @@ func (u *Upstream) dialStdio(argv []string) func(ctx context.Context) (*conn, er
 		go u.logStderr(stderr, cmd.Process.Pid)
 		t := newTap()
 		tr := &tapTransport{tap: t, inner: &mcpsdk.IOTransport{
-			Reader: &lineLimit{r: stdout, tap: t}, Writer: stdin, MaxLineLength: MaxMessageBytes}}
+			Reader: &lineLimit{r: stdout, tap: t}, Writer: stdin, MaxLineLength: 2 * MaxMessageBytes}}
 		p := &process{cmd: cmd}
 		// The process must not outlive a failed or abandoned handshake.
 		stopped := make(chan struct{})

@@ -208,25 +208,34 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-// lineLimit sits under the SDK's stdio reader and notices a line over
-// MaxMessageBytes (the SDK then fails the connection; the tap tells the
-// calls in flight why, so an oversized result is not retried as if the
-// connection had merely dropped).
+// lineLimit sits under the SDK's stdio reader and enforces MaxMessageBytes
+// per line itself: the first byte past the limit fails the read (the SDK
+// then fails the connection) and the tap tells the call waiting why, so an
+// oversized result is a final tool error, not retried as if the connection
+// had merely dropped. (The SDK's own frame limit is set above this one, as
+// a backstop: its count is not per line, and it would fail the connection
+// before this reader ever saw byte MaxMessageBytes+1.)
 type lineLimit struct {
 	r    io.ReadCloser
 	tap  *tap
 	line int
+	err  error // sticky errTooLarge
 }
 
 func (l *lineLimit) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
 	n, err := l.r.Read(p)
-	for _, b := range p[:n] {
+	for i, b := range p[:n] {
 		if b == '\n' {
 			l.line = 0
 			continue
 		}
-		if l.line++; l.line == MaxMessageBytes+1 {
+		if l.line++; l.line > MaxMessageBytes {
+			l.err = errTooLarge
 			l.tap.overflowWaiting()
+			return i, l.err
 		}
 	}
 	return n, err
