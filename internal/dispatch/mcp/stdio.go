@@ -54,26 +54,37 @@ func (u *Upstream) dialStdio(argv []string) func(ctx context.Context) (*conn, er
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = childEnv(os.Environ())
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stdin, err := cmd.StdinPipe()
+		// Our own pipe, not cmd.StdinPipe: its write end must take a
+		// deadline (see stdinWriter).
+		stdinR, stdinW, err := os.Pipe()
 		if err != nil {
 			return nil, err
 		}
+		cmd.Stdin = stdinR
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
+			stdinR.Close()
+			stdinW.Close()
 			return nil, err
 		}
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
+			stdinR.Close()
+			stdinW.Close()
 			return nil, err
 		}
-		if err := cmd.Start(); err != nil {
+		err = cmd.Start()
+		stdinR.Close() // the child holds its own copy
+		if err != nil {
+			stdinW.Close()
 			return nil, err
 		}
 		go u.logStderr(stderr, cmd.Process.Pid)
+		p := &process{cmd: cmd}
 		t := newTap()
+		stdin := &stdinWriter{f: stdinW, limit: u.timeout, fail: func() { go p.terminate() }}
 		tr := &tapTransport{tap: t, inner: &mcpsdk.IOTransport{
 			Reader: &lineLimit{r: stdout, tap: t}, Writer: stdin, MaxLineLength: 2 * MaxMessageBytes}}
-		p := &process{cmd: cmd}
 		// The process must not outlive a failed or abandoned handshake.
 		stopped := make(chan struct{})
 		go func() {
@@ -95,6 +106,46 @@ func (u *Upstream) dialStdio(argv []string) func(ctx context.Context) (*conn, er
 		}}, nil
 	}
 }
+
+// stdinWriter bounds each write to a stdio server's stdin. The SDK checks
+// a call's context only before it writes: a server that stops reading its
+// stdin would block a message larger than the pipe buffer (and every write
+// queued behind it) for good, past the call's timeout. A write not done
+// within limit fails and ends the server (the pipe may hold part of a
+// message, so the session cannot go on); run then reconnects.
+type stdinWriter struct {
+	mu    sync.Mutex
+	f     *os.File // from os.Pipe: pollable, so it honours a write deadline
+	limit time.Duration
+	fail  func()
+}
+
+func (w *stdinWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.f.SetWriteDeadline(time.Now().Add(w.limit))
+	n := 0
+	if err == nil {
+		n, err = w.f.Write(p)
+	}
+	if err != nil {
+		w.fail()
+		if n > 0 {
+			// Part of the message is in the pipe: the server may read it
+			// all (a JSON decoder needs no newline). Not "never sent".
+			err = &partialWriteError{err: err}
+		}
+	}
+	return n, err
+}
+
+func (w *stdinWriter) Close() error { return w.f.Close() }
+
+// partialWriteError is a failed write that wrote some of its message.
+type partialWriteError struct{ err error }
+
+func (e *partialWriteError) Error() string { return "partial write: " + e.err.Error() }
+func (e *partialWriteError) Unwrap() error { return e.err }
 
 // process is a started stdio server.
 type process struct {

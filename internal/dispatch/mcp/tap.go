@@ -202,7 +202,9 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	s := c.tap.outgoing(msg) // before the write: the answer may race it
 	err := c.Connection.Write(ctx, msg)
-	if s != nil && err == nil {
+	// A write that failed part way may have delivered the call.
+	var partial *partialWriteError
+	if s != nil && (err == nil || errors.As(err, &partial)) {
 		c.tap.markSent(s, 0)
 	}
 	return err
