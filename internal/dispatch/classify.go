@@ -17,13 +17,18 @@ import (
 // What a failed HTTP delivery tells the kernel (see kernel.DeliveryError):
 //
 //	connection refused, DNS failure, dial timeout  not delivered, retryable
-//	429, 503 (the server refused before running)   not delivered, retryable, Retry-After
-//	502, 504 (a gateway answered)                  maybe delivered, retryable
+//	429 (a rate limit refused it)                   not delivered, retryable, Retry-After
+//	503 with "Chio-Not-Run: true"                   not delivered, retryable, Retry-After
+//	503 without it, 502, 504                        maybe delivered, retryable, Retry-After
 //	timeout or reset after the request was sent    maybe delivered, retryable
 //	any other non-2xx                              the tool ran and failed (ToolError)
 //
 // The kernel retries within the tool's retry deadline; at_most_once tools
 // are retried only when the call certainly was not delivered.
+
+// NotRunHeader, set to "true" on a 503, is a tool server's word that it
+// refused the call without running any of it (sdk/toolserver sets it).
+const NotRunHeader = "Chio-Not-Run"
 
 // classifyTransportError describes an error from http.Client.Do.
 func classifyTransportError(err error) error {
@@ -49,9 +54,18 @@ func classifyTransportError(err error) error {
 // DeliveryError; nil for every other status.
 func classifyStatus(resp *http.Response, body []byte) error {
 	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+	case http.StatusTooManyRequests:
 		return &kernel.DeliveryError{Err: fmt.Errorf("http %d: %s", resp.StatusCode, snippet(body)),
 			NotDelivered: true, Retryable: true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	case http.StatusServiceUnavailable:
+		// A 503 is "not run" only when the tool server says so. Proxies
+		// answer 503 of their own after forwarding the request (Envoy and
+		// so Istio when the backend resets mid-request, load balancers when
+		// the backend went away): the tool may have run, and an
+		// at_most_once call must not be sent again on a guess.
+		return &kernel.DeliveryError{Err: fmt.Errorf("http %d: %s", resp.StatusCode, snippet(body)),
+			NotDelivered: resp.Header.Get(NotRunHeader) == "true",
+			Retryable:    true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 	case http.StatusBadGateway, http.StatusGatewayTimeout:
 		return &kernel.DeliveryError{Err: fmt.Errorf("http %d: %s", resp.StatusCode, snippet(body)),
 			Retryable: true, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
