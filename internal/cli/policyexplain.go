@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
@@ -94,18 +93,15 @@ var errBadCall = errors.New("the kernel would refuse this call before deciding (
 // kernel.BuiltinGuards(), in the kernel's order, run by kernel.Pipeline:
 // guards added there appear here unchanged.
 func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, error) {
-	if in.Operation == "" {
-		in.Operation = "invoke"
+	// The kernel's own shape check, so that a call chiod refuses before
+	// deciding (a bad name, oversized or non-object arguments, an oversized
+	// intent) is "rejected" here too. It canonicalizes what it checks: the
+	// kernel judges the canonical form of what the agent sent.
+	shape := &kernel.ToolCall{Server: in.Server, Tool: in.Tool, Operation: in.Operation, Arguments: in.Args, GovernedIntent: in.Intent}
+	if err := kernel.CheckCallShape(shape); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadCall, err)
 	}
-	if len(in.Args) == 0 {
-		in.Args = json.RawMessage("{}")
-	}
-	// The kernel judges the canonical form of what the agent sent.
-	args, err := canon.Canonicalize(in.Args)
-	if err != nil || args[0] != '{' {
-		return nil, fmt.Errorf("%w: arguments must be a JSON object: %v", errBadCall, err)
-	}
-	in.Args = args
+	in.Operation, in.Args, in.Intent = shape.Operation, shape.Arguments, shape.GovernedIntent
 	intent, err := kernel.ParseIntent(in.Intent)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadCall, err)
