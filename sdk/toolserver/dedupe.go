@@ -7,13 +7,19 @@
 // tool must perform the effect once per key. Dedupe does that for an HTTP
 // handler: the first delivery of a key runs the handler and records its
 // answer durably (an fsync'd bbolt file) before replying; later deliveries
-// get the recorded answer and do not run the handler again.
+// get the recorded answer and do not run the handler again. The handler's
+// answer (status, headers, body) is held back until it is recorded, so the
+// handler cannot flush or hijack the connection; an answer larger than
+// MaxRecordedBody is recorded "too large to replay" (410 for a repeat) and
+// then streamed. If the record cannot be written, the client gets 502
+// instead of the handler's answer (chio settles the call "unknown").
 //
 // One window remains and no middleware can close it: a crash of the TOOL
-// SERVER after the effect and before the answer is recorded. Dedupe then
-// knows the key was in progress but not whether the effect happened, and
-// answers such a key 409 (outcome unknown) instead of running it again,
-// unless Options.RerunInterrupted says the handler is safe to repeat. For
+// SERVER after the effect and before the answer is recorded (or a record
+// that cannot be written). Dedupe then knows the key was in progress but
+// not whether the effect happened, and answers such a key 409 (outcome
+// unknown) instead of running it again, unless Options.RerunInterrupted
+// says the handler is safe to repeat. For
 // exactly-once effects, commit the effect and the key in ONE transaction
 // of your own database (a unique constraint on Key(r)); Dedupe then only
 // saves you the repeated work.
@@ -52,7 +58,8 @@ const (
 // Options configures Dedupe. The zero value is valid.
 type Options struct {
 	// RerunInterrupted runs the handler again for a key whose earlier
-	// delivery was cut off by a crash of this server (effect unknown).
+	// delivery was cut off by a crash of this server, or whose answer
+	// could not be recorded (effect unknown).
 	// Leave it false unless repeating the handler is harmless.
 	RerunInterrupted bool
 	// AllowMissingKey passes requests without an Idempotency-Key to the
@@ -144,35 +151,61 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 		case rec != nil && rec.State == "done":
 			replay(w, rec)
 			return
-		case rec != nil: // in_progress from an earlier process: interrupted
+		case rec != nil: // in_progress, not running (claim): a crash, or an unrecorded answer
 			if !d.opts.RerunInterrupted {
-				httpError(w, http.StatusConflict, "an earlier delivery of this Idempotency-Key was interrupted by a crash of the tool server; its outcome is unknown and it is not run again")
+				httpError(w, http.StatusConflict, "an earlier delivery of this Idempotency-Key was interrupted (a crash of the tool server, or its answer could not be recorded); its outcome is unknown and it is not run again")
 				return
 			}
 		}
-		rw := &recorder{ResponseWriter: w, status: http.StatusOK}
+		// The answer is held back (answerBuffer) until what a repeat of the
+		// key will get is durable: the client must never hold an answer the
+		// record does not, or a crash here would leave a key in progress
+		// whose caller already saw it succeed.
+		ab := newAnswerBuffer(w, func(a *answerBuffer) error { return d.settle(key, fp, a, true) })
 		r = r.WithContext(context.WithValue(r.Context(), keyCtx{}, key))
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(rw, r)
+		h.ServeHTTP(ab, r)
 		switch {
-		case rw.overflow:
-			// The handler completed, but its answer is too large to keep: a
-			// repeat must neither run it again nor be told a crash cut it
-			// off. It is answered 410 Gone, saying so.
-			_ = d.finish(key, &record{State: "done", Fingerprint: fp, Status: http.StatusGone, ContentType: "application/json",
-				Body: errorBody("this Idempotency-Key's delivery completed, but its answer was larger than the " +
-					fmt.Sprint(MaxRecordedBody) + " bytes kept for replay; it is not run again"),
-				At: time.Now().Unix()})
-			return
-		case rw.status == http.StatusTooManyRequests || rw.status == http.StatusServiceUnavailable:
-			// "Not now": the handler did not run the effect; a later
-			// delivery must run it, not replay the refusal.
-			_ = d.forget(key)
-			return
+		case ab.streaming:
+			return // too large to keep: recorded before its first byte went out
+		case ab.err == nil:
+			if ab.err = d.settle(key, fp, ab, false); ab.err == nil {
+				ab.send()
+				return
+			}
 		}
-		_ = d.finish(key, &record{State: "done", Fingerprint: fp, Status: rw.status,
-			ContentType: rw.Header().Get("Content-Type"), Body: rw.buf.Bytes(), At: time.Now().Unix()})
+		// The handler ran but its answer could not be recorded. The key stays
+		// in progress (a repeat is answered 409, never run again) and the
+		// handler's answer is not sent as if all were well. 502, not 500 or
+		// 503: chio reads 503 as "not run" and 500 as "ran and failed", both
+		// false here; 502 is "may have run", which it settles as unknown.
+		httpError(w, http.StatusBadGateway, "the tool's answer could not be recorded for its Idempotency-Key, so it is not sent; the outcome is unknown: "+ab.err.Error())
 	})
+}
+
+// settle makes durable what a repeat of key will get, before the client
+// gets anything. tooLarge: the answer outgrew MaxRecordedBody.
+func (d *Dedupe) settle(key, fp string, a *answerBuffer, tooLarge bool) error {
+	status := a.finalStatus()
+	switch {
+	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
+		// "Not now": the handler did not run the effect; a later delivery
+		// must run it, not replay the refusal. The refusal is true either
+		// way, so it is sent even if the forget fails: the key then stays
+		// in progress and a repeat is answered 409, never run twice.
+		_ = d.forget(key)
+		return nil
+	case tooLarge:
+		// The handler completed, but its answer is too large to keep: a
+		// repeat must neither run it again nor be told a crash cut it off.
+		// It is answered 410 Gone, saying so.
+		return d.finish(key, &record{State: "done", Fingerprint: fp, Status: http.StatusGone, ContentType: "application/json",
+			Body: errorBody("this Idempotency-Key's delivery completed, but its answer was larger than the " +
+				fmt.Sprint(MaxRecordedBody) + " bytes kept for replay; it is not run again"),
+			At: time.Now().Unix()})
+	}
+	return d.finish(key, &record{State: "done", Fingerprint: fp, Status: status,
+		ContentType: a.finalHeader().Get("Content-Type"), Body: a.body.Bytes(), At: time.Now().Unix()})
 }
 
 func (d *Dedupe) claim(key string) bool {
@@ -253,31 +286,4 @@ func httpError(w http.ResponseWriter, status int, msg string) {
 func errorBody(msg string) []byte {
 	b, _ := json.Marshal(map[string]string{"error": msg})
 	return append(b, '\n')
-}
-
-// recorder keeps a copy of the answer (up to MaxRecordedBody) while it is
-// written through.
-type recorder struct {
-	http.ResponseWriter
-	status   int
-	wrote    bool
-	buf      bytes.Buffer
-	overflow bool
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.status, r.wrote = code, true
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	r.wrote = true
-	if r.buf.Len()+len(p) > MaxRecordedBody {
-		r.overflow = true
-	} else {
-		r.buf.Write(p)
-	}
-	return r.ResponseWriter.Write(p)
 }

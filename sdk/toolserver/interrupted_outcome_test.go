@@ -112,3 +112,90 @@ tool = "refund"
 			"yet chiod settles the call execution=%q (\"the tool ran and reported a failure\"); want %q", rec.Execution, kernel.ExecutionUnknown)
 	}
 }
+
+// When the tool server cannot record an answer (its record file fails
+// under the handler), Dedupe answers 502, not the handler's answer and not
+// a status chiod reads as "not run" or "ran and failed". chiod (a real
+// kernel, real HTTP dispatch, at_least_once) re-sends; the key is still in
+// progress, so the repeat is answered 409 and not run; the call is settled
+// "unknown" with the effect done exactly once.
+func TestUnrecordedAnswerIsSettledUnknown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.db")
+	var effects atomic.Int64
+	var (
+		mu      sync.Mutex
+		current http.Handler
+		d1, d2  *toolserver.Dedupe
+	)
+	effect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		effects.Add(1) // the refund is paid
+		mu.Lock()
+		defer mu.Unlock()
+		if d2 == nil {
+			// The record file fails before the answer is recorded; the
+			// server carries on with a healthy one for later requests.
+			d1.Close()
+			var err error
+			if d2, err = toolserver.Open(path, toolserver.Options{}); err != nil {
+				t.Error(err)
+				return
+			}
+			current = d2.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				effects.Add(1)
+				fmt.Fprint(w, `{"paid":true}`)
+			}))
+		}
+		fmt.Fprint(w, `{"paid":true}`)
+	})
+	var err error
+	if d1, err = toolserver.Open(path, toolserver.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	current = d1.Wrap(effect)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := current
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if d2 != nil {
+			d2.Close()
+		}
+	})
+
+	w := testkit.NewWorld(t, testkit.Options{
+		Server: "pay",
+		PolicyTOML: fmt.Sprintf(`
+[[servers]]
+id = "pay"
+transport = "http"
+url = %q
+delivery = "at_least_once"
+retry_deadline_seconds = 20
+[[servers.tools]]
+name = "refund"
+
+[[grants]]
+id = "g"
+server = "pay"
+tool = "refund"
+`, srv.URL),
+		Grants: []string{"g"},
+	})
+	out := w.Submit(t, "refund", `{"amount":450}`, "")
+	rec, err := w.Kernel.Call(out.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("status=%s execution=%s attempts=%d tool_error=%q", rec.Status, rec.Execution, rec.Attempts, rec.ToolError)
+	if n := effects.Load(); n != 1 {
+		t.Fatalf("effects = %d, want exactly 1", n)
+	}
+	if rec.Execution != kernel.ExecutionUnknown {
+		t.Fatalf("the refund was paid but its answer could not be recorded; chiod settled execution=%q, want %q", rec.Execution, kernel.ExecutionUnknown)
+	}
+}
