@@ -46,6 +46,12 @@ const (
 	IdempotencyKeyHeader = "Idempotency-Key"
 	// ReplayedHeader is set on an answer replayed from the record.
 	ReplayedHeader = "Idempotent-Replayed"
+	// NotRunHeader: "true" on Dedupe's own 503s, which refuse a delivery
+	// before the handler runs. chio sends a call again, even one that must
+	// not run twice (at_most_once), only after a 503 carrying it: a 503
+	// without it may be a proxy's, sent after the tool acted. A handler
+	// that answers 503 itself sets it only if it ran nothing.
+	NotRunHeader = "Chio-Not-Run"
 )
 
 // Limits on what Dedupe accepts and keeps.
@@ -136,6 +142,7 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 		if !d.claim(key) {
 			// The same key is running right now: it was not run again.
 			w.Header().Set("Retry-After", "1")
+			w.Header().Set(NotRunHeader, "true")
 			httpError(w, http.StatusServiceUnavailable, "a delivery of this Idempotency-Key is in progress")
 			return
 		}
@@ -143,6 +150,7 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 		rec, err := d.begin(key, fp)
 		switch {
 		case err != nil:
+			w.Header().Set(NotRunHeader, "true") // the handler did not run
 			httpError(w, http.StatusServiceUnavailable, "idempotency record unavailable: "+err.Error())
 			return
 		case rec != nil && rec.Fingerprint != fp:
@@ -177,8 +185,8 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 		// The handler ran but its answer could not be recorded. The key stays
 		// in progress (a repeat is answered 409, never run again) and the
 		// handler's answer is not sent as if all were well. 502, not 500 or
-		// 503: chio reads 503 as "not run" and 500 as "ran and failed", both
-		// false here; 502 is "may have run", which it settles as unknown.
+		// 503: chio reads 500 as "ran and failed" (false here) and a 503 as
+		// a refusal to send again; 502 is "may have run", settled unknown.
 		httpError(w, http.StatusBadGateway, "the tool's answer could not be recorded for its Idempotency-Key, so it is not sent; the outcome is unknown: "+ab.err.Error())
 	})
 }
