@@ -23,6 +23,11 @@ import (
 // its exposed arguments in chiod's heap for every queued job.
 
 const slowWebhookPolicy = `
+# The flood below parks more than the default per-agent cap on waiting
+# requests: this test is about the channels' queue under such a flood.
+[kernel]
+max_pending_approvals_per_agent = 10000
+
 [[servers]]
 id = "pay"
 transport = "http"

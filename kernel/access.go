@@ -32,7 +32,7 @@ func (k *Kernel) RecordNotifyFailure(ctx context.Context, approvalID, channel, m
 	if len(msg) > 300 {
 		msg = msg[:300]
 	}
-	return k.store.Update(ctx, func(tx Tx) error {
+	return k.update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(approvalID)
 		if err != nil {
 			return err

@@ -65,11 +65,14 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	req.ReceiptID = r.ID
 	rec.ReceiptID = r.ID
 	timeout, deadline := req.ExpiresAt-req.CreatedAt, req.ExpiresAt
-	err := k.store.Update(ctx, func(tx Tx) error {
+	err := k.update(ctx, func(tx Tx) error {
 		switch _, err := tx.Call(rec.RequestID); {
 		case err == nil:
 			return ErrRequestUsed
 		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		if err := checkPendingCap(tx, rec.Subject, p.Kernel.PendingApprovalCap()); err != nil {
 			return err
 		}
 		// The approvers' time counts from the park's commit, the clock read
@@ -84,6 +87,11 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		tx.AppendReceipt(r)
 		return tx.PutCall(rec)
 	})
+	if capErr := (*pendingCapError)(nil); errors.As(err, &capErr) {
+		// Nothing was parked: the call is denied.
+		rec.ApprovalID, rec.ReceiptID = "", ""
+		return k.deny(ctx, rec, p, GuardPendingCap, capErr.Error(), now)
+	}
 	if mayHaveCommitted(err) {
 		// A park reported failed may be durable: it is then announced after
 		// the heal and may be approved and run. Never "nothing happened".
@@ -226,7 +234,7 @@ func (k *Kernel) announceIfUntold(ctx context.Context, req *approval.Request) bo
 // announced again later).
 func (k *Kernel) markTold(ctx context.Context, req *approval.Request, expiresAt int64) *approval.Request {
 	var stored *approval.Request
-	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+	err := k.update(context.WithoutCancel(ctx), func(tx Tx) error {
 		stored = nil
 		cur, err := tx.Approval(req.ApprovalID)
 		if err != nil || cur.Status != approval.StatusPending || cur.Tier != req.Tier || cur.Notified > req.Tier {

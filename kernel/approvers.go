@@ -97,7 +97,7 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 	}
 	var updated *approval.Request
 	var orphaned, denied bool
-	err := k.store.Update(ctx, func(tx Tx) error {
+	err := k.update(ctx, func(tx Tx) error {
 		updated, orphaned, denied = nil, false, false
 		req, err := tx.Approval(id)
 		if err != nil || req.Status != approval.StatusPending {

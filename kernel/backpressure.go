@@ -31,7 +31,7 @@ const (
 func (k *Kernel) updateAfterVote(ctx context.Context, fn func(Tx) error) error {
 	backoff := queueFullBackoffMin
 	for {
-		err := k.store.Update(ctx, fn)
+		err := k.update(ctx, fn)
 		if !errors.Is(err, ErrQueueFull) {
 			return err
 		}

@@ -106,7 +106,7 @@ func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, 
 			approval.ErrUntrustedSigner, tok.Approver)
 	}
 	b := &approval.Batch{Token: tok, Raw: raw, CreatedAt: now.UnixMilli()}
-	err = k.store.Update(ctx, func(tx Tx) error {
+	err = k.update(ctx, func(tx Tx) error {
 		switch _, err := tx.Batch(tok.ID); {
 		case err == nil:
 			return fmt.Errorf("%w: batch %s exists", ErrConflict, tok.ID)

@@ -32,7 +32,7 @@ type ending struct {
 func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, now time.Time, e ending) (*CallRecord, error) {
 	var final *approval.Request
 	var rec *CallRecord
-	err := k.store.Update(ctx, func(tx Tx) error {
+	err := k.update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(id)
 		if err != nil {
 			return err

@@ -390,7 +390,7 @@ func (k *Kernel) deny(ctx context.Context, rec *CallRecord, p *policy.Policy, gu
 	rec.Status, rec.Guard, rec.Reason = StatusDenied, guard, reason
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, nil, now)
 	rec.ReceiptID, rec.UpdatedAt = r.ID, r.Timestamp
-	err := k.store.Update(ctx, func(tx Tx) error {
+	err := k.update(ctx, func(tx Tx) error {
 		switch _, err := tx.Call(rec.RequestID); {
 		case err == nil:
 			return ErrRequestUsed // a record appeared since we looked: never overwrite

@@ -213,7 +213,7 @@ func advisoryInForce(p *policy.Policy, req *approval.Request) bool {
 
 func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Time) error {
 	var next *approval.Request
-	err := k.store.Update(ctx, func(tx Tx) error {
+	err := k.update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(id)
 		if err != nil {
 			return err
@@ -282,7 +282,7 @@ func (k *Kernel) autoApprove(ctx context.Context, req *approval.Request, now tim
 // unless a human has denied it (errHumanDenied): the advisory approval is
 // for calls nobody decided, never one a person refused.
 func (k *Kernel) forceQuorum(ctx context.Context, id string, tier int, now time.Time) error {
-	return k.store.Update(ctx, func(tx Tx) error {
+	return k.update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(id)
 		if err != nil {
 			return err

@@ -83,7 +83,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 	var rec *CallRecord
 	var denyReceipt *receipt.Receipt
 	p := k.Policy()
-	err := k.store.Update(ctx, func(tx Tx) error {
+	err := k.update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(approvalID)
 		if err != nil {
 			return err

@@ -59,4 +59,10 @@ const (
 	MaxCheckpointEvery        = 1_000_000
 	MaxCheckpointInterval     = 24 * 3600
 	MaxWebhookRetries         = 20
+
+	// DefaultMaxPendingApprovalsPerAgent: one agent cannot bury its
+	// approvers under more waiting requests than this unless the policy
+	// says so; MaxPendingApprovalsPerAgent bounds what it may say.
+	DefaultMaxPendingApprovalsPerAgent = 100
+	MaxPendingApprovalsPerAgent        = 100_000
 )

@@ -44,6 +44,20 @@ type Kernel struct {
 	// AuthorityKey, when set, is an extra key whose capabilities the kernel
 	// accepts besides its own (`ed25519:…`).
 	AuthorityKey string `toml:"authority_key" json:"authority_key"`
+	// MaxPendingApprovalsPerAgent caps the approval requests one agent
+	// (capability subject) may have waiting at once; a call that would
+	// park one more is denied. 0 means DefaultMaxPendingApprovalsPerAgent
+	// (see PendingApprovalCap); omitted from the hash when unset.
+	MaxPendingApprovalsPerAgent int `toml:"max_pending_approvals_per_agent" json:"max_pending_approvals_per_agent,omitempty"`
+}
+
+// PendingApprovalCap is the per-agent cap on waiting approval requests in
+// force: the configured value, or DefaultMaxPendingApprovalsPerAgent.
+func (k *Kernel) PendingApprovalCap() int {
+	if k.MaxPendingApprovalsPerAgent > 0 {
+		return k.MaxPendingApprovalsPerAgent
+	}
+	return DefaultMaxPendingApprovalsPerAgent
 }
 
 // Receipts is the [receipts] table: how often the Merkle log is checkpointed.

@@ -80,6 +80,9 @@ func (v *validator) kernel() {
 			v.at(base, k("authority_key"), "authority_key is not an acceptable Ed25519 public key: %v", err)
 		}
 	}
+	if kn.MaxPendingApprovalsPerAgent != 0 {
+		v.intRange(base, "max_pending_approvals_per_agent", kn.MaxPendingApprovalsPerAgent, 1, MaxPendingApprovalsPerAgent)
+	}
 }
 
 func (v *validator) receipts() {

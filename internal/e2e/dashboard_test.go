@@ -42,6 +42,8 @@ const (
 const channelsPolicy = `
 [kernel]
 public_url = "%[1]s"
+# Some tests park more than the default per-agent cap (stream replay bounds).
+max_pending_approvals_per_agent = 1000
 
 [[servers]]
 id = "payments"

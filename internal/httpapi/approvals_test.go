@@ -21,6 +21,10 @@ import (
 )
 
 const approvalsPolicy = `
+# Some tests park more than the default per-agent cap (stream replay bounds).
+[kernel]
+max_pending_approvals_per_agent = 1000
+
 [[servers]]
 id = "pay"
 transport = "http"
