@@ -112,7 +112,7 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 	next.DecisionReceiptID, next.ReceiptID, next.UpdatedAt = r.ID, r.ID, r.Timestamp
 	key := firstNKey(rec.GrantID, rec.Subject)
 	count := k.tracksFirstN(rec.GrantID)
-	update := k.store.Update
+	update := k.update
 	if !fresh {
 		update = k.updateAfterVote // a human's vote is durable: back-pressure must not strand it
 	}

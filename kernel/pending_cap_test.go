@@ -149,7 +149,7 @@ func TestKernelWritesOnlyThroughUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct := regexp.MustCompile(`\.store\.Update\(`)
+	direct := regexp.MustCompile(`\.store\.Update\b`)
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") || f == "pending_cap.go" {
 			continue
