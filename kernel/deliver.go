@@ -229,6 +229,15 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttemp
 		return res, err
 	}
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 || priorAttempt != nil {
+			// A re-send is a new delivery of an old decision: a capability
+			// revoked since (the operator's answer to a compromised agent)
+			// stops it. The first send needs no look: the decision's own
+			// commit checked revocation.
+			if err := k.revokedSince(rec); err != nil {
+				return giveUp(DispatchResult{}, err)
+			}
+		}
 		rec.Attempts = attempt
 		res, err := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server,
 			Tool: rec.Tool, Arguments: rec.Arguments, Attempt: attempt})
@@ -273,6 +282,26 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttemp
 		}
 		backoff = min(backoff*2, RetryBackoffMax)
 	}
+}
+
+// revokedSince refuses to send rec again once its capability is revoked,
+// or when that cannot be read (fail closed). It is "not delivered" for
+// this attempt; giveUp turns it into "unknown" if an earlier attempt may
+// have reached the tool.
+func (k *Kernel) revokedSince(rec *CallRecord) error {
+	var revoked bool
+	err := k.store.View(func(tx ReadTx) error {
+		var err error
+		revoked, err = tx.Revoked(rec.CapabilityID)
+		return err
+	})
+	switch {
+	case err != nil:
+		return &DeliveryError{Err: fmt.Errorf("not sent again: its capability's revocation state cannot be read: %w", err), NotDelivered: true}
+	case revoked:
+		return &DeliveryError{Err: errors.New("not sent again: its capability was revoked after the call was allowed"), NotDelivered: true}
+	}
+	return nil
 }
 
 // sleep waits d on the kernel's clock.
