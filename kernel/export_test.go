@@ -4,8 +4,6 @@ package kernel
 // (settling.go), so tests can count store updates deterministically.
 func (k *Kernel) WaitSettles() { k.settles.Wait() }
 
-// PendingKey and PendingCountedKey name the per-agent pending counters
-// (pending_cap.go), for tests that stage a store written by an older build.
+// PendingKey names an agent's pending count (pending_cap.go), for tests
+// that stage a store written by an older build.
 var PendingKey = pendingKey
-
-const PendingCountedKey = pendingCountedKey

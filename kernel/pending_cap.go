@@ -33,8 +33,11 @@ func (e *pendingCapError) Error() string {
 // GuardPendingCap names the cap on deny receipts.
 const GuardPendingCap = "max_pending_approvals_per_agent"
 
+// pendingPrefix starts every per-agent count's key.
+const pendingPrefix = "pending\x00"
+
 // pendingKey is the counter of subject's waiting approval requests.
-func pendingKey(subject string) string { return "pending\x00" + subject }
+func pendingKey(subject string) string { return pendingPrefix + subject }
 
 // update is the kernel's only way to write to the store (pending_cap_test
 // checks that nothing else calls k.store.Update): fn's PutApprovals keep
@@ -56,6 +59,9 @@ func (t pendingCountTx) PutApproval(req *approval.Request) error {
 		return err
 	}
 	if is := req.Status == approval.StatusPending; is != was {
+		if _, err := t.Counter(pendingLockKey); err != nil { // see pendingLockKey
+			return err
+		}
 		key := pendingKey(req.SubjectID)
 		n, err := t.Counter(key)
 		if err != nil {
@@ -65,8 +71,8 @@ func (t pendingCountTx) PutApproval(req *approval.Request) error {
 		case is:
 			n++
 		case n > 0:
-			// Never below zero: requests left pending by a build without
-			// the count are not in it, so their ends are not taken off.
+			// Never below zero: a request parked by a build that did not
+			// count (until the next start's recount) is not in it.
 			n--
 		}
 		if err := t.SetCounter(key, n); err != nil {
@@ -79,6 +85,9 @@ func (t pendingCountTx) PutApproval(req *approval.Request) error {
 // checkPendingCap refuses to park one more request for subject when it
 // already has limit waiting. Call it inside the park's commit.
 func checkPendingCap(tx Tx, subject string, limit int) error {
+	if _, err := tx.Counter(pendingLockKey); err != nil { // see pendingLockKey
+		return err
+	}
 	n, err := tx.Counter(pendingKey(subject))
 	if err != nil {
 		return err
@@ -89,28 +98,49 @@ func checkPendingCap(tx Tx, subject string, limit int) error {
 	return nil
 }
 
-// pendingCountedKey marks a store whose per-agent counts include every
-// request that was waiting when this build first started on it.
-const pendingCountedKey = "pending-counted\x00v1"
+// pendingLockKey is read first by every transaction that changes a count
+// and by the recount, so that on a shared store (PostgreSQL locks the row a
+// function reads) a recount never interleaves with a park or an ending.
+const pendingLockKey = "pending-recount"
 
-// countPendingOnce sets every agent's count from the requests waiting now,
-// once per store (Recover calls it at start-up): requests parked by a build
-// without the count would otherwise be missing from it for good.
-func (k *Kernel) countPendingOnce(ctx context.Context) error {
+// recountPending sets every agent's count from the requests waiting now
+// and zeroes every count that no waiting request backs. Recover runs it at
+// each start: a count can drift only through writes this build did not
+// make (an older build still serving during a rolling upgrade ends or
+// parks requests without counting), and the next start of any replica
+// heals it.
+func (k *Kernel) recountPending(ctx context.Context) error {
+	var counted []string // committed non-zero counts, listed before the transaction
+	if cs, ok := k.store.(CounterScanner); ok {
+		if err := cs.CountersWithPrefix(pendingPrefix, func(key string, v uint64) bool {
+			if v > 0 {
+				counted = append(counted, key)
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+	}
 	return k.update(ctx, func(tx Tx) error {
-		done, err := tx.Counter(pendingCountedKey)
-		if err != nil || done > 0 {
+		if _, err := tx.Counter(pendingLockKey); err != nil {
 			return err
 		}
-		counts := map[string]uint64{}
-		if err := tx.PendingApprovals(func(r *approval.Request) bool { counts[r.SubjectID]++; return true }); err != nil {
+		waiting := map[string]uint64{}
+		if err := tx.PendingApprovals(func(r *approval.Request) bool { waiting[pendingKey(r.SubjectID)]++; return true }); err != nil {
 			return err
 		}
-		for subject, n := range counts {
-			if err := tx.SetCounter(pendingKey(subject), n); err != nil {
+		for _, key := range counted {
+			if _, ok := waiting[key]; !ok {
+				if err := tx.SetCounter(key, 0); err != nil {
+					return err
+				}
+			}
+		}
+		for key, n := range waiting {
+			if err := tx.SetCounter(key, n); err != nil {
 				return err
 			}
 		}
-		return tx.SetCounter(pendingCountedKey, 1)
+		return tx.SetCounter(pendingLockKey, 1) // the lock's row exists from the first start on
 	})
 }

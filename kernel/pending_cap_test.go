@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/testkit"
@@ -164,39 +165,78 @@ func TestKernelWritesOnlyThroughUpdate(t *testing.T) {
 	}
 }
 
-// A store whose requests were parked by a build without the count (the
-// counters absent) is counted at the first start: Recover sets each
-// agent's count from the requests waiting, so the cap holds at once.
-func TestPendingCountIsTakenAtFirstStart(t *testing.T) {
+// Each start recounts every agent's waiting requests: counts that writes
+// of an older build (still serving during a rolling upgrade) left wrong
+// are healed, too low (requests it parked uncounted) and too high
+// (requests it ended without taking them off, which would lock the agent
+// out for good).
+func TestPendingCountIsRecountedAtEachStart(t *testing.T) {
 	lead := keys.FromSeed([]byte("lead-lead-lead-lead-lead-lead-32"))
 	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(pendingCapPolicy, lead.Public()),
 		Server: "demo", Grants: []string{"ask"}})
 	ctx := context.Background()
+	subject := w.Agent.Public().String()
+	setCount := func(n uint64) {
+		t.Helper()
+		if err := w.Store.Update(ctx, func(tx kernel.Tx) error { return tx.SetCounter(kernel.PendingKey(subject), n) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit := func() *kernel.Outcome { t.Helper(); return w.Submit(t, "echo", `{}`, "") }
 	for range 2 {
-		if out := w.Submit(t, "echo", `{}`, ""); out.Status != kernel.StatusPendingApproval {
+		if out := submit(); out.Status != kernel.StatusPendingApproval {
 			t.Fatalf("want parked, got %s", out.Status)
 		}
 	}
-	// As an older build left it: two requests waiting, no counters.
-	if err := w.Store.Update(ctx, func(tx kernel.Tx) error {
-		if err := tx.SetCounter(kernel.PendingCountedKey, 0); err != nil {
-			return err
+
+	// Too low: as if an older build had parked both uncounted.
+	setCount(0)
+	if out := submit(); out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("premise: with the count at 0 a third call parks; got %s", out.Status)
+	}
+	setCount(0)
+	if err := w.Kernel.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := submit(); out.Status != kernel.StatusDenied || out.Guard != kernel.GuardPendingCap || !strings.Contains(out.Reason, "3 approval requests waiting") {
+		t.Fatalf("after the recount: %s by %q (%s)", out.Status, out.Guard, out.Reason)
+	}
+
+	// Too high: an older build ends every waiting request without taking
+	// it off the count (request and call in one plain store commit).
+	pending, err := w.Kernel.ListPending(kernel.PendingFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range pending {
+		if err := w.Store.Update(ctx, func(tx kernel.Tx) error {
+			req.Status = approval.StatusCancelled
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusCancelled, Reason: "ended by an older build", CallStatus: kernel.StatusCancelled}
+			rec, err := tx.Call(req.RequestID)
+			if err != nil {
+				return err
+			}
+			rec.Status = kernel.StatusCancelled
+			if err := tx.PutCall(rec); err != nil {
+				return err
+			}
+			return tx.PutApproval(req)
+		}); err != nil {
+			t.Fatal(err)
 		}
-		return tx.SetCounter(kernel.PendingKey(w.Agent.Public().String()), 0)
-	}); err != nil {
-		t.Fatal(err)
 	}
-	if out := w.Submit(t, "echo", `{}`, ""); out.Status != kernel.StatusPendingApproval {
-		t.Fatalf("premise: without the count a third call parks; got %s", out.Status)
-	}
-	if err := w.Store.Update(ctx, func(tx kernel.Tx) error { return tx.SetCounter(kernel.PendingKey(w.Agent.Public().String()), 0) }); err != nil {
-		t.Fatal(err)
+	if out := submit(); out.Status != kernel.StatusDenied || out.Guard != kernel.GuardPendingCap {
+		t.Fatalf("premise: nothing waits, yet the stale count of 3 refuses the agent; got %s", out.Status)
 	}
 	if err := w.Kernel.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	out := w.Submit(t, "echo", `{}`, "")
-	if out.Status != kernel.StatusDenied || out.Guard != kernel.GuardPendingCap || !strings.Contains(out.Reason, "3 approval requests waiting") {
-		t.Fatalf("after the first start's count: %s by %q (%s)", out.Status, out.Guard, out.Reason)
+	for i := range 2 {
+		if out := submit(); out.Status != kernel.StatusPendingApproval {
+			t.Fatalf("call %d after the recount: %s by %q (%s): nothing was waiting", i+1, out.Status, out.Guard, out.Reason)
+		}
+	}
+	if out := submit(); out.Guard != kernel.GuardPendingCap {
+		t.Fatalf("the cap holds again after the recount; got %s by %q", out.Status, out.Guard)
 	}
 }

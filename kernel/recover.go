@@ -56,7 +56,7 @@ func (k *Kernel) WaitRecovery(ctx context.Context) error {
 // finishes calls left in flight IN THE BACKGROUND: chiod serves at once,
 // and a hanging tool server cannot hold start-up.
 func (k *Kernel) Recover(ctx context.Context) error {
-	if err := k.countPendingOnce(ctx); err != nil {
+	if err := k.recountPending(ctx); err != nil {
 		return fmt.Errorf("count waiting approval requests: %w", err)
 	}
 	pending, err := k.pendingRequests()

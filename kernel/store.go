@@ -157,3 +157,10 @@ type Store interface {
 	View(fn func(ReadTx) error) error
 	Close() error
 }
+
+// CounterScanner is a store that lists its counters by key prefix, from
+// committed state (both stores are). Recover uses it to reset counts that
+// nothing waiting backs any more (pending_cap.go).
+type CounterScanner interface {
+	CountersWithPrefix(prefix string, fn func(key string, v uint64) bool) error
+}

@@ -3,6 +3,7 @@ package boltstore
 // tx: the kernel's transaction over bbolt (kernel.Tx).
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -229,4 +230,21 @@ func (t *tx) Dispatching(fn func(*kernel.CallRecord) bool) error {
 		}
 	}
 	return nil
+}
+
+// CountersWithPrefix visits the committed counters whose key starts with
+// prefix, in key order (kernel.CounterScanner).
+func (s *Store) CountersWithPrefix(prefix string, fn func(key string, v uint64) bool) error {
+	return s.view(func(btx *bolt.Tx) error {
+		c := btx.Bucket(bucketCounters).Cursor()
+		for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+			if len(v) != 8 {
+				return errors.New("boltstore: corrupt counter")
+			}
+			if !fn(string(k), binary.BigEndian.Uint64(v)) {
+				return nil
+			}
+		}
+		return nil
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/store/pgstore"
 	"github.com/chiokernel/chio/internal/store/pgstore/pgtest"
 	"github.com/chiokernel/chio/internal/store/storetest"
 	"github.com/chiokernel/chio/internal/testkit"
@@ -50,9 +51,11 @@ func TestPendingCapIsExactAcrossReplicas(t *testing.T) {
 	}
 	dsn := pgtest.Database(t)
 	var ks []*kernel.Kernel
+	var stores []*pgstore.Store
 	var clk *clock.Fake
 	for range 2 {
 		st := openPG(t, dsn)
+		stores = append(stores, st)
 		clk = clock.NewFake(time.Now())
 		k, err := kernel.New(kernel.Config{Key: storetest.Key(), Policy: p, Store: st, Dispatcher: &countingDispatcher{calls: map[string]int{}}, Clock: clk, Relay: st.Events()})
 		if err != nil {
@@ -101,5 +104,22 @@ func TestPendingCapIsExactAcrossReplicas(t *testing.T) {
 	}
 	if len(pending) != 5 {
 		t.Fatalf("%d requests waiting, want 5", len(pending))
+	}
+
+	// A start recounts: a count nothing waiting backs (another agent's,
+	// left by an older build) is zeroed; this agent's stays 5.
+	ghost := "pending\x00ed25519:ghost"
+	if err := stores[0].Update(context.Background(), func(tx kernel.Tx) error { return tx.SetCounter(ghost, 7) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ks[1].Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	if err := stores[1].CountersWithPrefix("pending\x00", func(k string, v uint64) bool { counts[k] = v; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if counts[ghost] != 0 || counts["pending\x00"+agent.Public().String()] != 5 || len(counts) != 2 {
+		t.Fatalf("counts after a start: %v", counts)
 	}
 }

@@ -372,3 +372,30 @@ func scanIDs(ctx context.Context, q querier, sql string, fn func(string)) error 
 	}
 	return rows.Err()
 }
+
+// CountersWithPrefix visits the committed counters whose key starts with
+// prefix, in key order (kernel.CounterScanner).
+func (s *Store) CountersWithPrefix(prefix string, fn func(key string, v uint64) bool) error {
+	ctx, cancel := context.WithTimeout(s.bg, ReadTimeout)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, "SELECT key, value FROM chio_counters WHERE substring(key FROM 1 FOR $2) = $1 ORDER BY key",
+		[]byte(prefix), len(prefix))
+	if err != nil {
+		return fmt.Errorf("%w: %v", kernel.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key []byte
+		var v int64
+		if err := rows.Scan(&key, &v); err != nil {
+			return fmt.Errorf("%w: %v", kernel.ErrUnavailable, err)
+		}
+		if !fn(string(key), uint64(v)) {
+			return nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: %v", kernel.ErrUnavailable, err)
+	}
+	return nil
+}
