@@ -20,6 +20,7 @@ import (
 //	429 (a rate limit refused it)                   not delivered, retryable, Retry-After
 //	503 with "Chio-Not-Run: true"                   not delivered, retryable, Retry-After
 //	503 without it, 502, 504                        maybe delivered, retryable, Retry-After
+//	any non-2xx with "Chio-Outcome: unknown"        maybe delivered, final (asking again gets the same)
 //	timeout or reset after the request was sent    maybe delivered, retryable
 //	any other non-2xx                              the tool ran and failed (ToolError)
 //
@@ -29,6 +30,11 @@ import (
 // NotRunHeader, set to "true" on a 503, is a tool server's word that it
 // refused the call without running any of it (sdk/toolserver sets it).
 const NotRunHeader = "Chio-Not-Run"
+
+// OutcomeHeader, set to "unknown" on a non-2xx, is a tool server's word
+// that an earlier delivery of the call may have run and it cannot say how
+// it ended (sdk/toolserver sets it on its 409).
+const OutcomeHeader = "Chio-Outcome"
 
 // classifyTransportError describes an error from http.Client.Do.
 func classifyTransportError(err error) error {
@@ -53,6 +59,12 @@ func classifyTransportError(err error) error {
 // classifyStatus turns the statuses that mean "not run (yet)" into a
 // DeliveryError; nil for every other status.
 func classifyStatus(resp *http.Response, body []byte) error {
+	if resp.StatusCode/100 != 2 && resp.Header.Get(OutcomeHeader) == "unknown" {
+		// The tool server does not know whether an earlier delivery ran
+		// (sdk/toolserver's 409 for a key a crash interrupted): not a
+		// failure of the tool, and not "not run" either.
+		return &kernel.DeliveryError{Err: fmt.Errorf("http %d: %s", resp.StatusCode, snippet(body))}
+	}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests:
 		return &kernel.DeliveryError{Err: fmt.Errorf("http %d: %s", resp.StatusCode, snippet(body)),

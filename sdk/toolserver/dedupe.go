@@ -52,6 +52,10 @@ const (
 	// without it may be a proxy's, sent after the tool acted. A handler
 	// that answers 503 itself sets it only if it ran nothing.
 	NotRunHeader = "Chio-Not-Run"
+	// OutcomeHeader: "unknown" on Dedupe's 409 for a key whose earlier
+	// delivery was interrupted. chio then records the call's execution as
+	// unknown (it may have run), not as a tool failure.
+	OutcomeHeader = "Chio-Outcome"
 )
 
 // Limits on what Dedupe accepts and keeps.
@@ -161,6 +165,7 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 			return
 		case rec != nil: // in_progress, not running (claim): a crash, or an unrecorded answer
 			if !d.opts.RerunInterrupted {
+				w.Header().Set(OutcomeHeader, "unknown")
 				httpError(w, http.StatusConflict, "an earlier delivery of this Idempotency-Key was interrupted (a crash of the tool server, or its answer could not be recorded); its outcome is unknown and it is not run again")
 				return
 			}
@@ -187,6 +192,7 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 		// handler's answer is not sent as if all were well. 502, not 500 or
 		// 503: chio reads 500 as "ran and failed" (false here) and a 503 as
 		// a refusal to send again; 502 is "may have run", settled unknown.
+		w.Header().Set(OutcomeHeader, "unknown")
 		httpError(w, http.StatusBadGateway, "the tool's answer could not be recorded for its Idempotency-Key, so it is not sent; the outcome is unknown: "+ab.err.Error())
 	})
 }
