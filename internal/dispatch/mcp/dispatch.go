@@ -104,7 +104,10 @@ func resultText(res *mcpsdk.CallToolResult) string {
 //     case, not a refusal;
 //   - the server answered with a JSON-RPC error (unknown tool, invalid
 //     params): the server refused the call; a ToolError, not an error;
-//   - the answer was too large: a ToolError (asking again gets the same).
+//   - the answer was too large (a message the tap is sure was this call's
+//     answer, see tap.overflow): a ToolError (asking again gets the same).
+//     An oversized message that is not certainly its answer is no call's:
+//     the calls its failed session ends settle as above.
 func (u *Upstream) classify(ctx, cctx context.Context, c *conn, seen slot, err error) (kernel.DispatchResult, error) {
 	de := &kernel.DeliveryError{Err: fmt.Errorf("mcp server %q: %w", u.id, err), Retryable: true}
 	if errors.Is(err, mcpsdk.ErrSessionMissing) {

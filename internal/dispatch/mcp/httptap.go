@@ -121,10 +121,12 @@ func (c *capped) Close() error { return c.r.Close() }
 // sseTap passes an event stream through to the SDK (which applies its own
 // per-event limit) and hands each complete event's data to the tap. It
 // keeps at most MaxMessageBytes of one event; a larger event is dropped
-// here (and fails in the SDK). On the stream of a tools/call's POST (slot
-// set) an oversized event is taken as that call's answer; on any other
-// stream (the standalone GET, a resumed stream) it is no call's: the calls
-// it fails settle as unknown.
+// here (and fails in the SDK), but the first bytes of its data are kept:
+// on the stream of a tools/call's POST (slot set) an oversized event is
+// that call's answer only if they show it is (tap.overflow) — a progress
+// or log notification sent before the answer is not. On any other stream
+// (the standalone GET, a resumed stream) it is no call's. The calls it
+// fails and is not the answer of settle as unknown.
 type sseTap struct {
 	r         io.ReadCloser
 	tap       *tap
@@ -134,6 +136,10 @@ type sseTap struct {
 	lineOver  bool
 	eventOver bool
 }
+
+// sseLineHead is how much of an over-long line is kept: its field name
+// ("data: ") and the first bytes of its value.
+const sseLineHead = len("data: ") + overflowHeadBytes
 
 func (s *sseTap) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
@@ -157,23 +163,27 @@ func (s *sseTap) feed(b []byte) {
 }
 
 func (s *sseTap) appendLine(b []byte) {
-	if s.lineOver || len(s.line)+len(b) > MaxMessageBytes {
-		s.lineOver, s.line = true, s.line[:0]
+	if !s.lineOver && len(s.line)+len(b) <= MaxMessageBytes {
+		s.line = append(s.line, b...)
 		return
 	}
-	s.line = append(s.line, b...)
+	// Over the limit: keep only the line's start.
+	s.lineOver = true
+	if len(s.line) > sseLineHead {
+		s.line = s.line[:sseLineHead]
+	}
+	s.line = append(s.line, b[:min(len(b), sseLineHead-len(s.line))]...)
 }
 
 func (s *sseTap) endLine() {
 	line := bytes.TrimSuffix(s.line, []byte("\r"))
-	s.line = s.line[:0]
+	over := s.lineOver
+	s.line, s.lineOver = s.line[:0], false
 	switch {
-	case s.lineOver:
-		s.lineOver, s.eventOver = false, true
-	case len(line) == 0: // end of event
+	case len(line) == 0 && !over: // end of event
 		if s.eventOver {
 			if s.slot != nil {
-				s.tap.markOversize(s.slot)
+				s.tap.overflow(s.data, s.slot)
 			}
 		} else if len(s.data) > 0 {
 			s.tap.incomingBytes(s.data)
@@ -181,13 +191,19 @@ func (s *sseTap) endLine() {
 		s.data, s.eventOver = s.data[:0], false
 	case bytes.HasPrefix(line, []byte("data:")):
 		v := bytes.TrimPrefix(line[5:], []byte(" "))
-		if s.eventOver || len(s.data)+len(v)+1 > MaxMessageBytes {
+		if !s.eventOver && (over || len(s.data)+len(v)+1 > MaxMessageBytes) {
+			// From now on s.data keeps only the event's first bytes.
 			s.eventOver = true
-			return
+			s.data = s.data[:min(len(s.data), overflowHeadBytes)]
 		}
 		if len(s.data) > 0 {
 			s.data = append(s.data, '\n')
 		}
 		s.data = append(s.data, v...)
+		if s.eventOver && len(s.data) > overflowHeadBytes {
+			s.data = s.data[:overflowHeadBytes]
+		}
+	case over:
+		s.eventOver = true // some other field too long: the SDK fails it
 	}
 }

@@ -32,34 +32,6 @@ func TestUnsentCallIsNotDeliveredWhateverFailedTheSession(t *testing.T) {
 	}
 }
 
-// An oversized message whose id is unknown (a stdio line) is attributed
-// to a call only when exactly one awaits an answer, and never to a call
-// that was not yet waiting when it came.
-func TestOversizedMessageMarksOnlyTheSoleWaitingCall(t *testing.T) {
-	tp := newTap()
-	open := func(key string, id int64) *slot {
-		s, err := tp.expect(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if id > 0 {
-			tp.byID[mustID(t, id)] = s
-		}
-		return s
-	}
-	a, b := open("a", 1), open("b", 2)
-	tp.overflowWaiting()
-	if tp.view(a).oversize || tp.view(b).oversize {
-		t.Fatal("with two calls waiting, an oversized message was attributed to one of them")
-	}
-	tp.release(b)
-	tp.overflowWaiting()
-	later := open("later", 0) // expected after the message came
-	if !tp.view(a).oversize || tp.view(later).oversize {
-		t.Fatalf("sole waiting call marked %v, later call marked %v; want true, false", tp.view(a).oversize, tp.view(later).oversize)
-	}
-}
-
 // Over Streamable HTTP an oversized body answers its own POST only: a
 // call in flight on the same session when it arrives (which may have run)
 // is not settled as a tool error, and calls made afterwards, which the

@@ -44,8 +44,8 @@ type slot struct {
 	status   int             // HTTP status of its POST (0 on stdio)
 	raw      json.RawMessage // the result member of the response, exactly
 	answered bool            // a response (result or error) came from the server
-	// oversize: a message over MaxMessageBytes came that can only have
-	// been this call's answer (see markOversize, overflowWaiting).
+	// oversize: a message over MaxMessageBytes came that is certainly
+	// this call's answer (see markOversize, overflow).
 	oversize bool
 }
 
@@ -154,22 +154,6 @@ func (t *tap) markOversize(s *slot) {
 	s.oversize = true
 }
 
-// overflowWaiting handles a message over MaxMessageBytes that cannot be
-// read, so whose JSON-RPC id is unknown (a stdio line). Only when exactly
-// one tools/call awaits an answer is it taken as that call's answer; with
-// several, none is marked: each may have run and its answer is unknown,
-// and another call's oversized answer must not settle it as a tool error.
-func (t *tap) overflowWaiting() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.byID) != 1 {
-		return
-	}
-	for _, s := range t.byID {
-		s.oversize, s.sent = true, true // answered: it arrived
-	}
-}
-
 // tapTransport wraps a stdio transport's connection with the tap. (Only
 // stdio: the Streamable HTTP connection must not be wrapped, the SDK relies
 // on its concrete type; httptap.go watches that one at the HTTP layer.)
@@ -212,15 +196,19 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // lineLimit sits under the SDK's stdio reader and enforces MaxMessageBytes
 // per line itself: the first byte past the limit fails the read (the SDK
-// then fails the connection) and the tap tells the call waiting why, so an
-// oversized result is a final tool error, not retried as if the connection
-// had merely dropped. (The SDK's own frame limit is set above this one, as
-// a backstop: its count is not per line, and it would fail the connection
-// before this reader ever saw byte MaxMessageBytes+1.)
+// then fails the connection). The first bytes of the line tell the tap
+// whether it was a waiting call's answer (tap.overflow): if so that call
+// ends as a final tool error, not retried as if the connection had merely
+// dropped; anything else (a notification, another request's answer) is no
+// call's, and the calls the failed connection ends may have run. (The
+// SDK's own frame limit is set above this one, as a backstop: its count is
+// not per line, and it would fail the connection before this reader ever
+// saw byte MaxMessageBytes+1.)
 type lineLimit struct {
 	r    io.ReadCloser
 	tap  *tap
-	line int
+	line int   // bytes of the current line so far
+	head head  // its first bytes
 	err  error // sticky errTooLarge
 }
 
@@ -229,16 +217,27 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 		return 0, l.err
 	}
 	n, err := l.r.Read(p)
-	for i, b := range p[:n] {
-		if b == '\n' {
-			l.line = 0
-			continue
+	for i := 0; i < n; {
+		end := n
+		nl := bytes.IndexByte(p[i:n], '\n')
+		if nl >= 0 {
+			end = i + nl
 		}
-		if l.line++; l.line > MaxMessageBytes {
+		part := p[i:end] // the current line's bytes in this read
+		if room := MaxMessageBytes - l.line; len(part) > room {
+			l.head.add(part[:room])
 			l.err = errTooLarge
-			l.tap.overflowWaiting()
-			return i, l.err
+			l.tap.overflow(l.head.b, nil)
+			return i + room, l.err
 		}
+		l.line += len(part)
+		l.head.add(part)
+		if nl < 0 {
+			break
+		}
+		l.line = 0
+		l.head.reset()
+		i = end + 1
 	}
 	return n, err
 }
