@@ -76,31 +76,7 @@ func TestCrashInterruptedKeyIsSettledUnknown(t *testing.T) {
 		}
 	})
 
-	w := testkit.NewWorld(t, testkit.Options{
-		Server: "pay",
-		PolicyTOML: fmt.Sprintf(`
-[[servers]]
-id = "pay"
-transport = "http"
-url = %q
-delivery = "at_least_once"
-retry_deadline_seconds = 20
-[[servers.tools]]
-name = "refund"
-
-[[grants]]
-id = "g"
-server = "pay"
-tool = "refund"
-`, srv.URL),
-		Grants: []string{"g"},
-	})
-	out := w.Submit(t, "refund", `{"amount":450}`, "")
-	rec, err := w.Kernel.Call(out.RequestID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("status=%s execution=%s attempts=%d tool_error=%q", rec.Status, rec.Execution, rec.Attempts, rec.ToolError)
+	rec := refundThroughChiod(t, srv.URL)
 	if n := effects.Load(); n != 1 {
 		t.Fatalf("effects = %d, want exactly 1", n)
 	}
@@ -167,6 +143,20 @@ func TestUnrecordedAnswerIsSettledUnknown(t *testing.T) {
 		}
 	})
 
+	rec := refundThroughChiod(t, srv.URL)
+	if n := effects.Load(); n != 1 {
+		t.Fatalf("effects = %d, want exactly 1", n)
+	}
+	if rec.Execution != kernel.ExecutionUnknown {
+		t.Fatalf("the refund was paid but its answer could not be recorded; chiod settled execution=%q, want %q", rec.Execution, kernel.ExecutionUnknown)
+	}
+}
+
+// refundThroughChiod submits one refund through a real kernel and HTTP
+// dispatch (at_least_once, so chiod re-sends after a lost answer) to the
+// tool server at url, and returns the settled call.
+func refundThroughChiod(t *testing.T, url string) *kernel.CallRecord {
+	t.Helper()
 	w := testkit.NewWorld(t, testkit.Options{
 		Server: "pay",
 		PolicyTOML: fmt.Sprintf(`
@@ -183,7 +173,7 @@ name = "refund"
 id = "g"
 server = "pay"
 tool = "refund"
-`, srv.URL),
+`, url),
 		Grants: []string{"g"},
 	})
 	out := w.Submit(t, "refund", `{"amount":450}`, "")
@@ -192,10 +182,5 @@ tool = "refund"
 		t.Fatal(err)
 	}
 	t.Logf("status=%s execution=%s attempts=%d tool_error=%q", rec.Status, rec.Execution, rec.Attempts, rec.ToolError)
-	if n := effects.Load(); n != 1 {
-		t.Fatalf("effects = %d, want exactly 1", n)
-	}
-	if rec.Execution != kernel.ExecutionUnknown {
-		t.Fatalf("the refund was paid but its answer could not be recorded; chiod settled execution=%q, want %q", rec.Execution, kernel.ExecutionUnknown)
-	}
+	return rec
 }

@@ -1,90 +1,16 @@
 package mcp
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 )
-
-// oversizePeerEnv selects the behaviour of the stdio peer below. LC_ is one
-// of the prefixes childEnv passes to a stdio server.
-const oversizePeerEnv = "LC_CHIO_OVERSIZE_PEER"
-
-// TestOversizePeerProcess is not a test: a stdio MCP server run by the test
-// binary itself (see oversizePeer). On tools/call "pay" it sends, by mode:
-//
-//   - "notify-big": a notifications/message (a log line the MCP spec lets
-//     a server send at any time) over MaxMessageBytes, then a small
-//     successful answer ("paid"): the tool ran and succeeded;
-//   - "other-id-big": a response over MaxMessageBytes to a request chio
-//     never made (another id), then "paid";
-//   - "result-first-big": its answer over MaxMessageBytes with "result"
-//     before "id", so the id is not in the first bytes chio keeps.
-func TestOversizePeerProcess(t *testing.T) {
-	mode := os.Getenv(oversizePeerEnv)
-	if mode == "" {
-		t.Skip("helper process only")
-	}
-	in := bufio.NewReaderSize(os.Stdin, 1<<20)
-	out := bufio.NewWriter(os.Stdout)
-	var mu sync.Mutex
-	send := func(s string) { mu.Lock(); out.WriteString(s + "\n"); out.Flush(); mu.Unlock() }
-	big := strings.Repeat("l", MaxMessageBytes+10)
-	for {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			os.Exit(0)
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(line, &m) != nil || m.ID == nil {
-			continue
-		}
-		switch m.Method {
-		case "initialize":
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"peer","version":"1"}}}`, m.ID, m.Params.ProtocolVersion))
-		case "tools/list":
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"pay","inputSchema":{"type":"object"}}]}}`, m.ID))
-		case "ping":
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID))
-		case "tools/call":
-			switch mode {
-			case "notify-big":
-				send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"pay","data":%q}}`, big))
-			case "other-id-big":
-				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"not-%s","result":{"data":%q}}`, m.ID, big))
-			case "result-first-big":
-				send(fmt.Sprintf(`{"result":{"content":[{"type":"text","text":%q}]},"jsonrpc":"2.0","id":%s}`, big, m.ID))
-				continue
-			}
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"paid"}]}}`, m.ID))
-		default:
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, m.ID))
-		}
-	}
-}
-
-// oversizePeer is the command of a stdio server that runs
-// TestOversizePeerProcess in mode.
-func oversizePeer(t *testing.T, mode string) []string {
-	t.Helper()
-	t.Setenv(oversizePeerEnv, mode)
-	return []string{os.Args[0], "-test.run=^TestOversizePeerProcess$"}
-}
 
 // wantMayHaveRun fails unless the call succeeded or failed as "may have
 // run" (a maybe-delivered DeliveryError): never a final tool error, which
@@ -104,14 +30,14 @@ func wantMayHaveRun(t *testing.T, what string, res kernel.DispatchResult, err er
 // so: a server notification over MaxMessageBytes sent while a payment runs
 // does not make the payment a tool error (it ran and succeeded).
 func TestOversizedStdioNotificationIsNotTheCallsAnswer(t *testing.T) {
-	s := startSet(t, fastOptions(), policy.Server{ID: "bank", Command: oversizePeer(t, "notify-big")})
+	s := startSet(t, fastOptions(), policy.Server{ID: "bank", Command: stdioPeer(t, "notify-big")})
 	res, err := dispatch(s, "req-pay", "bank", "pay", `{}`)
 	wantMayHaveRun(t, "a payment whose server sent an oversized log notification", res, err)
 }
 
 // Nor does an oversized response carrying another request's id.
 func TestOversizedStdioResponseToAnotherIDIsNotTheCallsAnswer(t *testing.T) {
-	s := startSet(t, fastOptions(), policy.Server{ID: "bank", Command: oversizePeer(t, "other-id-big")})
+	s := startSet(t, fastOptions(), policy.Server{ID: "bank", Command: stdioPeer(t, "other-id-big")})
 	res, err := dispatch(s, "req-pay", "bank", "pay", `{}`)
 	wantMayHaveRun(t, "a payment whose server sent an oversized response to another id", res, err)
 }
@@ -120,7 +46,7 @@ func TestOversizedStdioResponseToAnotherIDIsNotTheCallsAnswer(t *testing.T) {
 // told from anything else by its first bytes: the call may have run, and
 // it settles as unknown, not as a tool error.
 func TestOversizedStdioAnswerWithIDAfterResultIsUnknown(t *testing.T) {
-	s := startSet(t, fastOptions(), policy.Server{ID: "bank", Command: oversizePeer(t, "result-first-big")})
+	s := startSet(t, fastOptions(), policy.Server{ID: "bank", Command: stdioPeer(t, "result-first-big")})
 	res, err := dispatch(s, "req-pay", "bank", "pay", `{}`)
 	wantMayHaveRun(t, "an oversized answer with its id after the result", res, err)
 	if err == nil {

@@ -44,7 +44,7 @@ func TestStdioPeerProcess(t *testing.T) {
 		}
 		switch m.Method {
 		case "initialize":
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"peer","version":"1"}}}`, m.ID, m.Params.ProtocolVersion))
+			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"peer","version":"1"}}}`, m.ID, m.Params.ProtocolVersion))
 		case "tools/list":
 			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"stall","inputSchema":{"type":"object"}},{"name":"pay","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}}]}}`, m.ID))
 		case "ping":
@@ -59,7 +59,17 @@ func TestStdioPeerProcess(t *testing.T) {
 				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, m.ID, strings.Repeat("y", MaxMessageBytes+10)))
 				continue
 			}
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, m.ID))
+			big := strings.Repeat("l", MaxMessageBytes+10)
+			switch mode {
+			case "notify-big": // a log line over the limit, then the answer
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"pay","data":%q}}`, big))
+			case "other-id-big": // an oversized answer to a request chio never made
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"not-%s","result":{"data":%q}}`, m.ID, big))
+			case "result-first-big": // its own oversized answer, id after the result
+				send(fmt.Sprintf(`{"result":{"content":[{"type":"text","text":%q}]},"jsonrpc":"2.0","id":%s}`, big, m.ID))
+				continue
+			}
+			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"paid"}]}}`, m.ID))
 		default:
 			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, m.ID))
 		}
@@ -67,8 +77,13 @@ func TestStdioPeerProcess(t *testing.T) {
 }
 
 // stdioPeer is the command of a stdio server that runs TestStdioPeerProcess
-// in mode ("stall": the tool stall stops reading stdin; "big": the tool
-// big answers with a line over MaxMessageBytes).
+// in mode. "stall": the tool stall stops reading stdin; "big": the tool
+// big answers with a line over MaxMessageBytes. Every other tool answers
+// "paid", after, by mode: "notify-big", a notifications/message over
+// MaxMessageBytes (a log line a server may send at any time);
+// "other-id-big", an oversized response to a request chio never made;
+// or, instead, "result-first-big": its own answer over MaxMessageBytes
+// with "result" before "id" (the id is not in the head chio keeps).
 func stdioPeer(t *testing.T, mode string) []string {
 	t.Helper()
 	t.Setenv(stdioPeerEnv, mode)
