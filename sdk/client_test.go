@@ -247,4 +247,17 @@ func TestAPIErrorFallsBackOnStatus(t *testing.T) {
 	if e := (&APIError{Status: 503, Code: "unavailable"}); !errors.Is(e, ErrUnavailable) || errors.Is(e, ErrOutcomeUnknown) {
 		t.Fatal("chiod's own 503 is unavailable")
 	}
+	// Without chiod's envelope (an auth proxy, a gateway's missing route),
+	// a 401 and a 404 are classified by status, as the other SDKs do.
+	for _, c := range []struct {
+		e    *APIError
+		want error
+	}{{&APIError{Status: 401, Code: "Unauthorized"}, ErrUnauthorized}, {&APIError{Status: 404, Code: "404 page not found"}, ErrNotFound}} {
+		if !errors.Is(c.e, c.want) || errors.Is(c.e, ErrOutcomeUnknown) || c.e.retryable() {
+			t.Fatalf("%v: want %v, final", c.e, c.want)
+		}
+	}
+	if e := (&APIError{Status: 404, Code: "conflict"}); errors.Is(e, ErrNotFound) || !errors.Is(e, ErrConflict) {
+		t.Fatal("chiod's envelope wins over the status")
+	}
 }

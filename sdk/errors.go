@@ -62,7 +62,8 @@ func (e *APIError) Error() string {
 // gateway may send it after it forwarded the request and lost the answer.
 // A 429 whose body is not chiod's envelope (a gateway's rate limit) is
 // ErrUnavailable, as in the TypeScript and Python SDKs: the request was
-// turned away, nothing was allowed by it.
+// turned away, nothing was allowed by it; a 401 or 404 without chiod's
+// envelope is ErrUnauthorized or ErrNotFound, as there.
 func (e *APIError) Is(target error) bool {
 	if e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout {
 		return target == ErrOutcomeUnknown
@@ -83,8 +84,15 @@ func (e *APIError) Is(target error) bool {
 	case "outcome_unknown": // chiod's own: decided, outcome not recorded yet
 		return target == ErrOutcomeUnknown
 	}
-	if e.Status == http.StatusTooManyRequests {
+	// A body that is not chiod's envelope (a gateway's, an auth proxy's)
+	// is classified by status, as in the TypeScript and Python SDKs.
+	switch e.Status {
+	case http.StatusTooManyRequests:
 		return target == ErrUnavailable
+	case http.StatusUnauthorized:
+		return target == ErrUnauthorized
+	case http.StatusNotFound:
+		return target == ErrNotFound
 	}
 	return target == ErrOutcomeUnknown && e.Status >= 500
 }
