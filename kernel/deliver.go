@@ -155,6 +155,9 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 		if mayHaveCommitted(err) {
 			// A commit reported failed may still have reached the disk (and
 			// recovery then runs the call): never "nothing was allowed".
+			// On a shared store no heal hook runs: this replica's own sweep
+			// looks again (uncertainCalls).
+			k.uncertain.Store(rec.RequestID, struct{}{})
 			return fmt.Errorf("%w: the allow decision's commit failed and may be durable: %w", ErrOutcomeUnknown, err)
 		}
 		return err

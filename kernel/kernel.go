@@ -80,6 +80,9 @@ type Kernel struct {
 	// whose commit failed (request id → settlement), for recovery to record.
 	delivering sync.Map
 	unsettled  sync.Map
+	// uncertain holds request ids whose allow decision's commit was
+	// reported failed but may be durable (recover.go uncertainCalls).
+	uncertain sync.Map
 	// settling holds calls answered before their settle commit finished
 	// (request id → settled *CallRecord); settles counts those commits
 	// (settling.go).

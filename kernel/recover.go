@@ -127,6 +127,7 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 		// them once the store takes commits again (nothing is sent).
 		inflight, err = r.ClaimOrphans(ctx, SweepBatch)
 		inflight = append(inflight, k.keptAnswers()...)
+		inflight = append(inflight, k.uncertainCalls()...)
 	} else {
 		err = k.store.View(func(tx ReadTx) error {
 			return tx.Dispatching(func(c *CallRecord) bool { inflight = append(inflight, c); return true })
@@ -158,6 +159,34 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 		}(c)
 	}
 	return nil
+}
+
+// uncertainCalls lists the calls whose allow decision's commit was
+// reported failed but turned out durable (the database committed, its
+// answer was lost: a failover, a cut connection): the live path sent
+// nothing, so without this they would stay dispatching until this replica
+// restarts. A decision that never committed, or a call since finished, is
+// dropped from the set; one that cannot be read is looked at next sweep.
+func (k *Kernel) uncertainCalls() []*CallRecord {
+	var out []*CallRecord
+	k.uncertain.Range(func(key, _ any) bool {
+		id := key.(string)
+		c, err := k.storedCall(id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			k.uncertain.Delete(id) // the decision never committed
+		case err != nil:
+		case c.Status != StatusDispatching:
+			k.uncertain.Delete(id) // decided otherwise, or finished
+		default:
+			// Kept until it is seen finished: a recovery that fails (the
+			// database still down) is tried again at the next sweep, and
+			// the delivering mark keeps two sweeps from both sending it.
+			out = append(out, c)
+		}
+		return true
+	})
+	return out
 }
 
 // keptAnswers lists the calls whose tool answered but whose settle commit
