@@ -156,8 +156,10 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 			// A commit reported failed may still have reached the disk (and
 			// recovery then runs the call): never "nothing was allowed".
 			// On a shared store no heal hook runs: this replica's own sweep
-			// looks again (uncertainCalls).
-			k.uncertain.Store(rec.RequestID, struct{}{})
+			// looks again (uncertainCalls). bbolt's heal recovers it.
+			if _, shared := k.store.(Replicated); shared {
+				k.uncertain.Store(rec.RequestID, struct{}{})
+			}
 			return fmt.Errorf("%w: the allow decision's commit failed and may be durable: %w", ErrOutcomeUnknown, err)
 		}
 		return err
