@@ -135,6 +135,13 @@ type sseTap struct {
 	data      []byte
 	lineOver  bool
 	eventOver bool
+	// raw counts the current event's bytes as the SDK does (field names
+	// and line ends included). The SDK fails the stream the moment it
+	// passes MaxMessageBytes, without reading to the event's end, and this
+	// tap sees every byte before the SDK does: the event is attributed
+	// (tap.overflow) then, not at an end that is never read.
+	raw        int
+	attributed bool
 }
 
 // sseLineHead is how much of an over-long line is kept: its field name
@@ -154,12 +161,37 @@ func (s *sseTap) feed(b []byte) {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			s.appendLine(b)
+			s.count(len(b))
 			return
 		}
 		s.appendLine(b[:i])
+		s.count(i + 1)
 		s.endLine()
 		b = b[i+1:]
 	}
+}
+
+// count adds n bytes to the current event and attributes it once it is
+// past MaxMessageBytes (see raw).
+func (s *sseTap) count(n int) {
+	s.raw += n
+	if s.raw <= MaxMessageBytes || s.attributed {
+		return
+	}
+	s.attributed = true
+	if s.slot == nil {
+		return
+	}
+	// The event's data so far: the data lines before, then the start of
+	// the line being read if it is one.
+	head := append([]byte(nil), s.data[:min(len(s.data), overflowHeadBytes)]...)
+	if line := bytes.TrimSuffix(s.line, []byte("\r")); bytes.HasPrefix(line, []byte("data:")) {
+		if len(head) > 0 {
+			head = append(head, '\n')
+		}
+		head = append(head, bytes.TrimPrefix(line[5:], []byte(" "))...)
+	}
+	s.tap.overflow(head[:min(len(head), overflowHeadBytes)], s.slot)
 }
 
 func (s *sseTap) appendLine(b []byte) {
@@ -182,13 +214,13 @@ func (s *sseTap) endLine() {
 	switch {
 	case len(line) == 0 && !over: // end of event
 		if s.eventOver {
-			if s.slot != nil {
+			if s.slot != nil && !s.attributed {
 				s.tap.overflow(s.data, s.slot)
 			}
 		} else if len(s.data) > 0 {
 			s.tap.incomingBytes(s.data)
 		}
-		s.data, s.eventOver = s.data[:0], false
+		s.data, s.eventOver, s.raw, s.attributed = s.data[:0], false, 0, false
 	case bytes.HasPrefix(line, []byte("data:")):
 		v := bytes.TrimPrefix(line[5:], []byte(" "))
 		if !s.eventOver && (over || len(s.data)+len(v)+1 > MaxMessageBytes) {

@@ -148,6 +148,12 @@ func TestSSETapAttributesAnOversizedEventByItsHead(t *testing.T) {
 		{"notification", "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":\"" + big + "\"}\n\n", false},
 		{"another call's answer", "data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"t\":\"" + big + "\"}}\n\n", false},
 		{"small answer with a huge comment", "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n:" + big + "\n\n", false},
+		// The SDK fails the stream as soon as the event passes the limit and
+		// reads no further: the event's end never comes.
+		{"answer cut off where the SDK stops reading", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"" + big, true},
+		// The SDK counts field names and line ends too: many short data
+		// lines pass its limit while their values alone stay under it.
+		{"answer over many short data lines", "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":[\n" + strings.Repeat("data: 1,\n", MaxMessageBytes/9+1), true},
 	} {
 		tp := newTap()
 		s, _ := tp.expect("a")
