@@ -95,7 +95,18 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 	field("Kind", kind)
 	blocks = append(blocks, slackapi.NewSectionBlock(nil, fields, nil))
 	if len(req.Arguments) > 0 && req.Kind == approval.KindToolCall {
-		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Arguments*\n```"+escape(string(req.Arguments))+"```", maxSectionText)), nil, nil))
+		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Arguments*\n"+codeBlock(req.Arguments), maxSectionText)), nil, nil))
+	}
+	if req.Kind == approval.KindConfirm {
+		// A confirmation binds its details (they are in the arguments the
+		// token covers, and the agent acts on them): they are shown, or the
+		// message offers no Approve.
+		switch c, err := approval.ParseConfirm(req.Arguments); {
+		case err != nil:
+			complete = false
+		case len(c.Details) > 0 && string(c.Details) != "null":
+			blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Details*\n"+codeBlock(c.Details), maxSectionText)), nil, nil))
+		}
 	}
 	if req.Kind == approval.KindQuestion {
 		var qs []approval.Question
@@ -220,6 +231,14 @@ func mrkdwn(s string) *slackapi.TextBlockObject {
 
 func plain(s string) *slackapi.TextBlockObject {
 	return slackapi.NewTextBlockObject(slackapi.PlainTextType, s, false, false)
+}
+
+// codeBlock shows JSON literally in a ``` block. A backtick can only stand
+// inside a JSON string, where \u0060 is the same value: written so, the
+// agent's text cannot close the block and have the rest drawn as mrkdwn
+// (a payee struck through, a note in bold).
+func codeBlock(jsonText []byte) string {
+	return "```" + strings.ReplaceAll(escape(string(jsonText)), "`", `\u0060`) + "```"
 }
 
 // escape neutralises Slack's control characters in untrusted text (agent
