@@ -1,18 +1,11 @@
 package slack_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/channels"
 	"github.com/chiokernel/chio/channels/slack"
-	"github.com/chiokernel/chio/internal/clock"
-	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/testkit"
-	"github.com/chiokernel/chio/policy"
 )
 
 // A custodial grant for the confirm verb: the lead confirms from Slack.
@@ -48,37 +41,6 @@ display_name = "CFO"
 contact = { slack = "UCFO" }
 `
 
-// policyWorld is newWorld with another policy text (same %[1..3]s).
-func policyWorld(t *testing.T, policyText string, grants ...string) *world {
-	t.Helper()
-	w := &world{dataDir: t.TempDir(), clk: clock.NewFake(time.Now())}
-	w.lead, _ = keys.Generate(nil)
-	w.cfo, _ = keys.Generate(nil)
-	w.agent, _ = keys.Generate(nil)
-	var srv interface{ GetAPIURL() string }
-	m, s := newMock(t)
-	w.mock, srv = m, s
-	p, err := policy.Parse([]byte(fmt.Sprintf(policyText, w.lead.Public(), w.cfo.Public(), srv.GetAPIURL())), "confirm.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := slack.InstallCustodialKey(w.dataDir, w.lead); err != nil {
-		t.Fatal(err)
-	}
-	w.ch, err = slack.New(*p.Channels.Slack, slack.Options{PublicURL: p.Kernel.PublicURL, DataDir: w.dataDir, Policy: p, Clock: w.clk, Getenv: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{w.ch},
-		Backoff: channels.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
-	w.tw = testkit.NewWorld(t, testkit.Options{Policy: p, DataDir: w.dataDir, Clock: w.clk, Notifier: hub,
-		Agent: testkit.Key(w.agent), Grants: grants, RequestPrefix: "req-confirm-"})
-	w.k, w.store, w.capRaw = w.tw.Kernel, w.tw.Store, w.tw.CapRaw
-	w.handler = w.ch.InteractionsHandler(w.k)
-	t.Cleanup(func() { hub.Close(); w.ch.Close() })
-	return w
-}
-
 // A confirm request binds its details (they are in the arguments, hence in
 // the parameter hash the custodial token signs), and the agent acts on what
 // was confirmed. Slack used to draw arguments for tool calls only, and to
@@ -86,7 +48,7 @@ func policyWorld(t *testing.T, policyText string, grants ...string) *world {
 // Now the details are shown, and details too long to show whole leave the
 // message without Approve (a click is refused).
 func TestSlackConfirmShowsTheDetailsItApproves(t *testing.T) {
-	w := policyWorld(t, custodialConfirmPolicy, "confirm")
+	w := worldWith(t, custodialConfirmPolicy, []string{"confirm"}, "req-confirm-")
 	out := w.submit(t, "confirm",
 		`{"prompt":"Deploy build 4711 to staging?","details":{"environment":"production","drop_database":true}}`, "")
 	id := out.ApprovalRequestID

@@ -168,13 +168,20 @@ type world struct {
 // the channel's options.
 func newWorld(t *testing.T, opts ...func(*slack.Options)) *world {
 	t.Helper()
+	return worldWith(t, testPolicy, []string{"refunds", "echo"}, "req-slack-", opts...)
+}
+
+// worldWith is newWorld on another policy text (with the same %[1..3]s:
+// the lead's and the CFO's keys, the mock's URL), the agent holding grants.
+func worldWith(t *testing.T, policyText string, grants []string, requestPrefix string, opts ...func(*slack.Options)) *world {
+	t.Helper()
 	w := &world{dataDir: t.TempDir(), clk: clock.NewFake(time.Now())}
 	w.lead, _ = keys.Generate(nil)
 	w.cfo, _ = keys.Generate(nil)
 	w.agent, _ = keys.Generate(nil)
 	var srv *slacktest.Server
 	w.mock, srv = newMock(t)
-	p, err := policy.Parse([]byte(fmt.Sprintf(testPolicy, w.lead.Public(), w.cfo.Public(), srv.GetAPIURL())), "slack.toml")
+	p, err := policy.Parse([]byte(fmt.Sprintf(policyText, w.lead.Public(), w.cfo.Public(), srv.GetAPIURL())), "slack.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +200,7 @@ func newWorld(t *testing.T, opts ...func(*slack.Options)) *world {
 	hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{w.ch},
 		Backoff: channels.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 	w.tw = testkit.NewWorld(t, testkit.Options{Policy: p, DataDir: w.dataDir, Clock: w.clk, Notifier: hub,
-		Agent: testkit.Key(w.agent), Grants: []string{"refunds", "echo"}, RequestPrefix: "req-slack-"})
+		Agent: testkit.Key(w.agent), Grants: grants, RequestPrefix: requestPrefix})
 	w.k, w.store, w.capRaw = w.tw.Kernel, w.tw.Store, w.tw.CapRaw
 	w.handler = w.ch.InteractionsHandler(w.k)
 	t.Cleanup(func() { hub.Close(); w.ch.Close() })

@@ -99,18 +99,25 @@ func kernelsOn(t *testing.T, dsn string, n int, disp kernel.Dispatcher) []replic
 	for i := 0; i < n; i++ {
 		st := openPG(t, dsn)
 		clk := clock.NewFake(time.Unix(1_800_000_000, 0))
-		k, err := kernel.New(kernel.Config{Key: storetest.Key(), Policy: p, Store: st, Dispatcher: disp, Clock: clk, Relay: st.Events()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.Events().Attach(k)
-		t.Cleanup(k.Close)
-		if err := k.Recover(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, replica{k: k, store: st, clock: clk})
+		out = append(out, replica{k: startKernel(t, p, st, st, disp, clk), store: st, clock: clk})
 	}
 	return out
+}
+
+// startKernel starts a kernel of policy p on store (pg, or a wrapper of
+// it), relaying events through pg, and recovers it as chiod does.
+func startKernel(t *testing.T, p *policy.Policy, store kernel.Store, pg *pgstore.Store, disp kernel.Dispatcher, clk clock.Clock) *kernel.Kernel {
+	t.Helper()
+	k, err := kernel.New(kernel.Config{Key: storetest.Key(), Policy: p, Store: store, Dispatcher: disp, Clock: clk, Relay: pg.Events()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Events().Attach(k)
+	t.Cleanup(k.Close)
+	if err := k.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {

@@ -12,7 +12,6 @@ import (
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/store/pgstore"
 	"github.com/chiokernel/chio/internal/store/pgstore/pgtest"
-	"github.com/chiokernel/chio/internal/store/storetest"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
@@ -57,16 +56,7 @@ func TestPendingCapIsExactAcrossReplicas(t *testing.T) {
 		st := openPG(t, dsn)
 		stores = append(stores, st)
 		clk = clock.NewFake(time.Now())
-		k, err := kernel.New(kernel.Config{Key: storetest.Key(), Policy: p, Store: st, Dispatcher: &countingDispatcher{calls: map[string]int{}}, Clock: clk, Relay: st.Events()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.Events().Attach(k)
-		t.Cleanup(k.Close)
-		if err := k.Recover(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		ks = append(ks, k)
+		ks = append(ks, startKernel(t, p, st, st, &countingDispatcher{calls: map[string]int{}}, clk))
 	}
 	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
 	capRaw, _, err := ks[0].IssueCapability(agent.Public(), []string{"ask"}, time.Hour)

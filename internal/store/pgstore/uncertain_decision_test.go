@@ -12,7 +12,6 @@ import (
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/store/pgstore"
 	"github.com/chiokernel/chio/internal/store/pgstore/pgtest"
-	"github.com/chiokernel/chio/internal/store/storetest"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
@@ -51,15 +50,7 @@ func TestDurableDecisionReportedFailedIsDelivered(t *testing.T) {
 	st := &lostAnswerStore{Store: openPG(t, pgtest.Database(t))}
 	disp := &countingDispatcher{calls: map[string]int{}}
 	clk := clock.NewFake(time.Now())
-	k, err := kernel.New(kernel.Config{Key: storetest.Key(), Policy: p, Store: st, Dispatcher: disp, Clock: clk, Relay: st.Events()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Events().Attach(k)
-	t.Cleanup(k.Close)
-	if err := k.Recover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	k := startKernel(t, p, st, st.Store, disp, clk)
 	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
 	capRaw, _, err := k.IssueCapability(agent.Public(), []string{"echo"}, time.Hour)
 	if err != nil {
