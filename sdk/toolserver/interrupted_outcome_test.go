@@ -26,57 +26,8 @@ import (
 // restarts on the same file. chiod (a real kernel, real HTTP dispatch,
 // at_least_once) re-sends the call; Dedupe answers 409.
 func TestCrashInterruptedKeyIsSettledUnknown(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "keys.db")
-	var effects atomic.Int64
-	var (
-		mu      sync.Mutex
-		current http.Handler
-	)
-	var d1, d2 *toolserver.Dedupe
-	crashed := false
-	effect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		effects.Add(1) // the refund is paid
-		mu.Lock()
-		first := !crashed
-		crashed = true
-		mu.Unlock()
-		if first {
-			// Crash after the effect, before the answer is recorded: the
-			// process (its record file) goes away with the connection.
-			d1.Close()
-			var err error
-			if d2, err = toolserver.Open(path, toolserver.Options{}); err != nil {
-				t.Error(err)
-			}
-			mu.Lock()
-			current = d2.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				effects.Add(1)
-				fmt.Fprint(w, `{"paid":true}`)
-			}))
-			mu.Unlock()
-			panic(http.ErrAbortHandler)
-		}
-		fmt.Fprint(w, `{"paid":true}`)
-	})
-	var err error
-	if d1, err = toolserver.Open(path, toolserver.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	current = d1.Wrap(effect)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		h := current
-		mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		if d2 != nil {
-			d2.Close()
-		}
-	})
-
-	rec := refundThroughChiod(t, srv.URL)
+	url, effects := reopeningToolServer(t, true)
+	rec := refundThroughChiod(t, url)
 	if n := effects.Load(); n != 1 {
 		t.Fatalf("effects = %d, want exactly 1", n)
 	}
@@ -96,54 +47,8 @@ func TestCrashInterruptedKeyIsSettledUnknown(t *testing.T) {
 // progress, so the repeat is answered 409 and not run; the call is settled
 // "unknown" with the effect done exactly once.
 func TestUnrecordedAnswerIsSettledUnknown(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "keys.db")
-	var effects atomic.Int64
-	var (
-		mu      sync.Mutex
-		current http.Handler
-		d1, d2  *toolserver.Dedupe
-	)
-	effect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		effects.Add(1) // the refund is paid
-		mu.Lock()
-		defer mu.Unlock()
-		if d2 == nil {
-			// The record file fails before the answer is recorded; the
-			// server carries on with a healthy one for later requests.
-			d1.Close()
-			var err error
-			if d2, err = toolserver.Open(path, toolserver.Options{}); err != nil {
-				t.Error(err)
-				return
-			}
-			current = d2.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				effects.Add(1)
-				fmt.Fprint(w, `{"paid":true}`)
-			}))
-		}
-		fmt.Fprint(w, `{"paid":true}`)
-	})
-	var err error
-	if d1, err = toolserver.Open(path, toolserver.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	current = d1.Wrap(effect)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		h := current
-		mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		if d2 != nil {
-			d2.Close()
-		}
-	})
-
-	rec := refundThroughChiod(t, srv.URL)
+	url, effects := reopeningToolServer(t, false)
+	rec := refundThroughChiod(t, url)
 	if n := effects.Load(); n != 1 {
 		t.Fatalf("effects = %d, want exactly 1", n)
 	}
@@ -183,4 +88,64 @@ tool = "refund"
 	}
 	t.Logf("status=%s execution=%s attempts=%d tool_error=%q", rec.Status, rec.Execution, rec.Attempts, rec.ToolError)
 	return rec
+}
+
+// reopeningToolServer serves a refund handler behind Dedupe. Its first
+// delivery pays, then loses the record file under the handler: Dedupe's
+// file is closed and the server carries on with a fresh Dedupe on the same
+// file for later requests. With crash, the first delivery then dies too
+// (the connection dropped, nothing answered); without, it answers, and
+// Dedupe cannot record the answer. It returns the URL and the effects.
+func reopeningToolServer(t *testing.T, crash bool) (string, *atomic.Int64) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "keys.db")
+	effects := new(atomic.Int64)
+	var (
+		mu      sync.Mutex
+		current http.Handler
+		d1, d2  *toolserver.Dedupe
+	)
+	paid := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		effects.Add(1)
+		fmt.Fprint(w, `{"paid":true}`)
+	})
+	first := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		effects.Add(1) // the refund is paid
+		mu.Lock()
+		if d2 == nil {
+			d1.Close()
+			var err error
+			if d2, err = toolserver.Open(path, toolserver.Options{}); err != nil {
+				mu.Unlock()
+				t.Error(err)
+				return
+			}
+			current = d2.Wrap(paid)
+		}
+		mu.Unlock()
+		if crash {
+			panic(http.ErrAbortHandler)
+		}
+		fmt.Fprint(w, `{"paid":true}`)
+	})
+	var err error
+	if d1, err = toolserver.Open(path, toolserver.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	current = d1.Wrap(first)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := current
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if d2 != nil {
+			d2.Close()
+		}
+	})
+	return srv.URL, effects
 }
