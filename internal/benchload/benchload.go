@@ -150,14 +150,16 @@ func NewAllowRig(dir string, n int, o Options) (*AllowRig, error) {
 	return r, nil
 }
 
-// SignCalls signs n distinct calls (request ids prefix-0 …) to demo/echo.
+// SignCalls signs n distinct calls to demo/echo, with request ids as the
+// SDKs make them (a UUIDv7 each, so they ascend in the order signed),
+// after prefix.
 func (r *AllowRig) SignCalls(n int, prefix string) []*kernel.ToolCall {
 	args := json.RawMessage(`{"hello":"world"}`)
 	ph, _ := kernel.ParameterHash("demo", "echo", args, nil)
 	calls := make([]*kernel.ToolCall, n)
 	now := time.Now()
 	for i := range calls {
-		id := prefix + "-" + strconv.Itoa(i)
+		id := kernel.NewID(prefix + "-")
 		proof, _ := kernel.SignProof(r.Agent, id, r.CapID, "demo", "echo", ph, now)
 		calls[i] = &kernel.ToolCall{RequestID: id, Capability: r.Cap, Server: "demo", Tool: "echo", Arguments: args, Proof: proof}
 	}
