@@ -114,6 +114,7 @@ func (s *Store) commit(batch []*op) {
 			continue
 		}
 		t2 := time.Now()
+		s.packCalls(t)
 		if err := s.writeReceipts(t); err != nil {
 			btx.Rollback()
 			s.fail(live, err)
@@ -204,7 +205,8 @@ func (s *Store) writeReceipts(t *tx) error {
 		return s.indexTail(t)
 	}
 	rb, ib, lb := t.btx.Bucket(bucketReceipts), t.btx.Bucket(bucketReceiptIDs), t.btx.Bucket(bucketLeaves)
-	rb.FillPercent, lb.FillPercent = appendFill, appendFill // seq keys only grow
+	// Seq keys only grow, and so, almost, do receipt ids ("rc-" + UUIDv7).
+	rb.FillPercent, lb.FillPercent, ib.FillPercent = appendFill, appendFill, appendFill
 	t.leaves = make([][32]byte, 0, n)
 	for _, a := range t.appended {
 		k := seqKey(a.Receipt.Seq)

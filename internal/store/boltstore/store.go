@@ -82,6 +82,11 @@ type Store struct {
 	// touches unindexed (and reopen, which holds dbMu alone).
 	indexed   atomic.Uint64
 	unindexed []indexEntry
+
+	// How many recent new call records went to the end of the calls
+	// bucket, and how many inside it (pack.go). Only the committer
+	// touches them.
+	newAtEnd, newInside int
 }
 
 var _ kernel.Store = (*Store)(nil)

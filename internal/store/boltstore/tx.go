@@ -34,6 +34,11 @@ type tx struct {
 	leaves   [][32]byte // of appended, once signed
 	indexAll bool       // a reader asked for the whole log indexed (syncIndex)
 	indexes  bool       // this commit brings the index up to t.last
+	// New call records this commit put after the calls bucket's last key
+	// before the commit (callsEnd), and before it (packCalls).
+	newAtEnd, newInside int
+	callsEnd            []byte
+	callsEndKnown       bool
 }
 
 func (t *tx) Call(id string) (*kernel.CallRecord, error) {
@@ -64,7 +69,22 @@ func (t *tx) PutCall(c *kernel.CallRecord) error {
 	} else if err := t.btx.Bucket(bucketInFlight).Delete([]byte(c.RequestID)); err != nil {
 		return err
 	}
-	return t.btx.Bucket(bucketCalls).Put([]byte(c.RequestID), v)
+	b := t.btx.Bucket(bucketCalls)
+	key := []byte(c.RequestID)
+	if b.Get(key) == nil { // a new record (for packCalls)
+		if !t.callsEndKnown {
+			// Where the bucket ended before this commit: records of one
+			// commit arrive in any order.
+			last, _ := b.Cursor().Last()
+			t.callsEnd, t.callsEndKnown = bytes.Clone(last), true
+		}
+		if bytes.Compare(key, t.callsEnd) > 0 {
+			t.newAtEnd++
+		} else {
+			t.newInside++
+		}
+	}
+	return b.Put(key, v)
 }
 
 func (t *tx) Revoked(id string) (bool, error) {
