@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -164,11 +163,10 @@ func benchHTTP(e *Env, r *remote, o httpBench) int {
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: o.conc * 2, MaxIdleConnsPerHost: o.conc * 2}}
 	body := newCallBody(key, capResp.Capability, capResp.ID, o.server, o.tool)
-	var seq atomic.Int64
-	prefix := kernel.NewID("bench-")
 	url := r.base() + "/v1/calls"
 	one := func(ctx context.Context) (int, error) {
-		b, err := body.build(prefix+"-"+strconv.FormatInt(seq.Add(1), 10), time.Now())
+		// Request ids as the SDKs make them: a UUIDv7 each, ascending.
+		b, err := body.build(kernel.NewID("bench-"), time.Now())
 		if err != nil {
 			return 0, err
 		}
