@@ -36,6 +36,7 @@ type item struct {
 
 	rc     *Receipt // parsed (verified unless err)
 	leaf   [32]byte
+	call   callKey // of a verified allow or incomplete receipt (verify_delivery.go)
 	cp     *Checkpoint
 	header *ExportHeader
 	ev     *evidenceItem
@@ -157,6 +158,10 @@ func checkReceipt(it *item, key keys.PublicKey) {
 	it.rc, it.err = VerifyStored(it.raw, key)
 	if it.err != nil {
 		it.rc, _ = Decode(it.raw) // for seq and id in the report, if it decodes at all
+		return
+	}
+	if v := it.rc.Decision.Verdict; v == Allow || v == Incomplete {
+		it.call = callKeyOf(it.rc) // here, in parallel, not in the ordered fold
 	}
 }
 

@@ -75,6 +75,9 @@ type VerifyReport struct {
 	Uncovered uint64        `json:"uncovered"` // receipts after the latest checkpoint
 	Chains    int           `json:"approval_chains"`
 	Pending   int           `json:"pending_approvals"` // incomplete, no final receipt yet
+	// Deliveries are the delivery outcomes (a failed or unknown delivery's
+	// incomplete receipt) linked to their allow receipts.
+	Deliveries int `json:"delivery_outcomes"`
 	// Tokens are the approval tokens verified and vouched for by a signed
 	// final receipt (its deciding token, approvers or dissenters).
 	Tokens int `json:"approval_tokens"`
@@ -105,12 +108,19 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //     detects receipts cut after the export's own latest checkpoint (with
 //     that checkpoint and the unsigned header count edited): the file alone
 //     cannot tell such a cut from an older export;
-//   - approval chains: each receipt with previous_receipt_id points to an
-//     earlier incomplete receipt with the same request_id and
-//     approval_request_id, and each incomplete receipt has at most one final;
+//   - approval chains (verify_chain.go): each allow, deny or cancelled
+//     receipt with previous_receipt_id points to an earlier incomplete
+//     receipt with the same request_id and approval_request_id, and each
+//     incomplete receipt has at most one final;
 //     the final is for the same call (subject, tool, capability_id, and
 //     parameter_hash unless marked amended with both hashes and decided by a
 //     token carrying amended_arguments; verify_binding.go);
+//   - delivery outcomes (verify_delivery.go): each incomplete receipt
+//     without approval_request_id has a previous_receipt_id naming an
+//     earlier allow receipt of the same call (request_id, capability_id,
+//     subject, tool, action, parameter_hash, delivery semantics), and each
+//     allow receipt has at most one; no incomplete receipt has both
+//     fields or neither (verify_chain.go);
 //   - approval evidence: each token's signature by its approver, request_id =
 //     approval_request_id, governed_intent_hash = the incomplete receipt's
 //     parameter_hash, subject = the call's subject, approver ∈
@@ -144,7 +154,7 @@ func VerifyExport(in io.Reader, opts VerifyOptions) (*VerifyReport, error) {
 		opts.MaxProblems = 200
 	}
 	v := &verifier{opts: opts, pinned: pinned, rep: &VerifyReport{KernelKey: opts.KernelKey.String(), Problems: []Problem{}},
-		ids: map[string]int{}, incomplete: map[string]*chainLink{}, byApproval: map[string]*chainLink{},
+		ids: map[string]logged{}, delivered: map[string]string{}, incomplete: map[string]*chainLink{}, byApproval: map[string]*chainLink{},
 		approvals: map[string]*evidenceItem{}, batches: map[string]*evidenceItem{}, autoFinal: map[string]bool{}, expect: 1}
 	// Pipeline: the reader cuts chunks, workers check whole chunks in
 	// parallel (signatures dominate), and this goroutine folds them in file
@@ -224,28 +234,6 @@ func readChunks(in io.Reader, work, order chan<- *chunk) error {
 	return nil
 }
 
-type chainLink struct {
-	line                          int
-	id                            string
-	seq                           uint64
-	requestID, approvalID, params string
-	subject                       string
-	rc                            *Receipt // the incomplete receipt itself
-	final                         string   // id of the final receipt, once seen
-	finalAt                       int64    // its timestamp (unix ms)
-}
-
-// final is a receipt that decides an approval or uses a batch.
-type final struct {
-	line     int
-	rc       *Receipt
-	link     *chainLink
-	tokenID  string
-	batchID  string
-	approver string
-	auto     bool
-}
-
 type verifier struct {
 	opts       VerifyOptions
 	pinned     []*Checkpoint // verified, from opts.Pinned
@@ -255,7 +243,8 @@ type verifier struct {
 	leaves     [][32]byte
 	expect     uint64 // next seq
 	prevSeq    uint64
-	ids        map[string]int // receipt id → line
+	ids        map[string]logged // receipt id → its line and call
+	delivered  map[string]string // allow receipt id → its delivery outcome's id
 	incomplete map[string]*chainLink
 	byApproval map[string]*chainLink
 	finals     []final
@@ -359,70 +348,15 @@ func (v *verifier) receipt(it *item) {
 	}
 	v.rep.LastSeq = max(v.rep.LastSeq, rc.Seq)
 	if first, dup := v.ids[rc.ID]; dup {
-		v.problem(it.line, rc, "duplicate receipt id (first at line %d)", first)
+		v.problem(it.line, rc, "duplicate receipt id (first at line %d)", first.line)
 	} else {
-		v.ids[rc.ID] = it.line
+		// An unauthenticated receipt is no allow a delivery outcome can name.
+		v.ids[rc.ID] = logged{line: it.line, allow: it.err == nil && rc.Decision.Verdict == Allow, call: it.call}
 	}
 	if it.err != nil {
 		return // an unauthenticated receipt says nothing about chains
 	}
-	v.chain(it.line, rc)
-}
-
-func metaStr(r *Receipt, k string) string {
-	if v, ok := r.Metadata[k]; ok {
-		return MetaString(v)
-	}
-	return ""
-}
-
-// chain records incomplete receipts and links finals to them.
-func (v *verifier) chain(line int, rc *Receipt) {
-	arid := metaStr(rc, "approval_request_id")
-	if rc.Decision.Verdict == Incomplete {
-		if arid == "" {
-			return // an incomplete receipt not awaiting approval (none today)
-		}
-		l := &chainLink{line: line, id: rc.ID, seq: rc.Seq, requestID: rc.RequestID, approvalID: arid,
-			params: rc.ParameterHash, subject: rc.Subject, rc: rc}
-		v.incomplete[rc.ID] = l
-		if prev, dup := v.byApproval[arid]; dup {
-			v.problem(line, rc, "approval_request_id %s already has an incomplete receipt %s", arid, prev.id)
-		} else {
-			v.byApproval[arid] = l
-		}
-		return
-	}
-	f := final{line: line, rc: rc, tokenID: metaStr(rc, "approval_token_id"), batchID: metaStr(rc, "batch_approval_id"),
-		approver: metaStr(rc, "approver"), auto: metaStr(rc, "auto_approved") == "true"}
-	prev := metaStr(rc, "previous_receipt_id")
-	switch {
-	case prev == "" && arid != "":
-		v.problem(line, rc, "approval_request_id %s but no previous_receipt_id: the chain is broken", arid)
-	case prev != "":
-		l := v.incomplete[prev]
-		switch {
-		case l == nil:
-			v.problem(line, rc, "broken approval chain: previous_receipt_id %s is not an earlier incomplete receipt in the log", prev)
-		case l.requestID != rc.RequestID:
-			v.problem(line, rc, "broken approval chain: request_id %s differs from %s on incomplete receipt %s", rc.RequestID, l.requestID, l.id)
-		case l.approvalID != arid:
-			v.problem(line, rc, "broken approval chain: approval_request_id %q differs from %s on incomplete receipt %s", arid, l.approvalID, l.id)
-		case l.final != "":
-			v.problem(line, rc, "incomplete receipt %s already has a final receipt %s", l.id, l.final)
-		default:
-			l.final, l.finalAt = rc.ID, rc.Timestamp
-			f.link = l
-			v.rep.Chains++
-			v.sameCall(line, rc, l)
-		}
-	}
-	if f.tokenID != "" || f.batchID != "" {
-		v.finals = append(v.finals, f)
-		if f.auto {
-			v.autoFinal[rc.ID] = true
-		}
-	}
+	v.chain(it.line, rc, it.call)
 }
 
 // finish runs the checks that need the whole file.

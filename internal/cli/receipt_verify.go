@@ -271,6 +271,7 @@ func printReport(w io.Writer, rep *receipt.VerifyReport, source string, pins []p
 	}
 	fmt.Fprintf(w, "approvals:   %d chains linked, %d pending; %d approval tokens and %d batch tokens verified\n",
 		rep.Chains, rep.Pending, rep.Tokens, rep.BatchTokens)
+	fmt.Fprintf(w, "deliveries:  %d outcome receipts (a delivery failed or its outcome is unknown) linked to their allow receipts\n", rep.Deliveries)
 	if rep.Unvouched > 0 {
 		fmt.Fprintf(w, "not checked: %d approval tokens whose final receipts predate signed dissenting votes (metadata \"dissenters\") and do not name them:\n"+
 			"             signature and binding checked, but no signed receipt says the kernel counted them (likely dissenting votes;\n"+

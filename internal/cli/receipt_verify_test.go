@@ -149,7 +149,7 @@ func TestReceiptAuditCommands(t *testing.T) {
 	// verify --all against the live log.
 	out, _, code = w.chio(t, "receipt", "verify", "--all", "--kernel-key", w.kernelKey.String())
 	if code != 0 || !strings.Contains(out, "OK: every check passed") || !strings.Contains(out, "receipts:    7 (seq 1..7)") ||
-		!strings.Contains(out, "2 chains linked") || !strings.Contains(out, "2 approval tokens") {
+		!strings.Contains(out, "2 chains linked") || !strings.Contains(out, "2 approval tokens") || !strings.Contains(out, "deliveries:  0 outcome receipts") {
 		t.Fatalf("verify --all: %d\n%s", code, out)
 	}
 
