@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/chiokernel/chio/internal/invisible"
 )
 
 // Text the agent writes for approvers to read.
@@ -14,60 +18,142 @@ import (
 // questions and options of confirm / ask, are shown as text: on terminals
 // (`chio approval show`, `watch`), in the dashboard, in email and Slack.
 // A carriage return or an escape sequence there rewrites what a terminal
-// shows ("for 450000 USD" repainted as "for 450 USD"), and a bidi override
-// or a zero-width character reorders or hides what a page shows. The
-// parameter hash binds these strings, so they are refused, never cleaned:
-// a call must be approved as sent. Tool arguments are not restricted (a
-// tool may need any string); every view escapes them instead.
-
-// shownTextRefused reports whether r may not appear in text shown to
-// approvers: control characters (C0 including newline and tab, DEL, C1),
-// Unicode format characters (category Cf: bidi embeddings, overrides and
-// isolates, LRM/RLM, zero-width space, word joiner, BOM, soft hyphen) and
-// the line and paragraph separators. Such text is one line.
+// shows ("for 450000 USD" repainted as "for 450 USD"); a bidi override
+// reorders what a page shows; a zero-width or other invisible character
+// (a variation selector, a Hangul filler, tag characters spelling a hidden
+// sentence) hides text or makes two strings look the same. The parameter
+// hash binds these strings, so they are refused, never cleaned: a call
+// must be approved as sent. Tool arguments are not restricted (a tool may
+// need any string); every view escapes them instead.
+//
+// The rule, for every such string: no control character (C0 including
+// newline and tab, DEL, C1) and no invisible character (invisible.Is:
+// format characters, line and paragraph separators, the other
+// default-ignorable code points, blank symbols). Such text is one line.
 //
 // In prose (a purpose, a prompt, a question's text, the context's values)
-// three kinds of format character are spelling, not tricks, and pass: the
-// zero-width non-joiner and joiner (Persian, Urdu and Indic scripts write
-// with them; ZWJ builds emoji such as 👨‍👩‍👧) and the tag characters of
-// emoji flag sequences. They reorder nothing; views that show raw code
-// points escape them like any other format character. In names (a
-// currency, an action category, a question id or option, the context's
-// member names) they are refused too (shownNameRefused): there an
-// invisible joiner makes two different names look the same.
-func shownTextRefused(r rune) bool {
-	if joinerOrTag(r) {
-		return false
-	}
-	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
-}
+// three kinds of invisible character are spelling, and pass where they
+// spell something (proseSpelling). In names (a currency, an action
+// category, a question id or option, the context's member names) nothing
+// invisible passes, nor a space other than U+0020: a no-break or other
+// wide space looks like U+0020, so two different names would look the
+// same.
 
-// shownNameRefused is shownTextRefused without the prose exceptions.
-func shownNameRefused(r rune) bool {
-	return joinerOrTag(r) || shownTextRefused(r)
-}
-
-// joinerOrTag: ZWNJ, ZWJ, and the tag characters of emoji flag sequences.
-func joinerOrTag(r rune) bool {
-	return r == '\u200C' || r == '\u200D' || r >= 0xE0020 && r <= 0xE007F
-}
-
-// checkShownText refuses prose s if it holds a character shownTextRefused
+// checkShownText refuses prose s if it holds a character the rule above
 // refuses, naming the field, the character and where it is.
-func checkShownText(field, s string) error { return checkShown(field, s, shownTextRefused) }
+func checkShownText(field, s string) error { return checkShown(field, s, false) }
 
-// checkShownName is checkShownText for a name (shownNameRefused).
-func checkShownName(field, s string) error { return checkShown(field, s, shownNameRefused) }
+// checkShownName is checkShownText for a name: no exceptions, and no
+// space but U+0020.
+func checkShownName(field, s string) error { return checkShown(field, s, true) }
 
-func checkShown(field, s string, refused func(rune) bool) error {
-	for i, r := range s {
-		if refused(r) {
-			return fmt.Errorf("%w: %s holds %U at byte %d: text shown to approvers must be one line without control or "+
-				"Unicode format characters (bidi overrides, zero-width characters)", ErrBadCall, field, r, i)
+func checkShown(field, s string, name bool) error {
+	// after is the kind of character before the one at i.
+	after := afterNothing
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !name && r == blackFlag {
+			if n := subdivisionTags(s[i+size:]); n > 0 {
+				i, after = i+size+n, afterShows // the flag with its tags
+				continue
+			}
 		}
+		switch {
+		case name && unicode.Is(unicode.Zs, r) && r != ' ':
+			return fmt.Errorf("%w: %s holds %U at byte %d: a name may hold no space but U+0020 (a no-break or "+
+				"other wide space looks like it)", ErrBadCall, field, r, i)
+		case !unicode.IsControl(r) && !invisible.Is(r):
+			after = afterNothing
+			if !unicode.IsSpace(r) {
+				after = afterVisible
+			}
+		case !name && proseSpelling(r, after):
+			after = afterShows
+			if r == zwnj || r == zwj {
+				after = afterNothing // a joiner joins the next character: no selector, no second joiner
+			}
+		case !name && (proseSpelling(r, afterVisible) || isTag(r)):
+			return fmt.Errorf("%w: %s holds %U at byte %d: in text shown to approvers a zero-width joiner or "+
+				"non-joiner may only follow a visible character, a variation selector U+FE0E or U+FE0F only "+
+				"a visible character with none already, and tag characters only spell an England, Scotland or "+
+				"Wales flag", ErrBadCall, field, r, i)
+		default:
+			return fmt.Errorf("%w: %s holds %U at byte %d: text shown to approvers must be one line without control "+
+				"or invisible characters (bidi overrides, zero-width characters, variation selectors, fillers)",
+				ErrBadCall, field, r, i)
+		}
+		i += size
 	}
 	return nil
 }
+
+// What the character before the current one was, for proseSpelling.
+const (
+	afterNothing = iota // the start, a space, or a joiner
+	afterVisible        // a visible character
+	afterShows          // a visible character with its selector, or a flag with its tags
+)
+
+const (
+	zwnj      = '\u200C'     // ZERO WIDTH NON-JOINER
+	zwj       = '\u200D'     // ZERO WIDTH JOINER
+	vs15      = '\uFE0E'     // VARIATION SELECTOR-15: text presentation
+	vs16      = '\uFE0F'     // VARIATION SELECTOR-16: emoji presentation
+	blackFlag = '\U0001F3F4' // WAVING BLACK FLAG, the base of subdivision flags
+)
+
+// proseSpelling reports whether the invisible character r is spelling in
+// prose after a character of kind after. Each exception is safe because it
+// only changes how its neighbours are drawn (joined or not, as emoji or as
+// text), never their order, and because at most a selector and a joiner
+// may follow each visible character: that carries a few bits per
+// character at most, never text a reader or a language model would read.
+// A run of them, or one after a space or at the start, could carry any
+// data unseen, so those are refused.
+//
+//   - ZWNJ and ZWJ, after a visible character (or an emoji with its
+//     selector): Persian, Urdu and Indic scripts are written with them
+//     (می‌خواهم, क्‍ष, ශ්‍රී), and ZWJ builds emoji such as 👨‍👩‍👧 and 🏳️‍🌈.
+//   - the presentation selectors VS15 and VS16, right after a visible
+//     character: ❤️, 1️⃣ and ↩︎ are spelled with them. The other variation
+//     selectors (mathematical, CJK and Mongolian variants, and the 256 that
+//     "smuggle" a byte each after an emoji) stay refused.
+//
+// The tag characters of a flag are checked whole, by subdivisionTags.
+// None of these reorders anything, and views that print raw code points
+// escape them like any other invisible character.
+func proseSpelling(r rune, after int) bool {
+	switch r {
+	case zwnj, zwj:
+		return after != afterNothing
+	case vs15, vs16:
+		return after == afterVisible
+	}
+	return false
+}
+
+// subdivisionTags returns the length of the tag characters that make the
+// black flag before s the flag of England, Scotland or Wales (the only
+// subdivision flags Unicode recommends for general interchange), or 0.
+// Tag characters anywhere else are refused: they spell ASCII invisibly
+// (U+E0000 + each letter), so a run of them is a hidden sentence that a
+// language model reading the text would still decode.
+func subdivisionTags(s string) int {
+	for _, code := range []string{"gbeng", "gbsct", "gbwls"} {
+		var tags strings.Builder
+		for _, c := range code {
+			tags.WriteRune(0xE0000 + c)
+		}
+		tags.WriteRune(0xE007F) // CANCEL TAG ends the sequence
+		if strings.HasPrefix(s, tags.String()) {
+			return tags.Len()
+		}
+	}
+	return 0
+}
+
+// isTag: the tag characters U+E0020–E007F.
+func isTag(r rune) bool { return r >= 0xE0020 && r <= 0xE007F }
 
 // checkShownJSON applies checkShownName to every member name in raw and
 // checkShownText to every string value, at any depth. raw has already

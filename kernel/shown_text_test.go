@@ -22,16 +22,18 @@ var refusedInShownText = map[string]string{
 	"ZWSP": "\u200b", "WJ": "\u2060", "BOM": "\ufeff", "LS": "\u2028", "tag": "\U000E0001",
 }
 
-// TestJoinersPassInProseNotInNames: ZWNJ, ZWJ and emoji tag characters are
-// spelling in prose (Persian, Indic scripts, emoji sequences) and pass
-// there; in a name (currency, action category, a context member name, a
-// question id or option) an invisible joiner makes two names look alike,
-// so there they are refused.
+// TestJoinersPassInProseNotInNames: ZWNJ, ZWJ, the emoji presentation
+// selector and a flag's tag characters are spelling in prose (Persian,
+// Indic scripts, emoji sequences) and pass there; in a name (currency,
+// action category, a context member name, a question id or option) an
+// invisible character makes two names look alike, so there they are
+// refused.
 func TestJoinersPassInProseNotInNames(t *testing.T) {
 	f := newFixture(t)
 	type intent = map[string]any
 	amount := intent{"units": 450, "currency": "USD"}
-	for name, j := range map[string]string{"ZWNJ": "\u200c", "ZWJ": "\u200d", "tag": "\U000E0067"} {
+	england := "\U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F"
+	for name, j := range map[string]string{"ZWNJ": "\u200c", "ZWJ": "\u200d", "VS16": "\ufe0f", "flag tags": england} {
 		prose := []intent{
 			{"purpose": "refund" + j + " order", "max_amount": amount},
 			{"purpose": "refund", "max_amount": amount, "context": intent{"note": []any{"T" + j + "1"}}},

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	invisibleChar "github.com/chiokernel/chio/internal/invisible"
 )
 
 // checkID accepts identifiers: ids, tool names, operations, categories.
@@ -40,12 +42,11 @@ func checkLabel(s string) error { return checkText(s, false) }
 // there, not tricks — Persian, Urdu and Indic names are written with them,
 // and ZWJ builds emoji sequences — so each may stand between two visible
 // characters. (The kernel's rule for prose shown to approvers,
-// kernel/shown_text.go, lets them pass in the same way; policy cannot
-// import kernel, so the rule is mirrored here, with the added condition
-// that a joiner join something: at an end, beside a space or another
-// invisible character it only hides.) Bidi controls and every other
-// format character stay refused, and every channel shows display names
-// escaped. Ids and names that identify servers, tools, operations and
+// kernel/shown_text.go, lets them pass in a similar way, after a visible
+// character; here a joiner must also be followed by one: at an end,
+// beside a space or another invisible character it only hides.) Bidi
+// controls and every other invisible character stay refused, and every
+// channel shows display names escaped. Ids and names that identify servers, tools, operations and
 // grants admit no joiner (checkID).
 func checkDisplayName(s string) error { return checkText(s, true) }
 
@@ -100,16 +101,16 @@ func visible(r rune) bool {
 	return r >= 0 && !unicode.IsSpace(r) && !unicode.IsControl(r) && !invisible(r)
 }
 
-// invisible reports a character that draws nothing or reorders the text
-// around it, so that a name holding it can look like another name (or the
-// same name spelled plainly): Unicode format characters (category Cf: soft
-// hyphen, zero-width space and joiners, bidi marks, embeddings, overrides
-// and isolates, word joiner, BOM, tag characters), line and paragraph
-// separators, variation selectors, and the other default-ignorable code
-// points (Hangul fillers, combining grapheme joiner, ...).
-func invisible(r rune) bool {
-	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
-}
+// invisible reports a character that draws nothing (or only a blank) or
+// reorders the text around it, so that a name holding it can look like
+// another name (or the same name spelled plainly): Unicode format
+// characters (category Cf: soft hyphen, zero-width space and joiners, bidi
+// marks, embeddings, overrides and isolates, word joiner, BOM, tag
+// characters), line and paragraph separators, variation selectors, the
+// other default-ignorable code points (Hangul fillers, combining grapheme
+// joiner, ...) and blank symbols (U+2800): the one table the kernel and
+// every view use too (internal/invisible).
+func invisible(r rune) bool { return invisibleChar.Is(r) }
 
 // checkURL accepts an absolute http(s) URL without credentials.
 func checkURL(s string) error {

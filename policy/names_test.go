@@ -7,8 +7,9 @@ import (
 	"github.com/chiokernel/chio/policy"
 )
 
-// invisibles are characters that draw nothing or reorder the text around
-// them: a name holding one can look exactly like another name.
+// invisibles are characters that draw nothing (or only a blank) or
+// reorder the text around them: a name holding one can look exactly like
+// another name.
 var invisibles = map[string]string{
 	"zero-width space":          "\u200b",
 	"zero-width joiner":         "\u200d",
@@ -23,6 +24,7 @@ var invisibles = map[string]string{
 	"variation selector":        "\ufe0f",
 	"hangul filler":             "\u3164",
 	"combining grapheme joiner": "\u034f",
+	"braille pattern blank":     "\u2800",
 }
 
 // The names a call carries (server, tool, operation) follow the policy's

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/invisible"
 )
 
 // view is what the message and the link page show.
@@ -88,21 +89,23 @@ func fmtLeft(d time.Duration) string {
 }
 
 // clean makes agent-supplied text safe for headers, plain text and HTML,
-// and bounds its length. Control characters become spaces. Unicode format
-// characters (category Cf: bidi overrides and isolates, which reorder what
-// a mail client draws, zero-width characters, which hide) and line and
-// paragraph separators are written as visible escapes ("\u202E"), so the
-// approver sees that they are there. (chiod refuses them in the text it
-// shows; requests stored earlier, and arguments, may hold them.)
+// and bounds its length. Control characters become spaces. Invisible
+// characters (invisible.Is: bidi overrides and isolates, which reorder what
+// a mail client draws; zero-width characters, variation selectors, fillers
+// and blank symbols, which hide; line and paragraph separators) are written
+// as visible escapes ("\u202E"), so the approver sees that they are there.
+// (chiod refuses them in the text it shows, but for the joiners and
+// selectors that spell prose; requests stored earlier, and arguments, may
+// hold any of them.)
 func clean(s string, n int) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
 		case unicode.IsControl(r):
 			b.WriteByte(' ')
-		case unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) && r > 0xffff:
+		case invisible.Is(r) && r > 0xffff:
 			fmt.Fprintf(&b, `\U%08X`, r)
-		case unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp):
+		case invisible.Is(r):
 			fmt.Fprintf(&b, `\u%04X`, r)
 		default:
 			b.WriteRune(r)

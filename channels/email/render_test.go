@@ -78,3 +78,21 @@ func TestCleanEscapesFormatCharacters(t *testing.T) {
 		t.Fatalf("a raw U+202E reaches the email: %+v", v)
 	}
 }
+
+// Characters that draw nothing or only a blank without being format
+// characters (a combining grapheme joiner, variation selectors, Hangul
+// fillers, the braille blank) are escaped too: raw, "DE89<filler> 3704"
+// reads as "DE89 3704" in the approver's mail client.
+func TestCleanEscapesInvisibleCharactersOutsideCf(t *testing.T) {
+	cases := map[string]string{
+		"DE89\u3164 3704\u034f":        `DE89\u3164 3704\u034F`,
+		"450\u2800000 \uffa0\u115f":    `450\u2800000 \uFFA0\u115F`,
+		"ok\ufe00 \u2764\ufe0f \u180b": `ok\uFE00 ❤\uFE0F \u180B`,
+		"x\U000E0100":                  `x\U000E0100`,
+	}
+	for in, want := range cases {
+		if got := clean(in, 500); got != want {
+			t.Errorf("clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -55,3 +55,18 @@ func TestFormatCharactersShownAsEscapes(t *testing.T) {
 		t.Fatalf("the message draws the override raw, or not as an escape:\n%s", msg)
 	}
 }
+
+// Characters that draw nothing or only a blank without being format
+// characters (a combining grapheme joiner, variation selectors, a Hangul
+// filler, the braille blank) are drawn as visible escapes too: raw, the
+// IBAN "DE89<filler> 3704" reads as "DE89 3704".
+func TestInvisibleCharactersOutsideCfShownAsEscapes(t *testing.T) {
+	const hidden = "\u034f\ufe00\ufe0f\U000E0100\u3164\u2800"
+	w := newWorld(t)
+	out := w.submit(t, "issue_refund", `{"customer_id":"cust-1","amount":300,"currency":"USD","iban":"DE89`+hidden+` 3704"}`,
+		`{"purpose":"order 8834","max_amount":{"units":450,"currency":"USD"}}`)
+	msg := w.posted(t, out.ApprovalRequestID).Get("blocks")
+	if strings.ContainsAny(msg, hidden) || !strings.Contains(msg, `DE89\\u034F\\uFE00\\uFE0F\\uDB40\\uDD00\\u3164\\u2800 3704`) {
+		t.Fatalf("the message draws invisible characters raw, or not as escapes:\n%s", msg)
+	}
+}

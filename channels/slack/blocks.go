@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/invisible"
 )
 
 // Action ids of the message's buttons, and the block that holds them.
@@ -243,20 +243,21 @@ func codeBlock(jsonText []byte) string {
 
 // escape neutralises Slack's control characters in untrusted text (agent
 // summaries, notes, arguments): no mentions, links or channel pings can be
-// injected. Unicode format characters (bidi overrides and isolates,
-// zero-width characters) and line / paragraph separators are shown as
-// visible escapes, \u202E, so that they cannot reorder or hide what the
-// approver reads (an IBAN drawn right to left); inside the JSON of the
-// arguments such an escape still reads as the same value.
+// injected. Invisible characters (invisible.Is: bidi overrides and
+// isolates, zero-width characters, line / paragraph separators, variation
+// selectors, fillers, blank symbols) are shown as visible escapes,
+// \u202E, so that they cannot reorder or hide what the approver reads (an
+// IBAN drawn right to left); inside the JSON of the arguments such an
+// escape still reads as the same value.
 func escape(s string) string {
 	s = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-	if !strings.ContainsFunc(s, invisible) {
+	if !strings.ContainsFunc(s, invisible.Is) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case !invisible(r):
+		case !invisible.Is(r):
 			b.WriteRune(r)
 		case r > 0xFFFF: // as a JSON surrogate pair
 			r1, r2 := utf16.EncodeRune(r)
@@ -267,9 +268,6 @@ func escape(s string) string {
 	}
 	return b.String()
 }
-
-// invisible: a format character or a line / paragraph separator.
-func invisible(r rune) bool { return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) }
 
 func clip(s string, n int) string {
 	if len(s) <= n {

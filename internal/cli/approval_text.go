@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/chiokernel/chio/internal/invisible"
 )
 
 // Text from a request, made safe to print.
@@ -21,13 +23,17 @@ import (
 // text it shows (kernel/shown_text.go), but not in tool arguments, and a
 // request stored before that check may hold them: so everything printed
 // from a request goes through shown or shownJSON, which write each rune a
-// terminal would act on or draw invisibly as a visible escape.
+// terminal would act on or draw invisibly as a visible escape. (So do the
+// joiners and selectors the kernel accepts in prose, such as the ZWJ of an
+// emoji sequence: raw code points are shown as sent, not as drawn.)
 
 // shown returns s with every rune that is not graphic (strconv.IsGraphic:
 // letters, marks, numbers, punctuation, symbols and spaces — so not
 // control characters, Unicode format characters such as U+202E, nor line
-// separators) written as \uXXXX or \UXXXXXXXX, and each byte of invalid
-// UTF-8 as \xNN. Printable text is unchanged.
+// separators) or that is graphic but draws nothing or only a blank
+// (invisible.Is: variation selectors, the combining grapheme joiner,
+// Hangul fillers, U+2800) written as \uXXXX or \UXXXXXXXX, and each byte
+// of invalid UTF-8 as \xNN. Printable text is unchanged.
 func shown(s string) string {
 	return escapeShown(s, false)
 }
@@ -78,7 +84,7 @@ func escapeShown(s string, jsonEscapes bool) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case strconv.IsGraphic(r):
+		case strconv.IsGraphic(r) && !invisible.Is(r):
 			b.WriteString(s[i : i+size])
 		case r > 0xffff && jsonEscapes:
 			hi, lo := utf16.EncodeRune(r)

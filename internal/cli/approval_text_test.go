@@ -125,3 +125,31 @@ func TestWatchEscapesQuestionText(t *testing.T) {
 		t.Errorf("`chio approval watch` writes control or format characters to the terminal: %q", wo)
 	}
 }
+
+// invisibleOutsideCf: characters that draw nothing or only a blank but are
+// not format characters (so strconv.IsGraphic passes them): a combining
+// grapheme joiner, variation selectors, a Hangul filler, the braille blank.
+const invisibleOutsideCf = "\u034f\ufe00\ufe0f\U000E0100\u3164\u2800"
+
+// TestApprovalViewsEscapeInvisibleCharsOutsideCf: arguments (which the
+// kernel does not restrict) holding default-ignorable characters of other
+// categories than Cf, or a blank symbol, are printed by `chio approval
+// show` with each one escaped: printed raw, "DE89<filler> 3704" reads as
+// another IBAN and the approver cannot see the difference.
+func TestApprovalViewsEscapeInvisibleCharsOutsideCf(t *testing.T) {
+	w := newApprovalWorld(t)
+	args := `{"customer_id":"cust-1","amount":450000,"currency":"USD","iban":"DE89` + invisibleOutsideCf + ` 3704"}`
+	out := w.submit(t, "issue_refund", args, `{"purpose":"order 8834","max_amount":{"units":450000,"currency":"USD"}}`)
+	if out.ApprovalRequestID == "" {
+		t.Fatalf("not parked: %+v", out)
+	}
+	for _, cmd := range [][]string{{"approval", "show", out.ApprovalRequestID}, {"approval", "show", out.ApprovalRequestID, "--output", "json"}} {
+		so, se, code := w.run(adminEnv(), cmd...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", cmd, code, se)
+		}
+		if strings.ContainsAny(so, invisibleOutsideCf) || !strings.Contains(so, `DE89\u034f\ufe00\ufe0f\udb40\udd00\u3164\u2800 3704`) {
+			t.Errorf("`chio %s` prints invisible characters raw, or not as escapes:\n%s", strings.Join(cmd, " "), so)
+		}
+	}
+}

@@ -184,6 +184,32 @@ func TestDashboardEscapesFormatCharsInRequestText(t *testing.T) {
 	}
 }
 
+// TestDashboardEscapesInvisibleCharsOutsideCf: characters that draw
+// nothing or only a blank without being format characters (a combining
+// grapheme joiner, variation selectors, Hangul fillers, the braille blank)
+// are drawn as escapes too, in request text and in arguments: raw,
+// "DE89<filler> 3704" reads as "DE89 3704".
+func TestDashboardEscapesInvisibleCharsOutsideCf(t *testing.T) {
+	_, open := dashboardAsLead(t)
+	ctx := open()
+	browse(t, ctx, "render", chromedp.Evaluate[chromedp.Void](`upsert({approval_id: 'ar-hidden', status: 'pending', kind: 'question',
+		tool_server: 'assistant', tool_name: 'ask', subject_id: 'ed25519:00', quorum: 1, tier: 0,
+		created_at: Math.floor(Date.now() / 1000), expires_at: Math.floor(Date.now() / 1000) + 600,
+		summary: 'Pay DE89\u3164 3704\u034f', triggered_by: ['hitl'],
+		governed_intent: {purpose: 'to\u2800IBAN \u2764\ufe0f\ufe00 x\u{E0100}'},
+		questions: [{id: 'acct', text: 'Account \uffa0\u115f', type: 'single', options: ['DE89\u180b', 'other']}]})`),
+		chromedp.WaitVisible(css(card("ar-hidden"))))
+	text := read(t, ctx, "card text", chromedp.TextContent(css(card("ar-hidden"))))
+	if strings.ContainsAny(text, "\u3164\u034f\u2800\ufe0f\ufe00\U000E0100\uffa0\u115f\u180b") {
+		t.Errorf("request text drawn with raw invisible characters: %q", text)
+	}
+	for _, want := range []string{`Pay DE89\u3164 3704\u034F`, `to\u2800IBAN ❤\uFE0F\uFE00 x\uDB40\uDD00`, `Account \uFFA0\u115F`, `DE89\u180B`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the card does not show %s: %q", want, text)
+		}
+	}
+}
+
 // TestDashboardSingleChoiceSignsOneAnswer: in a single-choice question
 // with allow_other, typing an Other answer clears the ticked choice and
 // ticking a choice clears the typed answer, so the one answer signed is
