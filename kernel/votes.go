@@ -191,7 +191,9 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		k.stopTimer(approvalID)
 		out, err := k.resume(ctx, final, rec, tok, &vote, now)
 		if err != nil {
-			return nil, err
+			// The vote committed above: whatever failed since, the vote is
+			// recorded and the channel must say so (vote_recorded.go).
+			return nil, &VoteRecordedError{ApprovalID: approvalID, Err: err}
 		}
 		res.Outcome, res.ResolvedAt, res.ReceiptID, res.Call = approval.StatusApproved, now.Unix(), out.ReceiptID, out
 	default:

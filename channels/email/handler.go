@@ -139,8 +139,17 @@ func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link 
 		return
 	}
 	res, err := k.Respond(context.WithoutCancel(r.Context()), cl.ApprovalID, body.Token, "", Name)
+	if errors.Is(err, kernel.ErrVoteRecorded) {
+		// The vote committed; a step after it failed. The link is spent
+		// and the answer (vote_recorded) says the vote is recorded.
+		c.spend(id)
+		httpapi.WriteError(w, err)
+		return
+	}
 	if err != nil {
-		c.release(id) // nothing was decided: the approver may try again
+		// Not recorded (or, if its commit was lost, refused as a replay when
+		// presented again): the approver may try again.
+		c.release(id)
 		httpapi.WriteError(w, err)
 		return
 	}

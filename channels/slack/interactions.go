@@ -260,6 +260,14 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 	}
 	res, err := k.RespondWith(context.Background(), id, raw,
 		kernel.RespondOptions{Outcome: decision, Channel: Name, Custodial: true})
+	if rec := (*kernel.VoteRecordedError)(nil); errors.As(err, &rec) {
+		// The vote committed (it approved the request); only a step after
+		// it failed. Never "not recorded": the approver would click again
+		// or ask someone else to vote on a decision already taken.
+		c.log.Warn("slack custodial vote recorded; the approved call is not finished", "approval_id", id, "approver", ap.DisplayName, "err", err)
+		return fmt.Sprintf("Your approval of %s is recorded (signed with your custodial key) and approved it, but the approved call "+
+			"is not finished yet: %s. chio finishes it once its store recovers; do not vote again.", id, escape(rec.Err.Error()))
+	}
 	if err != nil {
 		c.log.Warn("slack custodial vote refused", "approval_id", id, "approver", ap.DisplayName, "err", err)
 		switch {

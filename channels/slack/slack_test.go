@@ -175,6 +175,12 @@ func newWorld(t *testing.T, opts ...func(*slack.Options)) *world {
 // the lead's and the CFO's keys, the mock's URL), the agent holding grants.
 func worldWith(t *testing.T, policyText string, grants []string, requestPrefix string, opts ...func(*slack.Options)) *world {
 	t.Helper()
+	return worldOn(t, policyText, grants, requestPrefix, nil, opts...)
+}
+
+// worldOn is worldWith with the kernel's store wrapped (nil: not wrapped).
+func worldOn(t *testing.T, policyText string, grants []string, requestPrefix string, wrap func(kernel.Store) kernel.Store, opts ...func(*slack.Options)) *world {
+	t.Helper()
 	w := &world{dataDir: t.TempDir(), clk: clock.NewFake(time.Now())}
 	w.lead, _ = keys.Generate(nil)
 	w.cfo, _ = keys.Generate(nil)
@@ -200,7 +206,7 @@ func worldWith(t *testing.T, policyText string, grants []string, requestPrefix s
 	hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{w.ch},
 		Backoff: channels.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 	w.tw = testkit.NewWorld(t, testkit.Options{Policy: p, DataDir: w.dataDir, Clock: w.clk, Notifier: hub,
-		Agent: testkit.Key(w.agent), Grants: grants, RequestPrefix: requestPrefix})
+		Agent: testkit.Key(w.agent), Grants: grants, RequestPrefix: requestPrefix, WrapStore: wrap})
 	w.k, w.store, w.capRaw = w.tw.Kernel, w.tw.Store, w.tw.CapRaw
 	w.handler = w.ch.InteractionsHandler(w.k)
 	t.Cleanup(func() { hub.Close(); w.ch.Close() })

@@ -109,11 +109,17 @@ type approvalsFixture struct {
 }
 
 func newApprovalsFixture(t *testing.T) *approvalsFixture {
+	return newApprovalsFixtureOn(t, nil)
+}
+
+// newApprovalsFixtureOn is newApprovalsFixture with the store wrapped
+// (nil: not wrapped).
+func newApprovalsFixtureOn(t *testing.T, wrap func(kernel.Store) kernel.Store) *approvalsFixture {
 	t.Helper()
 	f := &approvalsFixture{clock: clock.NewFake(time.Unix(1_800_000_000, 0)), caps: map[string][]byte{}}
 	f.w = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(approvalsPolicy, keyAlice.Public(), keyBob.Public()),
 		KernelKey: testkit.Key(keys.FromSeed(make([]byte, 32))), Clock: f.clock, Dispatcher: &argsDispatcher{},
-		Serve: true, AdminToken: approvalsAdmin, ReadToken: approvalsReader})
+		Serve: true, AdminToken: approvalsAdmin, ReadToken: approvalsReader, WrapStore: wrap})
 	f.k, f.api, f.srv = f.w.Kernel, f.w.API, f.w.Srv
 	for _, a := range []keys.PrivateKey{keyAgent, keyOther} {
 		raw, _, err := f.k.IssueCapability(a.Public(), []string{"echo", "refunds", "deploys"}, time.Hour)

@@ -24,6 +24,12 @@ const (
 	// may have run, but its outcome is not recorded yet: retry under the
 	// same request id, or await it. Never "unavailable" (nothing allowed).
 	CodeOutcomeUnknown = "outcome_unknown"
+	// CodeVoteRecorded (500): the approver's vote IS durable (counted, the
+	// token spent, the request approved), but a step after it failed (the
+	// approved call is not finished yet; recovery finishes it). Not
+	// "unavailable": voting again is pointless (the token is a replay) and
+	// a second approver need not be asked.
+	CodeVoteRecorded = "vote_recorded"
 )
 
 // APIError is what crosses the HTTP boundary.
@@ -40,13 +46,18 @@ func apiErr(status int, code, msg string) *APIError {
 }
 
 // classify maps domain errors to API errors with errors.Is, never by text.
-// Anything unrecognized is a 503: the kernel failed, so nothing was allowed.
+// Anything unrecognized is a 503: the kernel failed, so nothing was allowed
+// (a failure after a durable vote is kernel.ErrVoteRecorded, never that).
 func classify(err error) *APIError {
 	var ae *APIError
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	// First: the call may have run, whatever store error (a conflict, a
+	// First: a vote that committed is recorded, whatever failed after it
+	// (its message also says when the approved call may have run).
+	case errors.Is(err, kernel.ErrVoteRecorded):
+		return apiErr(http.StatusInternalServerError, CodeVoteRecorded, err.Error())
+	// Then: the call may have run, whatever store error (a conflict, a
 	// missing row) the failure also carries.
 	case errors.Is(err, kernel.ErrOutcomeUnknown):
 		return apiErr(http.StatusInternalServerError, CodeOutcomeUnknown, err.Error())
