@@ -207,3 +207,31 @@ func TestProseSpellingAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesWithStraySpacesRefused: in a name, a space at either end or two
+// in a row make two names look the same ("DHL" and "DHL " offered as two
+// options), so they are refused like a wide space; a single space between
+// words is a name ("UPS ground").
+func TestNamesWithStraySpacesRefused(t *testing.T) {
+	isName := func(field string) bool {
+		return strings.HasSuffix(field, "action_category") || strings.HasSuffix(field, "currency") ||
+			strings.HasSuffix(field, ".id") || strings.Contains(field, "options")
+	}
+	refusedEverywhere(t, map[string]string{"a trailing space": " ", "two spaces": "  x"}, isName)
+	hitl := hitlFixture(t)
+	s, p := hitl.state(t)
+	for _, opts := range [][]string{{"DHL", " DHL"}, {"DHL", "DHL "}, {"UPS  ground", "DHL"}} {
+		args, _ := json.Marshal(map[string]any{"prompt": "Which carrier?", "questions": []any{
+			map[string]any{"id": "carrier", "text": "Carrier", "type": "single", "options": opts}}})
+		if _, err := hitl.k.Submit(context.Background(), hitl.call(t, "ask", string(args), "")); !errors.Is(err, kernel.ErrBadCall) || !strings.Contains(err.Error(), "options") {
+			t.Errorf("options %q: %v, want ErrBadCall naming the option", opts, err)
+		}
+	}
+	f := newFixture(t)
+	if _, err := f.k.Submit(context.Background(), f.call(t, "issue_refund", `{"amount":450,"currency":"USD"}`, intentJSON(t, "refund", "", json.RawMessage(`{" ticket":1}`)))); !errors.Is(err, kernel.ErrBadCall) {
+		t.Errorf("context member name with a leading space: %v, want ErrBadCall", err)
+	}
+	if s2, p2 := hitl.state(t); s2 != s || p2 != p {
+		t.Errorf("refused names changed the store: receipts %d→%d, pending %d→%d", s, s2, p, p2)
+	}
+}

@@ -44,8 +44,16 @@ import (
 func checkShownText(field, s string) error { return checkShown(field, s, false) }
 
 // checkShownName is checkShownText for a name: no exceptions, and no
-// space but U+0020.
-func checkShownName(field, s string) error { return checkShown(field, s, true) }
+// space but U+0020, and that only between words. A space at either end or
+// two in a row make two names look the same ("DHL" and "DHL " offered as
+// two options of one question).
+func checkShownName(field, s string) error {
+	if strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") || strings.Contains(s, "  ") {
+		return fmt.Errorf("%w: %s %q has a space at an end or two in a row: a name looks like another that way",
+			ErrBadCall, field, s)
+	}
+	return checkShown(field, s, true)
+}
 
 func checkShown(field, s string, name bool) error {
 	// after is the kind of character before the one at i.
