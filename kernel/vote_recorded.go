@@ -35,3 +35,27 @@ func (e *VoteRecordedError) Error() string {
 }
 
 func (e *VoteRecordedError) Unwrap() []error { return []error{ErrVoteRecorded, e.Err} }
+
+// ErrVoteUncertain matches an error Respond returns when the vote's OWN
+// commit failed in a way that may still have reached the disk (an fsync
+// error; a PostgreSQL COMMIT whose answer was lost): the vote may or may
+// not be recorded, and nobody can tell until the store is read again.
+// Channels must say exactly that, never "not recorded". Presenting the
+// vote again is safe and settles the question: a vote already recorded is
+// refused as a replay or a second vote of the same approver.
+var ErrVoteUncertain = errors.New("your vote may or may not be recorded")
+
+// VoteUncertainError is the error behind ErrVoteUncertain: Err is the
+// store's failure (it matches ErrUnavailable, so the API still answers 503:
+// presenting the same token again is the right next step).
+type VoteUncertainError struct {
+	ApprovalID string
+	Err        error
+}
+
+func (e *VoteUncertainError) Error() string {
+	return fmt.Sprintf("your vote on %s may or may not be recorded: the store failed while committing it (%v); "+
+		"present it again: a vote already recorded is refused as such, never counted twice", e.ApprovalID, e.Err)
+}
+
+func (e *VoteUncertainError) Unwrap() []error { return []error{ErrVoteUncertain, e.Err} }

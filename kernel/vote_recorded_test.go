@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -86,4 +87,40 @@ func TestFailureAfterTheVoteSaysTheVoteIsRecorded(t *testing.T) {
 			t.Fatalf("%+v %v", req, err)
 		}
 	})
+}
+
+// A vote whose own commit is reported failed but reached the store (an
+// fsync error, a lost COMMIT acknowledgement) came back as a bare
+// ErrUnavailable, which channels read as "not recorded". It may be
+// recorded: Respond must say it cannot tell (ErrVoteUncertain, still 503
+// ErrUnavailable for the API), never "is recorded", and presenting the
+// same token again must answer that it was (a replay), never count it
+// twice.
+func TestLostVoteCommitSaysMayBeRecorded(t *testing.T) {
+	ctx := context.Background()
+	st := &lostCommitStore{}
+	w, _, clk := lostCommitWorld(t, "", st)
+	k := w.Kernel
+	call := testkit.NewCall(t, agentK, w.CapRaw, "demo", "echo", `{"amount":450}`, "", clk.Now())
+	out, err := k.Submit(ctx, call)
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v %v", out, err)
+	}
+	tok := testkit.SignToken(t, k, clk.Now(), out.ApprovalRequestID, financeLead, "approved", nil)
+	st.armed.Store(true)
+	_, err = k.Respond(ctx, out.ApprovalRequestID, tok, "", "")
+	if !errors.Is(err, kernel.ErrVoteUncertain) || errors.Is(err, kernel.ErrVoteRecorded) || !errors.Is(err, kernel.ErrUnavailable) ||
+		!strings.Contains(err.Error(), "may or may not be recorded") {
+		t.Fatalf("the vote's commit was lost: Respond answered %v", err)
+	}
+	st.down.Store(false) // the store heals
+	if req, err := k.Approval(out.ApprovalRequestID); err != nil || len(req.Votes) != 1 {
+		t.Fatalf("setup: the lost commit did not land: %+v %v", req, err)
+	}
+	if _, err := k.Respond(ctx, out.ApprovalRequestID, tok, "", ""); !errors.Is(err, approval.ErrReplay) {
+		t.Fatalf("the same token again: %v, want a replay (the vote was recorded)", err)
+	}
+	if req, _ := k.Approval(out.ApprovalRequestID); len(req.Votes) != 1 {
+		t.Fatalf("the vote was counted twice: %+v", req)
+	}
 }

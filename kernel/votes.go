@@ -175,6 +175,11 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		if errors.Is(err, approval.ErrReplay) {
 			k.consumed.Add(vote.TokenID, struct{}{})
 		}
+		if mayHaveCommitted(err) {
+			// The vote may be durable: never let a channel say "not
+			// recorded" (vote_recorded.go).
+			return nil, &VoteUncertainError{ApprovalID: approvalID, Err: err}
+		}
 		return nil, err
 	}
 	k.consumed.Add(vote.TokenID, struct{}{})

@@ -268,6 +268,14 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 		return fmt.Sprintf("Your approval of %s is recorded (signed with your custodial key) and approved it, but the approved call "+
 			"is not finished yet: %s. chio finishes it once its store recovers; do not vote again.", id, escape(rec.Err.Error()))
 	}
+	if errors.Is(err, kernel.ErrVoteUncertain) {
+		// The vote's commit failed but may have reached the disk: neither
+		// "recorded" nor "not recorded" is known to be true. A second click
+		// tells: a vote already recorded is refused as already cast.
+		c.log.Warn("slack custodial vote may or may not be recorded", "approval_id", id, "approver", ap.DisplayName, "err", err)
+		return "chio could not confirm whether your vote on " + id + " was recorded (its store failed while saving it). " +
+			"Click again once it is back: if your vote was recorded you will be told you have already voted; it is never counted twice."
+	}
 	if err != nil {
 		c.log.Warn("slack custodial vote refused", "approval_id", id, "approver", ap.DisplayName, "err", err)
 		switch {
