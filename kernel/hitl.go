@@ -30,7 +30,10 @@ func checkHITLArgs(tool string, args json.RawMessage) error {
 			return err
 		}
 		for i, q := range a.Questions {
-			// Ids and options are names; the question's text is prose.
+			// The id is a name; the question's text is prose, and so are
+			// its options ("⚠️ proceed anyway", "Oui, d'accord !"), which
+			// are compared with each other instead: an approver must be
+			// able to tell any two apart (lookalikeOptions).
 			if err := checkShownName(fmt.Sprintf("arguments.questions[%d].id", i), q.ID); err != nil {
 				return err
 			}
@@ -38,9 +41,13 @@ func checkHITLArgs(tool string, args json.RawMessage) error {
 				return err
 			}
 			for j, o := range q.Options {
-				if err := checkShownName(fmt.Sprintf("arguments.questions[%d].options[%d]", i, j), o); err != nil {
+				if err := checkShownText(fmt.Sprintf("arguments.questions[%d].options[%d]", i, j), o); err != nil {
 					return err
 				}
+			}
+			if j, k, same := lookalikeOptions(q.Options); same {
+				return fmt.Errorf("%w: arguments.questions[%d].options[%d] (%q) looks the same to an approver as options[%d] "+
+					"(%q): they differ only in spaces or invisible characters", ErrBadCall, i, k, q.Options[k], j, q.Options[j])
 			}
 		}
 	}

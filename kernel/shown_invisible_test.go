@@ -153,9 +153,11 @@ func TestHiddenTextInProseRefused(t *testing.T) {
 }
 
 // TestBlankSpacesAndSelectorsRefusedInNames: in a name (action category,
-// currency, context member name, question id, option) a no-break or other
-// wide space looks like U+0020 and an emoji selector like nothing, so two
-// different names would look the same: refused. U+0020 itself passes.
+// currency, context member name, question id) a no-break or other wide
+// space looks like U+0020 and an emoji selector like nothing, so two
+// different names would look the same: refused. U+0020 itself passes. (An
+// ask's options are prose, checked against each other instead:
+// TestNamesWithStraySpacesRefused, TestReviewAskOptionsWithEmojiPresentation.)
 func TestBlankSpacesAndSelectorsRefusedInNames(t *testing.T) {
 	names := map[string]string{
 		"NBSP U+00A0": "\u00a0", "en quad U+2000": "\u2000", "hair space U+200A": "\u200a", "narrow NBSP U+202F": "\u202f",
@@ -164,7 +166,7 @@ func TestBlankSpacesAndSelectorsRefusedInNames(t *testing.T) {
 	}
 	isName := func(field string) bool {
 		return strings.HasSuffix(field, "action_category") || strings.HasSuffix(field, "currency") ||
-			strings.HasSuffix(field, ".id") || strings.Contains(field, "options")
+			strings.HasSuffix(field, ".id")
 	}
 	refusedEverywhere(t, names, isName)
 	// A context member name (the other context case puts bad in a value).
@@ -209,18 +211,20 @@ func TestProseSpellingAccepted(t *testing.T) {
 }
 
 // TestNamesWithStraySpacesRefused: in a name, a space at either end or two
-// in a row make two names look the same ("DHL" and "DHL " offered as two
-// options), so they are refused like a wide space; a single space between
-// words is a name ("UPS ground").
+// in a row make two names look the same, so they are refused like a wide
+// space; a single space between words is a name ("UPS ground"). An ask's
+// options are prose, so two options of one question that differ only in
+// spaces or invisible characters ("DHL" and "DHL ") are refused instead.
 func TestNamesWithStraySpacesRefused(t *testing.T) {
 	isName := func(field string) bool {
 		return strings.HasSuffix(field, "action_category") || strings.HasSuffix(field, "currency") ||
-			strings.HasSuffix(field, ".id") || strings.Contains(field, "options")
+			strings.HasSuffix(field, ".id")
 	}
 	refusedEverywhere(t, map[string]string{"a trailing space": " ", "two spaces": "  x"}, isName)
 	hitl := hitlFixture(t)
 	s, p := hitl.state(t)
-	for _, opts := range [][]string{{"DHL", " DHL"}, {"DHL", "DHL "}, {"UPS  ground", "DHL"}} {
+	for _, opts := range [][]string{{"DHL", " DHL"}, {"DHL", "DHL "}, {"UPS  ground", "UPS ground"}, {"UPS ground", "UPS\u00a0ground"},
+		{"Yes", "Yes\ufe0f"}, {"Ship", "Ship\u200d"}, {"Go", "DHL", "Go\u3000"}} {
 		args, _ := json.Marshal(map[string]any{"prompt": "Which carrier?", "questions": []any{
 			map[string]any{"id": "carrier", "text": "Carrier", "type": "single", "options": opts}}})
 		if _, err := hitl.k.Submit(context.Background(), hitl.call(t, "ask", string(args), "")); !errors.Is(err, kernel.ErrBadCall) || !strings.Contains(err.Error(), "options") {

@@ -210,3 +210,41 @@ func checkShownJSON(field string, raw json.RawMessage) error {
 		}
 	}
 }
+
+// lookalikeOptions reports two options of one question that an approver
+// cannot tell apart: equal once every space is one U+0020, spaces at the
+// ends are dropped, and the invisible characters prose may hold (joiners,
+// presentation selectors, flag tags) are removed. "DHL" and "DHL ", or
+// "UPS ground" and "UPS<U+00A0>ground", offered together would let the
+// approver pick one while meaning the other.
+func lookalikeOptions(options []string) (int, int, bool) {
+	seen := make(map[string]int, len(options))
+	for i, o := range options {
+		k := lookalikeKey(o)
+		if j, dup := seen[k]; dup {
+			return j, i, true
+		}
+		seen[k] = i
+	}
+	return 0, 0, false
+}
+
+func lookalikeKey(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case invisible.Is(r):
+			continue
+		case unicode.IsSpace(r):
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
