@@ -169,7 +169,9 @@ func (c *Client) Approval(ctx context.Context, id string) (*approval.Request, er
 // Respond presents a signed approval token (the token is the credential;
 // no bearer is sent). It is one attempt: after a transport error the token
 // may or may not have been consumed; [Client.ResumeWithApproval] or
-// [Client.Await] tells how the call ended.
+// [Client.Await] tells how the call ended. An error matching
+// [ErrVoteRecorded] means the vote IS recorded but the approved call is not
+// finished yet: do not vote again; Await tells how it ends.
 func (c *Client) Respond(ctx context.Context, approvalID string, token []byte) (*RespondResult, error) {
 	token = bytes.TrimSpace(token)
 	if len(token) == 0 || token[0] != '{' || !json.Valid(token) {

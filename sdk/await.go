@@ -212,9 +212,10 @@ func (c *Client) ResumeWithApproval(ctx context.Context, approvalID string, toke
 		return err
 	})
 	// Conflict after a retry is our own token, consumed by the attempt
-	// whose answer was lost; otherwise someone decided first. Either way
+	// whose answer was lost; otherwise someone decided first. A recorded
+	// vote whose call is not finished yet: recovery finishes it. Either way
 	// the call's state is the answer.
-	if err != nil && !errors.Is(err, ErrConflict) {
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrVoteRecorded) {
 		return nil, err
 	}
 	return c.Await(ctx, approvalID)

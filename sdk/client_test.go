@@ -261,3 +261,12 @@ func TestAPIErrorFallsBackOnStatus(t *testing.T) {
 		t.Fatal("chiod's envelope wins over the status")
 	}
 }
+
+// chiod's 500 vote_recorded is its own answer to a vote that IS durable: it
+// is neither "outcome unknown" nor worth asking again (the token is spent).
+func TestAPIErrorVoteRecorded(t *testing.T) {
+	e := &APIError{Status: 500, Code: "vote_recorded", Message: "your vote on ar-1 is recorded"}
+	if !errors.Is(e, ErrVoteRecorded) || errors.Is(e, ErrOutcomeUnknown) || errors.Is(e, ErrUnavailable) || e.retryable() {
+		t.Fatalf("%v: want ErrVoteRecorded only, final", e)
+	}
+}

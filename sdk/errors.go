@@ -33,6 +33,15 @@ var (
 	// same RequestID (the tool runs at most once) or Await that id; the
 	// error is an [*OutcomeUnknownError] naming it.
 	ErrOutcomeUnknown = errors.New("chio: outcome unknown")
+	// ErrVoteRecorded: chiod's 500 "vote_recorded" to [Client.Respond]. The
+	// approver's vote IS durable (counted, its token spent, the request
+	// approved), but a step after it failed: the approved call is not
+	// finished yet, and chiod finishes it when its store recovers
+	// ([Client.Await] or [Client.Approval] tells how it ended). Do not vote
+	// again (the same token is refused as a replay) and do not ask another
+	// approver. It matches neither ErrOutcomeUnknown nor ErrUnavailable, and
+	// is not retried.
+	ErrVoteRecorded = errors.New("chio: vote recorded")
 
 	// ErrTimedOut: the wait ended before a decision — the context's
 	// deadline passed, or the approval's own deadline denied a confirm/ask.
@@ -83,6 +92,8 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrUnavailable
 	case "outcome_unknown": // chiod's own: decided, outcome not recorded yet
 		return target == ErrOutcomeUnknown
+	case "vote_recorded": // chiod's own: the vote is durable, a later step failed
+		return target == ErrVoteRecorded
 	}
 	// A body that is not chiod's envelope (a gateway's, an auth proxy's)
 	// is classified by status, as in the TypeScript and Python SDKs.
@@ -123,7 +134,11 @@ func (e *OutcomeUnknownError) Unwrap() error {
 func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // retryable reports whether asking again may give a different answer:
-// chiod restarting, overloaded or behind a proxy that failed.
+// chiod restarting, overloaded or behind a proxy that failed. A recorded
+// vote is final: presenting its token again is only refused as a replay.
 func (e *APIError) retryable() bool {
+	if e.Is(ErrVoteRecorded) {
+		return false
+	}
 	return e.Status >= 500 || e.Status == http.StatusTooManyRequests
 }

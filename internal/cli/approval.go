@@ -24,7 +24,7 @@ import (
 func init() {
 	register("approval list", "pending approvals, oldest first", runApprovalList)
 	register("approval show ID", "one approval request: summary, intent, deadline, approvers, votes, outcome", runApprovalShow)
-	register("approval approve ID", "sign and post an approval with --key (exit 0 executed, 3 more votes needed, 4 not executed, 6 tool failed)", runApprovalApprove)
+	register("approval approve ID", "sign and post an approval with --key (exit 0 executed, 3 more votes needed, 4 not executed, 6 tool failed, 7 vote recorded but the call not finished)", runApprovalApprove)
 	register("approval deny ID", "sign and post a denial with --key and --reason", runApprovalDeny)
 	register("approval batch create", "sign a standing approval: --key FILE --server PATTERN --tool PATTERN --for 1h", runBatchCreate)
 	register("approval batch list", "standing approvals and their usage", runBatchList)
@@ -319,7 +319,18 @@ func runDecision(e *Env, args []string, decision string) int {
 	body.WriteString("}")
 	var res kernel.RespondResult
 	if _, err := r.send(ctx, "POST", "/approvals/"+url.PathEscape(id)+"/respond", body.Bytes(), nil, &res); err != nil {
-		return fail(e, err)
+		line, ae, ok := voteRecorded(id, err)
+		if !ok {
+			return fail(e, err)
+		}
+		// Not a refusal: the vote counts (vote_recorded.go).
+		if r.output != "table" {
+			printJSON(e.Stdout, map[string]string{"error": ae.Code, "message": ae.Message}, r.output == "jsonl")
+		} else {
+			fmt.Fprintln(e.Stdout, shown(line))
+		}
+		fmt.Fprintln(e.Stderr, "chio:", shown(ae.Message))
+		return ExitVoteRecorded
 	}
 	line, code := respondResult(id, &res)
 	if r.output != "table" {

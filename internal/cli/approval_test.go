@@ -97,7 +97,9 @@ type approvalWorld struct {
 	tw     *testkit.World
 }
 
-func newApprovalWorld(t *testing.T) *approvalWorld {
+// newApprovalWorld builds the world; wrap, if given, wraps its store
+// (testkit.Options.WrapStore: fault injection).
+func newApprovalWorld(t *testing.T, wrap ...func(kernel.Store) kernel.Store) *approvalWorld {
 	t.Helper()
 	w := &approvalWorld{dir: t.TempDir()}
 	gen := func(name string) keys.PrivateKey {
@@ -115,9 +117,16 @@ func newApprovalWorld(t *testing.T) *approvalWorld {
 	w.agent = gen("agent")
 	w.tw = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(approvalPolicy, lead.Public(), cfo.Public()), PolicyName: "cli.toml",
 		DataDir: w.dir, Clock: clock.Real{}, Agent: testkit.Key(w.agent), Grants: []string{"echo", "refunds", "ask", "confirm", "quorum"},
-		RequestPrefix: "req-cli-", Serve: true, AdminToken: approvalAdminToken})
+		RequestPrefix: "req-cli-", Serve: true, AdminToken: approvalAdminToken, WrapStore: wrapOf(wrap)})
 	w.k, w.url, w.capRaw = w.tw.Kernel, w.tw.URL, w.tw.CapRaw
 	return w
+}
+
+func wrapOf(wrap []func(kernel.Store) kernel.Store) func(kernel.Store) kernel.Store {
+	if len(wrap) == 0 {
+		return nil
+	}
+	return wrap[0]
 }
 
 // submit makes a call as the agent, straight through the kernel.

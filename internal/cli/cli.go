@@ -27,9 +27,14 @@ const (
 	ExitDenied     = 4
 	ExitTimedOut   = 5
 	ExitToolFailed = 6 // allowed and dispatched, but the tool reported an error
+	// ExitVoteRecorded: `chio approval approve/deny` (and nothing else): the
+	// vote IS recorded, but a step after it failed (chiod's 500
+	// vote_recorded); the approved call is not finished yet. Do not vote
+	// again.
+	ExitVoteRecorded = 7
 )
 
-const exitCodesHelp = "exit codes: 0 ok/allowed, 1 error, 2 usage, 3 pending approval, 4 denied, 5 timed out, 6 allowed but the tool failed"
+const exitCodesHelp = "exit codes: 0 ok/allowed, 1 error, 2 usage, 3 pending approval, 4 denied, 5 timed out, 6 allowed but the tool failed, 7 vote recorded but the approved call not finished (approval approve/deny)"
 
 // Env is the command's world: arguments, streams and environment.
 type Env struct {

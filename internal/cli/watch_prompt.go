@@ -179,6 +179,10 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 	var res kernel.RespondResult
 	id := req.ApprovalID
 	if _, err := w.r.send(ctx, "POST", "/approvals/"+url.PathEscape(id)+"/respond", body.Bytes(), nil, &res); err != nil {
+		if line, ae, ok := voteRecorded(id, err); ok {
+			fmt.Fprintf(w.e.Stdout, "%s\n  %s\n", shown(line), shown(ae.Message))
+			return
+		}
 		fmt.Fprintf(w.e.Stdout, "error: %s: %v\n", id, err)
 		return
 	}

@@ -9,6 +9,8 @@ A call returns Allowed, PendingApproval or ToolDenied; errors (bad input,
 refused credentials, lost answers) are exceptions derived from ChioError.
 OutcomeUnknown (TransportError among them) means a call may have run:
 retry it with the same request_id or await it, never under a new id.
+VoteRecorded (from respond) means the approver's vote IS recorded: do not
+vote again.
 SyncClient is the same client without asyncio. Standard library plus
 `cryptography` (Ed25519) only.
 """
@@ -31,6 +33,7 @@ from .errors import (
     TransportError,
     Unauthorized,
     Unavailable,
+    VoteRecorded,
 )
 from .keys import PrivateKey
 from .results import Allowed, Approval, PendingApproval, Result, ToolDenied
@@ -66,6 +69,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "Unavailable",
+    "VoteRecorded",
     "canonicalize",
     "canonicalize_text",
     "parameter_hash",

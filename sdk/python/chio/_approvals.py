@@ -40,7 +40,9 @@ class _Approvals:
         """Present a signed approval token (the token is the credential; no
         bearer is sent). One attempt: after a transport error the token may
         or may not have been consumed; resume_with_approval or
-        await_approval tells how the call ended."""
+        await_approval tells how the call ended. VoteRecorded: the vote IS
+        recorded but the approved call is not finished yet; do not vote
+        again (await_approval tells how it ends)."""
         raw, _ = _token_bytes(token)
         # Assembled around the signed bytes, so that they reach chiod exactly
         # as signed.

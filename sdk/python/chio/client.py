@@ -33,6 +33,7 @@ from .errors import (
     OutcomeUnknown,
     TimedOut,
     Unauthorized,
+    VoteRecorded,
     api_error,
     retryable,
 )
@@ -321,10 +322,11 @@ class Client(_Approvals):
         deadline = None if timeout is None else loop.time() + timeout
         try:
             await self._retrying(lambda: self.respond(aid, raw), deadline, f"respond {aid}")
-        except Conflict:
+        except (Conflict, VoteRecorded):
             # After a retry, our own token consumed by the attempt whose
-            # answer was lost; otherwise someone decided first. Either way
-            # the call's state is the answer.
+            # answer was lost; otherwise someone decided first. VoteRecorded:
+            # our vote is recorded, the call not finished yet (recovery
+            # finishes it). Either way the call's state is the answer.
             pass
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
         return await self.await_approval(aid, remaining)

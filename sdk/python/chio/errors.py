@@ -64,6 +64,16 @@ class TransportError(OutcomeUnknown):
     reset, timed out, cut short): it may or may not have reached chiod."""
 
 
+class VoteRecorded(ChioError):
+    """chiod's 500 ``vote_recorded`` to respond: the approver's vote IS
+    recorded (counted, its token spent, the request approved), but a step
+    after it failed, so the approved call is not finished yet; chiod
+    finishes it when its store recovers (await_approval or approval tells
+    how it ended). Do not vote again (the same token is refused as a
+    replay) and do not ask another approver. Not an OutcomeUnknown nor an
+    Unavailable, and never retried."""
+
+
 class TimedOut(ChioError):
     """The wait ended before a decision: the caller's timeout, or the
     approval's own deadline for a confirm/ask. The call may still be pending."""
@@ -103,6 +113,7 @@ _BY_CODE = {
     "approval_rejected": ApprovalRejected,
     "unavailable": Unavailable,
     "outcome_unknown": OutcomeUnknown,  # chiod's own: decided, outcome not recorded yet
+    "vote_recorded": VoteRecorded,  # chiod's own: the vote is durable, a later step failed
 }
 
 
@@ -130,7 +141,10 @@ def api_error(status: int, code: str | None, message: str) -> ChioError:
 
 def retryable(err: BaseException) -> bool:
     """Whether asking again may give a different answer: no answer at all,
-    or chiod restarting, overloaded or behind a failing proxy."""
+    or chiod restarting, overloaded or behind a failing proxy. A recorded
+    vote is final: its token presented again is only a replay."""
+    if isinstance(err, VoteRecorded):
+        return False
     if isinstance(err, TransportError):
         return True
     return isinstance(err, ChioError) and err.status is not None and (err.status >= 500 or err.status == 429)

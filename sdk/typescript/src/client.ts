@@ -264,9 +264,10 @@ export class ChioClient {
       await this.#retrying((sig) => this.respond(aid, raw, { signal: sig }), deadline, opts.signal, `respond ${aid}`);
     } catch (e) {
       // After a retry, our own token consumed by the attempt whose answer
-      // was lost; otherwise someone decided first. Either way the call's
-      // state is the answer.
-      if (!(e instanceof ChioError && e.code === "conflict")) throw e;
+      // was lost; otherwise someone decided first. "vote_recorded": our vote
+      // is recorded, the call not finished yet (recovery finishes it).
+      // Either way the call's state is the answer.
+      if (!(e instanceof ChioError && (e.code === "conflict" || e.code === "vote_recorded"))) throw e;
     }
     const wait: WaitOptions = {};
     if (deadline !== undefined) wait.timeoutMs = Math.max(0, deadline - Date.now());
@@ -348,7 +349,9 @@ export class ChioClient {
    * Present a signed approval token (the token is the credential; no bearer
    * is sent). One attempt: after a transport error the token may or may not
    * have been consumed; resumeWithApproval or awaitApproval tells how the
-   * call ended.
+   * call ended. A VoteRecordedError (code "vote_recorded"): the vote IS
+   * recorded but the approved call is not finished yet; do not vote again
+   * (awaitApproval tells how it ends).
    */
   async respond(approvalId: string, token: string | Uint8Array | Record<string, unknown>, opts: { channel?: string; signal?: AbortSignal | undefined } = {}): Promise<RespondResult> {
     const { raw } = tokenText(token);

@@ -13,6 +13,7 @@ export type ChioErrorCode =
   | "approval_rejected" // chiod refused a presented approval token (403)
   | "unavailable" // chiod itself could not decide (its 503 "unavailable" envelope, or a 429); nothing was allowed
   | "outcome_unknown" // the answer was lost after the request may have reached chiod: a call MAY HAVE RUN; retry it with the same requestId or await it
+  | "vote_recorded" // respond: the approver's vote IS recorded, but the approved call is not finished yet (VoteRecordedError); do not vote again
   | "transport" // no complete HTTP answer (connection refused, reset, timed out); callTool reports it as "outcome_unknown"
   | "timed_out" // the wait ended before a decision; the call may still be pending
   | "declined" // a human denied an ask
@@ -65,6 +66,23 @@ export class CanonicalJSONError extends ChioError {
   }
 }
 
+/**
+ * chiod's 500 "vote_recorded" to respond (`code` "vote_recorded"): the
+ * approver's vote IS recorded (counted, its token spent, the request
+ * approved), but a step after it failed, so the approved call is not
+ * finished yet; chiod finishes it when its store recovers (awaitApproval
+ * or approval tells how it ended). Do not vote again (the same token is
+ * refused as a replay) and do not ask another approver. Never retried, and
+ * not "outcome_unknown".
+ */
+export class VoteRecordedError extends ChioError {
+  override name = "VoteRecordedError";
+
+  constructor(message: string, opts: { status: number; serverCode: string }) {
+    super("vote_recorded", message, opts);
+  }
+}
+
 const byServerCode: Record<string, ChioErrorCode> = {
   bad_request: "bad_request",
   unauthorized: "unauthorized",
@@ -74,6 +92,7 @@ const byServerCode: Record<string, ChioErrorCode> = {
   approval_rejected: "approval_rejected",
   unavailable: "unavailable",
   outcome_unknown: "outcome_unknown", // chiod's own: decided, outcome not recorded yet
+  vote_recorded: "vote_recorded", // chiod's own: the vote is durable, a later step failed
 };
 
 /**
@@ -92,9 +111,11 @@ export function apiError(status: number, serverCode: string | undefined, message
     else if (status === 404) code = "not_found";
     else code = "error";
   }
+  const text = `chio: ${serverCode ?? "http error"} (${status}): ${message}`;
+  if (code === "vote_recorded") return new VoteRecordedError(text, { status, serverCode: serverCode! });
   const opts: { status: number; serverCode?: string } = { status };
   if (serverCode) opts.serverCode = serverCode;
-  return new ChioError(code, `chio: ${serverCode ?? "http error"} (${status}): ${message}`, opts);
+  return new ChioError(code, text, opts);
 }
 
 /** Whether the request may have reached chiod without its answer reaching us: no complete answer, or a gateway's 5xx. */
@@ -106,5 +127,6 @@ export function isAnswerLost(err: unknown): boolean {
 export function isRetryable(err: unknown): boolean {
   if (!(err instanceof ChioError)) return false;
   if (err.code === "transport") return true;
+  if (err.code === "vote_recorded") return false; // final: its token again is only a replay
   return err.status !== undefined && (err.status >= 500 || err.status === 429);
 }
