@@ -198,14 +198,21 @@ class FlakyProxy:
     gateway's 502 page; "503" answers 503 without forwarding; "dispatching" forwards and answers as chiod does a retry
     that meets the call still in flight (202, status dispatching, no
     approval id); "pass" forwards. Every POST body is kept in bodies, every
-    request's method and path in requests."""
+    request's method and path in requests.
 
-    def __init__(self, target: str, faults: list[str]):
+    With vote_recorded, every POST /approvals/{id}/respond is forwarded
+    (chiod records the vote for real) and a 200 is then answered as chiod
+    answers when a step after the vote's commit failed: 500 with its
+    envelope {"error":"vote_recorded","message":...} (internal/httpapi/
+    errors.go, kernel/vote_recorded.go); responds counts those POSTs."""
+
+    def __init__(self, target: str, faults: list[str], vote_recorded: bool = False):
         import http.server
         import urllib.request
 
         proxy = self
         self.faults, self.bodies, self.requests = list(faults), [], []
+        self.responds = 0
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -244,6 +251,15 @@ class FlakyProxy:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
+                if vote_recorded and self.command == "POST" and self.path.endswith("/respond"):
+                    proxy.responds += 1
+                    if status == 200:
+                        aid = self.path.split("/")[2]
+                        msg = (
+                            f"your vote on {aid} is recorded and approved it, but the approved call is not finished yet "
+                            "(chio finishes it once its store recovers; do not vote again): store unavailable: the store went down"
+                        )
+                        status, data = 500, (json.dumps({"error": "vote_recorded", "message": msg}) + "\n").encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
