@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/chiokernel/chio/internal/invisible"
 )
 
@@ -214,9 +216,12 @@ func checkShownJSON(field string, raw json.RawMessage) error {
 // lookalikeOptions reports two options of one question that an approver
 // cannot tell apart: equal once every space is one U+0020, spaces at the
 // ends are dropped, and the invisible characters prose may hold (joiners,
-// presentation selectors, flag tags) are removed. "DHL" and "DHL ", or
-// "UPS ground" and "UPS<U+00A0>ground", offered together would let the
-// approver pick one while meaning the other.
+// presentation selectors, flag tags) are removed, and after Unicode
+// canonical composition (NFC: "é" and "e"+U+0301, KELVIN SIGN and "K",
+// GREEK QUESTION MARK and ";" are the same text, drawn the same). "DHL"
+// and "DHL ", or "UPS ground" and "UPS<U+00A0>ground", offered together
+// would let the approver pick one while meaning the other. Look-alikes
+// across scripts (Latin "a", Cyrillic "а") are not caught.
 func lookalikeOptions(options []string) (int, int, bool) {
 	seen := make(map[string]int, len(options))
 	for i, o := range options {
@@ -232,7 +237,7 @@ func lookalikeOptions(options []string) (int, int, bool) {
 func lookalikeKey(s string) string {
 	var b strings.Builder
 	space := false
-	for _, r := range s {
+	for _, r := range norm.NFC.String(s) {
 		switch {
 		case invisible.Is(r):
 			continue
