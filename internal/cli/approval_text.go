@@ -68,13 +68,15 @@ func printShownJSON(w io.Writer, v any, compact bool) {
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }
 
-// shownList is a list of options, each shown, joined with ", ".
+// shownList numbers a question's options, each shown: "1) Yes, refund
+// 2) No". Options are prose and may hold a comma, so a list joined with
+// commas would not say where one ends; `watch` takes the numbers.
 func shownList(opts []string) string {
 	out := make([]string, len(opts))
 	for i, o := range opts {
-		out[i] = shown(o)
+		out[i] = fmt.Sprintf("%d) %s", i+1, shown(o))
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, "  ")
 }
 
 func escapeShown(s string, jsonEscapes bool) string {

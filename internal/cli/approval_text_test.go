@@ -121,7 +121,7 @@ func TestWatchEscapesQuestionText(t *testing.T) {
 		t.Fatal(err)
 	}
 	wo, _, _ := w.watch(t, adminEnv(), strings.NewReader("a\nDHL\n\n"), "--key", w.key("lead"))
-	if terminalActive(wo) || !strings.Contains(wo, `Carrier\u001b[8m [one of: UPS\u202e, DHL]: `) {
+	if terminalActive(wo) || !strings.Contains(wo, `Carrier\u001b[8m [one of: 1) UPS\u202e  2) DHL; its number or its text]: `) {
 		t.Errorf("`chio approval watch` writes control or format characters to the terminal: %q", wo)
 	}
 }

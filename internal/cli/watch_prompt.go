@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,40 +117,69 @@ func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
 			hint := ""
 			switch q.Type {
 			case approval.QuestionSingle:
-				hint = " [one of: " + shownList(q.Options) + "]"
+				hint = " [one of: " + shownList(q.Options) + "; its number or its text]"
 			case approval.QuestionMulti:
-				hint = " [comma-separated, of: " + shownList(q.Options) + "]"
+				hint = " [of: " + shownList(q.Options) + "; numbers or texts, comma-separated]"
 			}
 			a, ok := w.ask(shown(q.Text) + hint + ": ")
 			if !ok {
 				return nil, false
 			}
-			var picks []string
-			for _, p := range strings.Split(a, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					picks = append(picks, p)
-				}
-			}
-			valid := a != ""
-			for _, p := range picks {
-				if q.Type != approval.QuestionText && !q.AllowOther && !contains(q.Options, p) {
-					valid = false
-				}
-			}
+			picked, valid := pickOptions(q, a)
 			if !valid {
 				fmt.Fprintln(w.e.Stdout, "not a valid answer; try again")
 				continue
 			}
 			if q.Type == approval.QuestionMulti {
-				out[q.ID] = picks
+				out[q.ID] = picked
 			} else {
-				out[q.ID] = a
+				out[q.ID] = picked[0]
 			}
 			break
 		}
 	}
 	b, _ := json.Marshal(out)
 	return b, true
+}
+
+// pickOptions reads a typed answer to q. A line that is exactly one option
+// is that option, even if it holds a comma (options are prose: "Yes,
+// refund"). Otherwise a single-choice answer is an option's number, or free
+// text where the question allows other answers; a multi-choice answer is a
+// comma-separated list of numbers or options (an option holding a comma is
+// picked by its number there). A text question takes the line as typed.
+func pickOptions(q approval.Question, a string) ([]string, bool) {
+	if a == "" {
+		return nil, false
+	}
+	if q.Type == approval.QuestionText || contains(q.Options, a) {
+		return []string{a}, true
+	}
+	one := func(p string) (string, bool) {
+		if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= len(q.Options) {
+			return q.Options[n-1], true
+		}
+		if contains(q.Options, p) || q.AllowOther {
+			return p, true
+		}
+		return "", false
+	}
+	if q.Type != approval.QuestionMulti {
+		p, ok := one(strings.TrimSpace(a))
+		return []string{p}, ok
+	}
+	var picks []string
+	for _, p := range strings.Split(a, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		o, ok := one(p)
+		if !ok {
+			return nil, false
+		}
+		picks = append(picks, o)
+	}
+	return picks, len(picks) > 0
 }
 
 func contains(list []string, s string) bool {

@@ -7,13 +7,13 @@ import (
 	"github.com/chiokernel/chio/policy"
 )
 
-// TestReviewCanonicallyEquivalentOptionsRefused: two options that Unicode
+// TestCanonicallyEquivalentOptionsRefused: two options that Unicode
 // itself defines as the same text (canonically equivalent: a precomposed
 // letter and its decomposition, a singleton such as KELVIN SIGN for K or
 // GREEK QUESTION MARK for ';', combining marks in either order) are drawn
 // identically, so an approver cannot tell them apart; lookalikeOptions
 // must refuse them as it refuses "DHL" / "DHL ".
-func TestReviewCanonicallyEquivalentOptionsRefused(t *testing.T) {
+func TestCanonicallyEquivalentOptionsRefused(t *testing.T) {
 	for _, pair := range [][2]string{
 		{"Caf\u00e9", "Cafe\u0301"},        // é precomposed / e + COMBINING ACUTE
 		{"OK", "O\u212a"},                  // K / KELVIN SIGN
