@@ -36,7 +36,7 @@ import (
 // In prose (a purpose, a prompt, a question's text, the context's values)
 // three kinds of invisible character are spelling, and pass where they
 // spell something (proseSpelling). In names (a currency, an action
-// category, a question id or option, the context's member names) nothing
+// category, a question id, the context's member names) nothing
 // invisible passes, nor a space other than U+0020: a no-break or other
 // wide space looks like U+0020, so two different names would look the
 // same.
