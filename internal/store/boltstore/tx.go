@@ -71,18 +71,19 @@ func (t *tx) PutCall(c *kernel.CallRecord) error {
 	}
 	b := t.btx.Bucket(bucketCalls)
 	key := []byte(c.RequestID)
-	if b.Get(key) == nil { // a new record (for packCalls)
-		if !t.callsEndKnown {
-			// Where the bucket ended before this commit: records of one
-			// commit arrive in any order.
-			last, _ := b.Cursor().Last()
-			t.callsEnd, t.callsEndKnown = bytes.Clone(last), true
-		}
-		if bytes.Compare(key, t.callsEnd) > 0 {
-			t.newAtEnd++
-		} else {
-			t.newInside++
-		}
+	// Count new records for packCalls: after where the bucket ended before
+	// this commit (records of one commit arrive in any order), or inside
+	// it. A key after the end is new without a lookup (one put twice in a
+	// commit counts twice: only page density depends on the count).
+	if !t.callsEndKnown {
+		last, _ := b.Cursor().Last()
+		t.callsEnd, t.callsEndKnown = bytes.Clone(last), true
+	}
+	switch {
+	case bytes.Compare(key, t.callsEnd) > 0:
+		t.newAtEnd++
+	case b.Get(key) == nil:
+		t.newInside++
 	}
 	return b.Put(key, v)
 }
