@@ -18,6 +18,14 @@ import (
 // runs ahead, or together they would pass up to twice the limit; but only
 // up to a minute ahead, so that one replica's runaway clock cannot use up
 // the limit for all of them.
+//
+// Hits of one key are serialized by a transaction-scoped advisory lock
+// taken in a statement of its own: the counting statement that follows
+// then takes its snapshot after every earlier hit of the key committed.
+// Without it, the sum over the other seconds was read in a snapshot taken
+// before the hit's own row lock was granted, so simultaneous hits on
+// different seconds (replicas' clocks, or one replica at a second's edge)
+// did not see each other and together passed the limit.
 func (s *Store) HitRate(key string, now time.Time) (int, error) {
 	ctx, cancel := context.WithTimeout(s.bg, ReadTimeout)
 	defer cancel()
@@ -25,6 +33,7 @@ func (s *Store) HitRate(key string, now time.Time) (int, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+	b.Queue("SELECT pg_advisory_xact_lock($1, hashtext(encode($2::bytea, 'hex')))", rateLockSpace, []byte(key))
 	b.Queue(`WITH hit AS (
 			INSERT INTO chio_rate (key, sec, n) VALUES ($1, $2, 1)
 			ON CONFLICT (key, sec) DO UPDATE SET n = chio_rate.n + 1 RETURNING n)
@@ -34,9 +43,9 @@ func (s *Store) HitRate(key string, now time.Time) (int, error) {
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var n int64
-	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	_, err := br.Exec() // BEGIN
+	for i := 0; i < 2 && err == nil; i++ {
+		_, err = br.Exec() // synchronous_commit, the key's lock
 	}
 	if err == nil {
 		err = br.QueryRow().Scan(&n)
@@ -49,3 +58,7 @@ func (s *Store) HitRate(key string, now time.Time) (int, error) {
 	}
 	return int(n), nil
 }
+
+// rateLockSpace is the first key of the rate windows' advisory locks
+// ("chio"), keeping them apart from other users of the database's.
+const rateLockSpace int32 = 0x6368696f
