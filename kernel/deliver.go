@@ -158,7 +158,9 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 			// On a shared store no heal hook runs: this replica's own sweep
 			// looks again (uncertainCalls). bbolt's heal recovers it.
 			if _, shared := k.store.(Replicated); shared {
-				k.uncertain.Store(rec.RequestID, struct{}{})
+				// The decision's receipt id tells this decision's record
+				// from another replica's decision of the same request id.
+				k.uncertain.Store(rec.RequestID, r.ID)
 			}
 			return fmt.Errorf("%w: the allow decision's commit failed and may be durable: %w", ErrOutcomeUnknown, err)
 		}

@@ -167,15 +167,23 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 // nothing, so without this they would stay dispatching until this replica
 // restarts. A decision that never committed, or a call since finished, is
 // dropped from the set; one that cannot be read is looked at next sweep.
+//
+// Only this kernel's own decision (its receipt id) is taken: when it never
+// committed, the agent's retry may have been decided by another replica,
+// which is delivering that call now and owns it. An approved call still
+// without a decision (its vote durable, its decision's commit lost) is
+// taken too: recovery decides it, and a decision commits once.
 func (k *Kernel) uncertainCalls() []*CallRecord {
 	var out []*CallRecord
-	k.uncertain.Range(func(key, _ any) bool {
+	k.uncertain.Range(func(key, decision any) bool {
 		id := key.(string)
 		c, err := k.storedCall(id)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			k.uncertain.Delete(id) // the decision never committed
 		case err != nil:
+		case c.DecisionReceiptID != "" && c.DecisionReceiptID != decision.(string):
+			k.uncertain.Delete(id) // ours never committed: the record is another decision's
 		case c.Status != StatusDispatching:
 			k.uncertain.Delete(id) // decided otherwise, or finished
 		default:
