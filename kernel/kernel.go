@@ -81,8 +81,8 @@ type Kernel struct {
 	delivering sync.Map
 	unsettled  sync.Map
 	// uncertain holds request ids whose allow decision's commit was
-	// reported failed but may be durable, each with the id of that
-	// decision's receipt (recover.go uncertainCalls).
+	// reported failed but may be durable, or whose recovery failed, each
+	// with the id of that decision's receipt (recover.go uncertainCalls).
 	uncertain sync.Map
 	// settling holds calls answered before their settle commit finished
 	// (request id → settled *CallRecord); settles counts those commits

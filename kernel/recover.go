@@ -119,7 +119,8 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 	k.recovery.once.Do(func() { k.recovery.sem = make(chan struct{}, RecoveryWorkers) })
 	var inflight []*CallRecord
 	var err error
-	if r, ok := k.store.(Replicated); ok {
+	r, shared := k.store.(Replicated)
+	if shared {
 		// Other replicas are delivering their own calls right now: take
 		// over only those of replicas that are gone. This kernel's own
 		// calls are never orphans, so the answers it keeps for settle
@@ -153,6 +154,16 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 			defer func() { <-k.recovery.sem }()
 			if err := k.recoverCall(ctx, c); err != nil {
 				k.recovery.failed.Add(1)
+				if _, kept := k.unsettled.Load(c.RequestID); shared && !kept {
+					// A call taken over from a replica that is gone is this
+					// kernel's now: no other replica (and no sweep's
+					// ClaimOrphans) takes it again while this one lives.
+					// The next sweep tries it again, like a decision whose
+					// commit may be durable (uncertainCalls); an entry the
+					// attempt made itself (its own decision's commit
+					// failed) names the newer decision and is kept.
+					k.uncertain.LoadOrStore(c.RequestID, c.DecisionReceiptID)
+				}
 				slog.Error("recovering an in-flight call failed; it stays in flight and is retried when the store heals or chiod restarts",
 					"request_id", c.RequestID, "err", err)
 			}
@@ -167,6 +178,7 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 // nothing, so without this they would stay dispatching until this replica
 // restarts. A decision that never committed, or a call since finished, is
 // dropped from the set; one that cannot be read is looked at next sweep.
+// Calls whose recovery failed here (RecoverInFlight) are in the set too.
 //
 // Only this kernel's own decision (its receipt id) is taken: when it never
 // committed, the agent's retry may have been decided by another replica,
