@@ -124,6 +124,20 @@ func ParseCapability(raw []byte, trusted ...keys.PublicKey) (*Capability, keys.P
 // revoked. The kernel mints "cap-<uuid>", well inside it.
 func validCapabilityID(id string) bool { return approval.ValidID(id) }
 
+// trustsIssuer reports whether issuer (a capability's issuer field, as
+// kept on a call record) is still a key this kernel accepts capabilities
+// from. The trusted set is fixed at start; a restart without an authority
+// key ends the trust in every capability it signed, including those whose
+// calls were parked before.
+func (k *Kernel) trustsIssuer(issuer string) bool {
+	for _, t := range k.trusted {
+		if !t.IsZero() && t.String() == issuer {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckTime reports whether c is valid at ref (seconds resolution).
 func (c *Capability) CheckTime(ref time.Time) error {
 	now := ref.Unix()

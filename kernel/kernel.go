@@ -329,6 +329,9 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 		ParameterHash: paramHash, Arguments: call.Arguments, Intent: call.GovernedIntent,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
 	}
+	if vc.cap.Issuer != k.pub.String() {
+		rec.CapabilityIssuer = vc.cap.Issuer // re-checked on resume (trustsIssuer)
+	}
 	tool, _ := p.Tool(call.Server, call.Tool)
 	if tool != nil && tool.Action != "" {
 		rec.Action = tool.Action

@@ -34,6 +34,11 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	if revoked {
 		return deny(GuardCapability, "capability revoked during the approval wait")
 	}
+	// Re-validating the capability includes its signer: an authority key
+	// the kernel was restarted without no longer vouches for it.
+	if rec.CapabilityIssuer != "" && !k.trustsIssuer(rec.CapabilityIssuer) {
+		return deny(GuardCapability, "capability issuer "+rec.CapabilityIssuer+" is no longer a trusted authority")
+	}
 	// The grant must still cover this exact call under the policy in force:
 	// a reload may have narrowed its tool pattern or operations.
 	grant, ok := p.Match(func(id string) bool { return id == rec.GrantID }, rec.Server, rec.Tool, rec.Operation)

@@ -62,14 +62,19 @@ type CallRecord struct {
 	Subject      string `json:"subject"`
 	CapabilityID string `json:"capability_id"`
 	// CapabilityExpiresAt is re-checked when an approved call resumes.
-	CapabilityExpiresAt int64  `json:"capability_expires_at"`
-	SubjectLabel        string `json:"subject_label,omitempty"` // the capability's label
-	GrantID             string `json:"grant_id,omitempty"`
-	Server              string `json:"server"`
-	Tool                string `json:"tool"`
-	Operation           string `json:"operation"`
-	Action              string `json:"action"`
-	ParameterHash       string `json:"parameter_hash"`
+	CapabilityExpiresAt int64 `json:"capability_expires_at"`
+	// CapabilityIssuer is the capability's issuer when it is an authority
+	// key rather than this kernel's own (empty otherwise, and in records
+	// written before it existed): an approved call resumes only while the
+	// kernel still trusts it (a restart may have dropped authority_key).
+	CapabilityIssuer string `json:"capability_issuer,omitempty"`
+	SubjectLabel     string `json:"subject_label,omitempty"` // the capability's label
+	GrantID          string `json:"grant_id,omitempty"`
+	Server           string `json:"server"`
+	Tool             string `json:"tool"`
+	Operation        string `json:"operation"`
+	Action           string `json:"action"`
+	ParameterHash    string `json:"parameter_hash"`
 	// RequestedParameterHash is the parameter_hash the agent's proof
 	// covered, kept when an approver's amendment replaced ParameterHash:
 	// the agent's idempotent retry of its own call is matched against it.
