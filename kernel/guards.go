@@ -163,6 +163,15 @@ func checkScope(r *Request) (Result, error) {
 	if r.Grant == nil {
 		return Result{Deny, GuardScope, fmt.Sprintf("capability grants no %q on %s/%s", r.Operation, r.Call.Server, r.Call.Tool)}, nil
 	}
+	// A name that is a declared tool's in another letter case may reach
+	// that tool (a tool server matching names case-insensitively) under a
+	// grant written for other tools: refuse it rather than guess.
+	if r.Tool == nil && r.Policy != nil {
+		if t, ok := r.Policy.ToolInOtherCase(r.Call.Server, r.Call.Tool); ok {
+			return Result{Deny, GuardScope, fmt.Sprintf("tool %q is not declared on %s, but %q is: tool names differ only in letter case; call it as %q",
+				r.Call.Tool, r.Call.Server, t.Name, t.Name)}, nil
+		}
+	}
 	return allow()
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
 )
 
@@ -13,7 +14,11 @@ import (
 type Index struct {
 	servers map[string]*Server
 	tools   map[serverTool]*Tool
-	grants  map[string]*Grant
+	// foldedTools holds the same tools under (server, canon.FoldKey(name)):
+	// a call naming a tool in another letter case is found by it
+	// (ToolInOtherCase).
+	foldedTools map[serverTool]*Tool
+	grants      map[string]*Grant
 	// Grants by exact (server, tool), and pattern grants by (server, the
 	// literal prefix before the pattern's first metacharacter), each list in
 	// file order: a call looks only at lists whose prefix starts its tool
@@ -93,12 +98,13 @@ func builtinNames() string {
 
 func buildIndex(p *Policy) *Index {
 	ix := &Index{
-		servers:  make(map[string]*Server, len(p.Servers)),
-		tools:    map[serverTool]*Tool{},
-		grants:   make(map[string]*Grant, len(p.Grants)),
-		exact:    map[serverTool][]int32{},
-		globs:    map[serverTool][]int32{},
-		globLens: map[string][]int{},
+		servers:     make(map[string]*Server, len(p.Servers)),
+		tools:       map[serverTool]*Tool{},
+		foldedTools: map[serverTool]*Tool{},
+		grants:      make(map[string]*Grant, len(p.Grants)),
+		exact:       map[serverTool][]int32{},
+		globs:       map[serverTool][]int32{},
+		globLens:    map[string][]int{},
 	}
 	for i := range p.Servers {
 		s := &p.Servers[i]
@@ -113,6 +119,9 @@ func buildIndex(p *Policy) *Index {
 				}
 			}
 		}
+	}
+	for key, t := range ix.tools {
+		ix.foldedTools[serverTool{key.server, canon.FoldKey(key.tool)}] = t
 	}
 	for i := range p.Grants {
 		g := &p.Grants[i]
@@ -147,6 +156,24 @@ func (p *Policy) Tool(server, tool string) (*Tool, bool) {
 		return nil, false
 	}
 	t, ok := p.index.tools[serverTool{server, tool}]
+	return t, ok
+}
+
+// ToolInOtherCase returns the tool of server whose name equals tool under
+// Unicode case folding (strings.EqualFold) but is spelled otherwise, when
+// server has no tool spelled exactly so. Grants match tool names exactly,
+// but a tool server may not: one that reads "Issue_Refund" as issue_refund
+// would run the declared tool under whichever grant matched the other
+// spelling (a catch-all "*"), skipping the declared tool's own grant.
+// (Two declared tools that differ only in case are each found exactly.)
+func (p *Policy) ToolInOtherCase(server, tool string) (*Tool, bool) {
+	if p.index == nil {
+		return nil, false
+	}
+	if _, exact := p.index.tools[serverTool{server, tool}]; exact {
+		return nil, false
+	}
+	t, ok := p.index.foldedTools[serverTool{server, canon.FoldKey(tool)}]
 	return t, ok
 }
 

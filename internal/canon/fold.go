@@ -104,11 +104,11 @@ func (m *memberNames) add(name string, dec *jsontext.Decoder) error {
 		}
 		m.folded = make(map[string]string, 2*pairwiseMax)
 		for _, prev := range m.list {
-			m.folded[foldKey(prev)] = prev
+			m.folded[FoldKey(prev)] = prev
 		}
 		m.list = nil
 	}
-	k := foldKey(name)
+	k := FoldKey(name)
 	if prev, ok := m.folded[k]; ok {
 		return caseCollision(prev, name, dec)
 	}
@@ -127,10 +127,11 @@ func caseCollision(prev, name string, dec *jsontext.Decoder) error {
 		ErrDuplicateKey, prev, name, where)
 }
 
-// foldKey maps name to a key shared by exactly the names strings.EqualFold
+// FoldKey maps name to a key shared by exactly the names strings.EqualFold
 // deems equal to it: each rune is replaced by the smallest rune of its
 // simple folding orbit (unicode.SimpleFold cycles through the orbit).
-func foldKey(name string) string {
+// policy uses it too, to find tool names that differ only in case.
+func FoldKey(name string) string {
 	var b strings.Builder
 	b.Grow(len(name))
 	for _, r := range name {

@@ -85,7 +85,7 @@ func TestDistinctMemberNamesAccepted(t *testing.T) {
 	}
 }
 
-// foldKey puts two runes in the same class exactly when strings.EqualFold
+// FoldKey puts two runes in the same class exactly when strings.EqualFold
 // says they are equal: the key is the least rune of its folding orbit, so
 // every rune's orbit shares one key and keys of distinct orbits differ.
 func TestFoldKeyIsSimpleFolding(t *testing.T) {
@@ -93,11 +93,11 @@ func TestFoldKeyIsSimpleFolding(t *testing.T) {
 		if !utf8.ValidRune(r) {
 			continue
 		}
-		k := foldKey(string(r))
+		k := FoldKey(string(r))
 		inOrbit := k == string(r)
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			if foldKey(string(f)) != k {
-				t.Fatalf("%U and %U fold together but have keys %q and %q", r, f, k, foldKey(string(f)))
+			if FoldKey(string(f)) != k {
+				t.Fatalf("%U and %U fold together but have keys %q and %q", r, f, k, FoldKey(string(f)))
 			}
 			inOrbit = inOrbit || k == string(f)
 		}
