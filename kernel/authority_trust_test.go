@@ -104,3 +104,45 @@ func TestParkedCallOfUntrustedAuthorityDoesNotRun(t *testing.T) {
 		t.Fatalf("final receipt %+v", r.Decision)
 	}
 }
+
+// The same for an allowed call that recovery re-sends after a restart (its
+// settle was lost): without the authority key, it is not sent again, as it
+// would not be after a revocation (TestRevocationStopsResends).
+func TestUntrustedAuthorityStopsResendsAfterRestart(t *testing.T) {
+	authority := keys.FromSeed([]byte("authority-authority-authority-32"))
+	maybe := &kernel.DeliveryError{Err: errors.New("read tcp: connection reset after the request was written")}
+	w := newWAWorld(t, &scriptedTool{script: []error{maybe}})
+	// The kernel as it ran before the restart: trusting the authority.
+	before, err := kernel.New(kernel.Config{Key: w.KernelKey, Policy: w.Policy, Store: w.store, Dispatcher: w.tool,
+		Authorities: []keys.PublicKey{authority.Public()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capRaw, _, err := kernel.IssueCapability(authority, w.Agent.Public(), []string{"echo"}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.CallAs(t, w.Agent, capRaw, "pay", "echo", `{"a":1}`, "")
+	w.store.failNth = func(n int64) bool { return n == 2 } // the settle commit: lost in the crash
+	if _, err := before.Submit(context.Background(), c); !errors.Is(err, kernel.ErrUnavailable) {
+		t.Fatalf("first run: %v", err)
+	}
+	if n := len(w.tool.deliveries(c.RequestID)); n != 1 {
+		t.Fatalf("first run: %d deliveries", n)
+	}
+	w.store.failNth = nil
+	before.Close()
+
+	tool2 := &scriptedTool{}
+	k := restart(t, w, tool2) // without the authority key
+	if n := len(tool2.deliveries(c.RequestID)); n != 0 {
+		t.Fatalf("recovery re-sent the call %d time(s) under a capability whose issuer is no longer trusted", n)
+	}
+	rec, err := k.Call(c.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Execution != kernel.ExecutionUnknown {
+		t.Fatalf("execution %q (%s); the first attempt may have run, want %q", rec.Execution, rec.ToolError, kernel.ExecutionUnknown)
+	}
+}

@@ -292,10 +292,14 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttemp
 }
 
 // revokedSince refuses to send rec again once its capability is revoked,
-// or when that cannot be read (fail closed). It is "not delivered" for
-// this attempt; giveUp turns it into "unknown" if an earlier attempt may
-// have reached the tool.
+// or when that cannot be read (fail closed), or once its issuer is no
+// longer trusted (chiod restarted without that authority_key). It is "not
+// delivered" for this attempt; giveUp turns it into "unknown" if an
+// earlier attempt may have reached the tool.
 func (k *Kernel) revokedSince(rec *CallRecord) error {
+	if rec.CapabilityIssuer != "" && !k.trustsIssuer(rec.CapabilityIssuer) {
+		return &DeliveryError{Err: fmt.Errorf("not sent again: its capability's issuer %s is no longer a trusted authority", rec.CapabilityIssuer), NotDelivered: true}
+	}
 	var revoked bool
 	err := k.store.View(func(tx ReadTx) error {
 		var err error
