@@ -374,6 +374,7 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 	case Deny:
 		return k.deny(ctx, rec, p, d.Guard, d.Reason, now)
 	case PendingApproval:
+		rec.CapabilityGrants = vc.cap.Grants // the resume re-matches with them
 		return k.suspend(ctx, rec, p, grant, intent, d, now)
 	}
 	return k.execute(ctx, rec, p, now)

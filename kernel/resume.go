@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chiokernel/chio/approval"
@@ -44,6 +45,18 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	grant, ok := p.Match(func(id string) bool { return id == rec.GrantID }, rec.Server, rec.Tool, rec.Operation)
 	if !ok {
 		return deny(GuardScope, "grant "+rec.GrantID+" no longer covers this call")
+	}
+	// And it must still be the grant that judges it: a reload may have made
+	// an earlier grant the capability holds cover the call (an operator's
+	// "freeze" grant widened to tool = "*"), and a new call would be judged
+	// by that one. (Records parked before capability_grants existed keep
+	// only the grant above.)
+	if len(rec.CapabilityGrants) > 0 {
+		first, _ := p.Match(func(id string) bool { return slices.Contains(rec.CapabilityGrants, id) }, rec.Server, rec.Tool, rec.Operation)
+		if first != nil && first.ID != rec.GrantID {
+			return deny(GuardScope, fmt.Sprintf("under the policy in force, grant %s judges this call, not grant %s it was parked under; call again to be judged by it",
+				first.ID, rec.GrantID))
+		}
 	}
 	if now.Unix() >= rec.CapabilityExpiresAt {
 		return deny(GuardCapability, "capability expired during the approval wait")

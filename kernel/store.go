@@ -68,13 +68,18 @@ type CallRecord struct {
 	// written before it existed): an approved call resumes only while the
 	// kernel still trusts it (a restart may have dropped authority_key).
 	CapabilityIssuer string `json:"capability_issuer,omitempty"`
-	SubjectLabel     string `json:"subject_label,omitempty"` // the capability's label
-	GrantID          string `json:"grant_id,omitempty"`
-	Server           string `json:"server"`
-	Tool             string `json:"tool"`
-	Operation        string `json:"operation"`
-	Action           string `json:"action"`
-	ParameterHash    string `json:"parameter_hash"`
+	// CapabilityGrants are the capability's grant ids, kept on calls that
+	// are parked for approval (empty otherwise, and in records written
+	// before it existed): the resume checks that, under the policy then in
+	// force, GrantID is still the grant that judges the call.
+	CapabilityGrants []string `json:"capability_grants,omitempty"`
+	SubjectLabel     string   `json:"subject_label,omitempty"` // the capability's label
+	GrantID          string   `json:"grant_id,omitempty"`
+	Server           string   `json:"server"`
+	Tool             string   `json:"tool"`
+	Operation        string   `json:"operation"`
+	Action           string   `json:"action"`
+	ParameterHash    string   `json:"parameter_hash"`
 	// RequestedParameterHash is the parameter_hash the agent's proof
 	// covered, kept when an approver's amendment replaced ParameterHash:
 	// the agent's idempotent retry of its own call is matched against it.
