@@ -144,16 +144,15 @@ func Error(status int, code, msg string) error { return apiErr(status, code, msg
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	// Every answer is written under a deadline (writedeadline.go).
-	s.mux.ServeHTTP(&timedWriter{ResponseWriter: w, timeout: s.cfg.StreamWriteTimeout}, r)
+	// Every body is read under a deadline, every answer written under one
+	// (writedeadline.go).
+	r, body := boundBodyRead(w, r)
+	s.mux.ServeHTTP(&timedWriter{ResponseWriter: w, timeout: s.cfg.StreamWriteTimeout, body: body}, r)
 }
 
-// readBody enforces the size limit before anything parses the body.
+// readBody enforces the size limit before anything parses the body (its
+// time limit is boundBodyRead's, set as the request arrived).
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	// A time limit too: a client trickling a large body a byte at a time
-	// would otherwise hold a connection and a goroutine indefinitely. (Not a
-	// server-wide ReadTimeout, which would cut SSE streams and long-polls.)
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(plainWriter(w), r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError

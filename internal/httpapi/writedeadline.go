@@ -28,12 +28,32 @@ import (
 )
 
 // timedWriter carries this server's write timeout down to the helpers that
-// write answers (writeJSON and friends take only the ResponseWriter). It
-// adds no behaviour: Unwrap lets http.ResponseController reach the
-// connection underneath for deadlines and flushes.
+// write answers (writeJSON and friends take only the ResponseWriter). Its
+// one behaviour is closeUnread's (bodydeadline.go), as the answer starts;
+// Unwrap lets http.ResponseController reach the connection underneath for
+// deadlines and flushes.
 type timedWriter struct {
 	http.ResponseWriter
 	timeout time.Duration
+	body    *deadlineBody // the request's body, if it has one on HTTP/1
+	started bool          // the answer's header is written
+}
+
+func (t *timedWriter) WriteHeader(code int) {
+	t.start()
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *timedWriter) Write(p []byte) (int, error) {
+	t.start()
+	return t.ResponseWriter.Write(p)
+}
+
+func (t *timedWriter) start() {
+	if !t.started {
+		t.started = true
+		closeUnread(t.ResponseWriter, t.body)
+	}
 }
 
 func (t *timedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
