@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -70,7 +72,62 @@ func Unmarshal(raw []byte, v any) error {
 		return err
 	}
 	if err := jsonv2.Unmarshal(raw, v, unmarshalOptions); err != nil {
+		// The v1 package's type error, or encoding/json's (json.Number
+		// values are decoded by encoding/json itself).
+		var te *jsonv1.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%w: %s", ErrInvalid, typeErrorText(te.Field, te.Type, te.Value))
+		}
+		var ste *json.UnmarshalTypeError
+		if errors.As(err, &ste) {
+			return fmt.Errorf("%w: %s", ErrInvalid, typeErrorText(ste.Field, ste.Type, ste.Value))
+		}
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return nil
+}
+
+// typeErrorText says in JSON's terms which member has the wrong type and
+// what it should be. encoding/json's own text names Go types ("Go struct
+// field RespondRequest.reason of type string"): internal detail that
+// reaches API clients, and no help to one that does not read Go.
+func typeErrorText(field string, t reflect.Type, value string) string {
+	where := ""
+	if field != "" {
+		where = strconv.Quote(field) + ": "
+	}
+	return where + "want " + jsonKind(t) + ", not " + value
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[json.Number]():
+		return "a number"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		return "a base64 string" // how encoding/json carries []byte
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another value"
 }

@@ -128,3 +128,27 @@ func TestUnmarshalRefusesCaseVariantMembers(t *testing.T) {
 		}
 	}
 }
+
+// A member of the wrong type is named in JSON's terms, never by Go type.
+func TestUnmarshalTypeErrorNamesNoGoTypes(t *testing.T) {
+	var v struct {
+		S string      `json:"s"`
+		N json.Number `json:"n"`
+		B []byte      `json:"b"`
+		L []struct {
+			I int `json:"i"`
+		} `json:"l"`
+	}
+	for in, want := range map[string]string{
+		`[]`:                `want an object, not array`,
+		`{"s":1}`:           `"s": want a string, not number`,
+		`{"n":{}}`:          `want a number, not object`,
+		`{"b":{}}`:          `"b": want a base64 string, not object`,
+		`{"l":[{"i":"x"}]}`: `"l.0.i": want an integer, not string`,
+	} {
+		err := Unmarshal([]byte(in), &v)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "Go ") {
+			t.Errorf("%s: %v, want ErrInvalid saying %s", in, err, want)
+		}
+	}
+}
