@@ -80,7 +80,7 @@ func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := s.cfg.Kernel.Cancel(r.Context(), id, body.Reason, by)
 	if err != nil {
-		writeErr(w, err)
+		writeErr(w, notFoundAs(err, "approval request", id))
 		return
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/chiokernel/chio/internal/httpapi"
@@ -62,5 +63,17 @@ func TestCancelRoute(t *testing.T) {
 	rec, _ := f.k.Call(other.RequestID)
 	if r := f.w.Receipt(t, rec.ReceiptID); r.Metadata["cancelled_by"] != kernel.CancelledByAdmin {
 		t.Fatalf("receipt: %v", r.Metadata)
+	}
+}
+
+// An operator's cancel of an id that does not exist says which id, like
+// every other route ("approval request \"ar-…\" not found"), not a bare
+// "not found" that leaves a script guessing which of its ids was wrong.
+func TestCancelUnknownIDNamesIt(t *testing.T) {
+	f := newApprovalsFixture(t)
+	const id = "ar-00000000-0000-7000-8000-000000000000"
+	code, m := f.do(t, "POST", "/approvals/"+id+"/cancel", `{"reason":"duplicate"}`, withBearer(approvalsAdmin))
+	if msg, _ := m["message"].(string); code != http.StatusNotFound || m["error"] != "not_found" || !strings.Contains(msg, id) {
+		t.Fatalf("%d %v, want 404 not_found naming %s", code, m, id)
 	}
 }
