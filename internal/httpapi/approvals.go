@@ -53,7 +53,11 @@ type PendingList struct {
 }
 
 func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := strictQuery(r, []string{"limit", "subject_id", "tool_server", "tool_name", "approver"})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	limit, err := queryLimit(q.Get("limit"))
 	if err != nil {
 		writeErr(w, err)

@@ -59,7 +59,12 @@ func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wait, err := parseWait(r.URL.Query().Get("wait"))
+	q, err := strictQuery(r, []string{"wait"})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	wait, err := parseWait(q.Get("wait"))
 	if err != nil {
 		writeErr(w, err)
 		return

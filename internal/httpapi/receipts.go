@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -133,7 +134,11 @@ func FilterFromQuery(q map[string][]string, now time.Time) (receipt.Filter, erro
 }
 
 func (s *Server) listReceipts(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := strictQuery(r, append(slices.Clone(filterParams), "limit", "order", "cursor"), "meta")
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	f, err := FilterFromQuery(q, s.cfg.Kernel.Clock().Now())
 	if err != nil {
 		writeErr(w, badRequest(err.Error()))
@@ -188,7 +193,11 @@ func (s *Server) listReceipts(w http.ResponseWriter, r *http.Request) {
 
 // receiptStats answers GET /v1/receipts/stats?<list filters>&group_by=FIELD.
 func (s *Server) receiptStats(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := strictQuery(r, append(slices.Clone(filterParams), "group_by"), "meta")
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	f, err := FilterFromQuery(q, s.cfg.Kernel.Clock().Now())
 	if err != nil {
 		writeErr(w, badRequest(err.Error()))
@@ -292,7 +301,12 @@ func (s *Server) checkpointAt(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	size, err := strconv.ParseUint(r.URL.Query().Get("size"), 10, 64)
+	q, err := strictQuery(r, []string{"size"})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	size, err := strconv.ParseUint(q.Get("size"), 10, 64)
 	if err != nil {
 		writeErr(w, badRequest("size=N is required (see /v1/checkpoints/latest for the newest)"))
 		return
@@ -315,7 +329,11 @@ func (s *Server) consistencyProof(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	q := r.URL.Query()
+	q, err := strictQuery(r, []string{"from", "to"})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	from, err1 := strconv.ParseUint(q.Get("from"), 10, 64)
 	to, err2 := strconv.ParseUint(q.Get("to"), 10, 64)
 	if err1 != nil || err2 != nil || from > to {

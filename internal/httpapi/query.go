@@ -1,0 +1,51 @@
+package httpapi
+
+// Strict query strings. net/http's r.URL.Query() drops a pair it cannot
+// parse (a bad %-escape, a ';' separator) and routes read only the names
+// they know, so a misspelt, mangled or repeated filter used to be ignored:
+// GET /v1/receipts?decison=deny answered with every receipt, and an
+// auditor's script counting denies counted them all. Every route that
+// takes a query now parses it here, and anything it would ignore is a 400
+// naming it.
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// filterParams are the receipt list filters (FilterFromQuery); meta may
+// repeat (every one must match), the others may not.
+var filterParams = []string{"decision", "guard", "server", "tool", "subject", "request_id", "since", "until"}
+
+// strictQuery parses r's query, refusing a malformed one, a name not in
+// single or multi, and a name of single given more than once.
+func strictQuery(r *http.Request, single []string, multi ...string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("malformed query string: " + err.Error())
+	}
+	for name, vs := range q {
+		switch {
+		case slices.Contains(multi, name):
+		case !slices.Contains(single, name):
+			known := append(slices.Clone(single), multi...)
+			slices.Sort(known)
+			return nil, badRequest(fmt.Sprintf("unknown query parameter %s (this route takes %s)", quoteParam(name), strings.Join(known, ", ")))
+		case len(vs) > 1:
+			return nil, badRequest(fmt.Sprintf("query parameter %s given %d times; it takes one value", quoteParam(name), len(vs)))
+		}
+	}
+	return q, nil
+}
+
+// quoteParam quotes a client's parameter name for a message, cut to a
+// length worth reading (the URL's own limit bounds it anyway).
+func quoteParam(name string) string {
+	if r := []rune(name); len(r) > 64 {
+		name = string(r[:64]) + "…"
+	}
+	return fmt.Sprintf("%q", name)
+}
