@@ -24,19 +24,53 @@ import (
 // process's working directory — is denied whenever a path rule applies.
 // docs/platform.md says what the guard cannot know (symlinks, the tool's
 // working directory, paths a tool assembles from several arguments).
+//
+// Their cost is linear in the arguments' size (TestPathGuardCostIsLinear,
+// BenchmarkForbiddenPaths): a guard over its budget is a Deny, so a cost
+// that grows faster denies large legitimate calls on a busy machine and
+// lets any caller burn the kernel's CPU.
 
 // pathArg is one path-like string of the arguments, as the guards judge it.
 type pathArg struct {
-	where   string   // JSON Pointer of the value, or "key at …" for an object key
-	raw     string   // the string as sent
-	forms   []string // cleaned readings of it; each is matched
-	refused string   // why it is refused outright ("" if it is not)
-	unknown string   // why no reading can be placed ("" if all can)
+	at      *pointerToken // where the value is, spelled out by where()
+	key     bool          // the string is the object key at `at`
+	raw     string        // the string as sent
+	forms   []string      // cleaned readings of it; each is matched
+	refused string        // why it is refused outright ("" if it is not)
+	unknown string        // why no reading can be placed ("" if all can)
 }
 
 // describe names the argument in a reason: /path = "…".
 func (a *pathArg) describe() string {
-	return fmt.Sprintf("argument %s = %s", a.where, quoteShort(a.raw))
+	return fmt.Sprintf("argument %s = %s", a.where(), quoteShort(a.raw))
+}
+
+// where is the JSON Pointer of the value, or "key at …" for an object key.
+func (a *pathArg) where() string {
+	var toks []string
+	for t := a.at; t != nil; t = t.parent {
+		toks = append(toks, t.tok)
+	}
+	var p jsontext.Pointer
+	for i := len(toks) - 1; i >= 0; i-- {
+		p = p.AppendToken(toks[i])
+	}
+	if p == "" {
+		p = "/"
+	}
+	if a.key {
+		return "key at " + string(p)
+	}
+	return string(p)
+}
+
+// pointerToken is one token of a location, linked to its parent's. A
+// path-like string keeps its location as a link, spelled out only for a
+// reason: spelling it out for every string cost the square of the
+// arguments' size (many paths under a long key).
+type pointerToken struct {
+	parent *pointerToken
+	tok    string
 }
 
 // quoteShort quotes s for a receipt, escaping control characters and
@@ -69,10 +103,8 @@ func (r *Request) pathArgs() ([]pathArg, error) {
 }
 
 // pathWalker visits every string value and object key of the arguments.
-// It keeps the location as a stack of JSON Pointer tokens and spells it
-// out only for the strings that are path-like: most strings are not.
 type pathWalker struct {
-	at  []string
+	at  *pointerToken // the location being visited
 	out []pathArg
 }
 
@@ -82,40 +114,35 @@ func (w *pathWalker) walk(v any, depth int) {
 	}
 	switch t := v.(type) {
 	case string:
-		w.visit(t, "")
+		w.visit(t, false)
 	case []any:
+		parent := w.at
 		for i, e := range t {
-			w.at = append(w.at, strconv.Itoa(i))
+			w.at = &pointerToken{parent, strconv.Itoa(i)}
 			w.walk(e, depth+1)
-			w.at = w.at[:len(w.at)-1]
 		}
+		w.at = parent
 	case map[string]any:
 		keys := slices.Collect(maps.Keys(t))
 		if len(keys) > 1 {
 			slices.Sort(keys) // the same call always gets the same reason
 		}
+		parent := w.at
 		for _, k := range keys {
-			w.at = append(w.at, k)
-			w.visit(k, "key at ") // keys can carry paths too ({"/etc/passwd": "…"})
+			w.at = &pointerToken{parent, k}
+			w.visit(k, true) // keys can carry paths too ({"/etc/passwd": "…"})
 			w.walk(t[k], depth+1)
-			w.at = w.at[:len(w.at)-1]
 		}
+		w.at = parent
 	}
 }
 
-func (w *pathWalker) visit(s, prefix string) {
+func (w *pathWalker) visit(s string, key bool) {
 	a, ok := analyzePath(s)
 	if !ok {
 		return
 	}
-	var p jsontext.Pointer
-	for _, tok := range w.at {
-		p = p.AppendToken(tok)
-	}
-	if p == "" {
-		p = "/"
-	}
-	a.where = prefix + string(p)
+	a.at, a.key = w.at, key
 	w.out = append(w.out, a)
 }
 
@@ -326,60 +353,17 @@ func unhex(c byte) byte {
 	return c - 'a' + 10
 }
 
-// resolveAliases rewrites /proc/<pid>/root/… (and its per-thread form
-// /proc/<pid>/task/<tid>/root/…) to the path it names, repeatedly. It
-// reports paths whose target the kernel cannot know: open file descriptors
-// (/dev/fd/N, /dev/stdin, /proc/<pid>/fd/N), working directories
-// (/proc/<pid>/cwd), executables and mapped files.
-func resolveAliases(p string) (string, string) {
-	for {
-		if !strings.HasPrefix(p, "/proc/") && !strings.HasPrefix(p, "/dev/") {
-			return p, ""
-		}
-		segs := strings.Split(p[1:], "/")
-		switch {
-		case segs[0] == "dev" && len(segs) >= 2:
-			switch segs[1] {
-			case "fd", "stdin", "stdout", "stderr":
-				return p, "it refers to an open file descriptor, which could be any file"
-			}
-			return p, ""
-		case segs[0] != "proc" || len(segs) < 3:
-			return p, ""
-		}
-		i := 2 // the entry after /proc/<pid>
-		if segs[2] == "task" && len(segs) >= 5 {
-			i = 4 // /proc/<pid>/task/<tid>/<entry>
-		}
-		switch segs[i] {
-		case "root":
-			p = path.Clean("/" + strings.Join(segs[i+1:], "/"))
-			continue
-		case "cwd":
-			return p, "it refers to a process's working directory, which could be anywhere"
-		case "fd", "map_files", "exe":
-			return p, "it refers to a file a process holds open, which could be any file"
-		}
-		return p, ""
-	}
-}
-
-// matchAny reports the first pattern that name matches.
-func matchAny(patterns []string, name string, fold bool) (string, bool) {
-	if fold {
-		name = foldCase(name)
-	}
-	for _, p := range patterns {
-		q := p
-		if fold {
-			q = foldCase(p)
-		}
+// matchAny reports the index of the first pattern that name matches.
+// Under case folding, both are folded (foldCase) by the caller: the
+// patterns once per call, not once per name.
+func matchAny(patterns []string, name string) (int, bool) {
+	for i, p := range patterns {
 		// Patterns were validated at load.
-		if doublestar.MatchUnvalidated(q, name) {
-			return p, true
+		if doublestar.MatchUnvalidated(p, name) {
+			return i, true
 		}
 	}
-	return "", false
+	return 0, false
 }
 
 // checkForbiddenPaths denies a path-like argument any reading of which
@@ -394,6 +378,14 @@ func checkForbiddenPaths(r *Request) (Result, error) {
 	if err != nil {
 		return Result{Deny, GuardForbiddenPaths, err.Error()}, nil
 	}
+	fold := c.ForbiddenPathsCaseInsensitive
+	patterns := c.ForbiddenPaths
+	if fold {
+		patterns = make([]string, len(c.ForbiddenPaths))
+		for i, p := range c.ForbiddenPaths {
+			patterns[i] = foldCase(p)
+		}
+	}
 	for i := range args {
 		a := &args[i]
 		if a.refused != "" {
@@ -403,17 +395,23 @@ func checkForbiddenPaths(r *Request) (Result, error) {
 			return Result{Deny, GuardForbiddenPaths, a.describe() + " is refused: " + a.unknown}, nil
 		}
 		for _, f := range a.forms {
-			candidates := []string{f}
-			if !strings.HasPrefix(f, "/") {
-				candidates = append(candidates, path.Clean("/"+f))
-			}
-			for _, cand := range candidates {
-				if p, ok := matchAny(c.ForbiddenPaths, cand, c.ForbiddenPathsCaseInsensitive); ok {
+			for n, cand := range [2]string{f, ""} {
+				if n == 1 { // a relative path, rooted
+					if strings.HasPrefix(f, "/") {
+						break
+					}
+					cand = path.Clean("/" + f)
+				}
+				name := cand
+				if fold {
+					name = foldCase(cand)
+				}
+				if i, ok := matchAny(patterns, name); ok {
 					how := ""
 					if cand != a.raw {
 						how = " (read as " + quoteShort(cand) + ")"
 					}
-					return Result{Deny, GuardForbiddenPaths, fmt.Sprintf("forbidden path: %s%s matches %q", a.describe(), how, p)}, nil
+					return Result{Deny, GuardForbiddenPaths, fmt.Sprintf("forbidden path: %s%s matches %q", a.describe(), how, c.ForbiddenPaths[i])}, nil
 				}
 			}
 		}
@@ -442,7 +440,7 @@ func checkAllowedPaths(r *Request) (Result, error) {
 			return Result{Deny, GuardAllowedPaths, a.describe() + " is refused: " + a.unknown}, nil
 		}
 		for _, f := range a.forms {
-			if _, ok := matchAny(c.AllowedPaths, f, false); !ok {
+			if _, ok := matchAny(c.AllowedPaths, f); !ok {
 				how := ""
 				if f != a.raw {
 					how = " (read as " + quoteShort(f) + ")"
@@ -460,11 +458,21 @@ func checkAllowedPaths(r *Request) (Result, error) {
 // yet folds to "s" (and "/etc/paſswd" passed a case-insensitive
 // "/etc/passwd").
 func foldCase(s string) string {
-	return strings.Map(func(r rune) rune {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
+	return strings.Map(foldRune, s)
+}
+
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		// An ASCII letter's orbit is its two cases and, for k and s, a
+		// non-ASCII rune (K, ſ): the least is the upper case.
+		if 'a' <= r && r <= 'z' {
+			r -= 'a' - 'A'
 		}
-		return least
-	}, s)
+		return r
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
 }
