@@ -322,20 +322,26 @@ func fileURLPath(s string) ([]string, bool) {
 // as lenient decoders do (url.PathUnescape would refuse the whole string
 // on one stray "%", and a tool might not).
 func percentDecode(s string) (string, bool) {
-	if !strings.Contains(s, "%") {
+	i := strings.IndexByte(s, '%')
+	if i < 0 {
 		return s, false
 	}
 	var b strings.Builder
+	b.Grow(len(s))
 	changed := false
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+	for i >= 0 {
+		b.WriteString(s[:i]) // up to the next "%"
+		if i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
 			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
+			s = s[i+3:]
 			changed = true
-			continue
+		} else {
+			b.WriteByte('%')
+			s = s[i+1:]
 		}
-		b.WriteByte(s[i])
+		i = strings.IndexByte(s, '%')
 	}
+	b.WriteString(s)
 	return b.String(), changed
 }
 

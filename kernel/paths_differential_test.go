@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"path"
 	"strings"
 	"testing"
 
@@ -126,6 +127,16 @@ func checkPathsMatchReference(t *testing.T, s string) {
 func TestPathGuardsMatchReference(t *testing.T) {
 	for _, s := range pathDiffInputs() {
 		checkPathsMatchReference(t, s)
+		// The rewritten steps, on their own too.
+		d, changed := percentDecode(s)
+		if rd, rchanged := refPercentDecode(s); d != rd || changed != rchanged {
+			t.Fatalf("percentDecode(%q) = %q, %v; was %q, %v", s, d, changed, rd, rchanged)
+		}
+		c := path.Clean(strings.ReplaceAll(s, `\`, "/"))
+		p, why := resolveAliases(c)
+		if rp, rwhy := refResolveAliases(c); p != rp || why != rwhy {
+			t.Fatalf("resolveAliases(%q) = %q, %q; was %q, %q", c, p, why, rp, rwhy)
+		}
 	}
 	for _, s := range pathShapes(8 << 10) {
 		for _, c := range pathDiffConstraints {
