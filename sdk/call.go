@@ -186,11 +186,26 @@ func (c *Client) postCall(ctx context.Context, requestID string, body []byte, ou
 	// fresh connection when a reused one was already dead.
 	hdr := http.Header{"Idempotency-Key": {requestID}}
 	status, err := c.send(ctx, http.MethodPost, "/v1/calls", body, hdr, out, http.StatusOK, http.StatusAccepted, http.StatusForbidden)
+	var bad *errBadAnswer
+	if errors.As(err, &bad) {
+		// chiod (or a proxy after it) answered, and the answer cannot be
+		// read: the call may have been decided and run. Not retried (the
+		// same answer would come back), reported as ErrOutcomeUnknown.
+		return &errCallAnswerUnreadable{bad}
+	}
 	if err == nil && out.Error != "" {
 		return &APIError{Status: status, Code: out.Error, Message: out.Message}
 	}
 	return err
 }
+
+// errCallAnswerUnreadable is an answer to POST /v1/calls that cannot be
+// read (errBadAnswer): the call may have run ([ErrOutcomeUnknown]).
+type errCallAnswerUnreadable struct{ err error }
+
+func (e *errCallAnswerUnreadable) Error() string        { return e.err.Error() }
+func (e *errCallAnswerUnreadable) Unwrap() error        { return e.err }
+func (e *errCallAnswerUnreadable) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // buildCall checks and normalizes the caller's input.
 func (c *Client) buildCall(call Call) (*kernel.ToolCall, error) {

@@ -172,6 +172,15 @@ func (e *errTransport) Error() string        { return "chio: cannot reach chiod:
 func (e *errTransport) Unwrap() error        { return e.err }
 func (e *errTransport) Is(target error) bool { return target == ErrOutcomeUnknown }
 
+// errBadAnswer marks a complete HTTP answer that cannot be read: larger
+// than maxResponseBytes, or not the JSON expected. It came after the
+// request reached a server, so for a call it may follow a decision
+// (see errCallAnswerUnreadable); asking again gets the same answer.
+type errBadAnswer struct{ err error }
+
+func (e *errBadAnswer) Error() string { return e.err.Error() }
+func (e *errBadAnswer) Unwrap() error { return e.err }
+
 // requestTimeout bounds every request, as the TypeScript and Python SDKs
 // do, so that a connection that died silently (no reset ever arrives) is
 // given up even under context.Background(); a call is then retried under
@@ -227,13 +236,13 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr
 		return 0, transportErr(ctx, err)
 	}
 	if len(data) > maxResponseBytes {
-		return resp.StatusCode, fmt.Errorf("chio: response larger than %d bytes", maxResponseBytes)
+		return resp.StatusCode, &errBadAnswer{fmt.Errorf("chio: response larger than %d bytes", maxResponseBytes)}
 	}
 	for _, s := range ok {
 		if resp.StatusCode == s {
 			if out != nil {
 				if err := json.Unmarshal(data, out); err != nil {
-					return resp.StatusCode, fmt.Errorf("chio: bad response from chiod (%d): %w", resp.StatusCode, err)
+					return resp.StatusCode, &errBadAnswer{fmt.Errorf("chio: bad response from chiod (%d): %w", resp.StatusCode, err)}
 				}
 			}
 			return resp.StatusCode, nil

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from typing import Callable, TypeVar
 
-from .errors import ChioError, TransportError
+from .errors import BadAnswer, TransportError
 
 # Untrusted input meets a limit first: chiod's answers are small JSON; the
 # largest is a tool's output.
@@ -58,7 +58,7 @@ def request(method: str, url: str, body: bytes | None, headers: dict[str, str], 
 def _read(resp) -> bytes:
     data = resp.read(MAX_RESPONSE_BYTES + 1)
     if len(data) > MAX_RESPONSE_BYTES:
-        raise ChioError(f"chio: response larger than {MAX_RESPONSE_BYTES} bytes")
+        raise BadAnswer(f"chio: response larger than {MAX_RESPONSE_BYTES} bytes")
     # read(amt) returns a body cut short (the connection closed before
     # Content-Length bytes) without raising IncompleteRead. Such an answer
     # is lost, not malformed: the call may have run, so it must be a

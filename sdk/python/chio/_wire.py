@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .canon import RawJSON, canonicalize, loads_strict
-from .errors import BadRequest, Cancelled, ChioError, DeniedByPolicy, TimedOut
+from .errors import BadAnswer, BadRequest, Cancelled, ChioError, DeniedByPolicy, TimedOut
 from .results import Allowed, ToolDenied
 
 MAX_CAPABILITY_BYTES = 64 << 10
@@ -31,7 +31,7 @@ def _parse_response(data: bytes, status: int) -> Any:
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise ChioError(f"chio: bad response from chiod ({status}): {e}") from None
+        raise BadAnswer(f"chio: bad response from chiod ({status}): {e}", status=status) from None
 
 
 def _path(id: str) -> str:

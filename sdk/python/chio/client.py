@@ -24,6 +24,7 @@ from ._approvals import _Approvals
 from ._wire import MAX_CAPABILITY_BYTES, _hitl_denial, _json_object, _parse_capability, _parse_response, _path, _read_file, _token_bytes
 from .canon import RawJSON, canonicalize
 from .errors import (
+    BadAnswer,
     BadRequest,
     Cancelled,
     ChioError,
@@ -246,11 +247,22 @@ class Client(_Approvals):
         return result
 
     async def _post_call(self, request_id: str, body: bytes) -> dict:
-        status, state = await self._send(
-            "POST", "/v1/calls", body, {"Idempotency-Key": request_id}, ok=(200, 202, 403)
-        )
-        if not isinstance(state, dict):
-            raise ChioError(f"chio: bad response from chiod ({status}): not an object")
+        try:
+            status, state = await self._send(
+                "POST", "/v1/calls", body, {"Idempotency-Key": request_id}, ok=(200, 202, 403)
+            )
+            if not isinstance(state, dict):
+                raise BadAnswer(f"chio: bad response from chiod ({status}): not an object", status=status)
+        except BadAnswer as e:
+            # chiod (or a proxy after it) answered and the answer cannot be
+            # read: the call may have been decided and run. Not retried (the
+            # same answer would come back); call_tool raises it as is.
+            raise OutcomeUnknown(
+                f"chio: call {request_id}: outcome unknown, it may have run "
+                f"(retry with the same request_id or await it): {e}",
+                status=e.status,
+                request_id=request_id,
+            ) from e
         if state.get("error"):  # a 403 that is an error envelope, not a denial
             raise api_error(status, state.get("error"), str(state.get("message", "")))
         return state

@@ -64,6 +64,12 @@ class TransportError(OutcomeUnknown):
     reset, timed out, cut short): it may or may not have reached chiod."""
 
 
+class BadAnswer(ChioError):
+    """A complete answer that cannot be read: larger than the SDK's limit,
+    or not the JSON expected. call_tool turns it into OutcomeUnknown (the
+    answer came after the call reached a server, so it may have run)."""
+
+
 class VoteRecorded(ChioError):
     """chiod's 500 ``vote_recorded`` to respond: the approver's vote IS
     recorded (counted, its token spent, the request approved), but a step

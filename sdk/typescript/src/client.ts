@@ -9,7 +9,7 @@
 
 import type { ApprovalRequest, Question } from "./approver.js";
 import { canonicalize, parseStrict } from "./canon.js";
-import { ChioError, apiError, isAnswerLost, isRetryable } from "./errors.js";
+import { BadAnswerError, ChioError, apiError, isAnswerLost, isRetryable } from "./errors.js";
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
 import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
@@ -203,8 +203,17 @@ export class ChioClient {
   }
 
   async #postCall(requestId: string, body: string): Promise<Record<string, unknown>> {
-    const { status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403]);
-    if (!isObject(data)) throw new ChioError("error", `chio: bad response from chiod (${status}): not an object`);
+    let status: number, data: unknown;
+    try {
+      ({ status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403]));
+      if (!isObject(data)) throw new BadAnswerError(`chio: bad response from chiod (${status}): not an object`, status);
+    } catch (e) {
+      if (!(e instanceof BadAnswerError)) throw e;
+      // chiod (or a proxy after it) answered and the answer cannot be read:
+      // the call may have been decided and run. Not retried (the same
+      // answer would come back); callTool reports it as outcome_unknown.
+      throw new ChioError("outcome_unknown", e.message, { requestId, cause: e });
+    }
     if (typeof data["error"] === "string") {
       throw apiError(status, data["error"], String(data["message"] ?? "")); // a 403 that is an error, not a denial
     }
@@ -501,7 +510,7 @@ export class ChioClient {
       try {
         return { status, data: JSON.parse(text) as unknown };
       } catch (e) {
-        throw new ChioError("error", `chio: bad response from chiod (${status}): ${(e as Error).message}`);
+        throw new BadAnswerError(`chio: bad response from chiod (${status}): ${(e as Error).message}`, status);
       }
     }
     let env: unknown;

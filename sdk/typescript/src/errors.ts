@@ -83,6 +83,19 @@ export class VoteRecordedError extends ChioError {
   }
 }
 
+/**
+ * A complete answer that cannot be read: larger than MAX_RESPONSE_BYTES, or
+ * not the JSON expected. callTool reports it as "outcome_unknown": it came
+ * after the call reached a server, so the call may have run.
+ */
+export class BadAnswerError extends ChioError {
+  override name = "BadAnswerError";
+
+  constructor(message: string, status?: number) {
+    super("error", message, status === undefined ? {} : { status });
+  }
+}
+
 const byServerCode: Record<string, ChioErrorCode> = {
   bad_request: "bad_request",
   unauthorized: "unauthorized",

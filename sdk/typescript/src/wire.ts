@@ -7,7 +7,7 @@
 import { readFileSync, statSync } from "node:fs";
 
 import { RawJSON, canonicalize, parseStrict } from "./canon.js";
-import { ChioError } from "./errors.js";
+import { BadAnswerError, ChioError } from "./errors.js";
 import type { Allowed, ToolDenied } from "./results.js";
 import type { GovernedIntent } from "./types.js";
 
@@ -24,7 +24,7 @@ export async function readBody(resp: Response): Promise<string> {
   const declared = Number(resp.headers.get("content-length") ?? "0");
   if (declared > MAX_RESPONSE_BYTES || !resp.body) {
     await resp.body?.cancel();
-    if (declared > MAX_RESPONSE_BYTES) throw new ChioError("error", `chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
+    if (declared > MAX_RESPONSE_BYTES) throw new BadAnswerError(`chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
     return "";
   }
   const chunks: Uint8Array[] = [];
@@ -36,7 +36,7 @@ export async function readBody(resp: Response): Promise<string> {
     n += value.byteLength;
     if (n > MAX_RESPONSE_BYTES) {
       await reader.cancel();
-      throw new ChioError("error", `chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
+      throw new BadAnswerError(`chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
     }
     chunks.push(value);
   }
