@@ -89,7 +89,8 @@ func WithCapabilityFile(path string) Option {
 	}
 }
 
-// WithHTTPClient replaces the HTTP client. It must not set a Timeout
+// WithHTTPClient replaces the HTTP client (its CheckRedirect is not used:
+// the client never follows a redirect). It must not set a Timeout
 // shorter than a long-poll (about 45 s): the client bounds each request
 // itself (60 s; a long-poll, its wait plus 15 s).
 func WithHTTPClient(h *http.Client) Option {
@@ -123,6 +124,14 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	// A proof, token or bearer is meant for this server: never follow a
+	// redirect (net/http would re-send a 307's body and the Chio-Proof
+	// header to wherever Location points). A 3xx comes back as an
+	// *APIError, as in the TypeScript and Python SDKs. The caller's client
+	// (WithHTTPClient) is copied, not changed.
+	noRedirect := *c.http
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.http = &noRedirect
 	// A capability for another key would only fail later, call by call, as
 	// "unauthorized": say what is wrong now.
 	if c.key != nil && c.capRaw != nil {
