@@ -78,7 +78,7 @@ func final(status string) bool {
 func (s *callState) result() (Result, error) {
 	switch s.Status {
 	case StatusAllowed:
-		return &Allowed{RequestID: s.RequestID, ReceiptID: s.ReceiptID, Output: s.Output, ToolError: s.ToolError, Execution: s.Execution}, nil
+		return s.resolution().result(), nil
 	case kernel.StatusPendingApproval, kernel.StatusDispatching:
 		// Dispatching: allowed (or approved), the tool is running; still
 		// nothing to show. With no approval id no human is involved:
@@ -107,7 +107,8 @@ func (s *callState) resolution() *Resolution {
 // result maps a final resolution to the typed result CallTool returns.
 func (r *Resolution) result() Result {
 	if r.Status == StatusAllowed {
-		return &Allowed{RequestID: r.RequestID, ReceiptID: r.ReceiptID, Output: r.Output, ToolError: r.ToolError, Execution: r.Execution}
+		return &Allowed{RequestID: r.RequestID, ReceiptID: r.ReceiptID, Output: r.Output, ToolError: r.ToolError, Execution: r.Execution,
+			ApprovalID: r.ApprovalID, AmendedArguments: r.AmendedArguments}
 	}
 	return &Denied{Status: r.Status, RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard}
 }

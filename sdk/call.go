@@ -50,6 +50,12 @@ type Allowed struct {
 	ToolError string
 	// Execution: "succeeded", "tool_error", "not_delivered" or "unknown".
 	Execution string
+	// ApprovalID: the approval a human granted, when the call waited for one.
+	ApprovalID string
+	// AmendedArguments: set when the human approved an edited call. The
+	// tool ran with these, not with the call's Arguments, and Output is
+	// theirs (as the Python and TypeScript SDKs' approval.amended_arguments).
+	AmendedArguments json.RawMessage
 }
 
 // Failed reports whether the tool did not succeed.
