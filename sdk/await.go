@@ -180,6 +180,11 @@ func (c *Client) Await(ctx context.Context, id string) (*Resolution, error) {
 		if final(st.Status) {
 			return st.resolution(), nil
 		}
+		if st.Status != kernel.StatusPendingApproval && st.Status != kernel.StatusDispatching {
+			// Neither ended nor waiting: an answer chiod never sends.
+			// Fail closed at once rather than poll it again in a loop.
+			return nil, fmt.Errorf("chio: await %s: unknown status %q from chiod", id, st.Status)
+		}
 	}
 }
 

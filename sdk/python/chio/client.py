@@ -304,6 +304,10 @@ class Client(_Approvals):
                 result = from_state(state)
                 assert not isinstance(result, PendingApproval)
                 return result
+            if status not in ("pending_approval", "dispatching"):
+                # Neither ended nor waiting: an answer chiod never sends.
+                # Fail closed at once rather than poll it again in a loop.
+                raise ChioError(f"chio: await {id}: unknown status {status!r} from chiod")
 
     async def resume_with_approval(
         self,

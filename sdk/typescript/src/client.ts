@@ -252,6 +252,11 @@ export class ChioClient {
       const state = await this.#retrying((sig) => this.#getCall(rid, wait, sig), deadline, opts.signal, `await ${id} (still ${status})`);
       status = String(state["status"] ?? "");
       if (FINAL.has(status)) return fromState(state) as Allowed | ToolDenied;
+      if (status !== "pending_approval" && status !== "dispatching") {
+        // Neither ended nor waiting: an answer chiod never sends. Fail
+        // closed at once rather than poll it again in a loop.
+        throw new ChioError("error", `chio: await ${id}: unknown status ${JSON.stringify(status)} from chiod`);
+      }
     }
   }
 
