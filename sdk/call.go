@@ -174,6 +174,11 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 		return r.result(), nil
 	}
 	res, err := out.result()
+	if err != nil {
+		// An answer naming no status chiod sends: the call may have been
+		// decided and run. Never a plain error read as "it failed".
+		return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: err}
+	}
 	if p, ok := res.(*PendingApproval); ok && p.Deadline.IsZero() {
 		// A replayed outcome (an idempotent retry) does not carry the
 		// deadline: read it from the request. Best effort; the id is what

@@ -18,13 +18,16 @@ import (
 
 // A complete 200 answer to POST /v1/calls that the SDK cannot read (a
 // proxy or WAF that replaced chiod's body with its own page, or an answer
-// over the SDK's size limit) comes after chiod decided and ran the call.
+// over the SDK's size limit, or JSON naming no status chiod sends) comes
+// after chiod decided and ran the call.
 // The error must be ErrOutcomeUnknown naming the request id — "it may have
 // run, retry with the same id or await it" — not a plain error an agent
 // would read as "the call failed" and resubmit under a new id.
 func TestUnreadableCallAnswerIsOutcomeUnknown(t *testing.T) {
 	bodies := map[string]func(orig []byte) []byte{
-		"not JSON": func([]byte) []byte { return []byte("<html><body>OK</body></html>") },
+		"not JSON":       func([]byte) []byte { return []byte("<html><body>OK</body></html>") },
+		"unknown status": func([]byte) []byte { return []byte(`{"status":"paused"}`) },
+		"empty object":   func([]byte) []byte { return []byte(`{}`) },
 		"too large": func(orig []byte) []byte {
 			return append(bytes.TrimSpace(orig), bytes.Repeat([]byte(" "), 17<<20)...)
 		},

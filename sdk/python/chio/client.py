@@ -229,7 +229,16 @@ class Client(_Approvals):
             # already decided): wait for its outcome rather than report a
             # human wait that is not happening.
             return await self.await_approval(request_id)
-        result = from_state(state)
+        try:
+            result = from_state(state)
+        except ChioError as e:
+            # An answer naming no status chiod sends: the call may have been
+            # decided and run. Never a plain error read as "it failed".
+            raise OutcomeUnknown(
+                f"chio: call {request_id}: outcome unknown, it may have run "
+                f"(retry with the same request_id or await it): {e}",
+                request_id=request_id,
+            ) from e
         if isinstance(result, PendingApproval) and result.deadline is None:
             # A replayed outcome (an idempotent retry) does not carry the
             # deadline: read it from the request. Best effort; the id is

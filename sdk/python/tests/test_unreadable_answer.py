@@ -1,8 +1,8 @@
 """A complete answer to POST /v1/calls that the SDK cannot read (a proxy or
 WAF that replaced chiod's body with its own page, or an answer over the
-size limit) comes after chiod decided and ran the call. call_tool must
-raise OutcomeUnknown naming the request id ("it may have run: retry with
-the same request_id or await it"), as the Go SDK does
+size limit, or JSON naming no status chiod sends) comes after chiod decided
+and ran the call. call_tool must raise OutcomeUnknown naming the request
+id ("it may have run: retry with the same request_id or await it"), as the Go SDK does
 (TestUnreadableCallAnswerIsOutcomeUnknown), not a plain ChioError an agent
 would read as "the call failed" and resubmit under a new id."""
 
@@ -70,6 +70,8 @@ class UnreadableAnswer(unittest.IsolatedAsyncioTestCase):
     async def test_unreadable_call_answer_is_outcome_unknown(self):
         rewrites = {
             "not JSON": lambda data: b"<html><body>OK</body></html>",
+            "unknown status": lambda data: b'{"status":"paused"}',
+            "empty object": lambda data: b"{}",
             "too large": lambda data: data.strip() + b" " * (_http.MAX_RESPONSE_BYTES + 1),
         }
         agent = await harness.agent("echo")

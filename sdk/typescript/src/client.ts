@@ -187,7 +187,18 @@ export class ChioClient {
       // wait that is not happening.
       return this.awaitApproval(requestId);
     }
-    const result = fromState(state);
+    let result: CallResult;
+    try {
+      result = fromState(state);
+    } catch (e) {
+      // An answer naming no status chiod sends: the call may have been
+      // decided and run. Never a plain error read as "it failed".
+      throw new ChioError(
+        "outcome_unknown",
+        `chio: call ${requestId}: outcome unknown, it may have run (retry with the same requestId or await it): ${(e as Error).message}`,
+        { requestId, cause: e },
+      );
+    }
     if (result.status === "pending_approval" && result.deadline === undefined) {
       // A replayed outcome (an idempotent retry) does not carry the deadline:
       // read it from the request. Best effort; the id is what matters.

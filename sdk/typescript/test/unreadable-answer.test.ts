@@ -1,8 +1,8 @@
 // A complete answer to POST /v1/calls that the SDK cannot read (a proxy or
 // WAF that replaced chiod's body with its own page, or an answer over the
-// size limit) comes after chiod decided and ran the call. callTool must
-// throw "outcome_unknown" naming the requestId (it may have run: retry with
-// the same id or await it), as the Go and Python SDKs do, not a plain
+// size limit, or JSON naming no status chiod sends) comes after chiod
+// decided and ran the call. callTool must throw "outcome_unknown" naming
+// the requestId (it may have run: retry with the same id or await it), as the Go and Python SDKs do, not a plain
 // "error" an agent would read as "the call failed" and resubmit.
 
 import assert from "node:assert/strict";
@@ -47,6 +47,8 @@ async function rewritingProxy(target: string, rewrite: (s: string) => string): P
 
 const rewrites: Record<string, (s: string) => string> = {
   "not JSON": () => "<html><body>OK</body></html>",
+  "unknown status": () => '{"status":"paused"}',
+  "empty object": () => "{}",
   "too large": (s) => s.trim() + " ".repeat(MAX + 1),
 };
 
@@ -58,7 +60,7 @@ for (const [name, rewrite] of Object.entries(rewrites)) {
     const p = await rewritingProxy(d.url, rewrite);
     try {
       const c = new ChioClient({ url: p.url, keyFile: agent.keyFile, capabilityFile: agent.capabilityFile });
-      const requestId = `unreadable-${Date.now()}-${name.replace(" ", "-")}`;
+      const requestId = `unreadable-${Date.now()}-${name.replaceAll(" ", "-")}`;
       let err: unknown;
       try {
         await c.callTool({ server: "demo", tool: "echo", arguments: { msg: `pay once, ${name}` }, requestId });
