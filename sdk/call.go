@@ -120,7 +120,8 @@ const (
 // credentials ([ErrUnauthorized]), a request id reused for other content
 // ([ErrConflict]), chiod unable to decide on every attempt
 // ([ErrUnavailable]: nothing was allowed), and lost answers that outlast
-// the retries or the context ([ErrOutcomeUnknown], an
+// the retries or the context, or an allowed call still running when the
+// context ends ([ErrOutcomeUnknown], an
 // [*OutcomeUnknownError]: the call may have run; retry it with the same
 // RequestID or Await it, never under a new id).
 func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
@@ -169,7 +170,13 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 		// human wait that is not happening.
 		r, err := c.Await(ctx, tc.RequestID)
 		if err != nil {
-			return nil, err
+			// Whatever ended the wait (the caller's deadline included),
+			// the call was allowed and is running: it may have run. Not
+			// ErrTimedOut, which says no decision was made.
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: err}
 		}
 		return r.result(), nil
 	}
