@@ -227,8 +227,21 @@ class Client(_Approvals):
         if state.get("status") == "dispatching" and not state.get("approval_request_id"):
             # Allowed and in flight (a retry while chiod finishes the call it
             # already decided): wait for its outcome rather than report a
-            # human wait that is not happening.
-            return await self.await_approval(request_id)
+            # human wait that is not happening. Whatever ends that wait, the
+            # call was allowed and is running: it may have run.
+            try:
+                return await self.await_approval(request_id)
+            except OutcomeUnknown as e:
+                e.request_id = request_id
+                raise
+            except ChioError as e:
+                raise OutcomeUnknown(
+                    f"chio: call {request_id}: allowed and running, outcome unknown, it may have run "
+                    f"(retry with the same request_id or await it): {e}",
+                    status=e.status,
+                    code=e.code,
+                    request_id=request_id,
+                ) from e
         try:
             result = from_state(state)
         except ChioError as e:

@@ -6,6 +6,7 @@ await_approval must fail at once with a clear error, as status() does
 the same test."""
 
 import http.server
+import json
 import threading
 import time
 import unittest
@@ -22,6 +23,14 @@ class FixedAnswer:
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args):
                 pass
+
+            def do_POST(self):  # a call chiod allowed and is still running
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = b'{"status":"dispatching","request_id":"req-x"}'
+                self.send_response(202)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_GET(self):
                 srv.gets += 1
@@ -54,6 +63,23 @@ class AwaitUnknownStatus(unittest.IsolatedAsyncioTestCase):
                 self.assertNotIsInstance(cm.exception, chio.TimedOut, f"polled {srv.gets} times for {took:.1f}s")
                 self.assertLessEqual(srv.gets, 1)
                 self.assertIn("status", str(cm.exception))
+
+    async def test_call_tool_waiting_out_a_running_call_reports_outcome_unknown(self):
+        """call_tool met a call chiod allowed and is running, and its wait
+        for the outcome failed: the call may have run. OutcomeUnknown
+        naming the request id, as the Go SDK's CallTool
+        (TestDispatchingCallOutlivingTheContextIsOutcomeUnknown)."""
+        from chio.keys import PrivateKey
+
+        key = PrivateKey.from_seed(bytes(32))
+        cap = json.dumps({"id": "cap-x", "subject": key.public_key}).encode()
+        srv = FixedAnswer(b'{"status":"paused","request_id":"req-x"}')
+        self.addCleanup(srv.close)
+        c = Client(srv.url, key=key, capability=cap)
+        with self.assertRaises(chio.ChioError) as cm:
+            await c.call_tool("demo", "echo", {}, request_id="req-x")
+        self.assertIsInstance(cm.exception, chio.OutcomeUnknown, repr(cm.exception))
+        self.assertEqual(cm.exception.request_id, "req-x")
 
 
 if __name__ == "__main__":

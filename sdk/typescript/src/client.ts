@@ -184,8 +184,19 @@ export class ChioClient {
     if (state["status"] === "dispatching" && !state["approval_request_id"]) {
       // Allowed and in flight (a retry while chiod finishes the call it
       // already decided): wait for its outcome rather than report a human
-      // wait that is not happening.
-      return this.awaitApproval(requestId);
+      // wait that is not happening. Whatever ends that wait, the call was
+      // allowed and is running: it may have run.
+      try {
+        return await this.awaitApproval(requestId);
+      } catch (e) {
+        if (!(e instanceof ChioError)) throw e;
+        const status = e.status;
+        throw new ChioError(
+          "outcome_unknown",
+          `chio: call ${requestId}: allowed and running, outcome unknown, it may have run (retry with the same requestId or await it): ${e.message}`,
+          { requestId, cause: e, ...(status === undefined ? {} : { status }) },
+        );
+      }
     }
     let result: CallResult;
     try {

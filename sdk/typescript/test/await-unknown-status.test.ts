@@ -9,7 +9,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 
-import { ChioClient, ChioError } from "@chio-protocol/sdk";
+import { ChioClient, ChioError, PrivateKey } from "@chio-protocol/sdk";
 
 for (const body of ['{"status":"paused","request_id":"req-x"}', "{}"]) {
   test(`awaitApproval: unknown status ${body} fails at once`, async () => {
@@ -40,3 +40,33 @@ for (const body of ['{"status":"paused","request_id":"req-x"}', "{}"]) {
     }
   });
 }
+
+// callTool met a call chiod allowed and is still running (202 dispatching)
+// and its wait for the outcome failed: the call may have run. It must throw
+// outcome_unknown naming the requestId, as the Go SDK's CallTool
+// (TestDispatchingCallOutlivingTheContextIsOutcomeUnknown) and Python's.
+test("callTool: a failed wait for a running call is outcome_unknown", async () => {
+  const server = createServer((req, res) => {
+    req.resume();
+    if (req.method === "POST") res.writeHead(202).end('{"status":"dispatching","request_id":"req-x"}');
+    else res.writeHead(200).end('{"status":"paused","request_id":"req-x"}');
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const key = PrivateKey.fromSeed(new Uint8Array(32));
+    const capability = JSON.stringify({ id: "cap-x", subject: key.publicKey });
+    const c = new ChioClient({ url: `http://127.0.0.1:${port}`, key, capability });
+    let err: unknown;
+    try {
+      await c.callTool({ server: "demo", tool: "echo", arguments: {}, requestId: "req-x" });
+    } catch (e) {
+      err = e;
+    }
+    assert.ok(err instanceof ChioError, `no ChioError: ${String(err)}`);
+    assert.equal(err.code, "outcome_unknown", err.message);
+    assert.equal(err.requestId, "req-x");
+  } finally {
+    server.close();
+  }
+});
