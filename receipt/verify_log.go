@@ -96,7 +96,8 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 // VerifyExport checks an export (see ExportFormat) end to end:
 //
 //   - every receipt's signature, by the trusted kernel key, over the bytes
-//     in the file;
+//     in the file, which must be the canonical form the kernel stored (a
+//     re-encoding verifies too, but is not the kernel's Merkle leaf);
 //   - seqs run 1, 2, 3, … with no hole, repeat or reordering, ids are unique,
 //     and the header's receipt count matches;
 //   - every checkpoint's signature, and its root equals the RFC 6962 root
@@ -137,8 +138,9 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //     in the evidence is by a key the receipt names: trusted_approvers is
 //     unsigned, so only the receipt vouches that a vote was counted.
 //
-// It returns an error only when the input cannot be read or a pinned
-// checkpoint does not verify; every failed check is a Problem in the report.
+// It returns an error only when the input cannot be read (or holds a line
+// longer than MaxExportLine) or a pinned checkpoint does not verify; every
+// failed check is a Problem in the report.
 func VerifyExport(in io.Reader, opts VerifyOptions) (*VerifyReport, error) {
 	if opts.KernelKey.IsZero() {
 		return nil, errors.New("verify: a trusted kernel key is required")
@@ -199,6 +201,11 @@ type chunk struct {
 // variable so tests can exercise chunk edges cheaply).
 var chunkLines = 4096
 
+// chunkBytes also ends a chunk once its lines hold this many bytes, so the
+// few chunks in flight (3·Workers+1) bound memory whatever the export holds:
+// counting lines alone, an export of long lines was read into memory whole.
+const chunkBytes = 4 << 20
+
 func readChunks(in io.Reader, work, order chan<- *chunk) error {
 	defer close(order)
 	defer close(work)
@@ -213,22 +220,27 @@ func readChunks(in io.Reader, work, order chan<- *chunk) error {
 		work <- c
 		c = &chunk{items: make([]item, 0, chunkLines), done: make(chan struct{})}
 	}
-	for line := 1; sc.Scan(); line++ {
+	size := 0 // bytes of lines in c
+	line := 1
+	for ; sc.Scan(); line++ {
 		b := sc.Bytes()
 		if cap(arena)-len(arena) < len(b) {
-			arena = make([]byte, 0, max(4<<20, len(b)))
+			arena = make([]byte, 0, max(chunkBytes, len(b)))
 		}
 		start := len(arena)
 		arena = append(arena, b...)
 		c.items = append(c.items, item{line: line, raw: arena[start:len(arena):len(arena)]})
-		if len(c.items) == chunkLines {
+		if size += len(b); len(c.items) == chunkLines || size >= chunkBytes {
 			send()
+			size = 0
 		}
 	}
 	if len(c.items) > 0 {
 		send()
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("verify: export line %d is longer than %d MiB: no receipt, checkpoint or evidence record is; refusing the file", line, MaxExportLine>>20)
+	} else if err != nil {
 		return fmt.Errorf("verify: reading export: %w", err)
 	}
 	return nil
