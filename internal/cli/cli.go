@@ -369,7 +369,14 @@ func wantArgs(name string, pos []string, n int) error {
 
 // fail prints an error and returns ExitError (ExitUsage for a usageError).
 func fail(e *Env, err error) int {
-	if msg := err.Error(); strings.HasPrefix(msg, "chio ") {
+	// Errors quote what servers and files sent (a checkpoint's kernel_key,
+	// an API error's message): each line is shown escaped, so no escape
+	// sequence there can rewrite what the terminal shows above or below.
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = shown(l)
+	}
+	if msg := strings.Join(lines, "\n"); strings.HasPrefix(msg, "chio ") {
 		fmt.Fprintln(e.Stderr, msg) // already names the command
 	} else {
 		fmt.Fprintln(e.Stderr, "chio:", msg)

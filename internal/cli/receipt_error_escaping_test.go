@@ -1,0 +1,42 @@
+package cli_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chiokernel/chio/internal/keys"
+)
+
+// Errors quote what the server sent: here the kernel_key a checkpoint names
+// for itself, which fails verification by the trusted key. A chiod that
+// wants an auditor to see a clean result puts escape sequences there: raw on
+// stderr, they cleared the screen, printed "OK: every check passed" and
+// concealed the rest. The exit code was 1, but the terminal showed OK.
+func TestVerifyErrorsEscapeTextFromTheServer(t *testing.T) {
+	trusted := keys.FromSeed(bytes.Repeat([]byte{31}, 32)).Public().String()
+	fake := `\u001b[2J\u001b[HOK: every check passed\u001b[8m`
+	cp := `{"kernel_key":"` + fake + `","root_hash":"` + strings.Repeat("0", 64) + `","schema":"chio.checkpoint.v1","signature":"` +
+		strings.Repeat("ab", 64) + `","timestamp":1,"tree_size":1}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(cp))
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"receipt", "verify", "--all", "--kernel-key", trusted},
+		{"receipt", "checkpoint", "--kernel-key", trusted},
+	} {
+		out, errOut, code := chioAt(srv.URL, args...)
+		if code == 0 {
+			t.Fatalf("%v: a checkpoint by another key was accepted: %s", args, out)
+		}
+		if !strings.Contains(errOut, "kernel key") {
+			t.Fatalf("%v: stderr does not say what failed: %q", args, errOut)
+		}
+		if strings.ContainsAny(out+errOut, "\x1b") {
+			t.Fatalf("%v printed raw escape sequences from the server into the terminal:\n%q", args, errOut)
+		}
+	}
+}
