@@ -15,8 +15,9 @@ import (
 // result must say the tool ran with other arguments than the agent's, as
 // the Python and TypeScript SDKs' Allowed do (approval.amended_arguments).
 // Before, Go's Allowed had no field for it: the agent read the output of a
-// 300 refund as the outcome of its 450 one. (CallTool's replay of the same
-// id cannot say it yet: chiod's POST /v1/calls replay omits "approval".)
+// 300 refund as the outcome of its 450 one. CallTool's replay of the same
+// id must say it too (before, chiod's answer to the replay had no
+// "approval").
 func TestAllowedReportsAmendedArguments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -44,7 +45,12 @@ func TestAllowedReportsAmendedArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, r := range map[string]chio.Result{"Status": status} {
+	// The agent's retry of the same id (an idempotent replay) says so too.
+	replay, err := client.CallTool(ctx, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]chio.Result{"Status": status, "CallTool replay": replay} {
 		a, ok := r.(*chio.Allowed)
 		if !ok {
 			t.Fatalf("%s: want *Allowed, got %#v", name, r)

@@ -187,7 +187,36 @@ func (s *Server) postCall(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if out.ApprovalRequestID != "" && out.Status != kernel.StatusPendingApproval {
+		// A retry of a call a human already decided: answer as GET
+		// /v1/calls/{id} does, with the approval, so that an agent learns
+		// from its retry too that an approver amended its arguments (the
+		// output is the amended call's).
+		if st, err := s.decidedCallStatus(out); err == nil {
+			writeJSON(w, StatusFor(out.Status), st)
+			return
+		}
+	}
 	writeJSON(w, StatusFor(out.Status), out)
+}
+
+// decidedCallStatus is out with its approval (callStatus), read from the
+// stored record. An error leaves the caller with the bare outcome, which
+// is still true: the approval is what GET /v1/calls/{id} adds.
+func (s *Server) decidedCallStatus(out *kernel.Outcome) (*CallStatus, error) {
+	rec, err := s.cfg.Kernel.Call(out.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status != out.Status || rec.ApprovalID != out.ApprovalRequestID {
+		return nil, errors.New("the call moved on since its outcome was read")
+	}
+	st, err := s.callStatus(rec)
+	if err != nil {
+		return nil, err
+	}
+	st.Outcome = *out
+	return st, nil
 }
 
 // StatusFor maps an outcome status to its HTTP status (SPEC §6).
