@@ -84,6 +84,10 @@ type Kernel struct {
 	// reported failed but may be durable, or whose recovery failed, each
 	// with the id of that decision's receipt (recover.go uncertainCalls).
 	uncertain sync.Map
+	// lostClaimUntil: until then (unix ns, the kernel's clock) each sweep
+	// also looks through this kernel's own calls in flight, because a
+	// ClaimOrphans failed and may have committed (recover.go ownStranded).
+	lostClaimUntil atomic.Int64
 	// settling holds calls answered before their settle commit finished
 	// (request id → settled *CallRecord); settles counts those commits
 	// (settling.go).

@@ -125,8 +125,18 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 		// over only those of replicas that are gone. This kernel's own
 		// calls are never orphans, so the answers it keeps for settle
 		// commits that failed are added here: the replica sweep records
-		// them once the store takes commits again (nothing is sent).
+		// them once the store takes commits again (nothing is sent). The
+		// exception is a claim whose answer was lost: for a while after
+		// a failed claim, the calls it may have made this kernel's are
+		// looked for among its own (ownStranded).
 		inflight, err = r.ClaimOrphans(ctx, SweepBatch)
+		if err != nil {
+			k.lostClaimUntil.Store(k.clock.Now().Add(LostClaimWindow).UnixNano())
+		} else if k.clock.Now().UnixNano() < k.lostClaimUntil.Load() {
+			var own []*CallRecord
+			own, err = k.ownStranded(ctx, r)
+			inflight = append(inflight, own...)
+		}
 		inflight = append(inflight, k.keptAnswers()...)
 		inflight = append(inflight, k.uncertainCalls()...)
 	} else {
@@ -207,6 +217,33 @@ func (k *Kernel) uncertainCalls() []*CallRecord {
 		return true
 	})
 	return out
+}
+
+// ownStranded lists this kernel's own decided calls in flight that no live
+// path holds (their delivering mark): after a ClaimOrphans whose answer
+// was lost, the calls that claim made this kernel's. No other replica takes
+// a live replica's calls, so without this they would stay dispatching
+// until this replica restarts. recoverCall takes the mark and reads the
+// record again, so a live path that took a call since is left alone.
+// Approved calls not yet decided are skipped: the resume that commits
+// their decision may not hold the mark yet.
+func (k *Kernel) ownStranded(ctx context.Context, r Replicated) ([]*CallRecord, error) {
+	var out []*CallRecord
+	for after := ""; ; {
+		page, err := r.OwnDispatching(ctx, after, SweepBatch)
+		if err != nil {
+			return out, err
+		}
+		for _, c := range page {
+			if _, busy := k.delivering.Load(c.RequestID); !busy && c.DecisionReceiptID != "" {
+				out = append(out, c)
+			}
+		}
+		if len(page) < SweepBatch {
+			return out, nil
+		}
+		after = page[len(page)-1].RequestID
+	}
 }
 
 // keptAnswers lists the calls whose tool answered but whose settle commit

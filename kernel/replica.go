@@ -35,6 +35,11 @@ type Replicated interface {
 	// ClaimOrphans claims up to limit calls left dispatching by kernels that
 	// are gone, and returns their records: this kernel now finishes them.
 	ClaimOrphans(ctx context.Context, limit int) ([]*CallRecord, error)
+	// OwnDispatching lists up to limit calls dispatching under this
+	// kernel, with request ids after after, in id order. The kernel asks
+	// only after a ClaimOrphans failed: that claim may have committed with
+	// its answer lost, making calls this kernel's that it never saw.
+	OwnDispatching(ctx context.Context, after string, limit int) ([]*CallRecord, error)
 }
 
 // RateCounter counts calls per key over a sliding minute for every kernel
@@ -53,6 +58,10 @@ const (
 	SweepInterval = time.Second
 	// SweepBatch bounds what one sweep claims.
 	SweepBatch = 64
+	// LostClaimWindow is how long after a failed ClaimOrphans each sweep
+	// also looks through this kernel's own calls in flight (ownStranded):
+	// the failed claim may still commit until the store gives up on it.
+	LostClaimWindow = time.Minute
 )
 
 // startSweep runs the replica sweep until Close.

@@ -162,3 +162,35 @@ func (s *Store) ClaimOrphans(ctx context.Context, limit int) ([]*kernel.CallReco
 	}
 	return out, nil
 }
+
+// OwnDispatching implements kernel.Replicated: up to limit calls
+// dispatching under this replica, with request ids after after, in id
+// order (the index chio_calls_dispatching serves it).
+func (s *Store) OwnDispatching(ctx context.Context, after string, limit int) ([]*kernel.CallRecord, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT request_id, rec FROM chio_calls
+		WHERE status = 'dispatching' AND owner = $1 AND request_id > $2
+		ORDER BY request_id LIMIT $3`, s.id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list own calls in flight: %v", kernel.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	var out []*kernel.CallRecord
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, err
+		}
+		c, err := decodeCall(id, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
