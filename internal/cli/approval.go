@@ -370,6 +370,11 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 		// The answer was cut short: as lost as no answer at all.
 		return resp.StatusCode, fmt.Errorf("%w at %s: reading the answer: %w", errUnreachable, r.base(), err)
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Not followed (addRemote): the request may or may not have
+		// reached chiod, so a call's outcome is unknown (answerLost).
+		return resp.StatusCode, fmt.Errorf("%w: a redirect (%d) to %q", errBadResponse, resp.StatusCode, resp.Header.Get("Location"))
+	}
 	if len(ok) == 0 {
 		ok = []int{http.StatusOK}
 	}

@@ -151,7 +151,7 @@ func (a *awaiter) retry(deadline time.Time, f func(ctx context.Context) error) e
 			errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusTooManyRequests {
 			return err
 		}
-		fmt.Fprintf(a.r.e.Stderr, "chio: %v; retrying\n", err)
+		fmt.Fprintf(a.r.e.Stderr, "chio: %s; retrying\n", shown(err.Error())) // may quote the server
 		time.Sleep(min(backoff, max(time.Until(deadline), 0)))
 		backoff = min(2*backoff, awaitMaxBackoff)
 	}

@@ -63,7 +63,25 @@ func runCall(e *Env, args []string) int {
 		}
 		out = st.Outcome
 	}
+	if err := knownOutcome(call.RequestID, &out); err != nil {
+		// Not an answer chiod sends: it says nothing of the call, which
+		// may have run. Name the id, as for a lost answer.
+		return lostAnswer(e, call, err)
+	}
 	return printOutcome(e, r, &out)
+}
+
+// knownOutcome checks that out is an answer chiod sends for requestID: a
+// status this CLI knows (outcomeCode) about this call. Anything else reads
+// as a lost answer, never as success, a decision or "not run".
+func knownOutcome(requestID string, out *kernel.Outcome) error {
+	if outcomeCode(out) == ExitError {
+		return fmt.Errorf("%w: unexpected call status %q", errBadResponse, out.Status)
+	}
+	if out.RequestID != "" && out.RequestID != requestID {
+		return fmt.Errorf("%w: an answer for request %q", errBadResponse, out.RequestID)
+	}
+	return nil
 }
 
 // callSettleWait bounds how long chio call waits for a call it found

@@ -50,7 +50,8 @@ func postCall(e *Env, r *remote, sc *signedCall) (out kernel.Outcome, lost bool,
 		if err == nil || !retryableCall(err) || attempt == callAttempts {
 			return out, lost, err
 		}
-		fmt.Fprintf(e.Stderr, "chio: %v; retrying request %s\n", err, sc.call.RequestID)
+		// The error may quote the server (a proxy's page): escaped.
+		fmt.Fprintf(e.Stderr, "chio: %s; retrying request %s\n", shown(err.Error()), sc.call.RequestID)
 		time.Sleep(backoff)
 		backoff *= 2
 	}

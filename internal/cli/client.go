@@ -24,7 +24,13 @@ type remote struct {
 }
 
 func addRemote(fs *flag.FlagSet, e *Env) *remote {
-	r := &remote{e: e, http: &http.Client{Timeout: 0}}
+	// Redirects are never followed: chiod does not send them, so one comes
+	// from something in between, and following it would re-send a signed
+	// call or token elsewhere (307) or turn a POST into a GET (302/303).
+	// send reports it as an answer that is not chiod's.
+	r := &remote{e: e, http: &http.Client{Timeout: 0, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
 	fs.StringVar(&r.url, "url", "", "chiod URL (env CHIO_URL, default http://127.0.0.1:7420)")
 	fs.StringVar(&r.output, "output", "table", "output: table, json or jsonl")
 	return r
