@@ -285,6 +285,12 @@ func runDecision(e *Env, args []string, decision string) int {
 	if _, err := r.do(ctx, "GET", "/approvals/"+url.PathEscape(id), nil, &v); err != nil {
 		return fail(e, err)
 	}
+	if v.Request.ApprovalID != id {
+		// Not an answer about the request named (a proxy's cache, a wrong
+		// route): a token signed over it would approve another request, and
+		// it would travel through whatever sent this answer. Sign nothing.
+		return fail(e, fmt.Errorf("%w: asked for %s, the answer is about %q", errBadResponse, id, v.Request.ApprovalID))
+	}
 	if v.Status != approval.StatusPending {
 		return fail(e, fmt.Errorf("%s is %s, not pending", id, v.Status))
 	}

@@ -266,7 +266,7 @@ func (w *watcher) follow(ctx context.Context, events chan<- kernel.Event, fatal 
 			delay = watchBackoffInitial
 		}
 		d := time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64()))
-		fmt.Fprintf(w.e.Stderr, "event stream: %v; reconnecting in %s\n", err, d.Truncate(time.Millisecond))
+		fmt.Fprintf(w.e.Stderr, "event stream: %s; reconnecting in %s\n", shown(err.Error()), d.Truncate(time.Millisecond)) // may quote the server
 		select {
 		case <-ctx.Done():
 			return

@@ -213,7 +213,7 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 			fmt.Fprintf(w.e.Stdout, "%s\n  %s\n", shown(line), shown(ae.Message))
 			return
 		}
-		fmt.Fprintf(w.e.Stdout, "error: %s: %v\n", id, err)
+		fmt.Fprintf(w.e.Stdout, "error: %s: %s\n", id, shown(err.Error())) // may quote the server
 		return
 	}
 	line, _ := respondResult(id, &res)
