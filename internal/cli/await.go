@@ -72,6 +72,11 @@ func runAwait(e *Env, args []string) int {
 		}); err != nil {
 			return a.stop(e, id, *timeout, nil, err)
 		}
+		if v.Request.ApprovalID != id || v.Request.RequestID == "" {
+			// Not an answer about this approval: the call it names is
+			// another's, whose outcome must never read as this one's.
+			return fail(e, fmt.Errorf("%w: asked for %s, the answer is about %q", errBadResponse, id, v.Request.ApprovalID))
+		}
 		requestID = v.Request.RequestID
 	}
 	st, err := a.settle(requestID, deadline)
@@ -119,10 +124,19 @@ func (a *awaiter) settle(requestID string, deadline time.Time) (*httpapi.CallSta
 		if err != nil {
 			return st, err
 		}
+		// Only chiod's answer about this call counts: another call's
+		// status, or one chiod never sends, ends the wait (exit 1), never
+		// as this call's outcome nor as "still waiting" asked again at once.
+		if cur.RequestID != requestID {
+			return st, fmt.Errorf("%w: asked for call %s, the answer is about %q", errBadResponse, requestID, cur.RequestID)
+		}
 		st = &cur
 		switch st.Status {
 		case kernel.StatusAllowed, kernel.StatusDenied, kernel.StatusCancelled:
 			return st, nil
+		case kernel.StatusPendingApproval, kernel.StatusDispatching:
+		default:
+			return st, fmt.Errorf("%w: unexpected call status %q", errBadResponse, st.Status)
 		}
 		if !time.Now().Before(deadline) {
 			return st, errTimedOut

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -58,6 +59,10 @@ func runCall(e *Env, args []string) int {
 		// a fresh call would, never as "pending approval".
 		a := &awaiter{r: r, key: &sc.key}
 		st, err := a.settle(call.RequestID, time.Now().Add(callSettleWait))
+		if err != nil && !errors.Is(err, errTimedOut) {
+			// The call was allowed: it may have run. Name its id.
+			return lostAnswer(e, call, err)
+		}
 		if err != nil {
 			return a.stop(e, call.RequestID, callSettleWait, st, err)
 		}

@@ -121,3 +121,27 @@ func TestCallRetryLineEscapesTheServersText(t *testing.T) {
 		t.Fatalf("raw escape sequence from the server reached the terminal: stderr %q", se)
 	}
 }
+
+// A retry that meets its call allowed and still executing waits for it;
+// if that wait ends on an answer it cannot read, the call is no less
+// possibly run: chio call must name the request id, as for a lost answer.
+func TestCallSettleOnAnUnreadableAnswerNamesTheRequestID(t *testing.T) {
+	w := newApprovalWorld(t)
+	url, ids := fakeFront(t, func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		if r.Method == "POST" {
+			rw.WriteHeader(http.StatusAccepted)
+			io.WriteString(rw, `{"status":"dispatching"}`)
+			return
+		}
+		io.WriteString(rw, `<html>login</html>`)
+	})
+	env := map[string]string{"CHIO_URL": url, "CHIO_KEY": w.key("agent"), "CHIO_CAPABILITY": w.capFile(t)}
+	so, se, code := w.run(env, "call", "demo", "echo", "--args", `{"msg":"x"}`, "--request-id", "req-settle-1")
+	if sent := ids(); len(sent) != 1 || sent[0] != "req-settle-1" {
+		t.Fatalf("sent %q", sent)
+	}
+	if code == cli.ExitOK || code == cli.ExitDenied || !strings.Contains(se, "request id: req-settle-1") {
+		t.Fatalf("exit %d, stderr %q does not name the request id (stdout %q)", code, se, so)
+	}
+}
