@@ -188,7 +188,9 @@ func (a *awaiter) stop(e *Env, id string, timeout time.Duration, st *httpapi.Cal
 }
 
 // printAwaited prints the final state: the output on stdout and the human's
-// note and amendment on stderr (table), or everything as JSON.
+// note and amendment on stderr (table), or everything as JSON. Text from
+// the tool or an approver is escaped (approval_text.go); only the tool's
+// output is printed as is.
 func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 	if r.output != "table" {
 		printJSON(e.Stdout, st, r.output == "jsonl")
@@ -197,21 +199,21 @@ func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 	switch st.Status {
 	case kernel.StatusAllowed:
 		if st.ToolError != "" {
-			fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", st.ToolError)
+			fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", shown(st.ToolError))
 		}
 		fmt.Fprintln(e.Stdout, string(st.Output))
 	case kernel.StatusCancelled:
-		fmt.Fprintf(e.Stdout, "cancelled: %s\n", st.Reason)
+		fmt.Fprintf(e.Stdout, "cancelled: %s\n", shown(st.Reason))
 	default:
-		fmt.Fprintf(e.Stdout, "%s by %s: %s\n", st.Status, dash(st.Guard), st.Reason)
+		fmt.Fprintf(e.Stdout, "%s by %s: %s\n", shown(st.Status), shown(dash(st.Guard)), shown(st.Reason))
 	}
 	if ap := st.Approval; ap != nil && ap.Approver != "" {
-		fmt.Fprintf(e.Stderr, "%s by %s\n", ap.Status, nameOr(ap.ApproverDisplayName, ap.Approver))
+		fmt.Fprintf(e.Stderr, "%s by %s\n", shown(ap.Status), shown(nameOr(ap.ApproverDisplayName, ap.Approver)))
 		if ap.Note != "" {
-			fmt.Fprintf(e.Stderr, "note: %s\n", ap.Note)
+			fmt.Fprintf(e.Stderr, "note: %s\n", shown(ap.Note))
 		}
 		if ap.Amended {
-			fmt.Fprintf(e.Stderr, "amended arguments: %s\n", ap.AmendedArguments)
+			fmt.Fprintf(e.Stderr, "amended arguments: %s\n", shownJSON(ap.AmendedArguments))
 		}
 	}
 	return code

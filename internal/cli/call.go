@@ -173,24 +173,26 @@ func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
 	if r.output != "table" {
 		printJSON(e.Stdout, out, r.output == "jsonl")
 	} else {
+		// Text from the tool, the agent or an approver is escaped
+		// (approval_text.go); only the tool's output is printed as is.
 		switch out.Status {
 		case kernel.StatusAllowed:
 			if out.ToolError != "" {
-				fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", out.ToolError)
+				fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", shown(out.ToolError))
 			}
 			fmt.Fprintln(e.Stdout, string(out.Output))
 		case kernel.StatusPendingApproval:
 			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
 			fmt.Fprintf(e.Stderr, "pending approval: %s (deadline %s); wait with: chio await %s\n",
-				out.Summary, time.Unix(out.Deadline, 0).UTC().Format(time.RFC3339), out.ApprovalRequestID)
+				shown(out.Summary), time.Unix(out.Deadline, 0).UTC().Format(time.RFC3339), out.ApprovalRequestID)
 		case kernel.StatusDispatching:
 			// Approved and executing: await it by its approval id.
 			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
 			fmt.Fprintf(e.Stderr, "approved, still executing; wait with: chio await %s\n", out.ApprovalRequestID)
 		case kernel.StatusCancelled:
-			fmt.Fprintf(e.Stdout, "cancelled: %s\n", out.Reason)
+			fmt.Fprintf(e.Stdout, "cancelled: %s\n", shown(out.Reason))
 		case kernel.StatusDenied:
-			fmt.Fprintf(e.Stdout, "denied by %s: %s\n", out.Guard, out.Reason)
+			fmt.Fprintf(e.Stdout, "denied by %s: %s\n", shown(out.Guard), shown(out.Reason))
 		}
 	}
 	code := outcomeCode(out)

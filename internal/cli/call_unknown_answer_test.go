@@ -145,3 +145,28 @@ func TestCallSettleOnAnUnreadableAnswerNamesTheRequestID(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q does not name the request id (stdout %q)", code, se, so)
 	}
 }
+
+// The tool's error and an approver's note are text from elsewhere quoted
+// on stderr: escaped, so they cannot write terminal escape sequences.
+func TestCallAndAwaitEscapeQuotedTextOnStderr(t *testing.T) {
+	w := newApprovalWorld(t)
+	const evil = `\u001b]0;owned\u0007\u001b[2J`
+	url, _ := fakeFront(t, func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		io.WriteString(rw, `{"status":"allowed","request_id":"req-esc-1","output":{"ok":1},"tool_error":"boom `+evil+`",`+
+			`"approval":{"status":"approved","approver":"ed25519:x","note":"fine `+evil+`","amended":true,"amended_arguments":{"a":"`+evil+`"}}}`)
+	})
+	env := map[string]string{"CHIO_URL": url, "CHIO_KEY": w.key("agent"), "CHIO_CAPABILITY": w.capFile(t)}
+	for _, args := range [][]string{
+		{"call", "demo", "echo", "--args", `{"msg":"x"}`, "--request-id", "req-esc-1"},
+		{"await", "req-esc-1", "--timeout", "2s"},
+	} {
+		so, se, code := w.run(env, args...)
+		if code != cli.ExitToolFailed {
+			t.Fatalf("%s: exit %d\n%q\n%q", args[0], code, so, se)
+		}
+		if strings.ContainsAny(se, "\x1b\x07") {
+			t.Fatalf("%s: raw escape sequence on stderr: %q", args[0], se)
+		}
+	}
+}
