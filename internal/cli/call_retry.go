@@ -42,8 +42,14 @@ func postCall(e *Env, r *remote, sc *signedCall) (out kernel.Outcome, lost bool,
 		}
 		out = kernel.Outcome{}
 		ctx, cancel := context.WithTimeout(context.Background(), callAttemptTimeout)
-		_, err = r.do(ctx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
+		var code int
+		code, err = r.do(ctx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
 		cancel()
+		if err == nil && callHTTPStatus(out.Status) != code {
+			// Not chiod's answer (a 403 saying "allowed", a 200 saying
+			// "denied"): neither success nor a decision, so unknown.
+			err = fmt.Errorf("%w: a %d answer with call status %q", errBadResponse, code, out.Status)
+		}
 		if err != nil && answerLost(err) {
 			lost = true
 		}
@@ -83,4 +89,19 @@ func lostAnswer(e *Env, call *kernel.ToolCall, err error) int {
 		call.Server, call.Tool, id)
 	fmt.Fprintf(e.Stderr, "chio: or wait for its outcome: chio await %s\n", id)
 	return ExitError
+}
+
+// callHTTPStatus is the HTTP status chiod answers a call outcome with
+// (httpapi's mapping): 200 allowed, 202 pending or dispatching, 403 denied
+// or cancelled; 0 for a status chiod never sends.
+func callHTTPStatus(status string) int {
+	switch status {
+	case kernel.StatusAllowed:
+		return http.StatusOK
+	case kernel.StatusPendingApproval, kernel.StatusDispatching:
+		return http.StatusAccepted
+	case kernel.StatusDenied, kernel.StatusCancelled:
+		return http.StatusForbidden
+	}
+	return 0
 }

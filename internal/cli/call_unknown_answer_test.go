@@ -170,3 +170,30 @@ func TestCallAndAwaitEscapeQuotedTextOnStderr(t *testing.T) {
 		}
 	}
 }
+
+// chiod answers allowed with 200, pending or dispatching with 202, denied
+// or cancelled with 403. An answer whose HTTP status and call status
+// disagree is not chiod's: never success, never a denial, but unknown.
+func TestCallStatusThatDisagreesWithTheHTTPStatusIsUnknown(t *testing.T) {
+	w := newApprovalWorld(t)
+	for _, c := range []struct {
+		code int
+		body string
+	}{
+		{http.StatusForbidden, `{"status":"allowed","output":{"paid":true}}`},
+		{http.StatusOK, `{"status":"denied","guard":"x","reason":"y"}`},
+		{http.StatusAccepted, `{"status":"allowed","output":{"paid":true}}`},
+	} {
+		url, ids := fakeFront(t, func(rw http.ResponseWriter, r *http.Request) {
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(c.code)
+			io.WriteString(rw, c.body)
+		})
+		env := map[string]string{"CHIO_URL": url, "CHIO_KEY": w.key("agent"), "CHIO_CAPABILITY": w.capFile(t)}
+		so, se, code := w.run(env, "call", "demo", "echo", "--args", `{"msg":"x"}`)
+		sent := ids()
+		if len(sent) != 1 || code == cli.ExitOK || code == cli.ExitDenied || !strings.Contains(se, "request id: "+sent[0]) {
+			t.Fatalf("%d %s: exit %d, sent %q\nstdout %q\nstderr %q", c.code, c.body, code, sent, so, se)
+		}
+	}
+}
