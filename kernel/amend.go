@@ -31,8 +31,9 @@ type amendment struct {
 // runs when the token is presented (a refused amendment consumes nothing)
 // and again when the call resumes (the policy may have changed since):
 //
-//   - the grant exposes arguments to approvers: nobody may rewrite what
-//     they were not shown;
+//   - the grant exposes arguments to approvers, and did when the call was
+//     parked (its request carries them): nobody may rewrite what they were
+//     not shown;
 //   - the edit is a JSON object within the argument limits, held in its
 //     canonical form (the bytes the tool receives are the bytes hashed);
 //   - it validates against the tool's input schema, when one is known;
@@ -48,6 +49,14 @@ func (k *Kernel) checkAmendment(p *policy.Policy, req *approval.Request, rec *Ca
 	g, ok := p.Grant(rec.GrantID)
 	if !ok || g.Approval == nil || !g.Approval.ExposeArguments {
 		return nil, fmt.Errorf("%w: grant %s does not set expose_arguments, so its approvers are not shown the arguments and cannot amend them",
+			approval.ErrAmendmentRefused, rec.GrantID)
+	}
+	// Exposed now is not enough: the approvers must have been shown this
+	// call, i.e. it was parked with exposure and its request carries the
+	// arguments. A reload that turns expose_arguments on shows nothing of
+	// calls parked before it, so they cannot be rewritten unseen.
+	if len(req.Arguments) == 0 {
+		return nil, fmt.Errorf("%w: this call was parked while grant %s did not set expose_arguments; its approvers were not shown the arguments and cannot amend them",
 			approval.ErrAmendmentRefused, rec.GrantID)
 	}
 	if len(raw) > MaxArgumentsBytes {
