@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/internal/clock"
-	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/store/pgstore"
 	"github.com/chiokernel/chio/internal/store/pgstore/pgtest"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 )
 
 // lostClaimStore is a PostgreSQL store whose next takeover claim that
@@ -38,27 +36,14 @@ func (s *lostClaimStore) ClaimOrphans(ctx context.Context, limit int) ([]*kernel
 // replica restarted. The replica now looks through its own calls after
 // such a failure and finishes the ones no live path holds.
 func TestCallsOfALostTakeoverClaimAreFinished(t *testing.T) {
-	a, b := keys.FromSeed([]byte("approver-a-approver-a-approver-a")), keys.FromSeed([]byte("approver-b-approver-b-approver-b"))
-	p, err := policy.Parse([]byte(fmt.Sprintf(replicaPolicy, a.Public(), b.Public())), "replicas.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := orphanPolicy(t)
 	dsn := pgtest.Database(t)
 	st := &lostClaimStore{Store: openPG(t, dsn)}
 	disp := &countingDispatcher{calls: map[string]int{}}
 	startKernel(t, p, st, st.Store, disp, clock.NewFake(time.Now()))
 	st.lose.Store(true)
-
 	const id = "req-lost-claim"
-	gone := openPG(t, dsn)
-	err = gone.Update(context.Background(), func(tx kernel.Tx) error {
-		return tx.PutCall(&kernel.CallRecord{RequestID: id, Status: kernel.StatusDispatching, Server: "demo", Tool: "echo",
-			DecisionReceiptID: "rc-lost-claim", ReceiptID: "rc-lost-claim", Delivery: kernel.AtLeastOnce})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone.Close() // its calls are orphans at once
+	leaveOrphan(t, dsn, id)
 	stored := func() *kernel.CallRecord {
 		var rec *kernel.CallRecord
 		st.Store.View(func(tx kernel.ReadTx) error { rec, _ = tx.Call(id); return nil })

@@ -45,22 +45,10 @@ func (s *readFailStore) View(fn func(kernel.ReadTx) error) error {
 // sweep takes over only other replicas' calls, and the failed recovery
 // left it this replica's, so its agent waited and the tool never saw it.
 func TestOrphanWhoseRecoveryFailedIsRetried(t *testing.T) {
-	a, b := keys.FromSeed([]byte("approver-a-approver-a-approver-a")), keys.FromSeed([]byte("approver-b-approver-b-approver-b"))
-	p, err := policy.Parse([]byte(fmt.Sprintf(replicaPolicy, a.Public(), b.Public())), "replicas.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := orphanPolicy(t)
 	dsn := pgtest.Database(t)
 	const id = "req-orphan"
-	gone := openPG(t, dsn)
-	err = gone.Update(context.Background(), func(tx kernel.Tx) error {
-		return tx.PutCall(&kernel.CallRecord{RequestID: id, Status: kernel.StatusDispatching, Server: "demo", Tool: "echo",
-			DecisionReceiptID: "rc-orphan", ReceiptID: "rc-orphan", Delivery: kernel.AtLeastOnce})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone.Close() // its calls are orphans at once
+	leaveOrphan(t, dsn, id)
 	st := &readFailStore{Store: openPG(t, dsn), id: id}
 	st.fail.Store(true)
 	disp := &countingDispatcher{calls: map[string]int{}}
@@ -86,4 +74,30 @@ func TestOrphanWhoseRecoveryFailedIsRetried(t *testing.T) {
 	if rec := stored(); rec.Execution != kernel.ExecutionSucceeded || disp.calls[id] != 1 {
 		t.Fatalf("execution %q, sent %d times; want succeeded, once", rec.Execution, disp.calls[id])
 	}
+}
+
+// orphanPolicy is replicaPolicy with two approvers.
+func orphanPolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	a, b := keys.FromSeed([]byte("approver-a-approver-a-approver-a")), keys.FromSeed([]byte("approver-b-approver-b-approver-b"))
+	p, err := policy.Parse([]byte(fmt.Sprintf(replicaPolicy, a.Public(), b.Public())), "replicas.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// leaveOrphan has a replica decide an at_least_once call (id) and go away
+// cleanly: its call is an orphan at once, for any live replica to take.
+func leaveOrphan(t *testing.T, dsn, id string) {
+	t.Helper()
+	gone := openPG(t, dsn)
+	err := gone.Update(context.Background(), func(tx kernel.Tx) error {
+		return tx.PutCall(&kernel.CallRecord{RequestID: id, Status: kernel.StatusDispatching, Server: "demo", Tool: "echo",
+			DecisionReceiptID: "rc-" + id, ReceiptID: "rc-" + id, Delivery: kernel.AtLeastOnce})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close()
 }

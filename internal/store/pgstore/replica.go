@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -140,21 +142,8 @@ func (s *Store) ClaimOrphans(ctx context.Context, limit int) ([]*kernel.CallReco
 	if err != nil {
 		return nil, fmt.Errorf("%w: claim orphaned calls: %v", kernel.ErrUnavailable, err)
 	}
-	defer rows.Close()
-	var out []*kernel.CallRecord
-	for rows.Next() {
-		var id string
-		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, err
-		}
-		c, err := decodeCall(id, raw)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanCalls(rows)
+	if err != nil {
 		return nil, err
 	}
 	if len(out) > 0 {
@@ -178,6 +167,11 @@ func (s *Store) OwnDispatching(ctx context.Context, after string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("%w: list own calls in flight: %v", kernel.ErrUnavailable, err)
 	}
+	return scanCalls(rows)
+}
+
+// scanCalls reads (request_id, rec) rows into call records, and closes rows.
+func scanCalls(rows pgx.Rows) ([]*kernel.CallRecord, error) {
 	defer rows.Close()
 	var out []*kernel.CallRecord
 	for rows.Next() {
