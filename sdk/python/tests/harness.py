@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import http.server
 import json
 import os
 import re
@@ -25,6 +26,8 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -57,6 +60,7 @@ class Chiod:
 
     def _build(self) -> str:
         out = os.path.join(self.tmp, "bin")
+        os.makedirs(out)  # go build -o writes several binaries only into a directory that exists
         subprocess.run(["go", "build", "-o", out, "./cmd/chiod", "./cmd/chio"], cwd=ROOT, check=True)
         return out
 
@@ -190,6 +194,21 @@ def wait_until(pred, timeout: float = 20.0, every: float = 0.05):
         time.sleep(every)
 
 
+def forward(target: str, handler: http.server.BaseHTTPRequestHandler, body: bytes | None) -> tuple[int, bytes]:
+    """Sends the request handler is serving to chiod at target, with the
+    headers chio's clients use, and returns chiod's status and body: the
+    test proxies' one way to reach chiod."""
+    req = urllib.request.Request(target + handler.path, data=body, method=handler.command)
+    for k in ("Content-Type", "Accept", "Authorization", "Chio-Proof", "Idempotency-Key"):
+        if handler.headers.get(k):
+            req.add_header(k, handler.headers[k])
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
 class FlakyProxy:
     """An HTTP proxy in front of chiod that fails some POST /v1/calls on
     purpose, to test retries. faults is consumed in order, one per POST:
@@ -207,9 +226,6 @@ class FlakyProxy:
     errors.go, kernel/vote_recorded.go); responds counts those POSTs."""
 
     def __init__(self, target: str, faults: list[str], vote_recorded: bool = False):
-        import http.server
-        import urllib.request
-
         proxy = self
         self.faults, self.bodies, self.requests = list(faults), [], []
         self.responds = 0
@@ -219,15 +235,7 @@ class FlakyProxy:
                 pass
 
             def _forward(self, body):
-                req = urllib.request.Request(target + self.path, data=body, method=self.command)
-                for k in ("Content-Type", "Accept", "Authorization", "Chio-Proof", "Idempotency-Key"):
-                    if self.headers.get(k):
-                        req.add_header(k, self.headers[k])
-                try:
-                    with urllib.request.urlopen(req, timeout=60) as r:
-                        return r.status, r.read()
-                except urllib.error.HTTPError as e:
-                    return e.code, e.read()
+                return forward(target, self, body)
 
             def _handle(self):
                 n = int(self.headers.get("Content-Length") or 0)

@@ -10,8 +10,6 @@ import http.server
 import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 import chio
 from chio import Allowed, Client, _http
@@ -34,15 +32,7 @@ class RewritingProxy:
             def _handle(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else None
-                req = urllib.request.Request(target + self.path, data=body, method=self.command)
-                for k in ("Content-Type", "Accept", "Authorization", "Chio-Proof", "Idempotency-Key"):
-                    if self.headers.get(k):
-                        req.add_header(k, self.headers[k])
-                try:
-                    with urllib.request.urlopen(req, timeout=60) as r:
-                        status, data = r.status, r.read()
-                except urllib.error.HTTPError as e:
-                    status, data = e.code, e.read()
+                status, data = harness.forward(target, self, body)
                 if self.command == "POST" and self.path == "/v1/calls":
                     proxy.ids.append(self.headers.get("Idempotency-Key"))
                     data = rewrite(data)
