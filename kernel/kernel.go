@@ -54,6 +54,7 @@ type Config struct {
 type Kernel struct {
 	key        keys.PrivateKey
 	pub        keys.PublicKey
+	pubText    string // pub.String(), spelled once: decide compares every call's issuer with it
 	trusted    []keys.PublicKey
 	store      Store
 	dispatcher Dispatcher
@@ -144,7 +145,7 @@ func New(cfg Config) (*Kernel, error) {
 	}
 	consumed, _ := lru.New[string, struct{}](cfg.ReplayCacheSize)
 	k := &Kernel{
-		key: cfg.Key, pub: cfg.Key.Public(), store: cfg.Store, dispatcher: cfg.Dispatcher,
+		key: cfg.Key, pub: cfg.Key.Public(), pubText: cfg.Key.Public().String(), store: cfg.Store, dispatcher: cfg.Dispatcher,
 		clock: cfg.Clock, observer: cfg.Observer, caps: caps, verifyKeys: verifyKeys, rate: newRateWindow(),
 		events: newBroker(), notifier: cfg.Notifier, timers: map[string]clock.Timer{}, consumed: consumed, schemas: cfg.Schemas, stop: make(chan struct{}),
 		trusted: append([]keys.PublicKey{cfg.Key.Public()}, cfg.Authorities...),
@@ -333,7 +334,7 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 		ParameterHash: paramHash, Arguments: call.Arguments, Intent: call.GovernedIntent,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
 	}
-	if vc.cap.Issuer != k.pub.String() {
+	if vc.cap.Issuer != k.pubText {
 		rec.CapabilityIssuer = vc.cap.Issuer // re-checked on resume (trustsIssuer)
 	}
 	tool, _ := p.Tool(call.Server, call.Tool)
