@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chiokernel/chio/kernel"
 )
@@ -25,8 +27,15 @@ import (
 // dbNowMS is the database's clock in unix milliseconds.
 const dbNowMS = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
-func (s *Store) register(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO chio_replicas (id, host, started_ms, heartbeat_ms)
+func (s *Store) register(ctx context.Context) error { return s.registerOn(ctx, s.pool) }
+
+// execer runs a statement: the pool, or the heartbeat's own connection.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func (s *Store) registerOn(ctx context.Context, db execer) error {
+	_, err := db.Exec(ctx, `INSERT INTO chio_replicas (id, host, started_ms, heartbeat_ms)
 		VALUES ($1, $2, `+dbNowMS+`, `+dbNowMS+`)`, s.id, s.opts.Host)
 	if err != nil {
 		return fmt.Errorf("pgstore: register replica: %w", err)
@@ -37,10 +46,26 @@ func (s *Store) register(ctx context.Context) error {
 // heartbeat keeps this replica alive in the database, reports a database
 // that cannot be reached (Ready), and prunes what nobody needs any more:
 // rows of replicas gone for a day with no call left, and rate windows.
+//
+// It beats on a connection of its own, never the pool's. A pool starved
+// by slow reads, exports or commits queued on a lock says nothing about
+// whether this replica is alive, and a heartbeat waiting for a pooled
+// connection aged past the lease: other replicas then took over this live
+// replica's calls in flight (an at_least_once call sent a second time
+// while this one was still delivering it). One beat is bounded by half
+// the lease, so a beat that hangs leaves time for another before the
+// lease runs out; its connection is then dropped and dialled again.
 func (s *Store) heartbeat() {
 	defer s.bgWG.Done()
 	t := time.NewTicker(max(s.opts.Lease/5, 100*time.Millisecond))
 	defer t.Stop()
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	var pruning atomic.Bool
 	beats := 0
 	for {
 		select {
@@ -48,33 +73,62 @@ func (s *Store) heartbeat() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(s.bg, s.opts.Lease)
-		tag, err := s.pool.Exec(ctx, `UPDATE chio_replicas SET heartbeat_ms = `+dbNowMS+` WHERE id = $1`, s.id)
-		if err == nil && tag.RowsAffected() == 0 {
-			// Someone removed our row (an operator, or we were gone too long
-			// and were pruned): come back. Our calls may have been taken
-			// over; their settle commits then fail as conflicts.
-			err = s.register(ctx)
-		}
-		if err != nil && s.bg.Err() == nil {
-			slog.Warn("replica heartbeat failed", "err", err)
-			s.setHealth(err)
-		} else if err == nil {
-			s.setHealth(nil) // reachable again (a failing commit says otherwise at once)
+		ctx, cancel := context.WithTimeout(s.bg, max(s.opts.Lease/2, 50*time.Millisecond))
+		var err error
+		if conn == nil {
+			conn, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 		}
 		if err == nil {
-			var others int
-			err = s.pool.QueryRow(ctx, `SELECT count(*) FROM chio_replicas WHERE id <> $1 AND heartbeat_ms >= `+dbNowMS+` - $2`,
-				s.id, s.opts.Lease.Milliseconds()).Scan(&others)
-			// A replica that starts now is told nothing until the next beat:
-			// its waiters started after this check, and they re-read state.
-			s.alone.Store(err == nil && others == 0)
+			err = s.beat(ctx, conn)
+			if err != nil {
+				conn.Close(context.Background()) // its state is unknown: dial again
+			}
 		}
-		if beats++; beats%50 == 0 {
-			s.prune(ctx)
+		if err != nil {
+			conn = nil
+			if s.bg.Err() == nil {
+				slog.Warn("replica heartbeat failed", "err", err)
+				s.setHealth(err)
+			}
+		} else {
+			s.setHealth(nil) // reachable again (a failing commit says otherwise at once)
 		}
 		cancel()
+		// Pruning deletes rows at leisure, on the pool, and never holds up
+		// the next beat.
+		if beats++; beats%50 == 0 && pruning.CompareAndSwap(false, true) {
+			s.bgWG.Add(1) // the heartbeat's own count keeps Wait from returning first
+			go func() {
+				defer s.bgWG.Done()
+				defer pruning.Store(false)
+				ctx, cancel := context.WithTimeout(s.bg, ReadTimeout)
+				defer cancel()
+				s.prune(ctx)
+			}()
+		}
 	}
+}
+
+// beat records this replica's heartbeat on conn, and learns whether any
+// other replica is alive.
+func (s *Store) beat(ctx context.Context, conn *pgx.Conn) error {
+	tag, err := conn.Exec(ctx, `UPDATE chio_replicas SET heartbeat_ms = `+dbNowMS+` WHERE id = $1`, s.id)
+	if err == nil && tag.RowsAffected() == 0 {
+		// Someone removed our row (an operator, or we were gone too long
+		// and were pruned): come back. Our calls may have been taken
+		// over; their settle commits then fail as conflicts.
+		err = s.registerOn(ctx, conn)
+	}
+	if err != nil {
+		return err
+	}
+	var others int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM chio_replicas WHERE id <> $1 AND heartbeat_ms >= `+dbNowMS+` - $2`,
+		s.id, s.opts.Lease.Milliseconds()).Scan(&others)
+	// A replica that starts now is told nothing until the next beat:
+	// its waiters started after this check, and they re-read state.
+	s.alone.Store(err == nil && others == 0)
+	return err
 }
 
 func (s *Store) prune(ctx context.Context) {
