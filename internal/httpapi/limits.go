@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/kernel"
 )
 
 const (
@@ -52,6 +53,11 @@ const (
 	// agent cannot take the kernel's whole pool of waiters
 	// (kernel.MaxWaitSubscribers; SSE streams have a pool of their own).
 	MaxWaitsPerAgent = 64
+	// MaxWaitsPerToken bounds the concurrent long-polls held through one
+	// bearer token (admin, reader), over every agent's calls. Tokens are
+	// shared by operators and tools, hence more than an agent's share; the
+	// two together take at most an eighth of the kernel's pool.
+	MaxWaitsPerToken = kernel.MaxWaitSubscribers / 16
 )
 
 // The SSE stream (stream.go). Every connect costs a replay and every live
