@@ -70,7 +70,7 @@ func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wait > 0 && kernel.InFlight(rec.Status) {
-		if rec, err = s.waitForCall(r.Context(), rec, wait); err != nil {
+		if rec, err = s.waitForCall(r.Context(), s.waitShareOf(r, bearer, rec), rec, wait); err != nil {
 			writeErr(w, err)
 			return
 		}
@@ -100,21 +100,45 @@ func parseWait(v string) (time.Duration, error) {
 	return d, nil
 }
 
+// waitShare is the credential a long-poll counts against, and its share.
+type waitShare struct {
+	cred  string
+	share int
+	who   string // for the refusal: "this agent", "this token"
+}
+
+// waitShareOf names what a long-poll counts against: the bearer token that
+// asks, whichever agent's call it is, or else the agent whose proof asks.
+// A token's waits are never the agent's, so a leaked reader token cannot
+// take the slots an agent needs to await its own calls.
+func (s *Server) waitShareOf(r *http.Request, bearer bool, rec *kernel.CallRecord) waitShare {
+	switch {
+	case !bearer:
+		return waitShare{cred: "agent:" + rec.Subject, share: MaxWaitsPerAgent, who: "this agent"}
+	case s.tokenRole(r) == roleAdmin:
+		return waitShare{cred: "token:admin", share: MaxWaitsPerToken, who: "this token"}
+	default:
+		return waitShare{cred: "token:reader", share: MaxWaitsPerToken, who: "this token"}
+	}
+}
+
 // waitForCall long-polls until the call leaves pending_approval or
 // dispatching, the wait passes, or the client goes. It subscribes BEFORE
 // re-reading the record, so a transition between the two cannot be missed.
 // The wait is transport time, not decision time: it uses the real clock.
-func (s *Server) waitForCall(ctx context.Context, rec *kernel.CallRecord, wait time.Duration) (*kernel.CallRecord, error) {
-	// One agent (one replayable proof) must not take every waiter slot
-	// from the other agents. Streams draw from another pool entirely, so
-	// no number of dashboards or SSE clients can starve a wait.
-	if !s.waiters.acquire(rec.Subject, MaxWaitsPerAgent) {
-		return nil, apiErr(http.StatusTooManyRequests, CodeUnavailable, "too many concurrent waits for this agent; retry later")
+func (s *Server) waitForCall(ctx context.Context, ws waitShare, rec *kernel.CallRecord, wait time.Duration) (*kernel.CallRecord, error) {
+	// One credential (an agent's replayable proof, a leaked token) must
+	// not take every waiter slot from the others. Streams draw from
+	// another pool entirely, so no number of dashboards or SSE clients can
+	// starve a wait.
+	if !s.waiters.acquire(ws.cred, ws.share) {
+		return nil, refuseWait(http.StatusTooManyRequests,
+			fmt.Sprintf("%s already holds %d concurrent waits, the most it may; retry later", ws.who, ws.share))
 	}
-	defer s.waiters.release(rec.Subject)
+	defer s.waiters.release(ws.cred)
 	events, cancel, ok := s.cfg.Kernel.Subscribe(kernel.PoolWait)
 	if !ok {
-		return nil, apiErr(http.StatusServiceUnavailable, CodeUnavailable, "too many waiters; retry later")
+		return nil, refuseWait(http.StatusServiceUnavailable, "too many waiters; retry later")
 	}
 	defer cancel()
 	id, approvalID := rec.RequestID, rec.ApprovalID
@@ -145,6 +169,14 @@ func (s *Server) waitForCall(ctx context.Context, rec *kernel.CallRecord, wait t
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// refuseWait is a long-poll refused a waiter slot: nothing changed, and a
+// slot frees up as another wait ends.
+func refuseWait(status int, msg string) *APIError {
+	e := apiErr(status, CodeUnavailable, msg)
+	e.RetryAfter = WaitRetryAfter
+	return e
 }
 
 // callStatus renders a record, adding its approval's progress or result.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
@@ -37,6 +39,9 @@ type APIError struct {
 	Status  int    `json:"-"`
 	Code    string `json:"error"`
 	Message string `json:"message"`
+	// RetryAfter, when set, is sent as Retry-After: the request was
+	// refused a share that frees up as other requests end.
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -129,6 +134,9 @@ func clipID(id string) string {
 
 func writeErr(w http.ResponseWriter, err error) {
 	ae := classify(err)
+	if ae.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(ae.RetryAfter/time.Second)))
+	}
 	writeJSON(w, ae.Status, ae)
 }
 

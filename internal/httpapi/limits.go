@@ -58,6 +58,8 @@ const (
 	// shared by operators and tools, hence more than an agent's share; the
 	// two together take at most an eighth of the kernel's pool.
 	MaxWaitsPerToken = kernel.MaxWaitSubscribers / 16
+	// WaitRetryAfter is the Retry-After sent with a refused long-poll.
+	WaitRetryAfter = 10 * time.Second
 )
 
 // The SSE stream (stream.go). Every connect costs a replay and every live

@@ -45,7 +45,7 @@ type Server struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	sessions  *sessions     // approver sessions (session.go)
-	waiters   slots         // long-polls per agent (calls.go)
+	waiters   slots         // long-polls per credential (calls.go)
 	streams   slots         // SSE streams per credential (stream.go)
 	exports   chan struct{} // GET /v1/export downloads in progress (receipts.go)
 	// readyLogged is the store failure GET /readyz last logged (health.go).
