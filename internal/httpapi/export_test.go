@@ -169,3 +169,54 @@ func TestStalledExportsAreBoundedInNumberAndTime(t *testing.T) {
 		t.Fatalf("export after the stalled ones ended: %d", resp.StatusCode)
 	}
 }
+
+// TestExportsPerCredential: one credential (a leaked reader token, a
+// looping script) cannot hold every export slot: beyond its share its
+// export is refused with 429 and Retry-After, and another credential's
+// export still runs.
+func TestExportsPerCredential(t *testing.T) {
+	f := newAuditFixture(t)
+	done := make(chan error, 8)
+	// Exports that are never read stay held for the whole test.
+	api, err := httpapi.New(httpapi.Config{Kernel: f.k, Store: bigExport{f.k.Store(), done}, AdminToken: "admin",
+		ReadToken: "reader", StreamWriteTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	get := func(token string) *http.Response {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/export", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var held []*http.Response
+	defer func() {
+		for _, r := range held {
+			r.Body.Close()
+		}
+	}()
+	var refusal *http.Response
+	for range httpapi.MaxConcurrentExports {
+		resp := get("reader")
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			refusal = resp
+			break
+		}
+		held = append(held, resp) // never read
+	}
+	admin := get("admin")
+	admin.Body.Close()
+	if admin.StatusCode != http.StatusOK {
+		t.Errorf("the admin's export, with the reader token holding %d: %d", len(held), admin.StatusCode)
+	}
+	if len(held) != httpapi.MaxExportsPerCredential || refusal == nil ||
+		refusal.StatusCode != http.StatusTooManyRequests || refusal.Header.Get("Retry-After") == "" {
+		t.Errorf("the reader token held %d exports (its share is %d); the next: %+v", len(held), httpapi.MaxExportsPerCredential, refusal)
+	}
+}

@@ -43,6 +43,10 @@ const (
 	// connections decisions need. Each write of an export is bounded by
 	// StreamWriteTimeout, like an SSE frame.
 	MaxConcurrentExports = 2
+	// MaxExportsPerCredential bounds one credential's exports in progress
+	// (a bearer token, an approver): one fewer than all of them, so no one
+	// credential, leaked or looping, holds every slot.
+	MaxExportsPerCredential = MaxConcurrentExports - 1
 	// MaxChannelLen bounds the client-declared channel name in receipts.
 	MaxChannelLen = 32
 	// MaxIDLen bounds ids taken from URL paths before any lookup.
