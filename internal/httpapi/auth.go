@@ -51,6 +51,23 @@ func (s *Server) role(r *http.Request, sessions bool) role {
 	return roleNone
 }
 
+// credentialOf names the credential r holds, for the shares of what one
+// credential may hold open: each bearer token is one, and an approver is
+// one however many sessions they sign in. "" when r holds none (the
+// routes that count shares have refused it already, in requireRole).
+func (s *Server) credentialOf(r *http.Request) string {
+	switch s.tokenRole(r) {
+	case roleAdmin:
+		return "token:admin"
+	case roleReader:
+		return "token:reader"
+	}
+	if approver, ok := s.SessionApprover(r); ok {
+		return "approver:" + approver
+	}
+	return ""
+}
+
 // requireRole wraps h so it runs only for at least min.
 func (s *Server) requireRole(min role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -112,14 +112,10 @@ type waitShare struct {
 // A token's waits are never the agent's, so a leaked reader token cannot
 // take the slots an agent needs to await its own calls.
 func (s *Server) waitShareOf(r *http.Request, bearer bool, rec *kernel.CallRecord) waitShare {
-	switch {
-	case !bearer:
+	if !bearer {
 		return waitShare{cred: "agent:" + rec.Subject, share: MaxWaitsPerAgent, who: "this agent"}
-	case s.tokenRole(r) == roleAdmin:
-		return waitShare{cred: "token:admin", share: MaxWaitsPerToken, who: "this token"}
-	default:
-		return waitShare{cred: "token:reader", share: MaxWaitsPerToken, who: "this token"}
 	}
+	return waitShare{cred: s.credentialOf(r), share: MaxWaitsPerToken, who: "this token"}
 }
 
 // waitForCall long-polls until the call leaves pending_approval or
@@ -132,13 +128,13 @@ func (s *Server) waitForCall(ctx context.Context, ws waitShare, rec *kernel.Call
 	// another pool entirely, so no number of dashboards or SSE clients can
 	// starve a wait.
 	if !s.waiters.acquire(ws.cred, ws.share) {
-		return nil, refuseWait(http.StatusTooManyRequests,
-			fmt.Sprintf("%s already holds %d concurrent waits, the most it may; retry later", ws.who, ws.share))
+		return nil, retryLater(http.StatusTooManyRequests,
+			fmt.Sprintf("%s already holds %d concurrent waits, the most it may; retry later", ws.who, ws.share), WaitRetryAfter)
 	}
 	defer s.waiters.release(ws.cred)
 	events, cancel, ok := s.cfg.Kernel.Subscribe(kernel.PoolWait)
 	if !ok {
-		return nil, refuseWait(http.StatusServiceUnavailable, "too many waiters; retry later")
+		return nil, retryLater(http.StatusServiceUnavailable, "too many waiters; retry later", WaitRetryAfter)
 	}
 	defer cancel()
 	id, approvalID := rec.RequestID, rec.ApprovalID
@@ -169,14 +165,6 @@ func (s *Server) waitForCall(ctx context.Context, ws waitShare, rec *kernel.Call
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// refuseWait is a long-poll refused a waiter slot: nothing changed, and a
-// slot frees up as another wait ends.
-func refuseWait(status int, msg string) *APIError {
-	e := apiErr(status, CodeUnavailable, msg)
-	e.RetryAfter = WaitRetryAfter
-	return e
 }
 
 // callStatus renders a record, adding its approval's progress or result.

@@ -50,6 +50,14 @@ func apiErr(status int, code, msg string) *APIError {
 	return &APIError{Status: status, Code: code, Message: msg}
 }
 
+// retryLater is a request refused a share that frees up as other requests
+// end: nothing changed, and it may be sent again after the given time.
+func retryLater(status int, msg string, after time.Duration) *APIError {
+	e := apiErr(status, CodeUnavailable, msg)
+	e.RetryAfter = after
+	return e
+}
+
 // classify maps domain errors to API errors with errors.Is, never by text.
 // Anything unrecognized is a 503: the kernel failed, so nothing was allowed
 // (a failure after a durable vote is kernel.ErrVoteRecorded, never that).

@@ -116,20 +116,23 @@ func TestStalledExportsAreBoundedInNumberAndTime(t *testing.T) {
 	f := newAuditFixture(t)
 	done := make(chan error, 8)
 	api, err := httpapi.New(httpapi.Config{Kernel: f.k, Store: bigExport{f.k.Store(), done}, AdminToken: "admin",
-		StreamWriteTimeout: 300 * time.Millisecond})
+		ReadToken: "reader", StreamWriteTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	get := func() (*http.Response, error) {
+	get := func(token string) (*http.Response, error) {
 		req, _ := http.NewRequest("GET", srv.URL+"/v1/export", nil)
-		req.Header.Set("Authorization", "Bearer admin")
+		req.Header.Set("Authorization", "Bearer "+token)
 		return http.DefaultClient.Do(req)
 	}
+	// One export per credential (MaxExportsPerCredential): the two tokens
+	// take every slot.
+	tokens := []string{"admin", "reader"}
 	var stalled []*http.Response
-	for range httpapi.MaxConcurrentExports {
-		resp, err := get()
+	for i := range httpapi.MaxConcurrentExports {
+		resp, err := get(tokens[i])
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("export: %v %v", resp, err)
 		}
@@ -140,7 +143,7 @@ func TestStalledExportsAreBoundedInNumberAndTime(t *testing.T) {
 			r.Body.Close()
 		}
 	}()
-	resp, err := get()
+	resp, err := get("admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +163,7 @@ func TestStalledExportsAreBoundedInNumberAndTime(t *testing.T) {
 	}
 	// Their slots are free again.
 	time.Sleep(100 * time.Millisecond)
-	resp, err = get()
+	resp, err = get("admin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,8 @@ const (
 	// (a bearer token, an approver): one fewer than all of them, so no one
 	// credential, leaked or looping, holds every slot.
 	MaxExportsPerCredential = MaxConcurrentExports - 1
+	// ExportRetryAfter is the Retry-After sent with a refused export.
+	ExportRetryAfter = 10 * time.Second
 	// MaxChannelLen bounds the client-declared channel name in receipts.
 	MaxChannelLen = 32
 	// MaxIDLen bounds ids taken from URL paths before any lookup.

@@ -372,12 +372,21 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// One credential's share first, so that no one token or approver
+	// holds every export slot; then the slots of all.
+	cred := s.credentialOf(r)
+	if !s.exporters.acquire(cred, MaxExportsPerCredential) {
+		writeErr(w, retryLater(http.StatusTooManyRequests,
+			fmt.Sprintf("this credential already has %d export in progress, the most it may; retry when it ends", MaxExportsPerCredential), ExportRetryAfter))
+		return
+	}
+	defer s.exporters.release(cred)
 	select {
 	case s.exports <- struct{}{}:
 		defer func() { <-s.exports }()
 	default:
-		writeErr(w, apiErr(http.StatusTooManyRequests, CodeUnavailable,
-			fmt.Sprintf("%d exports are in progress; retry when one ends", MaxConcurrentExports)))
+		writeErr(w, retryLater(http.StatusTooManyRequests,
+			fmt.Sprintf("%d exports are in progress; retry when one ends", MaxConcurrentExports), ExportRetryAfter))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")

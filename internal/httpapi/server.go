@@ -48,6 +48,7 @@ type Server struct {
 	waiters   slots         // long-polls per credential (calls.go)
 	streams   slots         // SSE streams per credential (stream.go)
 	exports   chan struct{} // GET /v1/export downloads in progress (receipts.go)
+	exporters slots         // exports in progress per credential (receipts.go)
 	// readyLogged is the store failure GET /readyz last logged (health.go).
 	readyLogged atomic.Pointer[string]
 }
