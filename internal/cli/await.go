@@ -28,6 +28,9 @@ const (
 // awaiter authorizes its reads with a bearer token from the environment,
 // or else with a Chio-Proof signed by the agent's own key.
 type awaiter struct {
+	// ctx is cancelled by a signal (onInterrupt): the wait stops at once
+	// with an interrupted error.
+	ctx context.Context
 	r   *remote
 	key *keys.PrivateKey // nil: bearer
 }
@@ -40,6 +43,8 @@ func (a *awaiter) auth(id string) http.Header {
 }
 
 func runAwait(e *Env, args []string) int {
+	ctx, stopSignals := onInterrupt()
+	defer stopSignals()
 	fs := newFlags(e, "await")
 	r := addRemote(fs, e)
 	timeout := fs.Duration("timeout", 600*time.Second, "give up (exit 5) after this long")
@@ -57,7 +62,7 @@ func runAwait(e *Env, args []string) int {
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}
-	a, err := newAwaiter(e, r, *keyFile, "await")
+	a, err := newAwaiter(ctx, e, r, *keyFile, "await")
 	if err != nil {
 		return fail(e, err)
 	}
@@ -88,8 +93,8 @@ func runAwait(e *Env, args []string) int {
 
 // newAwaiter authorizes reads with the bearer token from the environment,
 // or else with the agent key (--key or CHIO_KEY) for cmd.
-func newAwaiter(e *Env, r *remote, keyFile, cmd string) (*awaiter, error) {
-	a := &awaiter{r: r}
+func newAwaiter(ctx context.Context, e *Env, r *remote, keyFile, cmd string) (*awaiter, error) {
+	a := &awaiter{ctx: ctx, r: r}
 	if bearerFromEnv(e) != "" {
 		return a, nil
 	}
@@ -152,27 +157,39 @@ var errTimedOut = errors.New("timed out")
 func (a *awaiter) retry(deadline time.Time, f func(ctx context.Context) error) error {
 	backoff := 250 * time.Millisecond
 	for {
+		if in, ok := interruption(a.ctx); ok {
+			return in
+		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			return errTimedOut
 		}
 		// The request may outlive the long-poll wait by a margin, never forever.
-		ctx, cancel := context.WithTimeout(context.Background(), min(awaitPoll, remaining)+15*time.Second)
+		ctx, cancel := context.WithTimeout(a.ctx, min(awaitPoll, remaining)+15*time.Second)
 		err := f(ctx)
 		cancel()
+		if in, ok := interruptedAttempt(a.ctx, err); ok {
+			return in
+		}
 		var ae *apiError
 		if err == nil || errors.Is(err, errBadResponse) ||
 			errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusTooManyRequests {
 			return err
 		}
 		fmt.Fprintf(a.r.e.Stderr, "chio: %s; retrying\n", shown(err.Error())) // may quote the server
-		time.Sleep(min(backoff, max(time.Until(deadline), 0)))
+		if !sleepCtx(a.ctx, min(backoff, max(time.Until(deadline), 0))) {
+			return context.Cause(a.ctx)
+		}
 		backoff = min(2*backoff, awaitMaxBackoff)
 	}
 }
 
-// stop reports a timeout (exit 5) or an error (exit 1).
+// stop reports a timeout (exit 5), a signal (exit 130 / 143) or an error
+// (exit 1).
 func (a *awaiter) stop(e *Env, id string, timeout time.Duration, st *httpapi.CallStatus, err error) int {
+	if in, ok := err.(interrupted); ok {
+		return interruptedAwait(e, a.r, in, id, st)
+	}
 	if !errors.Is(err, errTimedOut) {
 		return fail(e, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/chiokernel/chio/internal/canon"
@@ -17,6 +18,11 @@ func init() {
 }
 
 func runCall(e *Env, args []string) int {
+	// Caught from the start, so that a signal at any point is reported
+	// with what it leaves behind (interrupt.go) rather than killing the
+	// process with a request id never printed.
+	ctx, stopSignals := onInterrupt()
+	defer stopSignals()
 	fs := newFlags(e, "call")
 	r := addRemote(fs, e)
 	argsJSON := fs.String("args", "{}", "tool arguments (JSON object)")
@@ -44,7 +50,14 @@ func runCall(e *Env, args []string) int {
 	// or CHIO_READ_TOKEN): its key and capability are its credentials, and
 	// it reads its own call back with a Chio-Proof signed by that key.
 	r.agent = true
-	out, lost, err := postCall(e, r, sc)
+	out, lost, err := postCall(ctx, e, r, sc)
+	if in, ok := err.(interrupted); ok {
+		where := callUnsent
+		if sc.sent.Load() {
+			where = callInFlight
+		}
+		return interruptedCall(e, in, sc, where, *reqID != "")
+	}
 	if err != nil {
 		if lost {
 			// Some attempt may have run the call: name it and how to
@@ -57,8 +70,11 @@ func runCall(e *Env, args []string) int {
 		// A retry (--request-id) met its call allowed and still executing:
 		// no human is involved, so wait for it to settle and report it as
 		// a fresh call would, never as "pending approval".
-		a := &awaiter{r: r, key: &sc.key}
+		a := &awaiter{ctx: ctx, r: r, key: &sc.key}
 		st, err := a.settle(call.RequestID, time.Now().Add(callSettleWait))
+		if in, ok := err.(interrupted); ok {
+			return interruptedCall(e, in, sc, callExecuting, *reqID != "")
+		}
 		if err != nil && !errors.Is(err, errTimedOut) {
 			// The call was allowed: it may have run. Name its id.
 			return lostAnswer(e, call, err)
@@ -101,6 +117,9 @@ type signedCall struct {
 	capID     string
 	paramHash string
 	signedAt  time.Time
+	// sent: some attempt got a connection to chiod, so its request may
+	// have been written (postCall); false, not one byte of it was.
+	sent atomic.Bool
 }
 
 // sign (re)signs the call's proof at time at.

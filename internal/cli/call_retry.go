@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"time"
 
 	"github.com/chiokernel/chio/kernel"
@@ -32,19 +33,32 @@ const (
 // attempts are spent. lost reports whether ANY attempt's answer was lost:
 // that attempt may have run the call, whatever the later ones met (a 4xx
 // after a lost answer does not make the outcome known).
-func postCall(e *Env, r *remote, sc *signedCall) (out kernel.Outcome, lost bool, err error) {
+//
+// A signal (ctx cancelled, onInterrupt) stops it at once with an
+// interrupted error: no attempt starts after it, and sc.sent tells whether
+// any attempt could have reached chiod.
+func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out kernel.Outcome, lost bool, err error) {
 	backoff := callFirstBackoff
+	// A request's bytes are written only once it has a connection (after
+	// the TLS handshake, for https): before that, nothing was sent.
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { sc.sent.Store(true) }}
 	for attempt := 1; ; attempt++ {
+		if in, ok := interruption(ctx); ok {
+			return kernel.Outcome{}, lost, in
+		}
 		if time.Since(sc.signedAt) > callProofRefresh {
 			if err := sc.sign(time.Now()); err != nil {
 				return kernel.Outcome{}, lost, err
 			}
 		}
 		out = kernel.Outcome{}
-		ctx, cancel := context.WithTimeout(context.Background(), callAttemptTimeout)
+		attemptCtx, cancel := context.WithTimeout(httptrace.WithClientTrace(ctx, trace), callAttemptTimeout)
 		var code int
-		code, err = r.do(ctx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
+		code, err = r.do(attemptCtx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
 		cancel()
+		if in, ok := interruptedAttempt(ctx, err); ok {
+			return kernel.Outcome{}, lost, in
+		}
 		if err == nil && callHTTPStatus(out.Status) != code {
 			// Not chiod's answer (a 403 saying "allowed", a 200 saying
 			// "denied"): neither success nor a decision, so unknown.
@@ -57,8 +71,10 @@ func postCall(e *Env, r *remote, sc *signedCall) (out kernel.Outcome, lost bool,
 			return out, lost, err
 		}
 		// The error may quote the server (a proxy's page): escaped.
-		fmt.Fprintf(e.Stderr, "chio: %s; retrying request %s\n", shown(err.Error()), sc.call.RequestID)
-		time.Sleep(backoff)
+		fmt.Fprintf(e.Stderr, "chio: %s; retrying request %s\n", shown(err.Error()), shown(sc.call.RequestID))
+		if !sleepCtx(ctx, backoff) {
+			return kernel.Outcome{}, lost, context.Cause(ctx)
+		}
 		backoff *= 2
 	}
 }
@@ -83,12 +99,18 @@ func answerLost(err error) bool {
 // without running the tool again: the same id retried or awaited.
 func lostAnswer(e *Env, call *kernel.ToolCall, err error) int {
 	fail(e, err)
-	id := call.RequestID
-	fmt.Fprintf(e.Stderr, "chio: request id: %s — the call may have run; its outcome is unknown.\n", id)
-	fmt.Fprintf(e.Stderr, "chio: retry it under the same id (the tool runs at most once): chio call %s %s --request-id %s (with the same --args and --intent)\n",
-		call.Server, call.Tool, id)
-	fmt.Fprintf(e.Stderr, "chio: or wait for its outcome: chio await %s\n", id)
+	fmt.Fprintf(e.Stderr, "chio: request id: %s — the call may have run; its outcome is unknown.\n", shown(call.RequestID))
+	howToResume(e, call.Server, call.Tool, call.RequestID)
 	return ExitError
+}
+
+// howToResume names the two ways to learn a sent call's outcome without
+// running its tool twice: retry under the same id, or await it. The words
+// come from the command line, so they are shown escaped.
+func howToResume(e *Env, server, tool, id string) {
+	fmt.Fprintf(e.Stderr, "chio: retry it under the same id (the tool runs at most once): chio call %s %s --request-id %s (with the same --args and --intent)\n",
+		shown(server), shown(tool), shown(id))
+	fmt.Fprintf(e.Stderr, "chio: or wait for its outcome: chio await %s\n", shown(id))
 }
 
 // callHTTPStatus is the HTTP status chiod answers a call outcome with

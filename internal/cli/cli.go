@@ -18,7 +18,8 @@ import (
 	"strings"
 )
 
-// Exit codes (SPEC §7 and §9; stable for scripts).
+// Exit codes (SPEC §7 and §9; stable for scripts). ExitInterrupted and
+// ExitTerminated (130, 143) are in interrupt.go.
 const (
 	ExitOK         = 0
 	ExitError      = 1
@@ -34,7 +35,7 @@ const (
 	ExitVoteRecorded = 7
 )
 
-const exitCodesHelp = "exit codes: 0 ok/allowed, 1 error, 2 usage, 3 pending approval, 4 denied, 5 timed out, 6 allowed but the tool failed, 7 vote recorded but the approved call not finished (approval approve/deny)"
+const exitCodesHelp = "exit codes: 0 ok/allowed, 1 error, 2 usage, 3 pending approval, 4 denied, 5 timed out, 6 allowed but the tool failed, 7 vote recorded but the approved call not finished (approval approve/deny), 130/143 interrupted by SIGINT/SIGTERM (call, await: stderr names the request and how to resume)"
 
 // Env is the command's world: arguments, streams and environment.
 type Env struct {

@@ -215,7 +215,7 @@ func TestCallInterruptedBeforeSending(t *testing.T) {
 	if code != 130 || out != "" || !strings.Contains(errOut, "chio: interrupted (SIGINT) before the call was sent: this run sent nothing to chiod") {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
-	if strings.Contains(errOut, "chio await") || strings.Contains(errOut, "request id") {
+	if strings.Contains(errOut, "chio await") || strings.Contains(errOut, "request id:") || strings.Contains(errOut, "req-") {
 		t.Fatalf("names a request that was never sent:\n%s", errOut)
 	}
 }
