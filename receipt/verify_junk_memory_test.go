@@ -1,0 +1,98 @@
+package receipt
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+)
+
+// junkExport streams an export header followed by units of lines none of
+// which the kernel key authenticates: a receipt whose signature fails, a
+// receipt line that does not even decode, a checkpoint whose signature
+// fails, approval and batch evidence no signed receipt names. At EOF it
+// records the heap in use after a collection: by then the verifier has
+// folded every line but the few chunks still in its pipeline.
+type junkExport struct {
+	units, next int
+	receipt     []byte // a real receipt with its signature cut off
+	cur         []byte
+	heapAtEOF   uint64
+}
+
+func (j *junkExport) Read(p []byte) (int, error) {
+	if len(j.cur) == 0 {
+		switch {
+		case j.next == 0:
+			j.cur = fmt.Appendf(nil, `{"exported_at":1,"format":%q,"kernel_key":%q,"receipts":0}`+"\n", ExportFormat, fxKernel.Public())
+		case j.next <= j.units:
+			i := j.next
+			id := fmt.Sprintf("rc-junk-%060d", i)
+			rc := bytes.Replace(j.receipt, []byte(`"id":"rc-1"`), []byte(`"id":"`+id+`"`), 1)
+			j.cur = fmt.Appendf(nil, "%s\n"+
+				`{"action":"junk-%d"}`+"\n"+
+				`{"kernel_key":"k","root_hash":"%064d","schema":%q,"signature":"00","timestamp":1,"tree_size":%d}`+"\n"+
+				`{"approval_request_id":"ar-junk-%060d","policy_id":"p","trusted_approvers":[],"type":"approval","votes":[]}`+"\n"+
+				`{"batch_approval_id":"bt-junk-%060d","token":{},"type":"batch"}`+"\n",
+				rc, i, i, CheckpointSchema, i, i, i)
+		default:
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			j.heapAtEOF = ms.HeapAlloc
+			return 0, io.EOF
+		}
+		j.next++
+	}
+	n := copy(p, j.cur)
+	j.cur = j.cur[n:]
+	return n, nil
+}
+
+// retainedOverJunk verifies units of junk and returns the heap the verifier
+// holds at the end of the file beyond what was in use before it started.
+func retainedOverJunk(t *testing.T, units int, unsigned []byte) (uint64, *VerifyReport) {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	j := &junkExport{units: units, receipt: unsigned}
+	rep, err := VerifyExport(j, VerifyOptions{KernelKey: fxKernel.Public(), Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.heapAtEOF < before.HeapAlloc {
+		return 0, rep
+	}
+	return j.heapAtEOF - before.HeapAlloc, rep
+}
+
+// The offline verifier kept something of every line it could not
+// authenticate until the end of the file: the id of each receipt whose
+// signature failed, a Merkle leaf for every receipt line, every checkpoint
+// that failed its signature, every approval and batch evidence record no
+// signed receipt names. Memory grew with the size of a junk file: a file
+// of millions of such lines made the auditor's verifier grow without bound
+// before it reported. What it keeps must be bounded by what the kernel key
+// authenticated, so four times the junk must not take four times the heap.
+func TestVerifyJunkExportRetainsBoundedMemory(t *testing.T) {
+	honest := lines(fxExport(t, fxReceipts(), fxKernel, nil))
+	unsigned := honest[1][:bytes.Index(honest[1], []byte(`,"signature":`))]
+	unsigned = append(bytes.Clone(unsigned), '}')
+
+	const small = 10_000
+	small0, rep := retainedOverJunk(t, small, unsigned)
+	if rep.OK() || rep.ProblemCount < 5*small {
+		t.Fatalf("junk export: ok=%v, %d problems, want at least one per junk line:\n%s", rep.OK(), rep.ProblemCount, problems(rep))
+	}
+	large0, _ := retainedOverJunk(t, 4*small, unsigned)
+	// The verifier's pipeline holds a few chunks (4 MiB buffers) whatever
+	// the file's size; beyond them, the heap must not follow the junk.
+	const pipeline = 16 << 20
+	smallHeap, largeHeap := max(small0, pipeline), max(large0, pipeline)
+	t.Logf("heap held at EOF: %d KiB over %d junk units, %d KiB over %d", small0>>10, small, large0>>10, 4*small)
+	if float64(largeHeap) > 1.5*float64(smallHeap) {
+		t.Fatalf("the verifier held %d KiB after %d units of unauthenticated lines and %d KiB after %d: memory grows with the junk (ratio %.1f)",
+			small0>>10, small, large0>>10, 4*small, float64(largeHeap)/float64(smallHeap))
+	}
+}
