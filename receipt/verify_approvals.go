@@ -33,12 +33,49 @@ func tokenTime(t tokenView, link *chainLink) string {
 	return ""
 }
 
-func (v *verifier) approval(f final) {
-	ev := v.approvals[metaStr(f.rc, "approval_request_id")]
-	if ev == nil {
-		v.problem(f.line, f.rc, "no approval evidence for approval_request_id %s (token %s)", metaStr(f.rc, "approval_request_id"), f.tokenID)
-		return
+// approvalRecord checks one approval evidence record as it is read: every
+// receipt is before it (export.go), so the finals naming its request are
+// known, and nothing of it is kept but the line it was on, and that only
+// for a request a signed receipt names.
+func (v *verifier) approvalRecord(ev *evidenceItem) {
+	finals := v.approvalFinals[ev.id]
+	if v.byApproval[ev.id] != nil || len(finals) > 0 {
+		if first, dup := v.approvalEvidence[ev.id]; dup {
+			v.problem(ev.line, nil, "evidence for %s repeated (first at line %d)", ev.id, first)
+			return
+		}
+		v.approvalEvidence[ev.id] = ev.line
 	}
+	for _, f := range finals {
+		v.approval(f, ev)
+		f.checked = true
+	}
+	v.evidence(ev)
+}
+
+// batchRecord checks one batch evidence record as it is read against every
+// receipt that names it (all before it). The kernel exports a batch token
+// only for the receipts that name it, so one named by none was added to
+// the file; unchecked, a forged one would pass unnoticed.
+func (v *verifier) batchRecord(ev *evidenceItem) {
+	u := v.batchUses[ev.id]
+	switch {
+	case u == nil && ev.tokens[0].err != nil:
+		v.problem(ev.line, nil, "batch %s: no receipt names it, and %v", ev.id, ev.tokens[0].err)
+	case u == nil:
+		v.problem(ev.line, nil, "batch %s: no receipt names it", ev.id)
+	case u.evidenceLine != 0:
+		v.problem(ev.line, nil, "evidence for %s repeated (first at line %d)", ev.id, u.evidenceLine)
+	default:
+		u.evidenceLine = ev.line
+		for _, f := range u.finals {
+			v.batch(f, ev)
+			f.checked = true
+		}
+	}
+}
+
+func (v *verifier) approval(f *final, ev *evidenceItem) {
 	ev.used = true
 	for _, ct := range ev.tokens {
 		if ct.err != nil || ct.tok.ID != f.tokenID {
@@ -59,8 +96,8 @@ func (v *verifier) approval(f final) {
 		if ct.tok.Approver == v.opts.KernelKey.String() && !f.auto {
 			v.problem(f.line, f.rc, "token %s is signed by the kernel key but the receipt is not flagged auto_approved", ct.tok.ID)
 		}
-		v.amendment(f, ct.tok)
-		v.vouch(f, ev, ct.tok)
+		v.amendment(*f, ct.tok)
+		v.vouch(*f, ev, ct.tok)
 		return
 	}
 	v.problem(f.line, f.rc, "approval evidence for %s (line %d) holds no valid token %s", ev.id, ev.line, f.tokenID)
@@ -94,8 +131,7 @@ func (v *verifier) evidence(ev *evidenceItem) {
 			v.problem(ev.line, nil, "approval %s: approver %s of token %s is not in trusted_approvers", ev.id, t.Approver, t.ID)
 		}
 		if link == nil {
-			v.problem(ev.line, nil, "approval %s: no incomplete receipt in the log for this request", ev.id)
-			continue
+			continue // reported once, below the loop
 		}
 		if t.GovernedIntentHash != link.params {
 			v.problem(ev.line, nil, "approval %s: token %s binds governed_intent_hash %s, but incomplete receipt %s has parameter_hash %s", ev.id, t.ID, t.GovernedIntentHash, link.id, link.params)
@@ -107,15 +143,14 @@ func (v *verifier) evidence(ev *evidenceItem) {
 			v.problem(ev.line, nil, "approval %s: token %s %s", ev.id, t.ID, why)
 		}
 	}
+	if link == nil {
+		// Also for a record with no votes: no signed receipt names its request.
+		v.problem(ev.line, nil, "approval %s: no incomplete receipt in the log for this request", ev.id)
+	}
 	v.signedMissing(ev, seen)
 }
 
-func (v *verifier) batch(f final) {
-	ev := v.batches[f.batchID]
-	if ev == nil {
-		v.problem(f.line, f.rc, "no batch evidence for batch_approval_id %s", f.batchID)
-		return
-	}
+func (v *verifier) batch(f *final, ev *evidenceItem) {
 	ct := ev.tokens[0]
 	if ct.err != nil {
 		if !ev.used {
@@ -136,22 +171,6 @@ func (v *verifier) batch(f final) {
 	}
 	if why := batchCovers(ct.tok, f.rc); why != "" {
 		v.problem(f.line, f.rc, "batch token %s does not cover this receipt: %s", ct.tok.ID, why)
-	}
-}
-
-// unusedBatches reports batch evidence no receipt names. The kernel exports
-// a batch token only for the receipts that name it, so one named by none
-// was added to the file; unchecked, a forged one would pass unnoticed.
-func (v *verifier) unusedBatches() {
-	for _, ev := range v.batchOrder {
-		if ev.used {
-			continue // checked by batch()
-		}
-		if ct := ev.tokens[0]; ct.err != nil {
-			v.problem(ev.line, nil, "batch %s: no receipt names it, and %v", ev.id, ct.err)
-		} else {
-			v.problem(ev.line, nil, "batch %s: no receipt names it", ev.id)
-		}
 	}
 }
 

@@ -34,6 +34,7 @@ type final struct {
 	batchID  string
 	approver string
 	auto     bool
+	checked  bool // against its evidence (verify_approvals.go)
 }
 
 func metaStr(r *Receipt, k string) string {
@@ -95,7 +96,18 @@ func (v *verifier) chain(line int, rc *Receipt, call callKey) {
 		}
 	}
 	if f.tokenID != "" || f.batchID != "" {
-		v.finals = append(v.finals, f)
+		fp := &f
+		v.finals = append(v.finals, fp)
+		if f.batchID != "" {
+			u := v.batchUses[f.batchID]
+			if u == nil {
+				u = &batchUse{}
+				v.batchUses[f.batchID] = u
+			}
+			u.finals = append(u.finals, fp)
+		} else {
+			v.approvalFinals[arid] = append(v.approvalFinals[arid], fp)
+		}
 		if f.auto {
 			v.autoFinal[rc.ID] = true
 		}

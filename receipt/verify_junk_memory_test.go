@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // junkExport streams an export header followed by units of lines none of
@@ -95,4 +97,42 @@ func TestVerifyJunkExportRetainsBoundedMemory(t *testing.T) {
 		t.Fatalf("the verifier held %d KiB after %d units of unauthenticated lines and %d KiB after %d: memory grows with the junk (ratio %.1f)",
 			small0>>10, small, large0>>10, 4*small, float64(largeHeap)/float64(smallHeap))
 	}
+}
+
+// A Problem quotes what the file says (a receipt's id, a line's error),
+// and up to MaxProblems are kept: each quote must be cut, or 200 lines of
+// 16 MiB ids would hold gigabytes until the report.
+func TestVerifyProblemsQuoteABoundedAmount(t *testing.T) {
+	ls := lines(fxExport(t, fxReceipts(), fxKernel, nil))
+	long := "rc-" + strings.Repeat("é", 1<<19) // 1 MiB, two bytes a rune
+	ls[3] = bytes.Replace(ls[3], []byte(`"id":"rc-3"`), []byte(`"id":"`+long+`"`), 1)
+	rep := verifyBytes(t, join(ls))
+	expectProblem(t, rep, 4, "signature does not verify with the kernel key")
+	for _, p := range rep.Problems {
+		if len(p.ReceiptID) > 2*maxQuoted || len(p.Message) > 8*maxQuoted {
+			t.Fatalf("line %d: a problem quotes %d bytes of id and %d of message from the file", p.Line, len(p.ReceiptID), len(p.Message))
+		}
+		if !utf8.ValidString(p.ReceiptID) || !utf8.ValidString(p.Message) {
+			t.Fatalf("line %d: a cut split a rune", p.Line)
+		}
+	}
+}
+
+// Approval evidence with no votes for a request no receipt names was
+// checked vote by vote, so with no vote nothing was said: an export with
+// such junk appended passed, OK.
+func TestVerifyEvidenceNoReceiptNamesFails(t *testing.T) {
+	ev := append(fxEvidence(t), ApprovalEvidence{Type: EvidenceApproval, ApprovalRequestID: "ar-junk", PolicyID: "p",
+		TrustedApprovers: []string{}, Votes: []EvidenceVote{}})
+	rep := verifyBytes(t, fxExport(t, fxReceipts(), fxKernel, ev))
+	expectProblem(t, rep, 14, "approval ar-junk: no incomplete receipt in the log for this request")
+}
+
+// Evidence is checked against the receipts before it, as it is read: a
+// receipt after it (the format lists every receipt first) fails.
+func TestVerifyReceiptAfterEvidenceFails(t *testing.T) {
+	ls := lines(fxExport(t, fxReceipts(), fxKernel, nil))
+	ls = append(ls, ls[4]) // rc-4, the final of ar-1, again after the evidence
+	rep := verifyBytes(t, join(ls))
+	expectProblem(t, rep, len(ls), "receipt after the approval evidence (from line 11)")
 }

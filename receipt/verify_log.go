@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sort"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/signed"
@@ -138,6 +138,12 @@ func (r *VerifyReport) OK() bool { return r.ProblemCount == 0 }
 //     in the evidence is by a key the receipt names: trusted_approvers is
 //     unsigned, so only the receipt vouches that a vote was counted.
 //
+// Lines are checked in the order the format fixes, as they are read:
+// a checkpoint against the receipts before it, evidence against the
+// receipts before it (a receipt after evidence fails). Nothing is kept of
+// a line the kernel key does not authenticate beyond its Problem, so the
+// verifier's memory is bounded by the kernel's log, not by the file.
+//
 // It returns an error only when the input cannot be read (or holds a line
 // longer than MaxExportLine) or a pinned checkpoint does not verify; every
 // failed check is a Problem in the report.
@@ -157,7 +163,8 @@ func VerifyExport(in io.Reader, opts VerifyOptions) (*VerifyReport, error) {
 	}
 	v := &verifier{opts: opts, pinned: pinned, rep: &VerifyReport{KernelKey: opts.KernelKey.String(), Problems: []Problem{}},
 		ids: map[string]logged{}, delivered: map[string]string{}, incomplete: map[string]*chainLink{}, byApproval: map[string]*chainLink{},
-		approvals: map[string]*evidenceItem{}, batches: map[string]*evidenceItem{}, autoFinal: map[string]bool{}, expect: 1}
+		tree: &Tree{}, approvalFinals: map[string][]*final{}, approvalEvidence: map[string]int{}, batchUses: map[string]*batchUse{},
+		autoFinal: map[string]bool{}, expect: 1}
 	// Pipeline: the reader cuts chunks, workers check whole chunks in
 	// parallel (signatures dominate), and this goroutine folds them in file
 	// order as each completes, so no core waits for the order-dependent part.
@@ -246,36 +253,62 @@ func readChunks(in io.Reader, work, order chan<- *chunk) error {
 	return nil
 }
 
+// verifier is the state of one VerifyExport. It keeps only what the kernel
+// key authenticated (receipts whose signature verifies, valid checkpoints)
+// and what such receipts name: a line it cannot authenticate is a Problem
+// the moment it is folded and leaves nothing behind, so the memory a file
+// of junk takes is bounded (the Problems listed, each cut to maxQuoted)
+// whatever its size. Hence the order the export format fixes (export.go):
+// checkpoints are checked against the receipts before them, and evidence
+// against the receipts before it.
 type verifier struct {
-	opts       VerifyOptions
-	pinned     []*Checkpoint // verified, from opts.Pinned
-	rep        *VerifyReport
-	header     *ExportHeader
-	lines      int
-	leaves     [][32]byte
-	expect     uint64 // next seq
-	prevSeq    uint64
-	ids        map[string]logged // receipt id → its line and call
+	opts    VerifyOptions
+	pinned  []*Checkpoint // verified, from opts.Pinned
+	rep     *VerifyReport
+	header  *ExportHeader
+	lines   int
+	expect  uint64 // next seq
+	prevSeq uint64
+	// tree holds the leaves of the receipts read, while each was signed by
+	// the kernel key and had the next seq. brokenAt is the first receipt
+	// line that was not: from there on the receipts are not the kernel's
+	// log, no root over them can be a checkpoint's, and no leaf is kept.
+	tree       *Tree
+	brokenAt   int
+	ids        map[string]logged // verified receipt id → its line and call
 	delivered  map[string]string // allow receipt id → its delivery outcome's id
 	incomplete map[string]*chainLink
 	byApproval map[string]*chainLink
-	finals     []final
-	cps        []*item
-	approvals  map[string]*evidenceItem
-	evOrder    []*evidenceItem // approval evidence in file order
-	batches    map[string]*evidenceItem
-	batchOrder []*evidenceItem // batch evidence in file order
-	autoFinal  map[string]bool // final receipt id → auto_approved
+	finals     []*final
+	// approvalFinals and batchUses are the finals by the approval request
+	// or batch approval they name; approvalEvidence maps such a request to
+	// the line of its evidence, once read.
+	approvalFinals   map[string][]*final
+	approvalEvidence map[string]int
+	batchUses        map[string]*batchUse
+	evidenceFrom     int             // line of the first evidence record, 0 before it
+	autoFinal        map[string]bool // final receipt id → auto_approved
 }
+
+// batchUse is the receipts naming one batch approval and the line of its
+// evidence, once read.
+type batchUse struct {
+	finals       []*final
+	evidenceLine int
+}
+
+// maxQuoted bounds what a Problem quotes from the file: an id or a
+// message can carry a line's worth (up to MaxExportLine) of junk.
+const maxQuoted = 1 << 10
 
 func (v *verifier) problem(line int, rc *Receipt, format string, args ...any) {
 	v.rep.ProblemCount++
 	if len(v.rep.Problems) >= v.opts.MaxProblems {
 		return
 	}
-	p := Problem{Line: line, Message: fmt.Sprintf(format, args...)}
+	p := Problem{Line: line, Message: cut(fmt.Sprintf(format, args...), 4*maxQuoted)}
 	if rc != nil {
-		p.Seq, p.ReceiptID = rc.Seq, rc.ID
+		p.Seq, p.ReceiptID = rc.Seq, cut(rc.ID, maxQuoted)
 	}
 	v.rep.Problems = append(v.rep.Problems, p)
 }
@@ -306,27 +339,18 @@ func (v *verifier) sequential(it *item) {
 	case kindReceipt:
 		v.receipt(it)
 	case kindCheckpoint:
-		cp := *it
-		cp.raw = nil // keep the result, not the chunk's buffer
-		v.cps = append(v.cps, &cp)
+		v.checkpoint(it)
 	case kindApproval, kindBatch:
-		if it.err != nil {
+		if v.evidenceFrom == 0 {
+			v.evidenceFrom = it.line
+		}
+		switch {
+		case it.err != nil:
 			v.problem(it.line, nil, "%v", it.err)
-			return
-		}
-		m := v.approvals
-		if it.kind == kindBatch {
-			m = v.batches
-		}
-		if prev, dup := m[it.ev.id]; dup {
-			v.problem(it.line, nil, "evidence for %s repeated (first at line %d)", it.ev.id, prev.line)
-			return
-		}
-		m[it.ev.id] = it.ev
-		if it.kind == kindApproval {
-			v.evOrder = append(v.evOrder, it.ev)
-		} else {
-			v.batchOrder = append(v.batchOrder, it.ev)
+		case it.kind == kindApproval:
+			v.approvalRecord(it.ev)
+		default:
+			v.batchRecord(it.ev)
 		}
 	}
 }
@@ -334,7 +358,15 @@ func (v *verifier) sequential(it *item) {
 func (v *verifier) receipt(it *item) {
 	rc := it.rc
 	v.rep.Receipts++
-	v.leaves = append(v.leaves, it.leaf)
+	if v.evidenceFrom != 0 {
+		v.problem(it.line, rc, "receipt after the approval evidence (from line %d): an export lists every receipt first, and evidence is checked against the receipts before it", v.evidenceFrom)
+	}
+	// Only the kernel's receipt of the next seq is its log's next leaf.
+	if v.brokenAt == 0 && it.err == nil && rc.Seq == v.expect {
+		v.tree.Append(it.leaf)
+	} else if v.brokenAt == 0 {
+		v.brokenAt = it.line
+	}
 	if it.err != nil {
 		if errors.Is(it.err, signed.ErrBadSignature) {
 			v.problem(it.line, rc, "signature does not verify with the kernel key (%v)", it.err)
@@ -359,15 +391,14 @@ func (v *verifier) receipt(it *item) {
 		v.expect = rc.Seq + 1
 	}
 	v.rep.LastSeq = max(v.rep.LastSeq, rc.Seq)
+	if it.err != nil {
+		return // an unauthenticated receipt says nothing, and nothing of it is kept
+	}
 	if first, dup := v.ids[rc.ID]; dup {
 		v.problem(it.line, rc, "duplicate receipt id (first at line %d)", first.line)
-	} else {
-		// An unauthenticated receipt is no allow a delivery outcome can name.
-		v.ids[rc.ID] = logged{line: it.line, allow: it.err == nil && rc.Decision.Verdict == Allow, call: it.call}
+		return // a receipt read again adds nothing to its chain
 	}
-	if it.err != nil {
-		return // an unauthenticated receipt says nothing about chains
-	}
+	v.ids[rc.ID] = logged{line: it.line, allow: rc.Decision.Verdict == Allow, call: it.call}
 	v.chain(it.line, rc, it.call)
 }
 
@@ -387,50 +418,56 @@ func (v *verifier) finish() {
 	}
 	v.merkle()
 	for _, f := range v.finals {
-		if f.batchID != "" {
-			v.batch(f)
-		} else {
-			v.approval(f)
+		switch {
+		case f.checked:
+		case f.batchID != "":
+			v.problem(f.line, f.rc, "no batch evidence for batch_approval_id %s", f.batchID)
+		default:
+			v.problem(f.line, f.rc, "no approval evidence for approval_request_id %s (token %s)", metaStr(f.rc, "approval_request_id"), f.tokenID)
 		}
 	}
-	for _, ev := range v.evOrder {
-		v.evidence(ev)
-	}
-	v.unusedBatches()
 }
 
-func (v *verifier) merkle() {
-	tree := NewTreeFromLeaves(v.leaves)
-	n := uint64(len(v.leaves))
-	sort.SliceStable(v.cps, func(i, j int) bool { return v.cps[i].line < v.cps[j].line })
-	for _, it := range v.cps {
-		if it.err != nil {
-			size := "?"
-			if it.cp != nil {
-				size = fmt.Sprint(it.cp.TreeSize)
-			}
-			v.problem(it.line, nil, "checkpoint tree_size %s: %v", size, it.err)
-			v.rep.CheckpointFailures++
-			continue
+// checkpoint checks a checkpoint line against the receipts before it
+// (the export lists every receipt first).
+func (v *verifier) checkpoint(it *item) {
+	n := v.rep.Receipts
+	if it.err != nil {
+		size := "?"
+		if it.cp != nil {
+			size = fmt.Sprint(it.cp.TreeSize)
 		}
-		cp := it.cp
-		if cp.TreeSize > n {
-			v.problem(it.line, nil, "checkpoint tree_size %d covers more receipts than the export holds (%d)", cp.TreeSize, n)
-			v.rep.CheckpointFailures++
-			continue
-		}
-		root, _ := tree.Root(cp.TreeSize)
+		v.problem(it.line, nil, "checkpoint tree_size %s: %v", size, it.err)
+		v.rep.CheckpointFailures++
+		return
+	}
+	cp := it.cp
+	switch {
+	case cp.TreeSize > n:
+		v.problem(it.line, nil, "checkpoint tree_size %d covers more receipts than the export holds (%d) before it", cp.TreeSize, n)
+	case cp.TreeSize > v.tree.Size():
+		// The receipt at brokenAt is not the kernel's receipt of its
+		// position, so its leaf is not the kernel's leaf there: the root
+		// over it cannot be the signed one.
+		v.problem(it.line, nil, "checkpoint tree_size %d: root_hash %s does not match the root recomputed from the receipts: the receipt at line %d, within it, is not the kernel's receipt of that seq", cp.TreeSize, cp.RootHash, v.brokenAt)
+	default:
+		root, _ := v.tree.Root(cp.TreeSize)
 		if want, _ := cp.Root(); root != want {
 			v.problem(it.line, nil, "checkpoint tree_size %d: root_hash %s does not match the root recomputed from the receipts (%s)", cp.TreeSize, cp.RootHash, HashHex(root))
-			v.rep.CheckpointFailures++
-			continue
+			break
 		}
 		v.rep.Checkpoints++
 		if v.rep.Latest == nil || cp.TreeSize > v.rep.Latest.TreeSize {
 			v.rep.Latest = cp
 		}
+		return
 	}
-	v.checkPinned(tree, n)
+	v.rep.CheckpointFailures++
+}
+
+func (v *verifier) merkle() {
+	n := v.rep.Receipts
+	v.checkPinned(n)
 	if v.rep.Latest == nil {
 		// Even an empty log's export carries the checkpoint of size 0 that
 		// chiod signs when it starts: without one, nothing says these
@@ -439,4 +476,17 @@ func (v *verifier) merkle() {
 		return
 	}
 	v.rep.Uncovered = n - v.rep.Latest.TreeSize
+}
+
+// cut shortens s to at most n bytes, at a rune boundary, saying how much
+// it left out.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:i], len(s)-i)
 }

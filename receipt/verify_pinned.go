@@ -34,9 +34,9 @@ func verifyPinned(raws [][]byte, key keys.PublicKey) ([]*Checkpoint, error) {
 	return out, nil
 }
 
-// checkPinned holds the export's n receipts (tree) to every pinned
+// checkPinned holds the export's n receipts (v.tree) to every pinned
 // checkpoint and lists those they reach and match.
-func (v *verifier) checkPinned(tree *Tree, n uint64) {
+func (v *verifier) checkPinned(n uint64) {
 	for _, cp := range v.pinned {
 		signed := time.UnixMilli(cp.Timestamp).UTC().Format(time.RFC3339)
 		if cp.TreeSize > n {
@@ -44,7 +44,12 @@ func (v *verifier) checkPinned(tree *Tree, n uint64) {
 				n, cp.TreeSize, signed, cp.TreeSize, n+1, cp.TreeSize)
 			continue
 		}
-		root, _ := tree.Root(cp.TreeSize)
+		if cp.TreeSize > v.tree.Size() {
+			v.problem(0, nil, "the export is not consistent with the independently obtained checkpoint tree_size %d (signed %s): the receipt at line %d, below that size, is not the kernel's receipt of that seq",
+				cp.TreeSize, signed, v.brokenAt)
+			continue
+		}
+		root, _ := v.tree.Root(cp.TreeSize)
 		if want, _ := cp.Root(); root != want {
 			v.problem(0, nil, "the export is not consistent with the independently obtained checkpoint tree_size %d (signed %s): its receipts give root %s at that size, the checkpoint says %s",
 				cp.TreeSize, signed, HashHex(root), cp.RootHash)
