@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/chiokernel/chio/internal/cli"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/receipt"
 )
 
 // chio runs the CLI in process with an empty environment.
@@ -75,14 +77,27 @@ func TestUsageMistakes(t *testing.T) {
 
 // --url and --output are global: before the command or after it.
 func TestGlobalFlagsBeforeOrAfter(t *testing.T) {
+	// receipt list checks each receipt's signature with the key /healthz
+	// names: the server serves one signed receipt.
+	kernelKey := keys.FromSeed(bytes.Repeat([]byte{5}, 32))
+	rc, err := receipt.Sign(kernelKey, &receipt.Receipt{ID: "rc-1", Seq: 1, Timestamp: 1700000000000, RequestID: "req-1", CapabilityID: "cap-1",
+		Subject: "ed25519:00", ToolServer: "demo", ToolName: "echo", Action: "echo", ParameterHash: "00", Decision: receipt.Decision{Verdict: receipt.Allow},
+		Metadata: map[string]any{}, PolicyHash: "00"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	var paths []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/healthz" {
+			w.Write([]byte(`{"kernel_key":"` + kernelKey.Public().String() + `"}`))
+			return
+		}
 		mu.Lock()
 		paths = append(paths, r.URL.Path)
 		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"receipts":[{"schema":"chio.receipt.v1","id":"rc-1","seq":1,"timestamp":1700000000000,"request_id":"req-1","capability_id":"cap-1","subject":"ed25519:00","tool_server":"demo","tool_name":"echo","action":"echo","parameter_hash":"00","decision":{"verdict":"allow"},"metadata":{},"policy_hash":"00","kernel_key":"ed25519:00","signature":"00"}],"next_cursor":""}`))
+		w.Write([]byte(`{"receipts":[` + string(rc) + `],"next_cursor":""}`))
 	}))
 	defer srv.Close()
 	env := map[string]string{"CHIO_URL": "http://127.0.0.1:1"} // never used: the flag wins

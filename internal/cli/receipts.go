@@ -19,8 +19,8 @@ import (
 )
 
 func init() {
-	register("receipt list", "list receipts: --decision --guard --server --tool --meta --since --until --limit --order", runReceiptList)
-	register("receipt show ID", "show one receipt", runReceiptShow)
+	register("receipt list", "list receipts, each signature verified: --decision --guard --server --tool --meta --since --until --limit --order --kernel-key", runReceiptList)
+	register("receipt show ID", "show one receipt, its signature verified (--kernel-key)", runReceiptShow)
 }
 
 // filterFlags are the filters `receipt list` and `receipt stats` share;
@@ -66,6 +66,7 @@ func runReceiptList(e *Env, args []string) int {
 	limit := fs.Int("limit", 100, "at most this many receipts")
 	order := fs.String("order", "asc", "asc (oldest first) or desc (newest first)")
 	stillPending := fs.Bool("still-pending", false, "only suspensions (incomplete receipts) whose approval is still pending now")
+	keyText := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) you trust; default: ask the server")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return ExitUsage
@@ -92,6 +93,10 @@ func runReceiptList(e *Env, args []string) int {
 	q.Set("order", *order)
 	ctx, cancel := ctxTimeout(5 * time.Minute)
 	defer cancel()
+	key, err := trustedKernelKey(ctx, e, r, *keyText)
+	if err != nil {
+		return fail(e, err)
+	}
 	all := []*listed{}
 	statuses := &approvalStatuses{r: r, known: map[string]string{}}
 	for len(all) < *limit {
@@ -111,9 +116,12 @@ func runReceiptList(e *Env, args []string) int {
 		}
 		rows := make([]*listed, 0, len(page.Receipts))
 		for _, raw := range page.Receipts {
-			rc, err := receipt.Parse(raw)
+			// One receipt that is not the kernel's refuses the whole list,
+			// before anything is printed: a forgery is never shown among
+			// real receipts.
+			rc, err := servedReceipt(raw, key)
 			if err != nil {
-				return fail(e, fmt.Errorf("%w: %v", errBadResponse, err))
+				return fail(e, fmt.Errorf("receipt list: %w; nothing listed (chio receipt verify --all checks the whole log)", err))
 			}
 			rows = append(rows, &listed{raw: raw, rc: rc})
 		}
@@ -161,8 +169,10 @@ func runReceiptList(e *Env, args []string) int {
 				shown(rc.ToolServer), shown(rc.ToolName), shown(rc.ID), shown(dash(l.status)), detail(rc))
 		}
 		tw.Flush()
-		fmt.Fprintf(e.Stderr, "%d receipts\n", len(all))
 	}
+	fmt.Fprintf(e.Stderr, "%d receipts, each signature VERIFIED with kernel key %s\n"+
+		"not checked: that chiod listed every receipt the filters match, their inclusion in the log (chio receipt verify --all),\n"+
+		"             and the STATUS column (each approval's status now, chiod's word)\n", len(all), key)
 	return ExitOK
 }
 
@@ -270,6 +280,7 @@ func detail(rc *receipt.Receipt) string {
 func runReceiptShow(e *Env, args []string) int {
 	fs := newFlags(e, "receipt show")
 	r := addRemote(fs, e)
+	keyText := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) you trust; default: ask the server")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return ExitUsage
@@ -282,16 +293,30 @@ func runReceiptShow(e *Env, args []string) int {
 	}
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()
-	var raw json.RawMessage
-	if _, err := r.do(ctx, "GET", "/v1/receipts/"+url.PathEscape(pos[0]), nil, &raw); err != nil {
+	key, err := trustedKernelKey(ctx, e, r, *keyText)
+	if err != nil {
 		return fail(e, err)
+	}
+	id := pos[0]
+	var raw json.RawMessage
+	if _, err := r.do(ctx, "GET", "/v1/receipts/"+url.PathEscape(id), nil, &raw); err != nil {
+		return fail(e, err)
+	}
+	rc, err := servedReceipt(raw, key)
+	if err != nil {
+		return fail(e, fmt.Errorf("receipt show: %w; not shown", err))
+	}
+	if rc.ID != id {
+		return fail(e, fmt.Errorf("receipt show: the server answered receipt %s for %s; not shown", rc.ID, id))
 	}
 	if r.output == "jsonl" {
 		fmt.Fprintln(e.Stdout, string(raw))
-		return ExitOK
+	} else {
+		var v any
+		_ = json.Unmarshal(raw, &v)
+		printJSON(e.Stdout, v, false)
 	}
-	var v any
-	_ = json.Unmarshal(raw, &v)
-	printJSON(e.Stdout, v, false)
+	fmt.Fprintf(e.Stderr, "VERIFIED receipt %s (seq %d): signature by kernel key %s\n"+
+		"not checked: its inclusion in the log (chio receipt verify %s)\n", shown(rc.ID), rc.Seq, key, shown(rc.ID))
 	return ExitOK
 }
