@@ -190,3 +190,36 @@ func TestReceiptStatsSaysItsFiguresAreUnverified(t *testing.T) {
 		t.Fatalf("stats --output json must carry \"verified\": false: exit %d\n%s", code, out)
 	}
 }
+
+// A server that ignores the filters answers with receipts the kernel did
+// sign, only not the ones asked for: `list --decision deny` through a proxy
+// that drops the decision filter listed every allow as if it were a
+// denial, exit 0. Each receipt must match the filters the auditor gave.
+func TestReceiptListRefusesReceiptsTheFiltersExclude(t *testing.T) {
+	w := newAuditWorld(t)
+	u, err := url.Parse(w.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := httputil.NewSingleHostReverseProxy(u)
+	direct := p.Director
+	p.Director = func(r *http.Request) {
+		direct(r)
+		q := r.URL.Query()
+		q.Del("decision")
+		r.URL.RawQuery = q.Encode()
+	}
+	proxy := httptest.NewServer(p)
+	defer proxy.Close()
+	out, errOut, code := chioVia(proxy.URL, "receipt", "list", "--decision", "deny", "--kernel-key", w.kernelKey.String())
+	if code != cli.ExitError || out != "" || !strings.Contains(errOut, "does not match the filters") {
+		t.Fatalf("list --decision deny answered with allows: exit %d, want %d and nothing listed\nstdout:\n%s\nstderr:\n%s", code, cli.ExitError, out, errOut)
+	}
+	// Honest, with every filter the command takes that chiod's answer can
+	// be held to: listed.
+	out, errOut, code = w.chio(t, "receipt", "list", "--decision", "deny", "--guard", "human-approval", "--server", "demo", "--tool", "issue_refund",
+		"--meta", "approver_display_name=Finance Lead", "--since", "1h", "--until", "2999-01-01T00:00:00Z", "--kernel-key", w.kernelKey.String())
+	if code != 0 || strings.Count(out, "\n") != 2 {
+		t.Fatalf("honest filtered list: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
