@@ -59,6 +59,28 @@ func (f *filterFlags) values() url.Values {
 	return q
 }
 
+// heldTo is the filters as a receipt.Filter, to hold chiod's answer to
+// them. Since is taken at now, before the request, so it is no later than
+// chiod's; until is held only when it is a time, not a duration back from
+// now (chiod's would be later than ours). A filter that does not parse is
+// left out: chiod refuses it (400).
+func (f *filterFlags) heldTo(decision string, now time.Time) *receipt.Filter {
+	flt := &receipt.Filter{Decision: decision, Guard: *f.guard, Server: *f.server, Tool: *f.tool,
+		Subject: *f.subject, RequestID: *f.requestID}
+	if ms, err := receipt.ParseTimeBound(*f.since, now); err == nil {
+		flt.Since = ms
+	}
+	if t, err := time.Parse(time.RFC3339, *f.until); err == nil {
+		flt.Until = t.UnixMilli()
+	}
+	for _, m := range f.meta {
+		if mf, err := receipt.ParseMeta(m); err == nil {
+			flt.Meta = append(flt.Meta, mf)
+		}
+	}
+	return flt
+}
+
 func runReceiptList(e *Env, args []string) int {
 	fs := newFlags(e, "receipt list")
 	r := addRemote(fs, e)
@@ -91,6 +113,7 @@ func runReceiptList(e *Env, args []string) int {
 		q.Set("decision", receipt.Incomplete)
 	}
 	q.Set("order", *order)
+	asked := filters.heldTo(q.Get("decision"), time.Now())
 	ctx, cancel := ctxTimeout(5 * time.Minute)
 	defer cancel()
 	key, err := trustedKernelKey(ctx, e, r, *keyText)
@@ -122,6 +145,9 @@ func runReceiptList(e *Env, args []string) int {
 			rc, err := servedReceipt(raw, key)
 			if err != nil {
 				return fail(e, fmt.Errorf("receipt list: %w; nothing listed (chio receipt verify --all checks the whole log)", err))
+			}
+			if !asked.Match(rc) {
+				return fail(e, fmt.Errorf("receipt list: receipt %s (seq %d) from the server does not match the filters asked for: chiod answered a receipt the query excludes; nothing listed", rc.ID, rc.Seq))
 			}
 			rows = append(rows, &listed{raw: raw, rc: rc})
 		}
@@ -171,7 +197,7 @@ func runReceiptList(e *Env, args []string) int {
 		tw.Flush()
 	}
 	fmt.Fprintf(e.Stderr, "%d receipts, each signature VERIFIED with kernel key %s\n"+
-		"not checked: that chiod listed every receipt the filters match, their inclusion in the log (chio receipt verify --all),\n"+
+		"not checked: that chiod listed every receipt the filters match (each listed one matches them), their inclusion in the log (chio receipt verify --all),\n"+
 		"             and the STATUS column (each approval's status now, chiod's word)\n", len(all), key)
 	return ExitOK
 }
