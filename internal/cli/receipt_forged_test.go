@@ -223,3 +223,34 @@ func TestReceiptListRefusesReceiptsTheFiltersExclude(t *testing.T) {
 		t.Fatalf("honest filtered list: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
+
+// A server can also answer a receipt twice (a page repeated, or one
+// receipt in two pages): each verifies and matches, and the list counted
+// 14 receipts of a log of 7, exit 0. Pages come in seq order (--order),
+// so each receipt must come after the one before it.
+func TestReceiptListRefusesARepeatedReceipt(t *testing.T) {
+	w := newAuditWorld(t)
+	proxy := forgingProxy(t, w.url, func(path string, body []byte) []byte {
+		if path != "/v1/receipts" {
+			return body
+		}
+		var page map[string]json.RawMessage
+		var rs []json.RawMessage
+		if json.Unmarshal(body, &page) != nil || json.Unmarshal(page["receipts"], &rs) != nil {
+			return body
+		}
+		page["receipts"], _ = json.Marshal(append(rs, rs...))
+		forged, _ := json.Marshal(page)
+		return forged
+	})
+	for _, order := range []string{"asc", "desc"} {
+		out, errOut, code := chioVia(proxy, "receipt", "list", "--order", order, "--kernel-key", w.kernelKey.String())
+		if code != cli.ExitError || out != "" || !strings.Contains(errOut, "out of seq order") {
+			t.Fatalf("list --order %s with every receipt twice: exit %d, want %d and nothing listed\nstdout:\n%s\nstderr:\n%s", order, code, cli.ExitError, out, errOut)
+		}
+	}
+	out, errOut, code := w.chio(t, "receipt", "list", "--order", "desc", "--limit", "3", "--kernel-key", w.kernelKey.String())
+	if code != 0 || strings.Count(out, "\n") != 4 {
+		t.Fatalf("honest list --order desc: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
