@@ -121,6 +121,7 @@ func runReceiptList(e *Env, args []string) int {
 		return fail(e, err)
 	}
 	all := []*listed{}
+	var lastSeq uint64 // of the receipt before, across pages
 	statuses := &approvalStatuses{r: r, known: map[string]string{}}
 	for len(all) < *limit {
 		// With --still-pending a page may be mostly filtered out: ask for
@@ -149,6 +150,12 @@ func runReceiptList(e *Env, args []string) int {
 			if !asked.Match(rc) {
 				return fail(e, fmt.Errorf("receipt list: receipt %s (seq %d) from the server does not match the filters asked for: chiod answered a receipt the query excludes; nothing listed", rc.ID, rc.Seq))
 			}
+			// Pages are in seq order (--order): a receipt repeated, or
+			// out of place, would be counted and shown twice or misread.
+			if lastSeq != 0 && (*order == "asc" && rc.Seq <= lastSeq || *order == "desc" && rc.Seq >= lastSeq) {
+				return fail(e, fmt.Errorf("receipt list: receipt %s (seq %d) from the server comes out of seq order (%s) after seq %d: chiod repeated or reordered receipts; nothing listed", rc.ID, rc.Seq, *order, lastSeq))
+			}
+			lastSeq = rc.Seq
 			rows = append(rows, &listed{raw: raw, rc: rc})
 		}
 		// The status of each suspension now: the table shows it, and
