@@ -7,3 +7,7 @@ func (k *Kernel) WaitSettles() { k.settles.Wait() }
 // PendingKey names an agent's pending count (pending_cap.go), for tests
 // that stage a store written by an older build.
 var PendingKey = pendingKey
+
+// BeforeVoteCommit runs hook once, when the next vote has been verified
+// and is about to commit (a reload landing there must be honoured).
+func (k *Kernel) BeforeVoteCommit(hook func()) { k.beforeVoteCommit.Store(&hook) }

@@ -102,6 +102,9 @@ type Kernel struct {
 	stop      chan struct{}
 	stopOnce  sync.Once
 	sweepOnce sync.Once // replica.go
+	// beforeVoteCommit, set only by tests (export_test.go), runs once a
+	// vote was verified, just before its commit.
+	beforeVoteCommit atomic.Pointer[func()]
 }
 
 type verifiedCap struct {

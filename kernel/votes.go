@@ -83,6 +83,9 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 	var rec *CallRecord
 	var denyReceipt *receipt.Receipt
 	p := k.Policy()
+	if hook := k.beforeVoteCommit.Swap(nil); hook != nil {
+		(*hook)()
+	}
 	err := k.update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(approvalID)
 		if err != nil {
