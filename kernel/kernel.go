@@ -61,8 +61,12 @@ type Kernel struct {
 	clock      clock.Clock
 	observer   Observer
 	policy     atomic.Pointer[policy.Policy]
-	pipeline   *Pipeline
-	caps       *lru.Cache[[32]byte, verifiedCap]
+	// policyMu orders policy swaps (SetPolicy, write) against the commits
+	// judged by the policy (a vote, read): a reload lands before a vote's
+	// judgement or after its commit is durable, never between the two.
+	policyMu sync.RWMutex
+	pipeline *Pipeline
+	caps     *lru.Cache[[32]byte, verifiedCap]
 	// verifyKeys holds agents' precomputed proof-verification keys
 	// (verify.go), by public key.
 	verifyKeys *lru.Cache[[32]byte, verifyKey]
@@ -103,7 +107,7 @@ type Kernel struct {
 	stopOnce  sync.Once
 	sweepOnce sync.Once // replica.go
 	// beforeVoteCommit, set only by tests (export_test.go), runs once a
-	// vote was verified, just before its commit.
+	// vote was verified, before its commit is judged.
 	beforeVoteCommit atomic.Pointer[func()]
 }
 
@@ -195,8 +199,14 @@ func (k *Kernel) stopping() bool {
 // Policy returns the policy in force.
 func (k *Kernel) Policy() *policy.Policy { return k.policy.Load() }
 
-// SetPolicy swaps the policy; later decisions (and resumed approvals) use it.
-func (k *Kernel) SetPolicy(p *policy.Policy) { k.policy.Store(p) }
+// SetPolicy swaps the policy; later decisions (and resumed approvals) use
+// it. It waits for the votes being committed under the policy it replaces
+// (policyMu): once it returns, every vote that commits is judged by p.
+func (k *Kernel) SetPolicy(p *policy.Policy) {
+	k.policyMu.Lock()
+	defer k.policyMu.Unlock()
+	k.policy.Store(p)
+}
 
 // PublicKey is the kernel's receipt-signing key.
 func (k *Kernel) PublicKey() keys.PublicKey { return k.pub }

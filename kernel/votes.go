@@ -14,6 +14,7 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/policy"
 	"github.com/chiokernel/chio/receipt"
 )
 
@@ -56,6 +57,29 @@ func (k *Kernel) displayName(req *approval.Request, key string) string {
 	return ""
 }
 
+// mayVoteNow re-judges, inside the vote's commit and against policy p in
+// force there, the approver rules Respond checked with approval.Verify
+// against the policy it read: a reload since may have removed approver's
+// key (or its tier), made it a requester, or removed the grant. A vote
+// refused here changes nothing: its token is not consumed.
+func mayVoteNow(p *policy.Policy, req *approval.Request, approver string) error {
+	trusted, requesters, ok := approversNow(p, req)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: under the policy in force (reloaded since your token was checked) nobody may decide requests of grant %s",
+			approval.ErrNoApprovers, req.PolicyID)
+	case approver == req.SubjectID || approver == req.SubjectPublicKey:
+		return approval.ErrSelfApproval
+	case slices.Contains(requesters, approver):
+		return fmt.Errorf("%w: under the policy in force (reloaded since your token was checked) the approver is a requester of grant %s",
+			approval.ErrSelfApproval, req.PolicyID)
+	case !slices.Contains(trusted, approver):
+		return fmt.Errorf("%w: the policy in force (reloaded since your token was checked) no longer names this key as an approver of this request",
+			approval.ErrUntrustedSigner)
+	}
+	return nil
+}
+
 // lastDenial returns the latest counted denial among votes (the deny path
 // runs only when there is one).
 func lastDenial(votes []approval.Vote, counted []string) *approval.Vote {
@@ -82,10 +106,17 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 	var final *approval.Request
 	var rec *CallRecord
 	var denyReceipt *receipt.Receipt
-	p := k.Policy()
 	if hook := k.beforeVoteCommit.Swap(nil); hook != nil {
 		(*hook)()
 	}
+	// The vote is judged by the policy in force when it commits, not the
+	// one Respond verified the token against: a reload may have landed
+	// since. Holding policyMu (read) from this read until the commit is
+	// durable keeps any reload (SetPolicy) out of that interval, so p is
+	// the policy in force at the commit. On a store shared by replicas
+	// this holds per replica: each judges by its own policy in force.
+	k.policyMu.RLock()
+	p := k.Policy()
 	err := k.update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(approvalID)
 		if err != nil {
@@ -100,6 +131,11 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		if req.HasVoted(vote.Approver) {
 			return approval.ErrDuplicateVote
 		}
+		if !advisory(&vote, k.pub.String()) {
+			if err := mayVoteNow(p, req, vote.Approver); err != nil {
+				return err // refused: nothing is written, the token is not spent
+			}
+		}
 		if req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved {
 			if err := sameAnswers(req.Votes, tok); err != nil {
 				return err
@@ -110,7 +146,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			// even one that committed after forceQuorum checked.
 			return errHumanDenied
 		}
-		if advisory(&vote, k.pub.String()) && !advisoryInForce(k.Policy(), req) {
+		if advisory(&vote, k.pub.String()) && !advisoryInForce(p, req) {
 			// A reload since forceQuorum ended the advisory approval (the
 			// policy read inside this commit): the deadline fires again and
 			// applies the action now in force.
@@ -174,6 +210,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		final = req
 		return tx.PutApproval(req)
 	})
+	k.policyMu.RUnlock()
 	if err != nil {
 		if errors.Is(err, approval.ErrReplay) {
 			k.consumed.Add(vote.TokenID, struct{}{})
