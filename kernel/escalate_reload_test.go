@@ -1,0 +1,93 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/clock"
+	"github.com/chiokernel/chio/internal/testkit"
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/policy"
+)
+
+// beforeUpdateStore runs hook once, before the next Update once armed.
+type beforeUpdateStore struct {
+	kernel.Store
+	hook atomic.Pointer[func()]
+}
+
+func (s *beforeUpdateStore) Update(ctx context.Context, fn func(kernel.Tx) error) error {
+	if h := s.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// escalatingPolicy: tier 0 is the Finance Lead (600 s), tier 1 the CFO.
+const escalatingPolicy = `
+[[grants.approval.approvers]]
+public_key = "%[2]s"
+display_name = "CFO"
+[grants.approval.escalation]
+terminal_action = "deny"
+[[grants.approval.escalation.tiers]]
+approvers = ["Finance Lead"]
+timeout_seconds = 600
+[[grants.approval.escalation.tiers]]
+approvers = ["CFO"]
+timeout_seconds = 3600
+`
+
+// A deadline's escalation is judged by the policy in force when it
+// commits. Expire reads the timeout action before the escalation's
+// commit; a reload between the two that ends escalation (the platform
+// team now wants unanswered calls denied at the deadline) once escalated
+// anyway: the request got a new tier and a new deadline, and an approver
+// could still approve it after the deadline at which the policy in force
+// denies it.
+func TestEscalationHonoursAReloadBeforeItsCommit(t *testing.T) {
+	text := fmt.Sprintf(voteOrderPolicy, financeLead.Public(), cfo.Public(), 1, 1, "escalate")
+	head := text[:strings.LastIndex(text, "[[grants.approval.approvers]]")]
+	escalating, err := policy.Parse([]byte(head+fmt.Sprintf(escalatingPolicy, financeLead.Public(), cfo.Public())), "escalate.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
+	st := &beforeUpdateStore{}
+	disp := &argsDispatcher{}
+	w := testkit.NewWorld(t, testkit.Options{Policy: escalating, Dispatcher: disp, Clock: fake, Server: "pay", Grants: []string{"refunds"},
+		WrapStore: func(s kernel.Store) kernel.Store { st.Store = s; return st }})
+	out := w.Submit(t, "issue_refund", `{"amount":500,"currency":"USD","customer_id":"c"}`, "")
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v", out)
+	}
+	// The reload lands after Expire chose to escalate, before its commit.
+	deny := quorumPolicy(t, 1, 1, "deny")
+	hook := func() { w.Kernel.SetPolicy(deny) }
+	st.hook.Store(&hook)
+	events, cancel, ok := w.Kernel.Subscribe(kernel.PoolWait)
+	if !ok {
+		t.Fatal("subscribe")
+	}
+	defer cancel()
+	fake.Advance(601 * time.Second)
+	// The deadline either escalates the request or ends it.
+	for acted := false; !acted; {
+		select {
+		case e := <-events:
+			acted = e.Approval != nil && (e.Type == kernel.EventApprovalEscalated || e.Type == kernel.EventApprovalResolved)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the deadline did nothing")
+		}
+	}
+	r, err := w.Kernel.Approval(out.ApprovalRequestID)
+	if err != nil || r.Status != approval.StatusExpired {
+		t.Fatalf("at the deadline, under timeout_action = deny (reloaded before the escalation committed), the request is %s at tier %d, deadline %s (err %v)",
+			r.Status, r.Tier, time.Unix(r.ExpiresAt, 0).UTC(), err)
+	}
+}
