@@ -160,16 +160,12 @@ func due(req *approval.Request, tier int, now time.Time) error {
 func (k *Kernel) expire(ctx context.Context, req *approval.Request, now time.Time) error {
 	id := req.ApprovalID
 	action := "deny"
-	var tiers int
 	g, ok := k.Policy().Grant(req.PolicyID)
 	if ok && g.Approval != nil {
 		action = g.Approval.TimeoutAction
-		if g.Approval.Escalation != nil {
-			tiers = len(g.Approval.Escalation.Tiers)
-		}
 	}
 	if action == "escalate" {
-		if req.Tier+1 < tiers {
+		if escalatesFrom(g.Approval, req.Tier) {
 			return k.escalate(ctx, id, req.Tier, now)
 		}
 		action = g.Approval.Escalation.TerminalAction
@@ -184,6 +180,13 @@ func (k *Kernel) expire(ctx context.Context, req *approval.Request, now time.Tim
 	// never "confirmed" or answered by the kernel. And a call a human has
 	// denied is not run for want of a second denial.
 	return k.timeoutDeny(ctx, id, req.Tier, now)
+}
+
+// escalatesFrom reports whether approval a answers the deadline of tier
+// with an escalation to a next tier. escalate checks it again inside its
+// commit, against the policy in force there.
+func escalatesFrom(a *policy.Approval, tier int) bool {
+	return a.TimeoutAction == "escalate" && a.Escalation != nil && tier+1 < len(a.Escalation.Tiers)
 }
 
 // errHumanDenied: a human's denial is on record, so the advisory
@@ -224,6 +227,12 @@ func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Tim
 		g, ok := k.Policy().Grant(req.PolicyID)
 		if !ok || g.Approval == nil {
 			return fmt.Errorf("%w: grant %s gone", ErrConflict, req.PolicyID)
+		}
+		if !escalatesFrom(g.Approval, req.Tier) {
+			// A reload since expire read the timeout action ended the
+			// escalation (or this tier's successor): the deadline fires
+			// again and applies the action now in force.
+			return errNotDue
 		}
 		req.Tier++
 		approvers, channels, timeout := tierView(g.Approval, req.Tier)
