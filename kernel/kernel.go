@@ -62,8 +62,9 @@ type Kernel struct {
 	observer   Observer
 	policy     atomic.Pointer[policy.Policy]
 	// policyMu orders policy swaps (SetPolicy, write) against the commits
-	// judged by the policy (a vote, read): a reload lands before a vote's
-	// judgement or after its commit is durable, never between the two.
+	// judged by the policy (a vote, a standing approval's claim: read): a
+	// reload lands before such a judgement or after its commit returns,
+	// never between the two. Nothing holding it may call SetPolicy.
 	policyMu sync.RWMutex
 	pipeline *Pipeline
 	caps     *lru.Cache[[32]byte, verifiedCap]
@@ -200,8 +201,9 @@ func (k *Kernel) stopping() bool {
 func (k *Kernel) Policy() *policy.Policy { return k.policy.Load() }
 
 // SetPolicy swaps the policy; later decisions (and resumed approvals) use
-// it. It waits for the votes being committed under the policy it replaces
-// (policyMu): once it returns, every vote that commits is judged by p.
+// it. It waits for the votes and batch claims being committed under the
+// policy it replaces (policyMu): once it returns, every one that commits
+// is judged by p.
 func (k *Kernel) SetPolicy(p *policy.Policy) {
 	k.policyMu.Lock()
 	defer k.policyMu.Unlock()
