@@ -19,6 +19,7 @@ import (
 // approval is not a promise that the call runs.
 func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRecord, tok *approval.Token, vote *approval.Vote, now time.Time) (*Outcome, error) {
 	p := k.Policy()
+	parked := *rec // as it was before an amendment below changes it
 	deny := func(guard, reason string) (*Outcome, error) {
 		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, vote, now)
 		rec.Status, rec.Guard, rec.Reason = StatusDenied, guard, reason
@@ -104,6 +105,16 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		rec.Output, rec.Status, rec.Execution = hitlOutput(req, tok, vote), StatusAllowed, ExecutionSucceeded
 		return k.finish(ctx, req, rec, r, now)
 	}
+	// Everything above was judged by p: the allow commits only while p is
+	// in force. policyMu (read) keeps reloads out until the commit
+	// returns; after a reload since p was read, the call is judged again,
+	// from the start, by the policy now in force.
+	k.policyMu.RLock()
+	if k.Policy() != p {
+		k.policyMu.RUnlock()
+		*rec = parked
+		return k.resume(ctx, req, rec, tok, vote, now)
+	}
 	var resolved *approval.Request
 	err = k.commitAllow(ctx, p, rec, r, false, func(tx Tx) error {
 		cur, err := tx.Approval(req.ApprovalID)
@@ -117,6 +128,7 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		resolved = cur
 		return tx.PutApproval(cur)
 	})
+	k.policyMu.RUnlock()
 	switch {
 	case errors.Is(err, errRevokedAtDecision):
 		return deny(GuardCapability, "capability revoked during the approval wait")
