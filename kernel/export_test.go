@@ -11,3 +11,6 @@ var PendingKey = pendingKey
 // BeforeVoteCommit runs hook once, when the next vote has been verified
 // and is about to commit (a reload landing there must be honoured).
 func (k *Kernel) BeforeVoteCommit(hook func()) { k.beforeVoteCommit.Store(&hook) }
+
+// FirstNKey names the count of a grant's first-N calls by a subject.
+var FirstNKey = firstNKey
