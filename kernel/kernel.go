@@ -62,9 +62,9 @@ type Kernel struct {
 	observer   Observer
 	policy     atomic.Pointer[policy.Policy]
 	// policyMu orders policy swaps (SetPolicy, write) against the commits
-	// judged by the policy (a vote, a standing approval's claim: read): a
-	// reload lands before such a judgement or after its commit returns,
-	// never between the two. Nothing holding it may call SetPolicy.
+	// judged by the policy (a vote, an allow decision: read): a reload
+	// lands before such a judgement or after its commit returns, never
+	// between the two. Nothing holding it may call SetPolicy.
 	policyMu sync.RWMutex
 	pipeline *Pipeline
 	caps     *lru.Cache[[32]byte, verifiedCap]
@@ -201,9 +201,9 @@ func (k *Kernel) stopping() bool {
 func (k *Kernel) Policy() *policy.Policy { return k.policy.Load() }
 
 // SetPolicy swaps the policy; later decisions (and resumed approvals) use
-// it. It waits for the votes and batch claims being committed under the
-// policy it replaces (policyMu): once it returns, every one that commits
-// is judged by p.
+// it. It waits for the votes and allow decisions being committed under
+// the policy it replaces (policyMu): once it returns, every one that
+// commits is judged by p.
 func (k *Kernel) SetPolicy(p *policy.Policy) {
 	k.policyMu.Lock()
 	defer k.policyMu.Unlock()
@@ -397,14 +397,33 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 		rec.CapabilityGrants = vc.cap.Grants // the resume re-matches with them
 		return k.suspend(ctx, rec, p, grant, intent, d, now)
 	}
-	return k.execute(ctx, rec, p, now)
+	out, err := k.execute(ctx, rec, p, now)
+	if errors.Is(err, errPolicyReloaded) {
+		// Nothing was written: the call is judged again, from the start,
+		// by the policy now in force.
+		return k.decide(ctx, call, vc, paramHash, revoked, now)
+	}
+	return out, err
 }
+
+// errPolicyReloaded: a reload put another policy in force after the one a
+// decision was judged by was read; the decision was not committed.
+var errPolicyReloaded = errors.New("the policy was reloaded while the call was decided")
 
 // execute runs a call the pipeline allowed: the allow decision is made
 // durable first (write-ahead), then the call is delivered and settled.
+// The allow commits only while p, the policy it was judged by, is in force
+// (policyMu, read, keeps reloads out until the commit returns); otherwise
+// errPolicyReloaded and nothing is written.
 func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy, now time.Time) (*Outcome, error) {
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, nil, now)
+	k.policyMu.RLock()
+	if k.Policy() != p {
+		k.policyMu.RUnlock()
+		return nil, errPolicyReloaded
+	}
 	err := k.commitAllow(ctx, p, rec, r, true, nil)
+	k.policyMu.RUnlock()
 	if reason, gone := capabilityGoneAtDecision(err); gone {
 		return k.deny(ctx, rec, p, GuardCapability, reason, now)
 	}
