@@ -199,17 +199,13 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 		return tx.PutBatch(used)
 	}
 	// The signers above are those of p, the policy this call was judged
-	// by. A batch allows the call only if p is still in force when the
-	// claim commits: policyMu (read) keeps reloads out until the commit
-	// returns, and a reload since p was read leaves the call to a human
-	// (parked; the votes are judged by the policy in force).
-	k.policyMu.RLock()
-	if k.Policy() != p {
-		k.policyMu.RUnlock()
+	// by: a batch allows the call only if p is in force when the claim
+	// commits. After a reload since p was read the call is left to a
+	// person (parked; votes are judged by the policy in force).
+	inForce, err := k.commitWhileInForce(p, func() error { return k.commitAllow(ctx, p, rec, r, true, claim) })
+	if !inForce {
 		return nil, false, nil
 	}
-	err := k.commitAllow(ctx, p, rec, r, true, claim)
-	k.policyMu.RUnlock()
 	if reason, gone := capabilityGoneAtDecision(err); gone {
 		out, err := k.deny(ctx, rec, p, GuardCapability, reason, now)
 		return out, true, err

@@ -197,19 +197,6 @@ func (k *Kernel) stopping() bool {
 	}
 }
 
-// Policy returns the policy in force.
-func (k *Kernel) Policy() *policy.Policy { return k.policy.Load() }
-
-// SetPolicy swaps the policy; later decisions (and resumed approvals) use
-// it. It waits for the votes and allow decisions being committed under
-// the policy it replaces (policyMu): once it returns, every one that
-// commits is judged by p.
-func (k *Kernel) SetPolicy(p *policy.Policy) {
-	k.policyMu.Lock()
-	defer k.policyMu.Unlock()
-	k.policy.Store(p)
-}
-
 // PublicKey is the kernel's receipt-signing key.
 func (k *Kernel) PublicKey() keys.PublicKey { return k.pub }
 
@@ -413,17 +400,13 @@ var errPolicyReloaded = errors.New("the policy was reloaded while the call was d
 // execute runs a call the pipeline allowed: the allow decision is made
 // durable first (write-ahead), then the call is delivered and settled.
 // The allow commits only while p, the policy it was judged by, is in force
-// (policyMu, read, keeps reloads out until the commit returns); otherwise
-// errPolicyReloaded and nothing is written.
+// (commitWhileInForce); otherwise errPolicyReloaded and nothing is written.
 func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy, now time.Time) (*Outcome, error) {
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Allow}, nil, now)
-	k.policyMu.RLock()
-	if k.Policy() != p {
-		k.policyMu.RUnlock()
+	inForce, err := k.commitWhileInForce(p, func() error { return k.commitAllow(ctx, p, rec, r, true, nil) })
+	if !inForce {
 		return nil, errPolicyReloaded
 	}
-	err := k.commitAllow(ctx, p, rec, r, true, nil)
-	k.policyMu.RUnlock()
 	if reason, gone := capabilityGoneAtDecision(err); gone {
 		return k.deny(ctx, rec, p, GuardCapability, reason, now)
 	}

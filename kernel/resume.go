@@ -106,17 +106,10 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		return k.finish(ctx, req, rec, r, now)
 	}
 	// Everything above was judged by p: the allow commits only while p is
-	// in force. policyMu (read) keeps reloads out until the commit
-	// returns; after a reload since p was read, the call is judged again,
+	// in force. After a reload since p was read, the call is judged again,
 	// from the start, by the policy now in force.
-	k.policyMu.RLock()
-	if k.Policy() != p {
-		k.policyMu.RUnlock()
-		*rec = parked
-		return k.resume(ctx, req, rec, tok, vote, now)
-	}
 	var resolved *approval.Request
-	err = k.commitAllow(ctx, p, rec, r, false, func(tx Tx) error {
+	resolve := func(tx Tx) error { // the request's resolution names the allow receipt
 		cur, err := tx.Approval(req.ApprovalID)
 		if err != nil {
 			return err
@@ -127,8 +120,12 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		cur.Resolution.ReceiptID = r.ID
 		resolved = cur
 		return tx.PutApproval(cur)
-	})
-	k.policyMu.RUnlock()
+	}
+	inForce, err := k.commitWhileInForce(p, func() error { return k.commitAllow(ctx, p, rec, r, false, resolve) })
+	if !inForce {
+		*rec = parked
+		return k.resume(ctx, req, rec, tok, vote, now)
+	}
 	switch {
 	case errors.Is(err, errRevokedAtDecision):
 		return deny(GuardCapability, "capability revoked during the approval wait")

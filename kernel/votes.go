@@ -113,8 +113,10 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 	// one Respond verified the token against: a reload may have landed
 	// since. Holding policyMu (read) from this read until the commit is
 	// durable keeps any reload (SetPolicy) out of that interval, so p is
-	// the policy in force at the commit. On a store shared by replicas
-	// this holds per replica: each judges by its own policy in force.
+	// the policy in force at the commit (inforce.go). On a store shared by
+	// replicas this holds per replica: each judges by its own policy in
+	// force. (Only Update's enqueue-and-wait runs on this goroutine under
+	// the lock; the function runs on the committer, which recovers panics.)
 	k.policyMu.RLock()
 	p := k.Policy()
 	err := k.update(ctx, func(tx Tx) error {
