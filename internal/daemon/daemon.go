@@ -364,12 +364,38 @@ chiod is ready at http://%[1]s  (policy %[2]s)
 First call, in another shell (in a checkout, chio is in bin/: export PATH=$PWD/bin:$PATH):
   export CHIO_URL=http://%[1]s CHIO_ADMIN_TOKEN=%[3]s
   mkdir -p agent && chio keygen --out agent/agent.pem
-  chio capability issue --subject $(chio keygen --show agent/agent.pem) --grant echo --ttl 1h --out agent/agent.cap
-  chio call demo echo --args '{"hello":"world"}' --capability agent/agent.cap --key agent/agent.pem
-Approvers and auditors read with CHIO_READ_TOKEN=%[4]s
+%[6]sApprovers and auditors read with CHIO_READ_TOKEN=%[4]s
 Dashboard: http://%[1]s/dashboard/   Reload the policy: kill -HUP $(cat %[5]s)
 See README.md "Quick start" for a denied and a pending call.
-`, addr, p.Source, admin, read, pidPath)
+`, addr, p.Source, admin, read, pidPath, firstCall(p))
+}
+
+// firstCall is the capability and the call chiod suggests first, from the
+// policy it runs: the quick start's echo grant when the policy has one,
+// else its first grant, so that the printed commands name a grant the
+// policy has. Arguments are known only for echo; any other tool's are
+// left for the reader to fill in.
+func firstCall(p *policy.Policy) string {
+	if len(p.Grants) == 0 {
+		return ""
+	}
+	g := p.Grants[0]
+	for _, c := range p.Grants {
+		if c.Tool == "echo" {
+			g = c
+			break
+		}
+	}
+	tool, args := g.Tool, `'{"hello":"world"}'`
+	if tool != "echo" {
+		args = `'{…}'`
+	}
+	if strings.ContainsAny(tool, "*?[\\") {
+		tool = "TOOL" // a pattern grant: any tool it matches
+	}
+	return fmt.Sprintf(`  chio capability issue --subject $(chio keygen --show agent/agent.pem) --grant %s --ttl 1h --out agent/agent.cap
+  chio call %s %s --args %s --capability agent/agent.cap --key agent/agent.pem
+`, g.ID, g.Server, tool, args)
 }
 
 // newReceiptLog is the Merkle log over the receipts, checkpointed per
