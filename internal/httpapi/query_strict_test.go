@@ -25,6 +25,8 @@ func TestListQueriesRefuseWhatTheyWouldIgnore(t *testing.T) {
 		{"/v1/receipts/stats?guard=human-approval&guard=scope", `"guard" given 2 times`},
 		{"/approvals/pending?subject=ed25519:x", `"subject"`},
 		{"/v1/checkpoints/consistency?from=1&to=2&too=3", `"too"`},
+		{"/v1/checkpoints?size=1&sizee=2", `"sizee"`},
+		{"/v1/checkpoints/latest?size=3", `"size"`}, // takes nothing: not the checkpoint at 3
 	} {
 		code, body := f.get(t, c.path, "reader")
 		var e struct{ Error, Message string }
@@ -51,7 +53,7 @@ func TestListQueriesRefuseWhatTheyWouldIgnore(t *testing.T) {
 			t.Errorf("GET %s: %d, %d receipts (%s); want 200 with %d", c.path, code, page.Count, body, c.n)
 		}
 	}
-	for _, path := range []string{"/v1/receipts/stats?decision=deny&group_by=guard", "/approvals/pending?limit=1000&subject_id=ed25519:x&tool_server=pay&tool_name=refund"} {
+	for _, path := range []string{"/v1/checkpoints/latest", "/v1/receipts/stats?decision=deny&group_by=guard", "/approvals/pending?limit=1000&subject_id=ed25519:x&tool_server=pay&tool_name=refund"} {
 		if code, body := f.get(t, path, "reader"); code != http.StatusOK {
 			t.Errorf("GET %s: %d %s; want 200", path, code, body)
 		}
