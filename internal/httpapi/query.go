@@ -33,7 +33,11 @@ func strictQuery(r *http.Request, single []string, multi ...string) (url.Values,
 		case !slices.Contains(single, name):
 			known := append(slices.Clone(single), multi...)
 			slices.Sort(known)
-			return nil, badRequest(fmt.Sprintf("unknown query parameter %s (this route takes %s)", quoteParam(name), strings.Join(known, ", ")))
+			takes := "takes " + strings.Join(known, ", ")
+			if len(known) == 0 {
+				takes = "takes no query parameters"
+			}
+			return nil, badRequest(fmt.Sprintf("unknown query parameter %s (this route %s)", quoteParam(name), takes))
 		case len(vs) > 1:
 			return nil, badRequest(fmt.Sprintf("query parameter %s given %d times; it takes one value", quoteParam(name), len(vs)))
 		}

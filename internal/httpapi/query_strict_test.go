@@ -26,7 +26,7 @@ func TestListQueriesRefuseWhatTheyWouldIgnore(t *testing.T) {
 		{"/approvals/pending?subject=ed25519:x", `"subject"`},
 		{"/v1/checkpoints/consistency?from=1&to=2&too=3", `"too"`},
 		{"/v1/checkpoints?size=1&sizee=2", `"sizee"`},
-		{"/v1/checkpoints/latest?size=3", `"size"`}, // takes nothing: not the checkpoint at 3
+		{"/v1/checkpoints/latest?size=3", `"size" (this route takes no query parameters)`}, // takes nothing: not the checkpoint at 3
 	} {
 		code, body := f.get(t, c.path, "reader")
 		var e struct{ Error, Message string }

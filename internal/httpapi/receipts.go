@@ -283,6 +283,12 @@ func (s *Server) latestCheckpoint(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	// It takes no parameter: ?size=N belongs to /v1/checkpoints, and
+	// answering it here with the newest checkpoint would mislead.
+	if _, err := strictQuery(r, nil); err != nil {
+		writeErr(w, err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	raw, _, err := log.Checkpoint(ctx)
