@@ -3,6 +3,8 @@ package cli
 import (
 	"crypto/rand"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/chiokernel/chio/internal/keys"
 )
@@ -13,7 +15,7 @@ func init() {
 
 func runKeygen(e *Env, args []string) int {
 	fs := newFlags(e, "keygen")
-	out := fs.String("out", "", "write the new private key to this file (refuses to overwrite)")
+	out := fs.String("out", "", "write the new private key to this file (refuses to overwrite; creates a missing directory, mode 0700)")
 	show := fs.String("show", "", "print the public key of an existing key file instead")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -35,6 +37,11 @@ func runKeygen(e *Env, args []string) int {
 	}
 	k, err := keys.Generate(rand.Reader)
 	if err != nil {
+		return fail(e, err)
+	}
+	// The docs keep keys in ~/.chio, which a fresh machine lacks: create
+	// the missing directories, private to their owner, as ssh-keygen does.
+	if err := os.MkdirAll(filepath.Dir(*out), 0o700); err != nil {
 		return fail(e, err)
 	}
 	if err := keys.WritePrivateKey(*out, k); err != nil {
