@@ -398,6 +398,10 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
 		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
 	}
+	if ae.Status == http.StatusUnauthorized && !r.agent && req.Header.Get("Authorization") == "" && hdr.Get("Chio-Proof") == "" {
+		// Most often a shell without the README's export: say so.
+		ae.Message += "; no token was sent: set CHIO_ADMIN_TOKEN (or CHIO_READ_TOKEN to read), which chiod writes to admin.token and read.token in its data dir"
+	}
 	return resp.StatusCode, ae
 }
 
