@@ -304,7 +304,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		if kind != "" {
 			line += " " + strings.ToUpper(kind)
 		}
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "[]" {
 			text += " (default " + f.DefValue + ")"
 		}
 		fmt.Fprintf(w, "%s\n        %s\n", line, text)
