@@ -64,6 +64,12 @@ func runCall(e *Env, args []string) int {
 			// learn its outcome, whatever the last attempt met.
 			return lostAnswer(e, call, err)
 		}
+		if neverSent(err) {
+			// Every attempt failed to connect: chiod never saw the call.
+			fail(e, err)
+			fmt.Fprintf(e.Stderr, "chio: the call was not sent: is chiod running at %s? (set CHIO_URL or --url)\n", shown(r.base()))
+			return ExitError
+		}
 		return fail(e, err)
 	}
 	if out.Status == kernel.StatusDispatching && out.ApprovalRequestID == "" {

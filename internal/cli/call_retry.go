@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"time"
@@ -91,7 +92,16 @@ func retryableCall(err error) bool {
 // the call without its outcome reaching us: no complete answer, an answer
 // that is not chiod's (a proxy's 5xx) or that could not be read.
 func answerLost(err error) bool {
-	return retryableCall(err) || errors.Is(err, errBadResponse)
+	return retryableCall(err) && !neverSent(err) || errors.Is(err, errBadResponse)
+}
+
+// neverSent reports an attempt that certainly did not reach chiod: no
+// connection could be made (refused, no route, a name that does not
+// resolve), so not a byte of the call was written. A later send on a
+// connection that was made is never this.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // lostAnswer reports a call whose outcome is unknown (exit 1). The call may
