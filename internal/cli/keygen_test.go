@@ -35,3 +35,19 @@ func TestKeygenCreatesTheKeysDirectory(t *testing.T) {
 		t.Fatalf("keygen over an existing key: exit %d %s", code, se)
 	}
 }
+
+// chiod's printed first call and the README both run `chio keygen --out
+// agent/agent.pem`; the second run says the key is already there and how
+// to read it, not only "open agent/agent.pem: file exists".
+func TestKeygenOverAnExistingKeySaysHowToUseIt(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "agent.pem")
+	pub, _, _ := chio(nil, "keygen", "--out", key)
+	_, se, code := chio(nil, "keygen", "--out", key)
+	want := "chio keygen: " + key + " already exists; keygen never overwrites a key (its public key: chio keygen --show " + key + ")"
+	if code != cli.ExitError || strings.TrimSpace(se) != want {
+		t.Fatalf("exit %d, stderr %q; want exit 1 and %q", code, se, want)
+	}
+	if again, _, _ := chio(nil, "keygen", "--show", key); again != pub {
+		t.Fatalf("the existing key changed: %q, was %q", again, pub)
+	}
+}
