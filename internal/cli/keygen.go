@@ -2,6 +2,7 @@ package cli
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,7 +45,9 @@ func runKeygen(e *Env, args []string) int {
 	if err := os.MkdirAll(filepath.Dir(*out), 0o700); err != nil {
 		return fail(e, err)
 	}
-	if err := keys.WritePrivateKey(*out, k); err != nil {
+	if err := keys.WritePrivateKey(*out, k); errors.Is(err, os.ErrExist) {
+		return fail(e, fmt.Errorf("chio keygen: %s already exists; keygen never overwrites a key (its public key: chio keygen --show %s)", *out, *out))
+	} else if err != nil {
 		return fail(e, err)
 	}
 	fmt.Fprintln(e.Stdout, k.Public())
