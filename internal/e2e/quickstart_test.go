@@ -42,6 +42,7 @@ func TestQuickStart(t *testing.T) {
 	if code != 3 || !strings.HasPrefix(out, "ar-") || !strings.Contains(errOut, "chio await") {
 		t.Fatalf("pending call: exit %d out %q err %q", code, out, errOut)
 	}
+	pending := out
 	// Machine-readable output for scripts.
 	out, _, code = d.chio(t, work, append([]string{"call", "demo", "echo", "--args", `{}`, "--output", "json"}, base...)...)
 	var o map[string]any
@@ -88,6 +89,22 @@ func TestQuickStart(t *testing.T) {
 	shown, _, code := d.chio(t, work, "receipt", "show", first.ID)
 	if code != 0 || !strings.Contains(shown, first.ID) {
 		t.Fatalf("receipt show: %d %s", code, shown)
+	}
+	// The approver decides from the terminal, the agent's await ends with
+	// the output and the note, and the whole log verifies: the README's
+	// last steps.
+	approver := filepath.Join(repoRoot(), "examples", "keys", "finance-lead.pem")
+	out, errOut, code = d.chio(t, work, "approval", "approve", pending, "--key", approver, "--note", "customer verified")
+	if code != 0 || !strings.Contains(out, "approved "+pending+": executed") {
+		t.Fatalf("approval approve: exit %d out %q err %q", code, out, errOut)
+	}
+	out, errOut, code = d.chio(t, work, "await", pending, "--key", "agent.pem")
+	if code != 0 || !strings.Contains(out, `"refund_id"`) || !strings.Contains(errOut, "note: customer verified") {
+		t.Fatalf("await: exit %d out %q err %q", code, out, errOut)
+	}
+	out, errOut, code = d.chio(t, work, "receipt", "verify", "--all")
+	if code != 0 || !strings.Contains(out, "OK: every check passed") {
+		t.Fatalf("receipt verify --all: exit %d out %q err %q", code, out, errOut)
 	}
 	// Policy check of the shipped file.
 	if out, _, code := d.chio(t, work, "policy", "check", filepath.Join(repoRoot(), "examples", "policies", "quickstart.toml")); code != 0 || !strings.Contains(out, "ok") {
