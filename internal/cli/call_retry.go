@@ -98,7 +98,9 @@ func answerLost(err error) bool {
 // neverSent reports an attempt that certainly did not reach chiod: no
 // connection could be made (refused, no route, a name that does not
 // resolve), so not a byte of the call was written. A later send on a
-// connection that was made is never this.
+// connection that was made is never this, and net/http re-dials within one
+// attempt only when nothing of the request was written: the POST carries
+// no Idempotency-Key header, so it is not replayable after a write.
 func neverSent(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
