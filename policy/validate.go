@@ -80,8 +80,12 @@ func (v *validator) kernel() {
 			v.at(base, k("authority_key"), "authority_key is not an acceptable Ed25519 public key: %v", err)
 		}
 	}
-	if kn.MaxPendingApprovalsPerAgent != 0 {
-		v.intRange(base, "max_pending_approvals_per_agent", kn.MaxPendingApprovalsPerAgent, 1, MaxPendingApprovalsPerAgent)
+	if n := kn.MaxPendingApprovalsPerAgent; n < 0 {
+		// 0 is accepted (the default), so "more than 0" would mislead.
+		v.at(base, k("max_pending_approvals_per_agent"), "max_pending_approvals_per_agent must be 1 to %d, or 0 for the default of %d, not %d",
+			MaxPendingApprovalsPerAgent, DefaultMaxPendingApprovalsPerAgent, n)
+	} else if n != 0 {
+		v.intRange(base, "max_pending_approvals_per_agent", n, 1, MaxPendingApprovalsPerAgent)
 	}
 }
 

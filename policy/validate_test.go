@@ -98,7 +98,7 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"tls key without cert", "[kernel]\ntls_key_file = \"k.pem\"  # <-\n", "tls_key_file is set but tls_cert_file is not"},
 	{"authority key", "[kernel]\nauthority_key = \"ed25519:00\"  # <-\n", "authority_key is not an acceptable Ed25519 public key"},
 	{"checkpoint_every 0", "[receipts]\ncheckpoint_every = 0  # <-\n", "checkpoint_every must be more than 0"},
-	{"pending cap negative", "[kernel]\nmax_pending_approvals_per_agent = -1  # <-\n", "max_pending_approvals_per_agent must be more than 0, not -1"},
+	{"pending cap negative", "[kernel]\nmax_pending_approvals_per_agent = -1  # <-\n", "max_pending_approvals_per_agent must be 1 to 100000, or 0 for the default of 100, not -1"},
 	{"pending cap too large", "[kernel]\nmax_pending_approvals_per_agent = 100001  # <-\n", "max_pending_approvals_per_agent = 100001 is more than the limit of 100000"},
 
 	// [[servers]].
