@@ -94,6 +94,10 @@ type Kernel struct {
 	// also looks through this kernel's own calls in flight, because a
 	// ClaimOrphans failed and may have committed (recover.go ownStranded).
 	lostClaimUntil atomic.Int64
+	// voting holds the approval ids of votes being recorded and resumed
+	// right now, so ownStranded never takes an approved call a live
+	// resume is about to decide (live_votes.go).
+	voting liveVotes
 	// settling holds calls answered before their settle commit finished
 	// (request id → settled *CallRecord); settles counts those commits
 	// (settling.go).

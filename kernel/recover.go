@@ -219,14 +219,20 @@ func (k *Kernel) uncertainCalls() []*CallRecord {
 	return out
 }
 
-// ownStranded lists this kernel's own decided calls in flight that no live
-// path holds (their delivering mark): after a ClaimOrphans whose answer
-// was lost, the calls that claim made this kernel's. No other replica takes
-// a live replica's calls, so without this they would stay dispatching
-// until this replica restarts. recoverCall takes the mark and reads the
-// record again, so a live path that took a call since is left alone.
-// Approved calls not yet decided are skipped: the resume that commits
-// their decision may not hold the mark yet.
+// ownStranded lists this kernel's own calls in flight that no live path
+// holds: after a ClaimOrphans whose answer was lost, the calls that claim
+// made this kernel's. No other replica takes a live replica's calls, so
+// without this they would stay dispatching until this replica restarts.
+//
+// A decided call is held by its delivering mark; recoverCall takes the
+// mark and reads the record again, so a live path that took a call since
+// is left alone. An approved call not yet decided (a replica died between
+// the vote and the decision's commit) is held by the vote being recorded
+// and resumed on this kernel (voting), which is registered before the
+// vote commits and so before this read could see the call approved:
+// unregistered now, no live resume will decide it, and recoverCall
+// resumes it as at a restart (the decision commits once: commitAllow and
+// finish commit only while the call is still undecided).
 func (k *Kernel) ownStranded(ctx context.Context, r Replicated) ([]*CallRecord, error) {
 	var out []*CallRecord
 	for after := ""; ; {
@@ -235,9 +241,13 @@ func (k *Kernel) ownStranded(ctx context.Context, r Replicated) ([]*CallRecord, 
 			return out, err
 		}
 		for _, c := range page {
-			if _, busy := k.delivering.Load(c.RequestID); !busy && c.DecisionReceiptID != "" {
-				out = append(out, c)
+			if _, busy := k.delivering.Load(c.RequestID); busy {
+				continue
 			}
+			if c.DecisionReceiptID == "" && k.voting.holds(c.ApprovalID) {
+				continue // its live resume decides it
+			}
+			out = append(out, c)
 		}
 		if len(page) < SweepBatch {
 			return out, nil

@@ -106,6 +106,11 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 	var final *approval.Request
 	var rec *CallRecord
 	var denyReceipt *receipt.Receipt
+	// Registered from before the vote commits until its resume returns:
+	// an approved call this vote leaves undecided in between is this live
+	// path's to decide, never ownStranded's (live_votes.go).
+	k.voting.enter(approvalID)
+	defer k.voting.leave(approvalID)
 	if hook := k.beforeVoteCommit.Swap(nil); hook != nil {
 		(*hook)()
 	}
