@@ -88,7 +88,8 @@ type Kernel struct {
 	unsettled  sync.Map
 	// uncertain holds request ids whose allow decision's commit was
 	// reported failed but may be durable, or whose recovery failed, each
-	// with the id of that decision's receipt (recover.go uncertainCalls).
+	// with the id of that decision's receipt, or approved calls whose
+	// resume failed, with "" (recover.go uncertainCalls).
 	uncertain sync.Map
 	// lostClaimUntil: until then (unix ns, the kernel's clock) each sweep
 	// also looks through this kernel's own calls in flight, because a

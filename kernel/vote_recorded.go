@@ -13,7 +13,8 @@ import (
 // recorded, try again" would send them, or a second approver, to vote
 // again on a decision already taken (and presenting the same token again
 // is refused as a replay). The call itself is finished by recovery (when
-// the store heals, or at the next start) if the failing step did not.
+// the store heals, or at the next start; on a store shared by replicas, by
+// the replica's sweep) if the failing step did not.
 //
 // Errors from before or at the vote's commit never match it: then the
 // vote was not recorded (or, for a commit whose outcome the store could

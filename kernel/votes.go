@@ -243,6 +243,15 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		k.stopTimer(approvalID)
 		out, err := k.resume(ctx, final, rec, tok, &vote, now)
 		if err != nil {
+			if _, shared := k.store.(Replicated); shared {
+				// The call may be left approved with no decision (a read
+				// or commit before it failed). No other replica takes a
+				// live replica's calls and no heal hook runs: this
+				// replica's sweep resumes it while it is still undecided
+				// (uncertainCalls; "" names no decision of ours). An entry
+				// the decision's own failed commit made is kept.
+				k.uncertain.LoadOrStore(final.RequestID, "")
+			}
 			// The vote committed above: whatever failed since, the vote is
 			// recorded and the channel must say so (vote_recorded.go).
 			return nil, &VoteRecordedError{ApprovalID: approvalID, Err: err}
