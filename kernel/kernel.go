@@ -333,7 +333,22 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	return out, err
 }
 
+// decide judges a new call by the policy in force and carries out the
+// verdict. An allow judged by a policy a reload replaced before its commit
+// wrote nothing (errPolicyReloaded): the call is judged again, from the
+// start, by the policy now in force. It is still one call: its hit on
+// max_calls_per_minute is counted once (decisionRate).
 func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, paramHash string, revoked bool, now time.Time) (*Outcome, error) {
+	var rate decisionRate
+	for {
+		out, err := k.decideOnce(ctx, call, vc, paramHash, revoked, now, &rate)
+		if !errors.Is(err, errPolicyReloaded) {
+			return out, err
+		}
+	}
+}
+
+func (k *Kernel) decideOnce(ctx context.Context, call *ToolCall, vc verifiedCap, paramHash string, revoked bool, now time.Time, rate *decisionRate) (*Outcome, error) {
 	p := k.Policy()
 	rec := &CallRecord{
 		RequestID: call.RequestID, Subject: vc.subject.String(), CapabilityID: vc.cap.ID,
@@ -369,7 +384,7 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 			req.PriorCalls = k.firstNCount(firstNKey(grant.ID, rec.Subject))
 		}
 		if grant.Constraints.MaxCallsPerMinute > 0 {
-			req.RecentCalls = k.recentCalls(grant.ID+"\x00"+rec.Subject, now, grant.Constraints.MaxCallsPerMinute)
+			req.RecentCalls = rate.recentCalls(k, grant.ID+"\x00"+rec.Subject, now, grant.Constraints.MaxCallsPerMinute)
 		}
 	}
 	d := k.pipeline.Evaluate(req, true)
@@ -389,13 +404,7 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 		rec.CapabilityGrants = vc.cap.Grants // the resume re-matches with them
 		return k.suspend(ctx, rec, p, grant, intent, d, now)
 	}
-	out, err := k.execute(ctx, rec, p, now)
-	if errors.Is(err, errPolicyReloaded) {
-		// Nothing was written: the call is judged again, from the start,
-		// by the policy now in force.
-		return k.decide(ctx, call, vc, paramHash, revoked, now)
-	}
-	return out, err
+	return k.execute(ctx, rec, p, now)
 }
 
 // errPolicyReloaded: a reload put another policy in force after the one a

@@ -40,3 +40,26 @@ func (w *rateWindow) hit(key string, now time.Time, max int) int {
 	}
 	return len(ts)
 }
+
+// decisionRate is one new call's hit on max_calls_per_minute, kept across
+// the times decide judges the call (again after a reload): recording the
+// hit again would count the call twice and deny an agent's last call of
+// the minute. A reload that changes the grant or its limit is counted
+// afresh (at worst the call counts twice: toward a deny, never an allow
+// over the limit).
+type decisionRate struct {
+	key     string
+	limit   int
+	n       int
+	counted bool
+}
+
+// recentCalls is Kernel.recentCalls, recorded at most once per key and
+// limit for this call.
+func (d *decisionRate) recentCalls(k *Kernel, key string, now time.Time, limit int) int {
+	if d.counted && d.key == key && d.limit == limit {
+		return d.n
+	}
+	d.key, d.limit, d.n, d.counted = key, limit, k.recentCalls(key, now, limit), true
+	return d.n
+}
