@@ -60,15 +60,16 @@ func (f *filterFlags) values() url.Values {
 }
 
 // heldTo is the filters as a receipt.Filter, to hold chiod's answer to
-// them. Since is taken at now, before the request, so it is no later than
-// chiod's; until is held only when it is a time, not a duration back from
-// now (chiod's would be later than ours). A filter that does not parse is
+// them. --since and --until are held only when they are times: a duration
+// ("1h", "7d") is counted back from chiod's clock, which may be behind or
+// ahead of this machine's, so chiod honestly answers receipts a bound
+// taken from our clock would exclude. A filter that does not parse is
 // left out: chiod refuses it (400).
-func (f *filterFlags) heldTo(decision string, now time.Time) *receipt.Filter {
+func (f *filterFlags) heldTo(decision string) *receipt.Filter {
 	flt := &receipt.Filter{Decision: decision, Guard: *f.guard, Server: *f.server, Tool: *f.tool,
 		Subject: *f.subject, RequestID: *f.requestID}
-	if ms, err := receipt.ParseTimeBound(*f.since, now); err == nil {
-		flt.Since = ms
+	if t, err := time.Parse(time.RFC3339, *f.since); err == nil {
+		flt.Since = t.UnixMilli()
 	}
 	if t, err := time.Parse(time.RFC3339, *f.until); err == nil {
 		flt.Until = t.UnixMilli()
@@ -113,7 +114,7 @@ func runReceiptList(e *Env, args []string) int {
 		q.Set("decision", receipt.Incomplete)
 	}
 	q.Set("order", *order)
-	asked := filters.heldTo(q.Get("decision"), time.Now())
+	asked := filters.heldTo(q.Get("decision"))
 	ctx, cancel := ctxTimeout(5 * time.Minute)
 	defer cancel()
 	key, err := trustedKernelKey(ctx, e, r, *keyText)
