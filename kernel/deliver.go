@@ -112,11 +112,10 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 	next.DecisionReceiptID, next.ReceiptID, next.UpdatedAt = r.ID, r.ID, r.Timestamp
 	key := firstNKey(rec.GrantID, rec.Subject)
 	count := k.tracksFirstN(rec.GrantID)
-	update := k.update
-	if !fresh {
-		update = k.updateAfterVote // a human's vote is durable: back-pressure must not strand it
-	}
-	err := update(ctx, func(tx Tx) error {
+	// An approved call's caller waits out a full queue (its vote is
+	// durable: back-pressure must not strand it), outside policyMu
+	// (commitAfterVoteWhileInForce); a new call's is its answer.
+	err := k.update(ctx, func(tx Tx) error {
 		cur, err := tx.Call(rec.RequestID)
 		switch {
 		case fresh && err == nil:

@@ -7,7 +7,12 @@ package kernel
 // policy in force when it committed. Per process: replicas sharing a store
 // each reload on their own (docs/ARCHITECTURE.md).
 
-import "github.com/chiokernel/chio/policy"
+import (
+	"context"
+	"errors"
+
+	"github.com/chiokernel/chio/policy"
+)
 
 // Policy returns the policy in force.
 func (k *Kernel) Policy() *policy.Policy { return k.policy.Load() }
@@ -33,4 +38,24 @@ func (k *Kernel) commitWhileInForce(p *policy.Policy, commit func() error) (inFo
 		return false, nil
 	}
 	return true, commit()
+}
+
+// commitAfterVoteWhileInForce is commitWhileInForce for a commit that
+// follows a durable vote: a full commit queue is waited out (backoff as in
+// updateAfterVote), with policyMu released while it waits. Held, it would
+// keep a reload waiting on the queue, and every new call's commit behind
+// that reload (a waiting writer stops new readers). A reload that lands
+// during the wait ends it: inForce is false.
+func (k *Kernel) commitAfterVoteWhileInForce(ctx context.Context, p *policy.Policy, commit func() error) (inForce bool, err error) {
+	backoff := queueFullBackoffMin
+	for {
+		inForce, err = k.commitWhileInForce(p, commit)
+		if !inForce || !errors.Is(err, ErrQueueFull) {
+			return inForce, err
+		}
+		if k.sleep(ctx, backoff) != nil {
+			return true, err // shutting down or cancelled: the full queue's error stands
+		}
+		backoff = min(2*backoff, queueFullBackoffMax)
+	}
 }

@@ -121,7 +121,8 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		resolved = cur
 		return tx.PutApproval(cur)
 	}
-	inForce, err := k.commitWhileInForce(p, func() error { return k.commitAllow(ctx, p, rec, r, false, resolve) })
+	// The vote is durable: a full queue is waited out, not failed.
+	inForce, err := k.commitAfterVoteWhileInForce(ctx, p, func() error { return k.commitAllow(ctx, p, rec, r, false, resolve) })
 	if !inForce {
 		*rec = parked
 		return k.resume(ctx, req, rec, tok, vote, now)
