@@ -38,6 +38,9 @@ const (
 	ResultFailed = "failed" // given up: retries exhausted, permanent error, queue full or shutdown
 )
 
+// Results are every result HubOptions.Metric reports.
+func Results() []string { return []string{ResultOK, ResultRetry, ResultFailed} }
+
 // Channel names that need no push from the hub: poll is GET
 // /approvals/pending, terminal is `chio approval watch` (both read the
 // durable store). The dashboard is fed by the kernel's event stream.

@@ -143,6 +143,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	store = st.store
 	defer store.Close()
+	if st.phases {
+		metrics.ExpectCommitPhases()
+	}
 	stopLog, err := startReceiptLog(ctx, rlog, store)
 	if err != nil {
 		return err
@@ -184,6 +187,11 @@ func Run(ctx context.Context, o Options) error {
 		OnFailure: func(id, ch, msg string) { _ = k.RecordNotifyFailure(context.Background(), id, ch, msg) },
 		Metric:    func(ch, res string) { metrics.Notify.WithLabelValues(ch, res).Inc() }})
 	defer hub.Close()
+	names := make([]string, 0, len(push.list))
+	for _, c := range push.list {
+		names = append(names, c.Name())
+	}
+	metrics.ExpectChannels(names, channels.Results())
 	// Arguments to MCP tools are checked against the tool's inputSchema on
 	// every front door, and again when an approver amends them.
 	kcfg := kernel.Config{Key: key, Policy: p, Store: store, Dispatcher: disp,

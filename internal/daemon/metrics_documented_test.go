@@ -135,9 +135,11 @@ func TestMetricsOfAFreshChiodMatchTheDocs(t *testing.T) {
 		if !slices.EqualFunc(got, want, slices.Equal[[]string]) {
 			t.Errorf("%s: series %v, want %v from the start", name, got, want)
 		}
+		undocumented := map[string]bool{}
 		for _, vs := range want {
 			for _, v := range vs {
-				if !strings.Contains(text, "`"+v+"`") {
+				if !strings.Contains(text, "`"+v+"`") && !undocumented[v] {
+					undocumented[v] = true
 					t.Errorf("%s: label value %q is not documented", name, v)
 				}
 			}

@@ -36,6 +36,8 @@ type storeHooks struct {
 type opened struct {
 	store store
 	relay *pgstore.Bus
+	// phases: the store reports where a commit's time went (storeHooks.phases)
+	phases bool
 }
 
 // openStore opens bbolt (one file in the data dir) or PostgreSQL (the DSN
@@ -66,7 +68,7 @@ func openStore(ctx context.Context, p *policy.Policy, dataDir string, key keys.P
 		if err != nil {
 			return opened{}, err
 		}
-		return opened{store: s}, nil
+		return opened{store: s, phases: true}, nil
 	}
 	return opened{}, fmt.Errorf("refusing to start: unknown store driver %q", p.Store.Driver)
 }

@@ -53,7 +53,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	cred, share := g.cred, g.share
 	if !s.streams.acquire(cred, share) {
-		s.cfg.Metrics.streamsRefused.WithLabelValues("credential").Inc()
+		s.cfg.Metrics.streamsRefused.WithLabelValues(refusedCredential).Inc()
 		refuseStream(w, http.StatusTooManyRequests, fmt.Sprintf("this credential already has %d open event streams; close one or retry later", share))
 		return
 	}
@@ -66,7 +66,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	events, cancel, ok := s.cfg.Kernel.Subscribe(kernel.PoolStream)
 	if !ok {
-		s.cfg.Metrics.streamsRefused.WithLabelValues("global").Inc()
+		s.cfg.Metrics.streamsRefused.WithLabelValues(refusedGlobal).Inc()
 		refuseStream(w, http.StatusServiceUnavailable, "too many event streams are open; retry later")
 		return
 	}
