@@ -19,7 +19,10 @@ import (
 	"github.com/chiokernel/chio/receipt"
 )
 
-// Observer receives decision metrics; nil means none.
+// Observer receives decision metrics; nil means none. Decision is called
+// once per call this kernel decided (allowed, denied or pending_approval),
+// never for a duplicate answered from the record, nor for a call another
+// kernel sharing the store decided first.
 type Observer interface {
 	Decision(verdict string, d time.Duration)
 }
@@ -321,13 +324,16 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	// From here on the call has effects (a dispatch, a durable receipt): a
 	// client that disconnects must not cancel them half way.
 	out, err := k.decide(context.WithoutCancel(ctx), call, vc, paramHash, revoked, now)
+	decidedHere := true
 	if errors.Is(err, ErrRequestUsed) {
 		// Another kernel sharing the store decided this request id between
-		// our read and our commit: answer like a local duplicate would.
+		// our read and our commit: answer like a local duplicate would,
+		// and count no decision (that kernel counted it).
 		out, err = k.replay(call, vc, paramHash, nil)
+		decidedHere = false
 	}
 	first.err = err // before done closes (deferred): duplicates read it then
-	if err == nil && k.observer != nil {
+	if err == nil && decidedHere && k.observer != nil {
 		k.observer.Decision(out.Status, time.Since(start))
 	}
 	return out, err
