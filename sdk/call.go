@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"time"
 
@@ -119,7 +121,9 @@ const (
 // *Denied, not an error; errors are bad input ([ErrBadRequest]), refused
 // credentials ([ErrUnauthorized]), a request id reused for other content
 // ([ErrConflict]), chiod unable to decide on every attempt
-// ([ErrUnavailable]: nothing was allowed), and lost answers that outlast
+// ([ErrUnavailable]: nothing was allowed), chiod that could not be
+// connected to at all ([ErrNotSent], a [*NotSentError]: not running, or a
+// wrong URL; the call did not run), and lost answers that outlast
 // the retries or the context, or an allowed call still running when the
 // context ends ([ErrOutcomeUnknown], an
 // [*OutcomeUnknownError]: the call may have run; retry it with the same
@@ -144,9 +148,18 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 			}
 		}
 		out = callState{}
-		err = c.postCall(ctx, tc.RequestID, body, &out)
+		// A request's bytes are written only once it has a connection
+		// (after the TLS handshake, for https): until then, nothing of this
+		// attempt was sent.
+		connected := false
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }}
+		err = c.postCall(httptrace.WithClientTrace(ctx, trace), tc.RequestID, body, &out)
 		if err == nil {
 			break
+		}
+		var te *errTransport
+		if !connected && errors.As(err, &te) && neverSent(te.err) {
+			err = &errNotSent{te.err}
 		}
 		lost = lost || errors.Is(err, ErrOutcomeUnknown)
 		if ctx.Err() != nil {
@@ -156,6 +169,10 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 		if !retryable(err) || attempt == callAttempts {
 			if lost {
 				return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: err}
+			}
+			var ns *errNotSent
+			if errors.As(err, &ns) {
+				return nil, &NotSentError{RequestID: tc.RequestID, Err: ns.err}
 			}
 			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
 		}
@@ -224,6 +241,25 @@ type errCallAnswerUnreadable struct{ err error }
 func (e *errCallAnswerUnreadable) Error() string        { return e.err.Error() }
 func (e *errCallAnswerUnreadable) Unwrap() error        { return e.err }
 func (e *errCallAnswerUnreadable) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// errNotSent is an attempt that could not connect to chiod: nothing of it
+// was sent, so it did not run. It is retried, and is not ErrOutcomeUnknown
+// (it holds the connection error, not the errTransport that would say so).
+type errNotSent struct{ err error }
+
+func (e *errNotSent) Error() string { return "chio: cannot connect to chiod: " + e.err.Error() }
+
+// neverSent reports a failed attempt that certainly did not reach chiod: the
+// connection could not be made (refused, no route, a name that does not
+// resolve). CallTool asks it only of an attempt that never got a connection
+// (httptrace's GotConn): net/http re-sends an Idempotency-Key request over a
+// fresh connection when a reused one failed after the write, and that
+// fresh dial failing does not undo the write. A TLS handshake that failed,
+// a reset or a timeout after connecting is never a dial error.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
 
 // buildCall checks and normalizes the caller's input.
 func (c *Client) buildCall(call Call) (*kernel.ToolCall, error) {
@@ -315,8 +351,9 @@ func encodeJSON(v any) ([]byte, error) {
 // could not decide. Anything else will not change by asking again.
 func retryable(err error) bool {
 	var te *errTransport
+	var ns *errNotSent
 	var ae *APIError
-	return errors.As(err, &te) || errors.As(err, &ae) && ae.retryable()
+	return errors.As(err, &te) || errors.As(err, &ns) || errors.As(err, &ae) && ae.retryable()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

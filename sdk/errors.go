@@ -33,6 +33,13 @@ var (
 	// same RequestID (the tool runs at most once) or Await that id; the
 	// error is an [*OutcomeUnknownError] naming it.
 	ErrOutcomeUnknown = errors.New("chio: outcome unknown")
+	// ErrNotSent: [Client.CallTool] could not send the call — its last
+	// attempt could not even connect to chiod (connection refused, no route,
+	// a name that does not resolve: chiod is not running or the URL is
+	// wrong) and no attempt's answer was lost. The call did not run; it is
+	// safe to send it again. The error is a [*NotSentError] naming the
+	// request id; it also matches ErrUnavailable (nothing was allowed).
+	ErrNotSent = errors.New("chio: not sent")
 	// ErrVoteRecorded: chiod's 500 "vote_recorded" to [Client.Respond]. The
 	// approver's vote IS durable (counted, its token spent, the request
 	// approved), but a step after it failed: the approved call is not
@@ -132,6 +139,25 @@ func (e *OutcomeUnknownError) Unwrap() error {
 }
 
 func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// NotSentError is a call that was not sent ([ErrNotSent]): the last
+// attempt could not connect to chiod, and every earlier one either could
+// not connect either or was turned away by chiod (503, 429). It did not
+// run. It unwraps to the last attempt's connection error.
+type NotSentError struct {
+	RequestID string
+	Err       error
+}
+
+func (e *NotSentError) Error() string {
+	return fmt.Sprintf("chio: call %s was not sent, it did not run (could chiod be down, or the URL wrong?): %v", e.RequestID, e.Err)
+}
+
+func (e *NotSentError) Unwrap() error { return e.Err }
+
+// Is matches ErrNotSent and ErrUnavailable, never ErrOutcomeUnknown (which
+// the connection error alone, an errTransport, would claim).
+func (e *NotSentError) Is(target error) bool { return target == ErrNotSent || target == ErrUnavailable }
 
 // retryable reports whether asking again may give a different answer:
 // chiod restarting, overloaded or behind a proxy that failed. A recorded
