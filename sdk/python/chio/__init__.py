@@ -9,6 +9,8 @@ A call returns Allowed, PendingApproval or ToolDenied; errors (bad input,
 refused credentials, lost answers) are exceptions derived from ChioError.
 OutcomeUnknown (TransportError among them) means a call may have run:
 retry it with the same request_id or await it, never under a new id.
+NotSent (from call_tool) means chiod could not be connected to at all: the
+call did not run.
 VoteRecorded (from respond) means the approver's vote IS recorded: do not
 vote again.
 SyncClient is the same client without asyncio. Standard library plus
@@ -28,6 +30,7 @@ from .errors import (
     Declined,
     DeniedByPolicy,
     NotFound,
+    NotSent,
     OutcomeUnknown,
     TimedOut,
     TransportError,
@@ -58,6 +61,7 @@ __all__ = [
     "DeniedByPolicy",
     "MAX_APPROVAL_TTL",
     "NotFound",
+    "NotSent",
     "OutcomeUnknown",
     "PendingApproval",
     "PrivateKey",

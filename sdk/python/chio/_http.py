@@ -36,12 +36,63 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_opener = urllib.request.build_opener(_NoRedirect)
+class _NoConnection(OSError):
+    """No connection could be made (refused, no route, a name that does not
+    resolve, a connect that timed out): not a byte of the request was
+    written. Raised only by the TCP connect itself, so a TLS handshake, a
+    proxy's CONNECT, a reset or a timeout after connecting is never it."""
+
+
+class ConnectFailed(TransportError):
+    """A TransportError whose request was never sent (_NoConnection).
+    call_tool reports a call whose every attempt met this as NotSent."""
+
+
+def _marking_connect(cls):
+    """cls (an http.client connection class) with its TCP connect's
+    failures raised as _NoConnection."""
+
+    class Marked(cls):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            create = self._create_connection  # set per instance by http.client
+
+            def create_connection(*a, **kw):
+                try:
+                    return create(*a, **kw)
+                except OSError as e:
+                    raise _NoConnection(*e.args) from e
+
+            self._create_connection = create_connection
+
+    return Marked
+
+
+_MARKED = {cls: _marking_connect(cls) for cls in (http.client.HTTPConnection, http.client.HTTPSConnection)}
+
+
+class _Marking:
+    """A urllib handler that opens its connections with _marking_connect."""
+
+    def do_open(self, http_class, req, **kwargs):
+        return super().do_open(_MARKED.get(http_class, http_class), req, **kwargs)
+
+
+class _HTTPHandler(_Marking, urllib.request.HTTPHandler):
+    pass
+
+
+class _HTTPSHandler(_Marking, urllib.request.HTTPSHandler):
+    pass
+
+
+_opener = urllib.request.build_opener(_NoRedirect, _HTTPHandler, _HTTPSHandler)
 
 
 def request(method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
     """Send one request and return (status, body), whatever the status.
-    Raises TransportError when no complete HTTP answer came back."""
+    Raises TransportError when no complete HTTP answer came back, and its
+    ConnectFailed when no connection could even be made."""
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
         try:
@@ -52,6 +103,8 @@ def request(method: str, url: str, body: bytes | None, headers: dict[str, str], 
             return resp.code, _read(resp)
     except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
         reason = getattr(e, "reason", None) or e
+        if isinstance(reason, _NoConnection):
+            raise ConnectFailed(f"chio: cannot connect to chiod at {url}: {reason}") from None
         raise TransportError(f"chio: cannot reach chiod at {url}: {reason}") from None
 
 

@@ -31,6 +31,7 @@ from .errors import (
     Conflict,
     Declined,
     DeniedByPolicy,
+    NotSent,
     OutcomeUnknown,
     TimedOut,
     Unauthorized,
@@ -159,7 +160,9 @@ class Client(_Approvals):
         OutcomeUnknown (TransportError is one) with ``request_id`` set: the
         call may have run; retry with that request_id or await it.
         Unavailable (chiod's own 503 on every attempt) means nothing was
-        allowed.
+        allowed. NotSent (an Unavailable, with ``request_id``) means chiod
+        could not be connected to at all (refused, no route, an unknown
+        host): the call was not sent and did not run.
         """
         if self._key is None or self._cap_raw is None:
             raise BadRequest("chio: calling a tool needs the agent key and capability (key=, capability= or from_env)")
@@ -203,10 +206,21 @@ class Client(_Approvals):
                 state = await self._post_call(request_id, body)
                 break
             except ChioError as e:
-                lost = lost or isinstance(e, OutcomeUnknown)
+                # An attempt that could not connect sent nothing: not lost.
+                not_sent = isinstance(e, _http.ConnectFailed)
+                lost = lost or isinstance(e, OutcomeUnknown) and not not_sent
                 if not retryable(e) or attempt == CALL_ATTEMPTS:
                     e.add_note(f"chio: call {request_id} (attempt {attempt} of {CALL_ATTEMPTS})")
-                    if isinstance(e, OutcomeUnknown):
+                    if not_sent and not lost:
+                        # The last attempt could not connect, and every
+                        # earlier one could not either or was turned away
+                        # (chiod's 503, a 429): the call did not run.
+                        raise NotSent(
+                            f"chio: call {request_id} was not sent, it did not run "
+                            f"(is chiod running at {self._base}?): {e}",
+                            request_id=request_id,
+                        ) from e
+                    if isinstance(e, OutcomeUnknown) and not not_sent:
                         e.request_id = request_id
                         raise
                     if lost:

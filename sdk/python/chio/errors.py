@@ -46,6 +46,18 @@ class Unavailable(ChioError):
     answer was lost."""
 
 
+class NotSent(Unavailable):
+    """call_tool could not send the call: its last attempt could not even
+    connect to chiod (connection refused, no route, a name that does not
+    resolve: chiod is not running, or the URL is wrong), and no attempt's
+    answer was lost. The call did not run; it is safe to send it again.
+    ``request_id`` names it. Never an OutcomeUnknown."""
+
+    def __init__(self, message: str, *, request_id: str | None = None):
+        super().__init__(message)
+        self.request_id = request_id
+
+
 class OutcomeUnknown(ChioError):
     """The answer was lost after the request may have reached chiod: no
     complete answer, or a 5xx that is not chiod's own (a proxy's 502 or 504
@@ -61,7 +73,9 @@ class OutcomeUnknown(ChioError):
 
 class TransportError(OutcomeUnknown):
     """The request never got a complete HTTP answer (connection refused,
-    reset, timed out, cut short): it may or may not have reached chiod."""
+    reset, timed out, cut short): it may or may not have reached chiod.
+    call_tool raises NotSent instead when its attempts could not connect at
+    all (see NotSent)."""
 
 
 class BadAnswer(ChioError):

@@ -363,10 +363,10 @@ class Outcomes(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(Unauthorized):
             await Client(harness.chiod().url).await_approval("req-x", timeout=1)
 
-    async def test_transport_error_names_the_server(self):
+    async def test_not_sent_names_the_server(self):
         agent = await harness.agent("echo")
         c = Client("http://127.0.0.1:9", key_file=agent.key_file, capability_file=agent.capability_file)
-        with self.assertRaisesRegex(chio.TransportError, "127.0.0.1:9"):
+        with self.assertRaisesRegex(chio.NotSent, "127.0.0.1:9"):  # nothing listens: nothing was sent
             await c.call_tool("demo", "echo", {})
 
 
