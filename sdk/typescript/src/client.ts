@@ -9,7 +9,7 @@
 
 import type { ApprovalRequest, Question } from "./approver.js";
 import { canonicalize, parseStrict } from "./canon.js";
-import { BadAnswerError, ChioError, apiError, isAnswerLost, isRetryable } from "./errors.js";
+import { BadAnswerError, ChioError, ConnectFailedError, NotSentError, apiError, isAnswerLost, isRetryable, neverConnected } from "./errors.js";
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
 import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
@@ -119,7 +119,10 @@ export class ChioClient {
    * When every attempt failed and some answer was lost (no complete answer,
    * a gateway's 5xx), it throws code "outcome_unknown" with `requestId`: the
    * call may have run; retry with that requestId or await it. "unavailable"
-   * (chiod's own 503 on every attempt) means nothing was allowed.
+   * (chiod's own 503 on every attempt) means nothing was allowed; a
+   * NotSentError (also "unavailable", with `requestId`) means chiod could not
+   * be connected to at all (refused, no route, an unknown host): the call
+   * was not sent and did not run.
    */
   async callTool(call: ToolCall): Promise<CallResult> {
     const key = this.#key;
@@ -171,6 +174,14 @@ export class ChioClient {
               "outcome_unknown",
               `chio: call ${requestId}: outcome unknown, it may have run (retry with the same requestId or await it): ${(e as Error).message}${where}`,
               { requestId, cause: e, ...(status === undefined ? {} : { status }) },
+            );
+          }
+          if (e instanceof ConnectFailedError) {
+            // The last attempt could not connect, and every earlier one could
+            // not either or was turned away (chiod's 503, a 429): it did not run.
+            throw new NotSentError(
+              `chio: call ${requestId} was not sent, it did not run (is chiod running at ${this.#base}?): ${e.message}${where}`,
+              { requestId, cause: e },
             );
           }
           if (e instanceof Error) e.message += where;
@@ -531,6 +542,7 @@ export class ChioClient {
       signal?.throwIfAborted();
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
       const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : (cause?.code ?? cause?.message ?? (e as Error).message);
+      if (!timeout.aborted && neverConnected(e)) throw new ConnectFailedError(`chio: cannot connect to chiod at ${url}: ${why}`, e);
       throw new ChioError("transport", `chio: cannot reach chiod at ${url}: ${why}`, { cause: e });
     }
     if (ok.includes(status)) {

@@ -11,10 +11,10 @@ export type ChioErrorCode =
   | "not_found" // no such call or approval (404)
   | "conflict" // request id reused for other content, token already presented, approval no longer pending (409)
   | "approval_rejected" // chiod refused a presented approval token (403)
-  | "unavailable" // chiod itself could not decide (its 503 "unavailable" envelope, or a 429); nothing was allowed
+  | "unavailable" // chiod itself could not decide (its 503 "unavailable" envelope, or a 429), or callTool could not connect to it at all (NotSentError); nothing was allowed
   | "outcome_unknown" // the answer was lost after the request may have reached chiod: a call MAY HAVE RUN; retry it with the same requestId or await it
   | "vote_recorded" // respond: the approver's vote IS recorded, but the approved call is not finished yet (VoteRecordedError); do not vote again
-  | "transport" // no complete HTTP answer (connection refused, reset, timed out); callTool reports it as "outcome_unknown"
+  | "transport" // no complete HTTP answer (connection refused, reset, timed out); callTool reports it as "outcome_unknown", or as NotSentError when no attempt could connect
   | "timed_out" // the wait ended before a decision; the call may still be pending
   | "declined" // a human denied an ask
   | "denied_by_policy" // a policy guard (not a human) denied a confirm or ask
@@ -96,6 +96,52 @@ export class BadAnswerError extends ChioError {
   }
 }
 
+/**
+ * callTool could not send the call (`code` "unavailable", `requestId` set):
+ * its last attempt could not even connect to chiod (connection refused, no
+ * route, a host name that does not resolve: chiod is not running, or the
+ * URL is wrong), and no attempt's answer was lost. The call did not run; it
+ * is safe to send it again. Never "outcome_unknown".
+ */
+export class NotSentError extends ChioError {
+  override name = "NotSentError";
+
+  constructor(message: string, opts: { requestId: string; cause: unknown }) {
+    super("unavailable", message, opts);
+  }
+}
+
+/**
+ * A "transport" error whose request was never sent: fetch failed making the
+ * connection itself (see neverConnected). callTool retries it, and reports
+ * a call whose last attempt met it, with no answer lost, as NotSentError.
+ */
+export class ConnectFailedError extends ChioError {
+  override name = "ConnectFailedError";
+
+  constructor(message: string, cause: unknown) {
+    super("transport", message, { cause });
+  }
+}
+
+/**
+ * Whether fetch's error says no connection was made, so not a byte of the
+ * request was written: the TCP connect failed (Node's syscall "connect":
+ * refused, no route) or the name did not resolve ("getaddrinfo"); with
+ * several addresses tried, every one failed so. Errors after connecting
+ * carry "read"/"write" or undici's own codes, and a TLS handshake that
+ * failed has no syscall "connect": never this. undici's connect timeout is
+ * not trusted either (it covers the TLS handshake too).
+ */
+export function neverConnected(fetchError: unknown): boolean {
+  const dialFailed = (c: unknown): boolean => {
+    if (c instanceof AggregateError) return c.errors.length > 0 && c.errors.every(dialFailed);
+    const syscall = (c as { syscall?: unknown } | null | undefined)?.syscall;
+    return syscall === "connect" || syscall === "getaddrinfo";
+  };
+  return dialFailed((fetchError as { cause?: unknown } | null | undefined)?.cause);
+}
+
 const byServerCode: Record<string, ChioErrorCode> = {
   bad_request: "bad_request",
   unauthorized: "unauthorized",
@@ -133,6 +179,7 @@ export function apiError(status: number, serverCode: string | undefined, message
 
 /** Whether the request may have reached chiod without its answer reaching us: no complete answer, or a gateway's 5xx. */
 export function isAnswerLost(err: unknown): boolean {
+  if (err instanceof ConnectFailedError) return false; // nothing was sent
   return err instanceof ChioError && (err.code === "transport" || err.code === "outcome_unknown");
 }
 
