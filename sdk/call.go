@@ -192,6 +192,10 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 			// ErrTimedOut, which says no decision was made.
 			if ctx.Err() != nil {
 				err = ctx.Err()
+			} else if errors.Is(err, ErrTimedOut) {
+				// Await stopped at the caller's deadline an instant
+				// before ctx reported it (no time left for a poll).
+				err = context.DeadlineExceeded
 			}
 			return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: err}
 		}
