@@ -59,6 +59,7 @@ export class Chiod {
   async start(): Promise<this> {
     if (!this.binDir) {
       this.binDir = join(this.tmp, "bin");
+      mkdirSync(this.binDir); // go build -o writes several binaries only into a directory that exists
       const b = await run("go", ["build", "-o", this.binDir, "./cmd/chiod", "./cmd/chio"]);
       if (b.code !== 0) throw new Error(`go build: ${b.stderr}`);
     }
