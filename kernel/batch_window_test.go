@@ -45,7 +45,7 @@ func revBatchWorld(t *testing.T, hs *batchHookStore, fake *clock.Fake, disp kern
 		}})
 }
 
-func revSignBatch(t *testing.T, now time.Time, window time.Duration, mutate func(*approval.BatchToken)) []byte {
+func revSignBatch(t testing.TB, now time.Time, window time.Duration, mutate func(*approval.BatchToken)) []byte {
 	t.Helper()
 	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
 		ServerPattern: "pay", ToolPattern: "issue_refund", NotBefore: now.Unix(), NotAfter: now.Add(window).Unix()}
