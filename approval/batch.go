@@ -58,6 +58,20 @@ type Batch struct {
 	CreatedAt int64       `json:"created_at"`
 }
 
+// Retired reports whether the batch can never cover a call again, at any
+// time: it is revoked, or every call it allows is used. (A spent money
+// total is not retirement: Covers still admits a call of amount 0.)
+func (b *Batch) Retired() bool {
+	return b.Revoked || (b.Token.MaxCalls != nil && b.Usage.Calls >= *b.Token.MaxCalls)
+}
+
+// Live reports whether the batch may still cover a call at unix second
+// now or later: it is not retired and its window has not ended. Every
+// batch Covers accepts is Live.
+func (b *Batch) Live(now int64) bool {
+	return !b.Retired() && now < b.Token.NotAfter
+}
+
 // Covers reports whether the batch approves one more call by subject on
 // server/tool at unix second now with amount (nil when the call declares
 // none). A batch with amount limits never covers a call without an amount:

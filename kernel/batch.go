@@ -86,10 +86,18 @@ func mayCreateBatch(p *policy.Policy, t *approval.BatchToken, key string) bool {
 	return false
 }
 
+// ErrTooManyBatches: the approver already holds MaxLiveBatchesPerApprover
+// live standing approvals; a new one is refused and nothing is stored.
+var ErrTooManyBatches = errors.New("too many live standing approvals")
+
 // CreateBatch stores a standing approval after verifying it. Its signer
 // must be a key that could approve, singly and at tier 0, a call under
 // some grant the batch's patterns reach (see batchSigners); otherwise
-// ErrUntrustedSigner and nothing is stored.
+// ErrUntrustedSigner and nothing is stored. A signer already holding
+// MaxLiveBatchesPerApprover live batches (unexpired, unrevoked, not used
+// up: approval.Batch.Live) is refused with ErrTooManyBatches: batches are
+// never deleted, but every allow reads the live ones, so their number is
+// what must stay bounded.
 func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, error) {
 	now := k.clock.Now()
 	p := k.Policy()
@@ -112,6 +120,20 @@ func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, 
 			return fmt.Errorf("%w: batch %s exists", ErrConflict, tok.ID)
 		case !errors.Is(err, ErrNotFound):
 			return err // never overwrite what could not be read
+		}
+		live := 0
+		err := tx.LiveBatches(k.clock.Now().Unix(), func(o *approval.Batch) bool {
+			if o.Token.Approver == tok.Approver {
+				live++
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if live >= MaxLiveBatchesPerApprover {
+			return fmt.Errorf("%w: %s already holds %d live standing approvals, the most one approver may hold; "+
+				"revoke one (chio approval batch revoke) or wait for one to end or be used up", ErrTooManyBatches, tok.Approver, live)
 		}
 		return tx.PutBatch(b)
 	})
@@ -179,7 +201,7 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 		// batch's end must not run a call under it with no human asked.
 		at := k.clock.Now().Unix()
 		var used *approval.Batch
-		err := tx.Batches(func(b *approval.Batch) bool {
+		err := tx.LiveBatches(at, func(b *approval.Batch) bool {
 			if trusted[b.Token.Approver] && b.Covers(rec.Subject, rec.Server, rec.Tool, amount, at) {
 				used = b
 				return false

@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -49,6 +50,10 @@ type batchCountTx struct {
 
 func (t *batchCountTx) Batches(fn func(*approval.Batch) bool) error {
 	return t.Tx.Batches(func(b *approval.Batch) bool { t.visited.Add(1); return fn(b) })
+}
+
+func (t *batchCountTx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
+	return t.Tx.LiveBatches(now, func(b *approval.Batch) bool { t.visited.Add(1); return fn(b) })
 }
 
 // seedDeadBatches stores n standing approvals that can never cover a call
@@ -137,5 +142,44 @@ func BenchmarkBatchClaim(b *testing.B) {
 			}
 			b.ReportMetric(float64(cs.visited.Load())/float64(b.N), "visited/op")
 		})
+	}
+}
+
+// One approver key may hold at most MaxLiveBatchesPerApprover live
+// standing approvals: the next is refused and nothing is stored. Batches
+// that ended, were revoked or were used up do not count.
+func TestLiveBatchesPerApproverAreCapped(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
+	w := revBatchWorld(t, nil, fake, &timedDispatcher{clock: fake})
+	ctx := context.Background()
+	var ids []string
+	for range kernel.MaxLiveBatchesPerApprover {
+		b, err := w.Kernel.CreateBatch(ctx, revSignBatch(t, fake.Now(), time.Hour, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, b.Token.ID)
+	}
+	over := revSignBatch(t, fake.Now(), time.Hour, nil)
+	if _, err := w.Kernel.CreateBatch(ctx, over); !errors.Is(err, kernel.ErrTooManyBatches) {
+		t.Fatalf("standing approval #%d of one approver: %v, want ErrTooManyBatches", kernel.MaxLiveBatchesPerApprover+1, err)
+	}
+	list, err := w.Kernel.ListBatches()
+	if err != nil || len(list) != kernel.MaxLiveBatchesPerApprover {
+		t.Fatalf("after the refusal %d batches are stored (%v), want %d", len(list), err, kernel.MaxLiveBatchesPerApprover)
+	}
+	// A revoked one frees a place.
+	if err := w.Kernel.RevokeBatch(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Kernel.CreateBatch(ctx, over); err != nil {
+		t.Fatalf("after a revocation: %v", err)
+	}
+	// All of them ended: a full set may be created again.
+	fake.Advance(time.Hour)
+	for range kernel.MaxLiveBatchesPerApprover {
+		if _, err := w.Kernel.CreateBatch(ctx, revSignBatch(t, fake.Now(), time.Hour, nil)); err != nil {
+			t.Fatalf("after every earlier batch ended: %v", err)
+		}
 	}
 }

@@ -32,6 +32,13 @@ const (
 	// ConsumedCacheSize sizes the replay LRU: peak approvals/s × token TTL
 	// (≈ 18/s sustained for an hour) before lookups fall through to the store.
 	ConsumedCacheSize = 65536
+	// MaxLiveBatchesPerApprover bounds the standing approvals one approver
+	// key may hold live (unexpired, unrevoked, not used up) at once. Every
+	// allow under a grant batches can cover reads the live batches in its
+	// commit; expired, revoked and used-up ones cost nothing and do not
+	// count. (On PostgreSQL, replicas creating batches for one key at the
+	// same instant may each pass the check once.)
+	MaxLiveBatchesPerApprover = 100
 	// MaxToolOutputBytes bounds a tool output kept in the call record.
 	MaxToolOutputBytes = 1 << 20
 

@@ -126,6 +126,12 @@ type ReadTx interface {
 	Consumed(tokenID string) (bool, error)
 	Batch(id string) (*approval.Batch, error)
 	Batches(fn func(*approval.Batch) bool) error
+	// LiveBatches visits, in id order as Batches does, the batches Live at
+	// unix second now (approval.Batch.Live) and reads no other: batches
+	// are kept forever (receipts name them), so what the allow path pays
+	// must not grow with the expired, revoked and used-up ones. fn returns
+	// false to stop.
+	LiveBatches(now int64, fn func(*approval.Batch) bool) error
 	// Dispatching visits calls approved but not yet recorded as executed
 	// (a crash between the two is recovered at start-up).
 	Dispatching(fn func(*CallRecord) bool) error

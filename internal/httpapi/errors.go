@@ -93,7 +93,7 @@ func classify(err error) *APIError {
 		errors.Is(err, canon.ErrTooDeep), errors.Is(err, canon.ErrNumberRange), errors.Is(err, canon.ErrTrailingData),
 		errors.Is(err, canon.ErrInexact):
 		return apiErr(http.StatusBadRequest, CodeBadRequest, err.Error())
-	case errors.Is(err, kernel.ErrRequestUsed), errors.Is(err, kernel.ErrConflict):
+	case errors.Is(err, kernel.ErrRequestUsed), errors.Is(err, kernel.ErrConflict), errors.Is(err, kernel.ErrTooManyBatches):
 		return apiErr(http.StatusConflict, CodeConflict, err.Error())
 	case errors.Is(err, kernel.ErrNotFound):
 		return apiErr(http.StatusNotFound, CodeNotFound, err.Error())

@@ -30,9 +30,11 @@ var (
 	bucketPending    = []byte("pending")     // approval id → {} while pending (ids are time-ordered)
 	bucketConsumed   = []byte("consumed")    // token id → approval id: the replay authority
 	bucketBatches    = []byte("batches")     // batch id → approval.Batch JSON
-	bucketInFlight   = []byte("dispatching") // request id → {} while status is dispatching
-	allBuckets       = append([][]byte{bucketCalls, bucketRevoked, bucketCounters, bucketReceipts, bucketReceiptIDs,
-		bucketLeaves, bucketApprovals, bucketPending, bucketConsumed, bucketBatches, bucketInFlight,
+	// not_after (8 bytes BE) + batch id → nil while the batch is not retired (batches.go)
+	bucketLiveBatches = []byte("batches_live")
+	bucketInFlight    = []byte("dispatching") // request id → {} while status is dispatching
+	allBuckets        = append([][]byte{bucketCalls, bucketRevoked, bucketCounters, bucketReceipts, bucketReceiptIDs,
+		bucketLeaves, bucketApprovals, bucketPending, bucketConsumed, bucketBatches, bucketLiveBatches, bucketInFlight,
 		bucketCheckpoints}, indexBuckets...)
 )
 
@@ -115,8 +117,14 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 	s := &Store{db: db, path: path, key: key, opts: opts, queue: commitq.New[*op](QueueCapacity),
 		done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
+		unindexedBatches := tx.Bucket(bucketLiveBatches) == nil
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		if unindexedBatches { // a store written before the live index
+			if err := indexLiveBatches(tx); err != nil {
 				return err
 			}
 		}

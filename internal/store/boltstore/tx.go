@@ -205,40 +205,6 @@ func (t *tx) Consume(tokenID, approvalID string) error {
 	return b.Put([]byte(tokenID), []byte(approvalID))
 }
 
-func (t *tx) Batch(id string) (*approval.Batch, error) {
-	v := t.btx.Bucket(bucketBatches).Get([]byte(id))
-	if v == nil {
-		return nil, kernel.ErrNotFound
-	}
-	var b approval.Batch
-	if err := json.Unmarshal(v, &b); err != nil {
-		return nil, fmt.Errorf("boltstore: corrupt batch %q: %w", id, err)
-	}
-	return &b, nil
-}
-
-func (t *tx) Batches(fn func(*approval.Batch) bool) error {
-	c := t.btx.Bucket(bucketBatches).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		b, err := t.Batch(string(k))
-		if err != nil {
-			return err
-		}
-		if !fn(b) {
-			return nil
-		}
-	}
-	return nil
-}
-
-func (t *tx) PutBatch(b *approval.Batch) error {
-	v, err := json.Marshal(b)
-	if err != nil {
-		return err
-	}
-	return t.btx.Bucket(bucketBatches).Put([]byte(b.Token.ID), v)
-}
-
 func (t *tx) Dispatching(fn func(*kernel.CallRecord) bool) error {
 	c := t.btx.Bucket(bucketInFlight).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {

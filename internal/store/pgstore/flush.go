@@ -42,7 +42,9 @@ func (w *batchTx) flush() ([]*kernel.Appended, error) {
 		// this transaction on the key, and the batch runs again.
 		batch.Queue(`INSERT INTO chio_consumed (token_id, approval_id) SELECT * FROM unnest($1::text[], $2::text[])`, tokens, approvals)
 	}
-	w.queueBatches(batch)
+	if err := w.queueBatches(batch); err != nil {
+		return nil, err
+	}
 	n := len(b.receipts)
 	var last int64
 	var revokedSince []string
@@ -169,23 +171,38 @@ func (w *batchTx) queueApprovals(batch *pgx.Batch) {
 // read as absent is inserted: two replicas creating one batch at once then
 // meet on the key (23505), and the loser runs again and finds the winner's
 // batch (with any slot used or revocation since), never overwriting it.
-func (w *batchTx) queueBatches(batch *pgx.Batch) {
-	var insID, upsID []string
-	var insRaw, upsRaw [][]byte
+// Each row carries its not_after and whether it is retired, the columns
+// LiveBatches selects by (migration 0002).
+func (w *batchTx) queueBatches(batch *pgx.Batch) error {
+	type rows struct {
+		ids      []string
+		raws     [][]byte
+		notAfter []int64
+		retired  []bool
+	}
+	var ins, ups rows
 	for id, raw := range w.base.batches {
-		if r, read := w.dbBatches[id]; read && !r.found {
-			insID, insRaw = append(insID, id), append(insRaw, raw)
-		} else {
-			upsID, upsRaw = append(upsID, id), append(upsRaw, raw)
+		b, err := decodeBatch(id, raw)
+		if err != nil {
+			return err
 		}
+		to := &ups
+		if r, read := w.dbBatches[id]; read && !r.found {
+			to = &ins
+		}
+		to.ids, to.raws = append(to.ids, id), append(to.raws, raw)
+		to.notAfter, to.retired = append(to.notAfter, b.Token.NotAfter), append(to.retired, b.Retired())
 	}
-	const sel = `INSERT INTO chio_batches (id, batch) SELECT * FROM unnest($1::text[], $2::bytea[])`
-	if len(insID) > 0 {
-		batch.Queue(sel, insID, insRaw)
+	const sel = `INSERT INTO chio_batches (id, batch, not_after, retired)
+		SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[], $4::boolean[])`
+	if len(ins.ids) > 0 {
+		batch.Queue(sel, ins.ids, ins.raws, ins.notAfter, ins.retired)
 	}
-	if len(upsID) > 0 {
-		batch.Queue(sel+` ON CONFLICT (id) DO UPDATE SET batch = excluded.batch`, upsID, upsRaw)
+	if len(ups.ids) > 0 {
+		batch.Queue(sel+` ON CONFLICT (id) DO UPDATE SET batch = excluded.batch, not_after = excluded.not_after,
+			retired = excluded.retired`, ups.ids, ups.raws, ups.notAfter, ups.retired)
 	}
+	return nil
 }
 
 // queueCounters writes counters the same way: insert what was absent,

@@ -244,6 +244,43 @@ func (r *readTx) Batches(fn func(*approval.Batch) bool) error {
 	return nil
 }
 
+// LiveBatches reads only the rows LiveBatches in a transaction would.
+func (r *readTx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
+	qr, err := r.querier()
+	if err != nil {
+		return err
+	}
+	rows, err := qr.Query(r.ctx, "SELECT id, batch FROM chio_batches WHERE NOT retired AND not_after > $1 ORDER BY id", now)
+	if err != nil {
+		return r.wrap(err)
+	}
+	var all []*approval.Batch
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			rows.Close()
+			return r.wrap(err)
+		}
+		b, err := decodeBatch(id, raw)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		all = append(all, b)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return r.wrap(err)
+	}
+	for _, b := range all {
+		if !fn(b) {
+			return nil
+		}
+	}
+	return nil
+}
+
 func (r *readTx) Dispatching(fn func(*kernel.CallRecord) bool) error {
 	var ids []string
 	qr, err := r.querier()

@@ -440,6 +440,53 @@ func (f *fnTx) Batches(fn func(*approval.Batch) bool) error {
 	return nil
 }
 
+// LiveBatches is Batches for the batches live at now: it locks and reads
+// only the rows not retired whose not_after is after now (the partial
+// index chio_batches_live), then judges this transaction's own writes
+// the same way. A row retired by another replica while this one waited
+// for its lock is left out (READ COMMITTED re-checks the WHERE on the
+// row it locked).
+func (f *fnTx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
+	f.reads[kBatch] = true
+	db := map[string]bool{}
+	err := f.run("SELECT id, batch FROM chio_batches WHERE NOT retired AND not_after > $1 ORDER BY id FOR UPDATE", []any{now},
+		func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var raw []byte
+				if err := rows.Scan(&id, &raw); err != nil {
+					return err
+				}
+				db[id] = true
+				f.b.mu.Lock()
+				if _, ok := f.b.dbBatches[id]; !ok {
+					f.b.dbBatches[id] = dbRow{found: true, raw: raw}
+				}
+				f.b.mu.Unlock()
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, id := range merged(db, keysOf(f.layer.batches), keysOf(f.b.base.batches)) {
+		b, err := f.Batch(id)
+		if errors.Is(err, kernel.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !b.Live(now) {
+			continue // retired or ended by a write of this transaction
+		}
+		if !fn(b) {
+			return nil
+		}
+	}
+	return nil
+}
+
 func (f *fnTx) PutBatch(b *approval.Batch) error {
 	if !textKey(b.Token.ID) {
 		return fmt.Errorf("%w: batch id %q", errBadKey, b.Token.ID)

@@ -307,8 +307,8 @@ func testCountersNoLostUpdate(t *testing.T, b Backend) {
 	})
 }
 
-// Standing approvals: concurrent calls claiming slots through Batches never
-// take more than max_calls.
+// Standing approvals: concurrent calls claiming slots through LiveBatches
+// (as the kernel does) never take more than max_calls.
 func testBatchesNoLostUpdate(t *testing.T, b Backend) {
 	s, loc := open(t, b)
 	stores := []Store{s}
@@ -335,7 +335,7 @@ func testBatchesNoLostUpdate(t *testing.T, b Backend) {
 			defer wg.Done()
 			err := stores[i%len(stores)].Update(context.Background(), func(tx kernel.Tx) error {
 				var used *approval.Batch
-				err := tx.Batches(func(bt *approval.Batch) bool {
+				err := tx.LiveBatches(1, func(bt *approval.Batch) bool {
 					if bt.Token.ID == "ba-0" && bt.Covers("", "s", "t", nil, 1) {
 						used = bt
 						return false

@@ -5,7 +5,8 @@
 // once their commit is durable, a full queue fails closed), receipts (seq,
 // append, signature, lookups), calls and the dispatching index, approvals
 // and their pending order, consumed tokens (exactly one of many concurrent
-// presentations), standing approvals and counters (no lost update under
+// presentations), standing approvals (and the live ones the allow path
+// reads) and counters (no lost update under
 // concurrency), revocations, audit queries and stats against a full scan,
 // and the Merkle log with checkpoints and the offline export. A backend
 // that several replicas share at once also runs the cross-replica cases.
@@ -67,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"ConsumeExactlyOnce", testConsumeExactlyOnce},
 		{"CountersNoLostUpdate", testCountersNoLostUpdate},
 		{"BatchesNoLostUpdate", testBatchesNoLostUpdate},
+		{"LiveBatches", testLiveBatches},
 		{"Revocations", testRevocations},
 		{"QueryMatchesFullScan", testQueryMatchesFullScan},
 		{"StatsMatchFullScan", testStatsMatchFullScan},
