@@ -557,7 +557,7 @@ func TestBatchApprovalExhaustedMidway(t *testing.T) {
 			t.Fatalf("exhausted batch still approving: %+v", out)
 		}
 	}
-	bs, _ := f.k.ListBatches()
+	bs, _, _ := f.k.ListBatches("", 10)
 	if len(bs) != 1 || bs[0].Usage.Calls != 2 {
 		t.Fatalf("usage %+v", bs[0].Usage)
 	}

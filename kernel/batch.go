@@ -140,13 +140,23 @@ func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, 
 	return b, err
 }
 
-// ListBatches returns every stored standing approval.
-func (k *Kernel) ListBatches() ([]*approval.Batch, error) {
+// ListBatches returns up to limit stored standing approvals whose ids sort
+// after after ("" from the first), in id order, and whether more follow.
+// Every batch ever created is kept, so a listing is read a page at a time.
+func (k *Kernel) ListBatches(after string, limit int) ([]*approval.Batch, bool, error) {
 	out := []*approval.Batch{}
+	more := false
 	err := k.store.View(func(tx ReadTx) error {
-		return tx.Batches(func(b *approval.Batch) bool { out = append(out, b); return true })
+		return tx.Batches(after, func(b *approval.Batch) bool {
+			if len(out) == limit {
+				more = true
+				return false
+			}
+			out = append(out, b)
+			return true
+		})
 	})
-	return out, err
+	return out, more, err
 }
 
 // RevokeBatch durably revokes a standing approval.

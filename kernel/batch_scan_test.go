@@ -48,8 +48,8 @@ type batchCountTx struct {
 	visited *atomic.Int64
 }
 
-func (t *batchCountTx) Batches(fn func(*approval.Batch) bool) error {
-	return t.Tx.Batches(func(b *approval.Batch) bool { t.visited.Add(1); return fn(b) })
+func (t *batchCountTx) Batches(after string, fn func(*approval.Batch) bool) error {
+	return t.Tx.Batches(after, func(b *approval.Batch) bool { t.visited.Add(1); return fn(b) })
 }
 
 func (t *batchCountTx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
@@ -164,7 +164,7 @@ func TestLiveBatchesPerApproverAreCapped(t *testing.T) {
 	if _, err := w.Kernel.CreateBatch(ctx, over); !errors.Is(err, kernel.ErrTooManyBatches) {
 		t.Fatalf("standing approval #%d of one approver: %v, want ErrTooManyBatches", kernel.MaxLiveBatchesPerApprover+1, err)
 	}
-	list, err := w.Kernel.ListBatches()
+	list, _, err := w.Kernel.ListBatches("", 1000)
 	if err != nil || len(list) != kernel.MaxLiveBatchesPerApprover {
 		t.Fatalf("after the refusal %d batches are stored (%v), want %d", len(list), err, kernel.MaxLiveBatchesPerApprover)
 	}

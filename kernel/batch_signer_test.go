@@ -122,7 +122,7 @@ func TestBatchFromApproverInNoEscalationTierIsRefused(t *testing.T) {
 	if _, err := f.k.CreateBatch(context.Background(), signBatch(t, f, bystander, "*", nil)); !errors.Is(err, approval.ErrUntrustedSigner) {
 		t.Fatalf("bystander batch: %v (want ErrUntrustedSigner)", err)
 	}
-	if bs, _ := f.k.ListBatches(); len(bs) != 0 {
+	if bs, _, _ := f.k.ListBatches("", 10); len(bs) != 0 {
 		t.Fatalf("a refused batch was stored: %d", len(bs))
 	}
 	if out2 := submitRefund(t, f); out2.Status == kernel.StatusAllowed {

@@ -125,7 +125,9 @@ type ReadTx interface {
 	PendingApprovals(fn func(*approval.Request) bool) error
 	Consumed(tokenID string) (bool, error)
 	Batch(id string) (*approval.Batch, error)
-	Batches(fn func(*approval.Batch) bool) error
+	// Batches visits every stored standing approval whose id sorts after
+	// after ("" for all), in id order; fn returns false to stop.
+	Batches(after string, fn func(*approval.Batch) bool) error
 	// LiveBatches visits, in id order as Batches does, the batches Live at
 	// unix second now (approval.Batch.Live) and reads no other: batches
 	// are kept forever (receipts name them), so what the allow path pays

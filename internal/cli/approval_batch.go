@@ -3,6 +3,7 @@ package cli
 // chio approval batch create / list / revoke: standing approvals.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -117,6 +118,37 @@ func parseAmount(s string) (*approval.Amount, error) {
 	return &approval.Amount{Units: n, Currency: cur}, nil
 }
 
+// batchPage is one page of GET /approvals/batch.
+type batchPage struct {
+	Batches   []kernel.BatchView `json:"batches"`
+	NextAfter string             `json:"next_after"`
+}
+
+// listAllBatches reads every standing approval, a page of 1,000 at a time
+// (chiod keeps every batch ever created, and answers in pages).
+func listAllBatches(ctx context.Context, r *remote) (*batchPage, error) {
+	all := &batchPage{Batches: []kernel.BatchView{}}
+	after := ""
+	for {
+		q := url.Values{"limit": {"1000"}}
+		if after != "" {
+			q.Set("after", after)
+		}
+		var page batchPage
+		if _, err := r.do(ctx, "GET", "/approvals/batch?"+q.Encode(), nil, &page); err != nil {
+			return nil, err
+		}
+		all.Batches = append(all.Batches, page.Batches...)
+		if page.NextAfter == "" {
+			return all, nil
+		}
+		if page.NextAfter <= after {
+			return nil, fmt.Errorf("bad response from chiod: next_after %q does not move past %q", page.NextAfter, after)
+		}
+		after = page.NextAfter
+	}
+}
+
 func runBatchList(e *Env, args []string) int {
 	fs := newFlags(e, "approval batch list")
 	r := addRemote(fs, e)
@@ -132,10 +164,8 @@ func runBatchList(e *Env, args []string) int {
 	}
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()
-	var list struct {
-		Batches []kernel.BatchView `json:"batches"`
-	}
-	if _, err := r.do(ctx, "GET", "/approvals/batch", nil, &list); err != nil {
+	list, err := listAllBatches(ctx, r)
+	if err != nil {
 		return fail(e, err)
 	}
 	// A batch's id, patterns, keys and currencies are chosen by its signer,

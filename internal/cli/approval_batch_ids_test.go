@@ -44,7 +44,7 @@ func TestBatchWithTerminalEscapesInIDOrPatternIsRefused(t *testing.T) {
 			}
 		})
 	}
-	if list, err := w.k.ListBatches(); err != nil || len(list) != 0 {
+	if list, _, err := w.k.ListBatches("", 10); err != nil || len(list) != 0 {
 		t.Fatalf("a refused batch was stored: %v %v", list, err)
 	}
 }
@@ -91,7 +91,7 @@ func TestBatchRevokeReachesStoredIDsThePathCannotCarry(t *testing.T) {
 		if code != 0 || strings.ContainsAny(so+se, "\r\x1b") {
 			t.Fatalf("revoke %q: %d %q %q", id, code, so, se)
 		}
-		list, err := w.k.ListBatches()
+		list, _, err := w.k.ListBatches("", 10)
 		if err != nil || len(list) != 1 || !list[0].Revoked {
 			t.Fatalf("batch %q is not revoked: %v", id, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/keys"
@@ -334,14 +336,38 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"id": b.Token.ID, "token": json.RawMessage(b.Raw)})
 }
 
-// BatchList is GET /approvals/batch's answer.
+// BatchList is GET /approvals/batch's answer: one page of standing
+// approvals in id order. NextAfter, when set, is the after of the next
+// page.
 type BatchList struct {
-	Batches []kernel.BatchView `json:"batches"`
-	Count   int                `json:"count"`
+	Batches   []kernel.BatchView `json:"batches"`
+	Count     int                `json:"count"`
+	NextAfter string             `json:"next_after,omitempty"`
 }
 
+// listBatches is GET /approvals/batch?limit=N&after=ID: every batch ever
+// created is kept (receipts name them), so they are listed a page at a
+// time, limit (1..MaxListLimit, default DefaultListLimit) after the id
+// after.
 func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) {
-	list, err := s.cfg.Kernel.ListBatches()
+	q, err := strictQuery(r, []string{"limit", "after"})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	limit, err := queryLimit(q.Get("limit"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	// after is a stored id (a page's next_after): bounded like one, and
+	// text a PostgreSQL key can hold (valid UTF-8, no NUL).
+	after := q.Get("after")
+	if len(after) > approval.MaxTokenBytes || !utf8.ValidString(after) || strings.ContainsRune(after, 0) {
+		writeErr(w, badRequest("after must be a standing approval id (the next_after of the previous page)"))
+		return
+	}
+	list, more, err := s.cfg.Kernel.ListBatches(after, limit)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -351,6 +377,9 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) {
 		out.Batches = append(out.Batches, kernel.BatchView{Token: json.RawMessage(b.Raw), Usage: b.Usage, Revoked: b.Revoked})
 	}
 	out.Count = len(out.Batches)
+	if more {
+		out.NextAfter = list[len(list)-1].Token.ID
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -40,9 +40,13 @@ func (t *tx) Batch(id string) (*approval.Batch, error) {
 	return &b, nil
 }
 
-func (t *tx) Batches(fn func(*approval.Batch) bool) error {
+func (t *tx) Batches(after string, fn func(*approval.Batch) bool) error {
 	c := t.btx.Bucket(bucketBatches).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	k, _ := c.Seek([]byte(after))
+	if k != nil && string(k) == after {
+		k, _ = c.Next()
+	}
+	for ; k != nil; k, _ = c.Next() {
 		b, err := t.Batch(string(k))
 		if err != nil {
 			return err

@@ -208,35 +208,35 @@ func (r *readTx) Batch(id string) (*approval.Batch, error) {
 	return decodeBatch(id, q.raw)
 }
 
-func (r *readTx) Batches(fn func(*approval.Batch) bool) error {
-	qr, err := r.querier()
+// batchChunk is how many batches readTx.Batches reads per query: a page
+// of a long history costs a page, not the whole table.
+const batchChunk = 256
+
+func (r *readTx) Batches(after string, fn func(*approval.Batch) bool) error {
+	for {
+		chunk, err := r.batches("SELECT id, batch FROM chio_batches WHERE id > $1 ORDER BY id LIMIT $2", after, batchChunk)
+		if err != nil {
+			return err
+		}
+		for _, b := range chunk {
+			if !fn(b) {
+				return nil
+			}
+		}
+		if len(chunk) < batchChunk {
+			return nil
+		}
+		after = chunk[len(chunk)-1].Token.ID
+	}
+}
+
+// LiveBatches reads only the rows LiveBatches in a transaction would.
+func (r *readTx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
+	live, err := r.batches("SELECT id, batch FROM chio_batches WHERE NOT retired AND not_after > $1 ORDER BY id", now)
 	if err != nil {
 		return err
 	}
-	rows, err := qr.Query(r.ctx, "SELECT id, batch FROM chio_batches ORDER BY id")
-	if err != nil {
-		return r.wrap(err)
-	}
-	var all []*approval.Batch
-	for rows.Next() {
-		var id string
-		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			rows.Close()
-			return r.wrap(err)
-		}
-		b, err := decodeBatch(id, raw)
-		if err != nil {
-			rows.Close()
-			return err
-		}
-		all = append(all, b)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return r.wrap(err)
-	}
-	for _, b := range all {
+	for _, b := range live {
 		if !fn(b) {
 			return nil
 		}
@@ -244,41 +244,34 @@ func (r *readTx) Batches(fn func(*approval.Batch) bool) error {
 	return nil
 }
 
-// LiveBatches reads only the rows LiveBatches in a transaction would.
-func (r *readTx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
+// batches runs a query of (id, batch) rows and decodes them all.
+func (r *readTx) batches(sql string, args ...any) ([]*approval.Batch, error) {
 	qr, err := r.querier()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rows, err := qr.Query(r.ctx, "SELECT id, batch FROM chio_batches WHERE NOT retired AND not_after > $1 ORDER BY id", now)
+	rows, err := qr.Query(r.ctx, sql, args...)
 	if err != nil {
-		return r.wrap(err)
+		return nil, r.wrap(err)
 	}
-	var all []*approval.Batch
+	defer rows.Close()
+	var out []*approval.Batch
 	for rows.Next() {
 		var id string
 		var raw []byte
 		if err := rows.Scan(&id, &raw); err != nil {
-			rows.Close()
-			return r.wrap(err)
+			return nil, r.wrap(err)
 		}
 		b, err := decodeBatch(id, raw)
 		if err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
-		all = append(all, b)
+		out = append(out, b)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return r.wrap(err)
+		return nil, r.wrap(err)
 	}
-	for _, b := range all {
-		if !fn(b) {
-			return nil
-		}
-	}
-	return nil
+	return out, nil
 }
 
 func (r *readTx) Dispatching(fn func(*kernel.CallRecord) bool) error {

@@ -403,10 +403,10 @@ func (f *fnTx) Batch(id string) (*approval.Batch, error) {
 // Batches locks every standing approval (in id order, so two replicas
 // claiming slots never deadlock on them): its counters change only under
 // the lock, and two calls can never both take the last slot.
-func (f *fnTx) Batches(fn func(*approval.Batch) bool) error {
+func (f *fnTx) Batches(after string, fn func(*approval.Batch) bool) error {
 	f.reads[kBatch] = true
 	db := map[string]bool{}
-	err := f.run("SELECT id, batch FROM chio_batches ORDER BY id FOR UPDATE", nil, func(rows pgx.Rows) error {
+	err := f.run("SELECT id, batch FROM chio_batches WHERE id > $1 ORDER BY id FOR UPDATE", []any{after}, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id string
 			var raw []byte
@@ -426,6 +426,9 @@ func (f *fnTx) Batches(fn func(*approval.Batch) bool) error {
 		return err
 	}
 	for _, id := range merged(db, keysOf(f.layer.batches), keysOf(f.b.base.batches)) {
+		if id <= after {
+			continue
+		}
 		b, err := f.Batch(id)
 		if errors.Is(err, kernel.ErrNotFound) {
 			continue

@@ -52,12 +52,15 @@ func testLiveBatches(t *testing.T, b Backend) {
 			if got := liveIDs(t, tx, at); !slices.Equal(got, want) {
 				t.Errorf("LiveBatches(%d) in a view: %v, want %v", at, got, want)
 			}
-			var got []string
-			if err := tx.Batches(func(bt *approval.Batch) bool { got = append(got, bt.Token.ID); return true }); err != nil {
-				t.Error(err)
-			}
-			if !slices.Equal(got, all) {
+			if got := pagedIDs(t, tx, ""); !slices.Equal(got, all) {
 				t.Errorf("Batches: %v, want every batch %v", got, all)
+			}
+			// Paging: after an id, and after a string no id equals.
+			if got := pagedIDs(t, tx, all[2]); !slices.Equal(got, all[3:]) {
+				t.Errorf("Batches after %s: %v, want %v", all[2], got, all[3:])
+			}
+			if got := pagedIDs(t, tx, all[2]+"0"); !slices.Equal(got, all[3:]) {
+				t.Errorf("Batches after %q: %v, want %v", all[2]+"0", got, all[3:])
 			}
 			return nil
 		})
@@ -164,4 +167,13 @@ func LiveBatchesAfterUpgrade(t *testing.T, b Backend, strip func(t *testing.T, l
 		}
 		return nil
 	})
+}
+
+func pagedIDs(t *testing.T, tx kernel.ReadTx, after string) []string {
+	t.Helper()
+	var ids []string
+	if err := tx.Batches(after, func(bt *approval.Batch) bool { ids = append(ids, bt.Token.ID); return true }); err != nil {
+		t.Error(err)
+	}
+	return ids
 }

@@ -371,7 +371,7 @@ func testBatchesNoLostUpdate(t *testing.T, b Backend) {
 			t.Errorf("usage %+v %v", bt, err)
 		}
 		var ids []string
-		tx.Batches(func(bt *approval.Batch) bool { ids = append(ids, bt.Token.ID); return true })
+		tx.Batches("", func(bt *approval.Batch) bool { ids = append(ids, bt.Token.ID); return true })
 		if !slices.Equal(ids, []string{"ba-0", "ba-1"}) {
 			t.Errorf("batches %v", ids)
 		}
