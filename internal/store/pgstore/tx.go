@@ -404,9 +404,28 @@ func (f *fnTx) Batch(id string) (*approval.Batch, error) {
 // claiming slots never deadlock on them): its counters change only under
 // the lock, and two calls can never both take the last slot.
 func (f *fnTx) Batches(after string, fn func(*approval.Batch) bool) error {
+	return f.lockedBatches("SELECT id, batch FROM chio_batches WHERE id > $1 ORDER BY id FOR UPDATE", []any{after},
+		func(id string, _ *approval.Batch) bool { return id > after }, fn)
+}
+
+// LiveBatches is Batches for the batches live at now: it locks and reads
+// only the rows not retired whose not_after is after now (the partial
+// index chio_batches_live), then judges this transaction's own writes
+// the same way. A row retired by another replica while this one waited
+// for its lock is left out (READ COMMITTED re-checks the WHERE on the
+// row it locked).
+func (f *fnTx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
+	return f.lockedBatches("SELECT id, batch FROM chio_batches WHERE NOT retired AND not_after > $1 ORDER BY id FOR UPDATE", []any{now},
+		func(_ string, b *approval.Batch) bool { return b.Live(now) }, fn) // retired or ended by a write of this transaction
+}
+
+// lockedBatches locks and reads the rows query selects (in id order), then
+// visits, in id order, those rows and this transaction's own batches that
+// keep accepts, as the transaction sees them.
+func (f *fnTx) lockedBatches(query string, args []any, keep func(string, *approval.Batch) bool, fn func(*approval.Batch) bool) error {
 	f.reads[kBatch] = true
 	db := map[string]bool{}
-	err := f.run("SELECT id, batch FROM chio_batches WHERE id > $1 ORDER BY id FOR UPDATE", []any{after}, func(rows pgx.Rows) error {
+	err := f.run(query, args, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id string
 			var raw []byte
@@ -426,9 +445,6 @@ func (f *fnTx) Batches(after string, fn func(*approval.Batch) bool) error {
 		return err
 	}
 	for _, id := range merged(db, keysOf(f.layer.batches), keysOf(f.b.base.batches)) {
-		if id <= after {
-			continue
-		}
 		b, err := f.Batch(id)
 		if errors.Is(err, kernel.ErrNotFound) {
 			continue
@@ -436,52 +452,8 @@ func (f *fnTx) Batches(after string, fn func(*approval.Batch) bool) error {
 		if err != nil {
 			return err
 		}
-		if !fn(b) {
-			return nil
-		}
-	}
-	return nil
-}
-
-// LiveBatches is Batches for the batches live at now: it locks and reads
-// only the rows not retired whose not_after is after now (the partial
-// index chio_batches_live), then judges this transaction's own writes
-// the same way. A row retired by another replica while this one waited
-// for its lock is left out (READ COMMITTED re-checks the WHERE on the
-// row it locked).
-func (f *fnTx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
-	f.reads[kBatch] = true
-	db := map[string]bool{}
-	err := f.run("SELECT id, batch FROM chio_batches WHERE NOT retired AND not_after > $1 ORDER BY id FOR UPDATE", []any{now},
-		func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id string
-				var raw []byte
-				if err := rows.Scan(&id, &raw); err != nil {
-					return err
-				}
-				db[id] = true
-				f.b.mu.Lock()
-				if _, ok := f.b.dbBatches[id]; !ok {
-					f.b.dbBatches[id] = dbRow{found: true, raw: raw}
-				}
-				f.b.mu.Unlock()
-			}
-			return nil
-		})
-	if err != nil {
-		return err
-	}
-	for _, id := range merged(db, keysOf(f.layer.batches), keysOf(f.b.base.batches)) {
-		b, err := f.Batch(id)
-		if errors.Is(err, kernel.ErrNotFound) {
+		if !keep(id, b) {
 			continue
-		}
-		if err != nil {
-			return err
-		}
-		if !b.Live(now) {
-			continue // retired or ended by a write of this transaction
 		}
 		if !fn(b) {
 			return nil
