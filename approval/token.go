@@ -57,11 +57,18 @@ func (t *Token) Sign(k keys.PrivateKey) ([]byte, error) {
 	return signed.Sign(k, TokenSchema, t)
 }
 
-// BatchToken is SPEC §3's BatchApprovalToken: a standing approval.
+// BatchToken is SPEC §3's BatchApprovalToken: a standing approval, plus
+// Audience (a deviation from SPEC, see docs/ARCHITECTURE.md): the public
+// key of the kernel it is meant for, in receipts' kernel_key encoding.
+// The token is presented with no credential but its signature, and an
+// approver uses one key at every deployment; without an audience a token
+// made for staging would create the same standing approval at production.
+// Audience is empty only in batches stored before it was required.
 type BatchToken struct {
 	Schema           string  `json:"schema"`
 	ID               string  `json:"id"`
 	Approver         string  `json:"approver"`
+	Audience         string  `json:"audience,omitempty"`
 	Subject          string  `json:"subject,omitempty"`
 	ServerPattern    string  `json:"server_pattern"`
 	ToolPattern      string  `json:"tool_pattern"`

@@ -116,15 +116,19 @@ func contains(list []string, s string) bool {
 var (
 	ErrMalformedBatch = errors.New("malformed batch approval token")
 	ErrBatchWindow    = errors.New("batch approval window is invalid or over")
+	// ErrWrongAudience: the token was signed for another kernel.
+	ErrWrongAudience = errors.New("batch approval token is for another kernel (audience)")
 )
 
 // MaxBatchWindow bounds a standing approval's validity window.
 const MaxBatchWindow = 30 * 24 * time.Hour
 
 // VerifyBatch is the rule for accepting a standing approval: strict parse,
-// valid patterns and limits, a window that is sane and not over at ref, an
-// approver that trusted accepts and is not the subject, and the signature.
-func VerifyBatch(raw []byte, trusted func(approver string) bool, ref time.Time) (*BatchToken, error) {
+// an audience that is audience (the verifying kernel's own key, as
+// keys.PublicKey.String writes it), valid patterns and limits, a window
+// that is sane and not over at ref, an approver that trusted accepts and
+// is not the subject, and the signature (which covers the audience).
+func VerifyBatch(raw []byte, audience string, trusted func(approver string) bool, ref time.Time) (*BatchToken, error) {
 	if len(raw) > MaxTokenBytes {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformedBatch, MaxTokenBytes)
 	}
@@ -139,6 +143,15 @@ func VerifyBatch(raw []byte, trusted func(approver string) bool, ref time.Time) 
 	// batch could not be revoked) and safe to print (ValidID).
 	if !ValidID(b.ID) {
 		return nil, fmt.Errorf("%w: id must be %s", ErrMalformedBatch, IDRule)
+	}
+	// A token names the one kernel it may create a standing approval at:
+	// the approver's key is trusted by every deployment they approve for.
+	switch {
+	case b.Audience == "":
+		return nil, fmt.Errorf("%w: audience is required: the public key of the kernel the standing approval is for "+
+			"(this kernel's is %s, its kernel_key at GET /healthz); chio approval batch create fills it in", ErrMalformedBatch, audience)
+	case b.Audience != audience:
+		return nil, fmt.Errorf("%w: the token is for kernel %s, this kernel is %s", ErrWrongAudience, b.Audience, audience)
 	}
 	if err := CheckPattern(b.ServerPattern); err != nil {
 		return nil, fmt.Errorf("%w: server_pattern %v", ErrMalformedBatch, err)

@@ -15,6 +15,9 @@ var (
 	alice    = keys.FromSeed([]byte("alice-alice-alice-alice-alice-32"))
 	bob      = keys.FromSeed([]byte("bob-bob-bob-bob-bob-bob-bob-bob-"))
 	mallory  = keys.FromSeed([]byte("mallory-mallory-mallory-mallory-"))
+	// thisKernel is the audience batch tokens are verified for.
+	thisKernel = keys.FromSeed([]byte("kernel-kernel-kernel-kernel-ker-")).Public().String()
+	otherKern  = keys.FromSeed([]byte("other-kernel-other-kernel-other-")).Public().String()
 )
 
 func pending() *Request {
@@ -154,8 +157,8 @@ func TestVerifyBatch(t *testing.T) {
 	trusted := func(k string) bool { return k == alice.Public().String() }
 	mk := func(k keys.PrivateKey, f func(*BatchToken)) []byte {
 		calls := int64(3)
-		b := &BatchToken{Schema: BatchSchema, ID: NewBatchID(), Approver: k.Public().String(), ServerPattern: "db-server",
-			ToolPattern: "write_*", MaxCalls: &calls, NotBefore: t0.Unix(), NotAfter: t0.Add(time.Hour).Unix()}
+		b := &BatchToken{Schema: BatchSchema, ID: NewBatchID(), Approver: k.Public().String(), Audience: thisKernel,
+			ServerPattern: "db-server", ToolPattern: "write_*", MaxCalls: &calls, NotBefore: t0.Unix(), NotAfter: t0.Add(time.Hour).Unix()}
 		if f != nil {
 			f(b)
 		}
@@ -165,7 +168,7 @@ func TestVerifyBatch(t *testing.T) {
 		}
 		return raw
 	}
-	if _, err := VerifyBatch(mk(alice, nil), trusted, t0); err != nil {
+	if _, err := VerifyBatch(mk(alice, nil), thisKernel, trusted, t0); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]struct {
@@ -178,10 +181,14 @@ func TestVerifyBatch(t *testing.T) {
 		"window huge":  {mk(alice, func(b *BatchToken) { b.NotAfter = t0.Add(31 * 24 * time.Hour).Unix() }), ErrBatchWindow},
 		"self subject": {mk(alice, func(b *BatchToken) { b.Subject = alice.Public().String() }), ErrSelfApproval},
 		"tampered":     {[]byte(strings.Replace(string(mk(alice, nil)), `"max_calls":3`, `"max_calls":300`, 1)), ErrBadSignature},
+		"no audience":  {mk(alice, func(b *BatchToken) { b.Audience = "" }), ErrMalformedBatch},
+		"other kernel": {mk(alice, func(b *BatchToken) { b.Audience = otherKern }), ErrWrongAudience},
+		"audience re-pointed": {[]byte(strings.Replace(string(mk(alice, func(b *BatchToken) { b.Audience = otherKern })),
+			otherKern, thisKernel, 1)), ErrBadSignature},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := VerifyBatch(c.raw, trusted, t0); !errors.Is(err, c.want) {
+			if _, err := VerifyBatch(c.raw, thisKernel, trusted, t0); !errors.Is(err, c.want) {
 				t.Fatalf("got %v want %v", err, c.want)
 			}
 		})

@@ -536,7 +536,7 @@ func TestBatchApprovalExhaustedMidway(t *testing.T) {
 	f := lifecycle(t, "deny")
 	calls := int64(2)
 	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
-		ServerPattern: "demo", ToolPattern: "issue_*", MaxCalls: &calls,
+		Audience: f.k.PublicKey().String(), ServerPattern: "demo", ToolPattern: "issue_*", MaxCalls: &calls,
 		MaxAmountPerCall: &approval.Amount{Units: 500, Currency: "USD"},
 		NotBefore:        f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
 	raw, _ := bt.Sign(financeLead)
@@ -642,7 +642,7 @@ func TestEventsPublished(t *testing.T) {
 func TestBatchLimitsReadTheArguments(t *testing.T) {
 	f := lifecycle(t, "deny")
 	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
-		ServerPattern: "demo", ToolPattern: "issue_refund", MaxAmountPerCall: &approval.Amount{Units: 500, Currency: "USD"},
+		Audience: f.k.PublicKey().String(), ServerPattern: "demo", ToolPattern: "issue_refund", MaxAmountPerCall: &approval.Amount{Units: 500, Currency: "USD"},
 		NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
 	raw, _ := bt.Sign(financeLead)
 	if _, err := f.k.CreateBatch(context.Background(), raw); err != nil {

@@ -296,7 +296,7 @@ func TestHonestLogsVerifyAcrossQuorumEndings(t *testing.T) {
 		a := newHonestLog(t, honestLogPolicyFor(t, 1, 1, "", financeLead, cfo))
 		calls := int64(2)
 		bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
-			ServerPattern: "demo", ToolPattern: "echo", MaxCalls: &calls,
+			Audience: a.k.PublicKey().String(), ServerPattern: "demo", ToolPattern: "echo", MaxCalls: &calls,
 			NotBefore: a.clock.Now().Unix(), NotAfter: a.clock.Now().Add(time.Hour).Unix()}
 		raw, _ := bt.Sign(financeLead)
 		if _, err := a.k.CreateBatch(context.Background(), raw); err != nil {

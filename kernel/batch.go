@@ -90,7 +90,10 @@ func mayCreateBatch(p *policy.Policy, t *approval.BatchToken, key string) bool {
 // live standing approvals; a new one is refused and nothing is stored.
 var ErrTooManyBatches = errors.New("too many live standing approvals")
 
-// CreateBatch stores a standing approval after verifying it. Its signer
+// CreateBatch stores a standing approval after verifying it. Its audience
+// must be this kernel's key (approval.VerifyBatch): every replica of one
+// PostgreSQL database holds the same kernel key (pgstore refuses another),
+// so the key names one service, not one process. Its signer
 // must be a key that could approve, singly and at tier 0, a call under
 // some grant the batch's patterns reach (see batchSigners); otherwise
 // ErrUntrustedSigner and nothing is stored. A signer already holding
@@ -104,7 +107,7 @@ func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, 
 	// Before the signature: is the key a batch signer anywhere? After it
 	// (the patterns and subject are then known and signed): for a grant
 	// this batch reaches?
-	tok, err := approval.VerifyBatch(raw, func(a string) bool { return mayCreateBatch(p, nil, a) }, now)
+	tok, err := approval.VerifyBatch(raw, k.pubText, func(a string) bool { return mayCreateBatch(p, nil, a) }, now)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func TestBatchClaimHonoursAReloadBeforeItsCommit(t *testing.T) {
 		WrapStore: func(s kernel.Store) kernel.Store { gs.Store = s; return gs }})
 	ctx := context.Background()
 	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
-		ServerPattern: "pay", ToolPattern: "issue_refund", NotBefore: fake.Now().Unix(), NotAfter: fake.Now().Add(time.Hour).Unix()}
+		Audience: w.Kernel.PublicKey().String(), ServerPattern: "pay", ToolPattern: "issue_refund", NotBefore: fake.Now().Unix(), NotAfter: fake.Now().Add(time.Hour).Unix()}
 	raw, err := bt.Sign(financeLead)
 	if err != nil {
 		t.Fatal(err)

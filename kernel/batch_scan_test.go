@@ -104,7 +104,7 @@ func TestBatchClaimVisitsOnlyLiveBatches(t *testing.T) {
 		Server: "pay", Grants: []string{"refunds"}, CapabilityTTL: 2 * time.Hour,
 		WrapStore: func(s kernel.Store) kernel.Store { cs.Store = s; return cs }})
 	seedDeadBatches(t, cs.Store, fake.Now(), 999, false)
-	if _, err := w.Kernel.CreateBatch(context.Background(), revSignBatch(t, fake.Now(), time.Hour, nil)); err != nil {
+	if _, err := w.Kernel.CreateBatch(context.Background(), revSignBatch(t, w.Kernel, fake.Now(), time.Hour, nil)); err != nil {
 		t.Fatal(err)
 	}
 	cs.armed.Store(true)
@@ -130,7 +130,7 @@ func BenchmarkBatchClaim(b *testing.B) {
 				Server: "pay", Grants: []string{"refunds"}, CapabilityTTL: 2 * time.Hour,
 				WrapStore: func(s kernel.Store) kernel.Store { cs.Store = s; return cs }})
 			seedDeadBatches(b, cs.Store, fake.Now(), dead, true)
-			if _, err := w.Kernel.CreateBatch(context.Background(), revSignBatch(b, fake.Now(), time.Hour, nil)); err != nil {
+			if _, err := w.Kernel.CreateBatch(context.Background(), revSignBatch(b, w.Kernel, fake.Now(), time.Hour, nil)); err != nil {
 				b.Fatal(err)
 			}
 			cs.armed.Store(true)
@@ -154,13 +154,13 @@ func TestLiveBatchesPerApproverAreCapped(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for range kernel.MaxLiveBatchesPerApprover {
-		b, err := w.Kernel.CreateBatch(ctx, revSignBatch(t, fake.Now(), time.Hour, nil))
+		b, err := w.Kernel.CreateBatch(ctx, revSignBatch(t, w.Kernel, fake.Now(), time.Hour, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, b.Token.ID)
 	}
-	over := revSignBatch(t, fake.Now(), time.Hour, nil)
+	over := revSignBatch(t, w.Kernel, fake.Now(), time.Hour, nil)
 	if _, err := w.Kernel.CreateBatch(ctx, over); !errors.Is(err, kernel.ErrTooManyBatches) {
 		t.Fatalf("standing approval #%d of one approver: %v, want ErrTooManyBatches", kernel.MaxLiveBatchesPerApprover+1, err)
 	}
@@ -178,7 +178,7 @@ func TestLiveBatchesPerApproverAreCapped(t *testing.T) {
 	// All of them ended: a full set may be created again.
 	fake.Advance(time.Hour)
 	for range kernel.MaxLiveBatchesPerApprover {
-		if _, err := w.Kernel.CreateBatch(ctx, revSignBatch(t, fake.Now(), time.Hour, nil)); err != nil {
+		if _, err := w.Kernel.CreateBatch(ctx, revSignBatch(t, w.Kernel, fake.Now(), time.Hour, nil)); err != nil {
 			t.Fatalf("after every earlier batch ended: %v", err)
 		}
 	}

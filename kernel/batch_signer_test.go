@@ -59,7 +59,7 @@ timeout_seconds = 900
 func signBatch(t *testing.T, f *fixture, k keys.PrivateKey, tool string, mutate func(*approval.BatchToken)) []byte {
 	t.Helper()
 	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: k.Public().String(),
-		ServerPattern: "demo", ToolPattern: tool,
+		Audience: f.k.PublicKey().String(), ServerPattern: "demo", ToolPattern: tool,
 		NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
 	if mutate != nil {
 		mutate(bt)

@@ -45,9 +45,10 @@ func revBatchWorld(t *testing.T, hs *batchHookStore, fake *clock.Fake, disp kern
 		}})
 }
 
-func revSignBatch(t testing.TB, now time.Time, window time.Duration, mutate func(*approval.BatchToken)) []byte {
+func revSignBatch(t testing.TB, k *kernel.Kernel, now time.Time, window time.Duration, mutate func(*approval.BatchToken)) []byte {
 	t.Helper()
 	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
+		Audience:      k.PublicKey().String(),
 		ServerPattern: "pay", ToolPattern: "issue_refund", NotBefore: now.Unix(), NotAfter: now.Add(window).Unix()}
 	if mutate != nil {
 		mutate(bt)
@@ -73,7 +74,7 @@ func TestBatchWindowIsJudgedAtTheDecisionCommit(t *testing.T) {
 	disp := &timedDispatcher{clock: fake}
 	w := revBatchWorld(t, hs, fake, disp)
 	ctx := context.Background()
-	raw := revSignBatch(t, fake.Now(), time.Minute, nil)
+	raw := revSignBatch(t, w.Kernel, fake.Now(), time.Minute, nil)
 	b, err := w.Kernel.CreateBatch(ctx, raw)
 	if err != nil {
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func TestStandingApprovalNeverCoversARoutedDeny(t *testing.T) {
 	f := routedPaths(t, "require_approval_always = true")
 	ctx := context.Background()
 	bt := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: financeLead.Public().String(),
-		ServerPattern: "demo", ToolPattern: "delete_file",
+		Audience: f.k.PublicKey().String(), ServerPattern: "demo", ToolPattern: "delete_file",
 		NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
 	raw, err := bt.Sign(financeLead)
 	if err != nil {

@@ -29,6 +29,7 @@ func runBatchCreate(e *Env, args []string) int {
 	perCall := fs.String("max-amount-per-call", "", "UNITS:CURRENCY cap on each call's max_amount")
 	total := fs.String("max-total", "", "UNITS:CURRENCY cap on the sum of max_amounts")
 	window := fs.Duration("for", 0, "how long the standing approval lasts, from now (required, max 720h)")
+	kernelKey := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) the approval is for; refused if the server's differs (default: ask the server)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return ExitUsage
@@ -59,13 +60,27 @@ func runBatchCreate(e *Env, args []string) int {
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}
+	var pinned *keys.PublicKey
+	if *kernelKey != "" {
+		k, err := keys.ParsePublicKey(*kernelKey)
+		if err != nil {
+			return fail(e, usageError("--kernel-key: "+err.Error()))
+		}
+		pinned = &k
+	}
 	key, err := keys.LoadPrivateKey(*keyFile)
+	if err != nil {
+		return fail(e, err)
+	}
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	audience, err := batchAudience(ctx, r, pinned)
 	if err != nil {
 		return fail(e, err)
 	}
 	now := time.Now()
 	b := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: key.Public().String(),
-		ServerPattern: *server, ToolPattern: *tool, NotBefore: now.Unix(), NotAfter: now.Add(*window).Unix()}
+		Audience: audience.String(), ServerPattern: *server, ToolPattern: *tool, NotBefore: now.Unix(), NotAfter: now.Add(*window).Unix()}
 	if *subject != "" {
 		if _, err := keys.ParsePublicKey(*subject); err != nil {
 			return fail(e, usageError("--subject: "+err.Error()))
@@ -85,8 +100,6 @@ func runBatchCreate(e *Env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	ctx, cancel := ctxTimeout(30 * time.Second)
-	defer cancel()
 	var res struct {
 		ID    string          `json:"id"`
 		Token json.RawMessage `json:"token"`
@@ -100,9 +113,33 @@ func runBatchCreate(e *Env, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintln(e.Stdout, shown(res.ID))
-	fmt.Fprintf(e.Stderr, "standing approval for %s/%s until %s; revoke with: chio approval batch revoke %s\n",
-		*server, *tool, time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), shown(res.ID))
+	fmt.Fprintf(e.Stderr, "standing approval for %s/%s at kernel %s until %s; revoke with: chio approval batch revoke %s\n",
+		*server, *tool, audience, time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), shown(res.ID))
 	return ExitOK
+}
+
+// batchAudience is the kernel a standing approval is signed for: the
+// kernel_key chiod gives at GET /healthz (the route receipt verify asks).
+// The token is bound to that one kernel, so an approver's key trusted at
+// staging and production cannot carry a staging approval to production.
+// With --kernel-key (pinned) the server must give that very key: signing
+// for whatever kernel answers at --url would let a mistyped or redirected
+// address turn the approval into one for another deployment.
+func batchAudience(ctx context.Context, r *remote, pinned *keys.PublicKey) (keys.PublicKey, error) {
+	var h struct {
+		KernelKey string `json:"kernel_key"`
+	}
+	if _, err := r.do(ctx, "GET", "/healthz", nil, &h); err != nil {
+		return keys.PublicKey{}, err
+	}
+	served, err := keys.ParsePublicKey(h.KernelKey)
+	if err != nil {
+		return served, fmt.Errorf("bad response from chiod: its kernel_key: %w", err)
+	}
+	if pinned != nil && served.String() != pinned.String() {
+		return served, fmt.Errorf("chiod at %s is kernel %s, not --kernel-key %s: nothing signed or sent", shown(r.base()), served, *pinned)
+	}
+	return served, nil
 }
 
 // parseAmount reads UNITS:CURRENCY ("" means no limit).

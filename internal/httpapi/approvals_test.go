@@ -540,7 +540,7 @@ func TestStandingApprovals(t *testing.T) {
 	mk := func(k keys.PrivateKey, mutate func(*approval.BatchToken)) json.RawMessage {
 		calls := int64(1)
 		b := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: k.Public().String(),
-			ServerPattern: "pay", ToolPattern: "ref*", MaxCalls: &calls, NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
+			Audience: f.k.PublicKey().String(), ServerPattern: "pay", ToolPattern: "ref*", MaxCalls: &calls, NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
 		if mutate != nil {
 			mutate(b)
 		}
@@ -589,7 +589,7 @@ func TestStandingApprovals(t *testing.T) {
 	}
 	// The listed token is the stored, signed bytes.
 	raw, _ := json.Marshal(list[0].(map[string]any)["token"])
-	if _, err := approval.VerifyBatch(raw, func(string) bool { return true }, f.clock.Now()); err != nil {
+	if _, err := approval.VerifyBatch(raw, f.k.PublicKey().String(), func(string) bool { return true }, f.clock.Now()); err != nil {
 		t.Fatalf("listed token does not verify: %v", err)
 	}
 	for _, c := range []struct {

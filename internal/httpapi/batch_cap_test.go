@@ -16,7 +16,7 @@ func TestStandingApprovalCapIsAConflict(t *testing.T) {
 	f := newApprovalsFixture(t)
 	create := func() (int, map[string]any) {
 		b := &approval.BatchToken{Schema: approval.BatchSchema, ID: approval.NewBatchID(), Approver: keyAlice.Public().String(),
-			ServerPattern: "pay", ToolPattern: "ref*", NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
+			Audience: f.k.PublicKey().String(), ServerPattern: "pay", ToolPattern: "ref*", NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
 		raw, err := b.Sign(keyAlice)
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ func TestStandingApprovalsListPages(t *testing.T) {
 	ids := []string{"ba-a", "ba-b", "ba-c"}
 	for _, id := range ids {
 		b := &approval.BatchToken{Schema: approval.BatchSchema, ID: id, Approver: keyAlice.Public().String(),
-			ServerPattern: "pay", ToolPattern: "ref*", NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
+			Audience: f.k.PublicKey().String(), ServerPattern: "pay", ToolPattern: "ref*", NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(time.Hour).Unix()}
 		raw, err := b.Sign(keyAlice)
 		if err != nil {
 			t.Fatal(err)

@@ -118,7 +118,7 @@ func signBatch(t *testing.T, f *approvalsFixture, id string) []byte {
 	t.Helper()
 	calls := int64(100)
 	b := &approval.BatchToken{Schema: approval.BatchSchema, ID: id, Approver: keyAlice.Public().String(),
-		ServerPattern: "pay", ToolPattern: "refund", MaxCalls: &calls,
+		Audience: f.k.PublicKey().String(), ServerPattern: "pay", ToolPattern: "refund", MaxCalls: &calls,
 		NotBefore: f.clock.Now().Unix(), NotAfter: f.clock.Now().Add(24 * time.Hour).Unix()}
 	raw, err := b.Sign(keyAlice)
 	if err != nil {

@@ -111,6 +111,7 @@ var approvalRejections = []error{
 	approval.ErrSelfApproval, approval.ErrNotYetValid, approval.ErrTokenExpired,
 	approval.ErrLifetimeTooLong, approval.ErrBadSignature, approval.ErrOutcomeMismatch,
 	approval.ErrRequestExpired, approval.ErrBatchWindow, approval.ErrAmendmentRefused,
+	approval.ErrWrongAudience,
 }
 
 func isApprovalRejection(err error) bool {

@@ -254,7 +254,7 @@ func (g *gen) batched(t tool, subject, req string) func(kernel.Tx, time.Time) {
 	a := g.approvers[g.pick(2)]
 	return func(tx kernel.Tx, at time.Time) {
 		b := &approval.BatchToken{Schema: approval.BatchSchema, ID: "ba-" + uuid.Must(uuid.NewV7AtTime(at)).String(),
-			Approver: a.Key.Public().String(), ServerPattern: t.server, ToolPattern: "*", NotBefore: at.Unix() - 60, NotAfter: at.Unix() + 3600}
+			Approver: a.Key.Public().String(), Audience: g.kernelKey.Public().String(), ServerPattern: t.server, ToolPattern: "*", NotBefore: at.Unix() - 60, NotAfter: at.Unix() + 3600}
 		raw, err := b.Sign(a.Key)
 		if err != nil {
 			panic(err) // a fixed, valid shape: cannot fail
