@@ -176,12 +176,15 @@ func (v *verifier) batch(f *final, ev *evidenceItem) {
 
 // batchCovers says why batch token t could not have covered receipt rc
 // (approval.Batch.Covers: subject if set, server and tool patterns, the
-// window), or "". The kernel judges the window when the allow commits, at
+// window; approval.VerifyBatch: an audience, when the token has one, that
+// is the kernel which signed rc), or "". The kernel judges the window when the allow commits, at
 // or after the receipt's timestamp (kernel/batch.go): so ts < not_after,
 // and not_before may lie a little after ts (maxTokenSkew allows for it).
 func batchCovers(t tokenView, rc *Receipt) string {
 	ts := rc.Timestamp / 1000
 	switch {
+	case t.Audience != "" && t.Audience != rc.KernelKey:
+		return fmt.Sprintf("it was signed for kernel %s, the receipt's is %s", t.Audience, rc.KernelKey)
 	case t.Subject != "" && t.Subject != rc.Subject:
 		return fmt.Sprintf("it is for subject %s, the receipt's is %s", t.Subject, rc.Subject)
 	case !matchPattern(t.ServerPattern, rc.ToolServer) || !matchPattern(t.ToolPattern, rc.ToolName):

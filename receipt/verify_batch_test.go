@@ -38,6 +38,7 @@ func TestBatchTokenMustCoverTheReceipt(t *testing.T) {
 		"window closed":       {"not_before": int64(1), "not_after": int64(2)},
 		"window ends at ts":   {"not_after": ts},
 		"window not yet open": {"not_before": ts + 3600},
+		"another kernel's":    {"audience": "ed25519:" + fxHash("another kernel")},
 	}
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -57,5 +58,21 @@ func TestBatchTokenMustCoverTheReceipt(t *testing.T) {
 			}
 			expectProblem(t, rep, 0, "does not cover this receipt")
 		})
+	}
+}
+
+// A batch token for this log's kernel (audience = the receipts'
+// kernel_key) covers its receipts like one made before audience existed.
+func TestBatchTokenForThisKernelCovers(t *testing.T) {
+	ts := fxReceipts()[6].Timestamp / 1000
+	batch, err := signed.Sign(fxApprover, batchTokenSchema, map[string]any{"schema": batchTokenSchema, "id": "bt-1",
+		"approver": fxApprover.Public().String(), "audience": fxKernel.Public().String(), "server_pattern": "payments",
+		"tool_pattern": "issue_*", "not_before": ts - 10, "not_after": ts + 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := append(fxEvidence(t)[:2], BatchEvidence{Type: EvidenceBatch, BatchApprovalID: "bt-1", Token: batch})
+	if rep := verifyBytes(t, fxExport(t, fxReceipts(), fxKernel, ev)); !rep.OK() {
+		t.Fatalf("%+v", rep.Problems)
 	}
 }

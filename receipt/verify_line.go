@@ -53,7 +53,9 @@ type tokenView struct {
 	Decision           string `json:"decision"`
 	IssuedAt           int64  `json:"issued_at"`  // unix s
 	ExpiresAt          int64  `json:"expires_at"` // unix s
-	// A batch token's scope (approval.BatchToken).
+	// A batch token's scope (approval.BatchToken). Audience is the kernel
+	// it was signed for ("" in batches stored before it was required).
+	Audience      string `json:"audience"`
 	ServerPattern string `json:"server_pattern"`
 	ToolPattern   string `json:"tool_pattern"`
 	NotBefore     int64  `json:"not_before"` // unix s
