@@ -74,11 +74,14 @@ func allowed(out *kernel.Outcome) *mcpsdk.CallToolResult {
 	}
 	var r mcpsdk.CallToolResult
 	var sc struct {
+		Content           json.RawMessage `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
-	if json.Unmarshal(output, &r) != nil || json.Unmarshal(output, &sc) != nil || r.Content == nil {
-		// Not an MCP result (a tool on another transport): hand its JSON
-		// over as text.
+	// An MCP result has a "content" array. Anything else is the JSON of a
+	// tool on another transport, handed over as text. (The SDK decodes any
+	// object into a CallToolResult with empty, non-nil Content, so a
+	// decoded Content says nothing.)
+	if json.Unmarshal(output, &sc) != nil || !bytes.HasPrefix(sc.Content, []byte("[")) || json.Unmarshal(output, &r) != nil {
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(output)}},
 			IsError: out.ToolError != ""}
 	}
