@@ -41,6 +41,10 @@ const (
 	// goroutine watches it, so about 160 MiB at this bound. Over it a new
 	// session is refused with 503.
 	DefaultMaxSessions = 8192
+	// SessionRetryAfter is the Retry-After sent with a refused session
+	// (429 or 503), as chiod's API sends with its other refusals of a
+	// share that frees up (httpapi.WaitRetryAfter, StreamRetryAfter).
+	SessionRetryAfter = 10 * time.Second
 	// sessionCacheSize bounds the verified-bearer cache.
 	sessionCacheSize = 4096
 	// MaxExposedNameLen is the longest tool name offered to clients.

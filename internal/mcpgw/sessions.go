@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -175,8 +177,10 @@ type sessionRefusal struct {
 	Error   *jsonrpc.Error `json:"error"`
 }
 
-// refuseSession answers a refused session, saying why.
+// refuseSession answers a refused session, saying why and when to try
+// again (Retry-After, as chiod's other 429s and 503s).
 func refuseSession(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(SessionRetryAfter/time.Second)))
 	data, err := json.Marshal(sessionRefusal{JSONRPC: "2.0", Error: &jsonrpc.Error{Code: codeSessionLimit, Message: msg}})
 	if err != nil {
 		http.Error(w, msg, status)
