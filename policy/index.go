@@ -177,6 +177,29 @@ func (p *Policy) ToolInOtherCase(server, tool string) (*Tool, bool) {
 	return t, ok
 }
 
+// Tools returns the tools the policy knows on server: the declared ones in
+// file order, then, on a builtin server, the builtin tools it does not
+// redeclare (Tool's view of each). An MCP server's other tools are
+// discovered by chiod, not known to the policy.
+func (p *Policy) Tools(server string) []*Tool {
+	s, ok := p.Server(server)
+	if !ok {
+		return nil
+	}
+	out := make([]*Tool, 0, len(s.Tools))
+	for i := range s.Tools {
+		out = append(out, p.index.tools[serverTool{server, s.Tools[i].Name}])
+	}
+	if s.Transport == TransportBuiltin {
+		for _, t := range builtinTools() {
+			if !slices.ContainsFunc(s.Tools, func(d Tool) bool { return d.Name == t.Name }) {
+				out = append(out, p.index.tools[serverTool{server, t.Name}])
+			}
+		}
+	}
+	return out
+}
+
 // Grant returns the grant with this id.
 func (p *Policy) Grant(id string) (*Grant, bool) {
 	if p.index == nil {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chiokernel/chio/internal/keys"
@@ -176,5 +177,46 @@ func TestApproverLookups(t *testing.T) {
 	}
 	if _, ok := a.ApproverByName("a"); ok {
 		t.Error("names are case-sensitive")
+	}
+}
+
+// Tools lists what the policy knows of a server: its declarations, then a
+// builtin server's undeclared builtin tools; nothing for an unknown server.
+func TestPolicyTools(t *testing.T) {
+	p, err := Parse([]byte(`
+[[servers]]
+id = "demo"
+transport = "builtin"
+[[servers.tools]]
+name = "echo"
+action = "say"
+
+[[servers]]
+id = "web"
+transport = "http"
+url = "http://127.0.0.1:9"
+[[servers.tools]]
+name = "lookup"
+`), "tools.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(server string) (out []string) {
+		for _, tool := range p.Tools(server) {
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+	if got := strings.Join(names("demo"), " "); got != "echo issue_refund confirm ask delete_file" {
+		t.Errorf("demo: %s", got)
+	}
+	if tools := p.Tools("demo"); tools[0].Action != "say" {
+		t.Errorf("the declared echo is not the one listed: %+v", tools[0])
+	}
+	if got := strings.Join(names("web"), " "); got != "lookup" {
+		t.Errorf("web: %s", got)
+	}
+	if got := p.Tools("nope"); got != nil {
+		t.Errorf("unknown server: %v", got)
 	}
 }

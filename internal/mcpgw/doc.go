@@ -13,8 +13,10 @@
 // On /mcp an agent authenticates its session with a bearer it signs itself:
 // a chio.mcp-session.v1 token (session.go) that embeds its capability, names
 // this kernel's key as audience and lives at most MaxSessionTTL. The session
-// token admits tools/list (only the tools the capability grants, with their
-// upstream schemas) and chio_await for the agent's own calls; each
+// token admits tools/list (only the tools the capability grants: upstream
+// MCP tools with their own schemas, and the tools the policy knows on its
+// builtin and http servers, policytools.go) and chio_await for the agent's
+// own calls; each
 // tools/call still needs its own proof in _meta["chio/proof"]. The SDK binds
 // an MCP session to the identity that opened it, so another agent's token
 // cannot ride it.
@@ -25,6 +27,7 @@
 // progress notifications flow, then answered with an isError result naming
 // the approval id, deadline and summary, and chio_await resumes it.
 //
-// This package may import the kernel, policy and internal/dispatch/mcp; the
-// kernel must never import it.
+// This package may import the kernel, policy, internal/dispatch (the
+// builtin tools' descriptions) and internal/dispatch/mcp; the kernel must
+// never import it.
 package mcpgw

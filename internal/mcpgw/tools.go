@@ -66,37 +66,47 @@ func newAgentServer(g *Gateway, a *agent) *agentServer {
 	return as
 }
 
-// granted is every upstream tool the agent's capability grants now.
+// granted is every tool the agent's capability grants now: the upstream
+// MCP servers' listed tools (the Catalog) and the tools the policy knows on
+// its other servers (policyTools). Each is called through the same kernel
+// path (callHandler), whatever its server's transport.
 //
 // Exposed names can collide: server "a__b" with tool "c" and server "a"
 // with tool "b__c" are both "a__b__c" (ids and tool names may contain
-// "__"). A call to such a name could reach either tool, so neither is
-// offered (fail closed), and the collision is logged for the operator.
+// "__"), whichever transports the two servers use. A call to such a name
+// could reach either tool, so neither is offered (fail closed), and the
+// collision is logged for the operator.
 func (as *agentServer) granted() map[string]*mcp.Tool {
 	p := as.g.o.Kernel.Policy()
 	has := as.agent.cap.Has
 	out := map[string]*mcp.Tool{}
 	clash := map[string]bool{}
+	offer := func(t *mcp.Tool) {
+		if _, ok := p.Match(has, t.Server, t.Name, policy.DefaultOperation); !ok {
+			return
+		}
+		name := ExposedName(t.Server, t.Name)
+		switch {
+		case len(name) > MaxExposedNameLen:
+		case out[name] != nil || clash[name]:
+			if prev := out[name]; prev != nil {
+				as.g.o.Log.Error("mcp gateway: two tools have the same exposed name; offering neither",
+					"name", name, "tool", prev.Server+"/"+prev.Name, "other", t.Server+"/"+t.Name)
+			}
+			clash[name] = true
+			delete(out, name)
+		default:
+			out[name] = t
+		}
+	}
 	for _, server := range as.g.o.Catalog.Servers() {
 		u, _ := as.g.o.Catalog.Upstream(server)
 		for _, t := range u.Tools() {
-			if _, ok := p.Match(has, server, t.Name, policy.DefaultOperation); !ok {
-				continue
-			}
-			name := ExposedName(server, t.Name)
-			switch {
-			case len(name) > MaxExposedNameLen:
-			case out[name] != nil || clash[name]:
-				if prev := out[name]; prev != nil {
-					as.g.o.Log.Error("mcp gateway: two tools have the same exposed name; offering neither",
-						"name", name, "tool", prev.Server+"/"+prev.Name, "other", server+"/"+t.Name)
-				}
-				clash[name] = true
-				delete(out, name)
-			default:
-				out[name] = t
-			}
+			offer(t)
 		}
+	}
+	for _, t := range policyTools(p) {
+		offer(t)
 	}
 	return out
 }
@@ -136,9 +146,10 @@ func (as *agentServer) sync() {
 	}
 }
 
-// add offers t under name. The SDK's AddTool panics on a schema it
-// refuses; sync runs in the gateway's own goroutines (ToolsChanged), where
-// a panic would end chiod, so it is recovered here as an error.
+// add offers t under name (an upstream tool or a policyTools one). The
+// SDK's AddTool panics on a schema it refuses; sync runs in the gateway's
+// own goroutines (ToolsChanged), where a panic would end chiod, so it is
+// recovered here as an error.
 func (as *agentServer) add(name string, t *mcp.Tool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
