@@ -111,12 +111,15 @@ func (s bigExport) Export(ctx context.Context, w io.Writer) error {
 // Readers that stop reading must not hold exports (on PostgreSQL, pooled
 // connections decisions need) for ever: at most MaxConcurrentExports run at
 // once, and each write is bounded by StreamWriteTimeout, so a stalled
-// export ends and frees its slot.
+// export ends and frees its slot. (The write timeout here outlasts
+// ExportSlotWait, as the default does: a refused export waits that long
+// for its credential's share, and a stall shorter than the wait would be
+// cut before the refusal.)
 func TestStalledExportsAreBoundedInNumberAndTime(t *testing.T) {
 	f := newAuditFixture(t)
 	done := make(chan error, 8)
 	api, err := httpapi.New(httpapi.Config{Kernel: f.k, Store: bigExport{f.k.Store(), done}, AdminToken: "admin",
-		ReadToken: "reader", StreamWriteTimeout: 300 * time.Millisecond})
+		ReadToken: "reader", StreamWriteTimeout: httpapi.ExportSlotWait + 3*time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,12 @@ const (
 	// (a bearer token, an approver): one fewer than all of them, so no one
 	// credential, leaked or looping, holds every slot.
 	MaxExportsPerCredential = MaxConcurrentExports - 1
+	// ExportSlotWait is how long an export waits for its credential's
+	// share to be released before it is refused: long enough for chiod to
+	// see that the client of a cut export is gone (its next write fails)
+	// and end that export, so that a retry right after Ctrl-C or a dropped
+	// connection is served.
+	ExportSlotWait = 2 * time.Second
 	// ExportRetryAfter is the Retry-After sent with a refused export.
 	ExportRetryAfter = 10 * time.Second
 	// MaxChannelLen bounds the client-declared channel name in receipts.

@@ -379,9 +379,14 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// One credential's share first, so that no one token or approver
-	// holds every export slot; then the slots of all.
+	// holds every export slot; then the slots of all. An auditor whose
+	// export was cut (Ctrl-C, a dropped connection) retries at once, and
+	// its old export ends only when chiod sees the connection gone (the
+	// next write fails, milliseconds later): so a share that is taken is
+	// waited for, briefly, before the retry is refused. A live export
+	// keeps its share: the wait then ends in 429.
 	cred := s.credentialOf(r)
-	if !s.exporters.acquire(cred, MaxExportsPerCredential) {
+	if !s.exporters.acquireWithin(r.Context(), s.closing, cred, MaxExportsPerCredential, ExportSlotWait) {
 		writeErr(w, retryLater(http.StatusTooManyRequests,
 			fmt.Sprintf("this credential already has %d export in progress, the most it may; retry when it ends", MaxExportsPerCredential), ExportRetryAfter))
 		return
