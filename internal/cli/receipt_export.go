@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,8 +123,49 @@ func (r *remote) stream(ctx context.Context, path string) (io.ReadCloser, error)
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	ae := &apiError{Status: resp.StatusCode}
-	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
+	envelope := json.Unmarshal(data, ae) == nil && ae.Code != ""
+	if !envelope {
 		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
 	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		if !envelope {
+			ae.Message = "" // a proxy's page, not chiod's words: not worth a screenful
+		}
+		return nil, &refusedForNow{path, ae, retryDelay(resp.Header.Get("Retry-After"), time.Now())}
+	}
 	return nil, ae
+}
+
+// refusedForNow is a 429 answer: chiod (or a proxy before it) will serve
+// the request later, not now — for an export, most often because another
+// export of the same token is in progress (chiod serves one per token).
+type refusedForNow struct {
+	path  string
+	ae    *apiError
+	after time.Duration // from Retry-After; 0 if it gave none
+}
+
+func (r *refusedForNow) Error() string {
+	msg := "chiod refused " + r.path + " for now (429)"
+	if r.ae.Message != "" {
+		msg += ": " + strings.TrimSuffix(r.ae.Message, ".")
+	}
+	if r.after > 0 {
+		return fmt.Sprintf("%s; try again in %s", msg, r.after)
+	}
+	return msg + "; try again later"
+}
+
+func (r *refusedForNow) Unwrap() error { return r.ae }
+
+// retryDelay reads a Retry-After header: seconds, or an HTTP date (from
+// now). 0 when absent or unreadable.
+func retryDelay(h string, now time.Time) time.Duration {
+	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return t.Sub(now).Round(time.Second)
+	}
+	return 0
 }
