@@ -3,6 +3,7 @@ package boltstore
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -35,7 +36,7 @@ var (
 	bucketInFlight    = []byte("dispatching") // request id → {} while status is dispatching
 	allBuckets        = append([][]byte{bucketCalls, bucketRevoked, bucketCounters, bucketReceipts, bucketReceiptIDs,
 		bucketLeaves, bucketApprovals, bucketPending, bucketConsumed, bucketBatches, bucketLiveBatches, bucketInFlight,
-		bucketCheckpoints}, indexBuckets...)
+		bucketCheckpoints, bucketMeta}, indexBuckets...)
 )
 
 // Options configures Open. The zero value is valid.
@@ -99,7 +100,9 @@ type op struct {
 	done chan error
 }
 
-// Open opens (creating if needed) the store at path. key signs receipts.
+// Open opens (creating if needed) the store at path. key signs receipts: a
+// file belongs to the key that created it, and refuses any other with
+// ErrKeyMismatch (kernelkey.go).
 func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("boltstore: %w", err)
@@ -122,6 +125,9 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
+		}
+		if err := checkKernelKey(tx, path, key.Public()); err != nil {
+			return err
 		}
 		if unindexedBatches { // a store written before the live index
 			if err := indexLiveBatches(tx); err != nil {
@@ -147,6 +153,9 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		db.Close()
+		if errors.Is(err, ErrKeyMismatch) {
+			return nil, err // says what it is and what to do
+		}
 		return nil, fmt.Errorf("boltstore: init: %w", err)
 	}
 	go s.commitLoop()
