@@ -66,7 +66,7 @@ func openStore(ctx context.Context, p *policy.Policy, dataDir string, key keys.P
 		}
 		s, err := boltstore.Open(filepath.Join(dataDir, "chio.db"), key, boltstore.Options{Observe: observe, Log: log, OnHeal: h.onHeal})
 		if err != nil {
-			return opened{}, err
+			return opened{}, fmt.Errorf("refusing to start: %w", err)
 		}
 		return opened{store: s, phases: true}, nil
 	}
