@@ -17,7 +17,8 @@ func TestConformance(t *testing.T) {
 		Open: func(t testing.TB, loc string, key keys.PrivateKey, log *receipt.Log) (storetest.Store, error) {
 			return boltstore.Open(loc, key, boltstore.Options{Log: log})
 		},
-		QueueCapacity: boltstore.QueueCapacity,
-		Committers:    1,
+		QueueCapacity:  boltstore.QueueCapacity,
+		Committers:     1,
+		ErrKeyMismatch: boltstore.ErrKeyMismatch,
 	})
 }

@@ -25,9 +25,10 @@ func backend() storetest.Backend {
 		Open: func(t testing.TB, dsn string, key keys.PrivateKey, log *receipt.Log) (storetest.Store, error) {
 			return pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Key: key, Log: log})
 		},
-		QueueCapacity: pgstore.QueueCapacity,
-		Committers:    pgstore.DefaultCommitters,
-		Replicas:      true,
+		QueueCapacity:  pgstore.QueueCapacity,
+		Committers:     pgstore.DefaultCommitters,
+		Replicas:       true,
+		ErrKeyMismatch: pgstore.ErrKeyMismatch,
 	}
 }
 

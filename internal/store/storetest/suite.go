@@ -8,7 +8,8 @@
 // presentations), standing approvals (and the live ones the allow path
 // reads) and counters (no lost update under
 // concurrency), revocations, audit queries and stats against a full scan,
-// and the Merkle log with checkpoints and the offline export. A backend
+// and the Merkle log with checkpoints and the offline export; a store opened
+// under another kernel key than the one that created it is refused. A backend
 // that several replicas share at once also runs the cross-replica cases.
 //
 // A backend's test calls Run with a Backend. This package imports no store.
@@ -48,6 +49,9 @@ type Backend struct {
 	// Replicas: loc may be open several times at once (replicas of one
 	// database); the cross-replica cases run.
 	Replicas bool
+	// ErrKeyMismatch is the error Open returns (errors.Is) for a store
+	// created under another kernel key.
+	ErrKeyMismatch error
 }
 
 // Run runs the whole suite.
@@ -60,6 +64,7 @@ func Run(t *testing.T, b Backend) {
 		{"FailingFunctionsFailAlone", testFailingFunctionsFailAlone},
 		{"UnsignableReceiptFailsAlone", testUnsignableReceiptFailsAlone},
 		{"ReopenKeepsEverything", testReopenKeepsEverything},
+		{"RefusesAnotherKernelKey", testRefusesAnotherKernelKey},
 		{"CloseDrainsQueue", testCloseDrainsQueue},
 		{"FullQueueFailsClosed", testFullQueueFailsClosed},
 		{"CallsAndDispatchingIndex", testCallsAndDispatching},
