@@ -108,6 +108,9 @@ func Run(ctx context.Context, o Options) error {
 		p.Kernel.Listen = ln.Addr().String() // the real port when -listen asked for :0
 		p.Kernel.PublicURL = policy.DefaultPublicURL(p.Kernel)
 	}
+	if err := storeKeyLost(p, dataDir); err != nil {
+		return err
+	}
 	key, created, err := loadOrCreateKey(filepath.Join(dataDir, "kernel.pem"))
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,4 +72,26 @@ func openStore(ctx context.Context, p *policy.Policy, dataDir string, key keys.P
 		return opened{store: s, phases: true}, nil
 	}
 	return opened{}, fmt.Errorf("refusing to start: unknown store driver %q", p.Store.Driver)
+}
+
+// storeKeyLost refuses a data dir holding a bbolt chio.db but no
+// kernel.pem, before a new key is made: the store belongs to the key that
+// created it (boltstore refuses any other), so generating one would only
+// leave a wrong kernel.pem beside it and hide what is missing. (kernel.pem
+// is written before the store is first opened, so a chio.db without one
+// means the key was lost or never copied.) Other stat errors are left to
+// loadOrCreateKey and boltstore.Open, which report them.
+func storeKeyLost(p *policy.Policy, dataDir string) error {
+	if p.Store.Driver != policy.StoreBbolt && p.Store.Driver != "" {
+		return nil
+	}
+	keyPath, dbPath := filepath.Join(dataDir, "kernel.pem"), filepath.Join(dataDir, "chio.db")
+	if _, err := os.Stat(keyPath); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Stat(dbPath); err != nil {
+		return nil
+	}
+	return fmt.Errorf("refusing to start: %s exists but %s does not: the store belongs to the kernel key that created it; "+
+		"restore that kernel.pem, or start a new deployment on an empty data dir", dbPath, keyPath)
 }
