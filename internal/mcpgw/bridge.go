@@ -247,9 +247,11 @@ func (b *Bridge) syncTools(ctx context.Context) error {
 	return nil
 }
 
-// forward signs and sends one call to chiod. A lost connection is retried
-// with the same request id (chiod answers a repeat with the first call's
-// outcome, so the tool runs at most once), the proof re-signed.
+// forward signs and sends one call to chiod, with the governed intent the
+// client put in _meta (agentIntent); the client's other _meta members are
+// not passed on. A lost connection is retried with the same request id and
+// intent (chiod answers a repeat with the first call's outcome, so the
+// tool runs at most once), the proof re-signed.
 func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		args := req.Params.Arguments
@@ -268,9 +270,17 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 		}
 		var requestID, paramHash string
 		if tg.server != "" {
-			var err error
-			if paramHash, err = kernel.ParameterHash(tg.server, tg.tool, args, nil); err != nil {
+			// The agent's governed intent, checked and made canonical once:
+			// every attempt below signs and sends these same bytes.
+			intent, err := agentIntent(req.Params.Meta)
+			if err != nil {
 				return refused(err.Error()), nil
+			}
+			if paramHash, err = kernel.ParameterHash(tg.server, tg.tool, args, intent); err != nil {
+				return refused(err.Error()), nil
+			}
+			if intent != nil {
+				params.Meta[MetaIntent] = intent
 			}
 			requestID = kernel.NewID("mcp-")
 		}

@@ -305,8 +305,9 @@ func TestBridgeRefusesIntentItCannotSignExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"context":{"big":9007199254740991,"rate":0.5},"purpose":"refund <order> & co"}`; string(rec.Intent) != want {
-		t.Fatalf("recorded intent %s, want %s", rec.Intent, want)
+	want := `{"context":{"big":9007199254740991,"rate":0.5},"purpose":"refund <order> & co"}`
+	if got := sent[len(sent)-1].intent; string(rec.Intent) != want || string(got) != want {
+		t.Fatalf("sent intent %s, recorded %s; want %s for both", got, rec.Intent, want)
 	}
 
 	// null: no intent, so the grant denies the call.
