@@ -21,6 +21,11 @@ func init() {
 }
 
 func runReceiptExport(e *Env, args []string) int {
+	// Caught from the start, so that Ctrl-C ends the export through the
+	// clean-up below (the temporary file removed) instead of killing the
+	// process and leaving it behind.
+	sigCtx, stopSignals := onInterrupt()
+	defer stopSignals()
 	fs := newFlags(e, "receipt export")
 	r := addRemote(fs, e)
 	out := fs.String("out", "", "file to write (JSON Lines)")
@@ -34,9 +39,15 @@ func runReceiptExport(e *Env, args []string) int {
 	if *out == "" {
 		return fail(e, usageErr("receipt export", "--out FILE is required"))
 	}
-	ctx, cancel := ctxTimeout(time.Hour)
+	ctx, cancel := context.WithTimeout(sigCtx, time.Hour)
 	defer cancel()
 	body, err := r.stream(ctx, "/v1/export")
+	if in, ok := interruption(sigCtx); ok {
+		if body != nil {
+			body.Close()
+		}
+		return exportInterrupted(e, in, *out)
+	}
 	if err != nil {
 		return fail(e, err)
 	}
@@ -54,6 +65,9 @@ func runReceiptExport(e *Env, args []string) int {
 	} else {
 		tmp.Close()
 	}
+	if in, ok := interruption(sigCtx); ok {
+		return exportInterrupted(e, in, *out) // the deferred Remove drops the part written
+	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), *out)
 	}
@@ -64,6 +78,13 @@ func runReceiptExport(e *Env, args []string) int {
 	fmt.Fprintf(e.Stderr, "verify offline with: chio receipt verify --file %s --kernel-key KEY\n"+
 		"(the file names kernel key %s; take KEY from a source you trust, not from the file)\n", *out, head.KernelKey)
 	return ExitOK
+}
+
+// exportInterrupted reports an export stopped by a signal: nothing is
+// renamed into place, so out is as it was.
+func exportInterrupted(e *Env, in interrupted, out string) int {
+	fmt.Fprintf(e.Stderr, "chio: %s: the export stopped; nothing written to %s\n", in, out)
+	return in.exitCode()
 }
 
 // copyLines copies the export and reads its header on the way.
