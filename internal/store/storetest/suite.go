@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"CloseDrainsQueue", testCloseDrainsQueue},
 		{"FullQueueFailsClosed", testFullQueueFailsClosed},
 		{"CallsAndDispatchingIndex", testCallsAndDispatching},
+		{"RecordsKeepRawBytes", testRecordsKeepRawBytes},
 		{"FreshRecordOnce", testFreshRecordOnce},
 		{"ApprovalsPendingOrder", testApprovalsPendingOrder},
 		{"ConsumeExactlyOnce", testConsumeExactlyOnce},
