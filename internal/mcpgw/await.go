@@ -54,5 +54,5 @@ func (as *agentServer) await(ctx context.Context, req *mcpsdk.CallToolRequest) (
 	} else if err != nil {
 		return nil, err
 	}
-	return as.g.answer(ctx, req, a, kernel.OutcomeOf(rec), wait)
+	return as.g.answer(ctx, req, a, rec.Server, kernel.OutcomeOf(rec), wait)
 }

@@ -95,7 +95,7 @@ func (as *agentServer) callHandler(server, tool string) mcpsdk.ToolHandler {
 		if err != nil {
 			return submitError(call.RequestID, err), nil
 		}
-		return as.g.answer(ctx, req, a, out, waitFor(req.Params.Meta, as.g.o.PendingWait))
+		return as.g.answer(ctx, req, a, server, out, waitFor(req.Params.Meta, as.g.o.PendingWait))
 	}
 }
 
@@ -150,9 +150,9 @@ func submitError(requestID string, err error) *mcpsdk.CallToolResult {
 		mcpsdk.Meta{MetaStatus: StatusUnrecorded, MetaRequestID: requestID, MetaReason: err.Error()})
 }
 
-// answer turns an outcome into a result, holding a parked call open for
-// up to wait.
-func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *agent, out *kernel.Outcome, wait time.Duration) (*mcpsdk.CallToolResult, error) {
+// answer turns an outcome of a call to server into a result, holding a
+// parked call open for up to wait.
+func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *agent, server string, out *kernel.Outcome, wait time.Duration) (*mcpsdk.CallToolResult, error) {
 	if kernel.InFlight(out.Status) && wait > 0 {
 		rec, err := g.wait(ctx, req, a, out.RequestID, out.ApprovalRequestID, wait)
 		if err != nil {
@@ -162,7 +162,7 @@ func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *ag
 			out = kernel.OutcomeOf(rec)
 		}
 	}
-	return g.render(out)
+	return g.render(server, out)
 }
 
 // wait blocks until the call leaves pending/dispatching, wait passes or the

@@ -9,16 +9,17 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/policy"
 )
 
-// render answers an outcome in MCP terms. Only an executed call returns
-// the tool's own result; everything else is an isError result (the tool
-// did not run, or not yet) whose text tells a model what happened and
-// whose _meta tells a program.
-func (g *Gateway) render(out *kernel.Outcome) (*mcpsdk.CallToolResult, error) {
+// render answers an outcome of a call to server in MCP terms. Only an
+// executed call returns the tool's own result; everything else is an
+// isError result (the tool did not run, or not yet) whose text tells a
+// model what happened and whose _meta tells a program.
+func (g *Gateway) render(server string, out *kernel.Outcome) (*mcpsdk.CallToolResult, error) {
 	switch out.Status {
 	case kernel.StatusAllowed:
-		return allowed(out), nil
+		return allowed(out, g.isMCPServer(server)), nil
 	case kernel.StatusDenied, kernel.StatusCancelled:
 		what := "denied"
 		if out.Status == kernel.StatusCancelled {
@@ -58,11 +59,19 @@ func (g *Gateway) pending(out *kernel.Outcome) *mcpsdk.CallToolResult {
 		MetaApprovalID: out.ApprovalRequestID, MetaDeadline: deadline, MetaSummary: summary, MetaReceiptID: out.ReceiptID})
 }
 
-// allowed returns the upstream's CallToolResult. The SDK encodes what we
-// return, so structuredContent is handed over as the exact bytes recorded.
+// isMCPServer says whether server is, in the policy now, an MCP server:
+// only its tools answer MCP results.
+func (g *Gateway) isMCPServer(server string) bool {
+	s, ok := g.o.Kernel.Policy().Server(server)
+	return ok && s.Transport == policy.TransportMCP
+}
+
+// allowed returns the upstream's CallToolResult (fromMCP: the call's
+// server is an MCP server). The SDK encodes what we return, so
+// structuredContent is handed over as the exact bytes recorded.
 // With no output to return, chio says what became of the call: a model
 // told "not run" calls again, so that is said only when it is so.
-func allowed(out *kernel.Outcome) *mcpsdk.CallToolResult {
+func allowed(out *kernel.Outcome, fromMCP bool) *mcpsdk.CallToolResult {
 	output := bytes.TrimSpace(out.Output)
 	if (len(output) == 0 || string(output) == "null") && out.Execution == kernel.ExecutionSucceeded {
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: noOutputText(out)}},
@@ -77,11 +86,13 @@ func allowed(out *kernel.Outcome) *mcpsdk.CallToolResult {
 		Content           json.RawMessage `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
-	// An MCP result has a "content" array. Anything else is the JSON of a
-	// tool on another transport, handed over as text. (The SDK decodes any
-	// object into a CallToolResult with empty, non-nil Content, so a
-	// decoded Content says nothing.)
-	if json.Unmarshal(output, &sc) != nil || !bytes.HasPrefix(sc.Content, []byte("[")) || json.Unmarshal(output, &r) != nil {
+	// Only an MCP server answers an MCP result, which has a "content"
+	// array. The output of a tool on another transport (builtin, http) is
+	// its own JSON, handed over whole as text, whatever its members: an
+	// http API's {"content": [...], "total": N} is not an MCP result. (The
+	// SDK decodes any object into a CallToolResult with empty, non-nil
+	// Content, so a decoded Content says nothing.)
+	if !fromMCP || json.Unmarshal(output, &sc) != nil || !bytes.HasPrefix(sc.Content, []byte("[")) || json.Unmarshal(output, &r) != nil {
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(output)}},
 			IsError: out.ToolError != ""}
 	}
