@@ -98,6 +98,15 @@ func (s *Store) reopen() error {
 		return fmt.Errorf("reopened store ends at seq %d, before the %d acknowledged: refusing to continue", last, s.lastSeq.Load())
 	}
 	if err := db.Update(func(btx *bolt.Tx) error {
+		// The file at the path may not be the one opened at Open (a copy
+		// restored over it meanwhile): it must be this kernel key's, as
+		// Open requires (kernelkey.go), before anything is written to it.
+		if _, err := btx.CreateBucketIfNotExists(bucketMeta); err != nil {
+			return err
+		}
+		if err := checkKernelKey(btx, s.path, s.key.Public()); err != nil {
+			return err
+		}
 		b, err := btx.CreateBucketIfNotExists(bucketProbe)
 		if err != nil {
 			return err

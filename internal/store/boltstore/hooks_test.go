@@ -16,3 +16,6 @@ func IndexedThroughForTest(s *Store) (through uint64) {
 	s.view(func(btx *bolt.Tx) error { through = indexedThrough(btx); return nil })
 	return through
 }
+
+// ReopenForTest runs the heal's reopen of the file at s's path.
+func ReopenForTest(s *Store) error { return s.reopen() }

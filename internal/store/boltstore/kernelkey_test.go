@@ -146,3 +146,28 @@ func TestStoreWithoutRecordedKey(t *testing.T) {
 	writeStore(t, empty, keyB, 0) // no receipts: keyB is recorded
 	wantKeyMismatch(t, empty, keyA, keyB.Public())
 }
+
+// The heal's reopen (after a failed commit) opens whatever file is at the
+// path now: one swapped in meanwhile (another deployment's chio.db
+// restored over this one) is refused as at Open, not written to and
+// signed under this kernel's key.
+func TestHealReopenRefusesAnotherKernelsFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "chio.db")
+	s, err := boltstore.Open(path, keyA, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := synth.Generate(context.Background(), s, keyA, synth.Config{Receipts: 2, Days: 1, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.db")
+	writeStore(t, other, keyB, 30)
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := boltstore.ReopenForTest(s); !errors.Is(err, boltstore.ErrKeyMismatch) {
+		t.Fatalf("reopened kernel %s's chio.db under kernel key %s: %v", keyB.Public(), keyA.Public(), err)
+	}
+}
