@@ -16,6 +16,10 @@ type slots struct {
 	// freed[key] is closed at key's next release, for acquireWithin's
 	// waiters; it exists only while key holds a slot.
 	freed map[string]chan struct{}
+	// waiting[key] counts acquireWithin's waiters for key, at most key's
+	// max (it exists only while one waits): one more is refused at once,
+	// so waiters are bounded like the slots they wait for.
+	waiting map[string]int
 }
 
 // acquire takes one of key's max slots; false when all are taken.
@@ -26,18 +30,29 @@ func (s *slots) acquire(key string, max int) bool {
 
 // acquireWithin is acquire that, when key's slots are all taken, waits up
 // to wait for one of them to be released before giving up; it gives up at
-// once when ctx ends or stop is closed. The wait is transport time (the
-// real clock), like the write deadlines.
+// once when ctx ends or stop is closed, or when max others already wait
+// for key. The wait is transport time (the real clock), like the write
+// deadlines.
 func (s *slots) acquireWithin(ctx context.Context, stop <-chan struct{}, key string, max int, wait time.Duration) bool {
+	freed, ok := s.tryAcquire(key, max)
+	if ok {
+		return true
+	}
+	if !s.startWaiting(key, max) {
+		return false
+	}
+	defer s.stopWaiting(key)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		freed, ok := s.tryAcquire(key, max)
-		if ok {
-			return true
+		if freed == nil {
+			if freed, ok = s.tryAcquire(key, max); ok {
+				return true
+			}
 		}
 		select {
 		case <-freed: // a slot was released: try again (another may take it first)
+			freed = nil
 		case <-timer.C:
 			return false
 		case <-ctx.Done():
@@ -45,6 +60,29 @@ func (s *slots) acquireWithin(ctx context.Context, stop <-chan struct{}, key str
 		case <-stop:
 			return false
 		}
+	}
+}
+
+// startWaiting counts a waiter for key; false when max already wait.
+func (s *slots) startWaiting(key string, max int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting[key] >= max {
+		return false
+	}
+	if s.waiting == nil {
+		s.waiting = map[string]int{}
+	}
+	s.waiting[key]++
+	return true
+}
+
+// stopWaiting ends a waiter counted by startWaiting.
+func (s *slots) stopWaiting(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting[key]--; s.waiting[key] <= 0 {
+		delete(s.waiting, key)
 	}
 }
 

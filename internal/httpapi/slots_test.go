@@ -79,3 +79,46 @@ func TestSlotsAcquireWithin(t *testing.T) {
 		t.Fatalf("a free key is remembered: %v %v", s.n, s.freed)
 	}
 }
+
+// The requests waiting for one key's slots are as bounded as the slots
+// themselves: while max of them wait, another is refused at once instead
+// of holding its connection and handler for the whole wait. (A retry
+// right after a cut export waits; a flood of exports of one credential
+// does not pile up behind it.)
+func TestSlotsAcquireWithinBoundsWaiters(t *testing.T) {
+	var s slots
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.acquire("cred", 1)
+	first := make(chan bool)
+	go func() { first <- s.acquireWithin(ctx, nil, "cred", 1, time.Hour) }()
+	for { // the first waiter is parked on key's release
+		s.mu.Lock()
+		n := len(s.freed)
+		s.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	second := make(chan bool)
+	go func() { second <- s.acquireWithin(ctx, nil, "cred", 1, time.Hour) }()
+	select {
+	case ok := <-second:
+		if ok {
+			t.Fatal("a second waiter took a slot that is held")
+		}
+	case <-time.After(10 * time.Second):
+		cancel()
+		<-second
+		t.Fatal("a second request waited for one credential's slot while another already waited")
+	}
+	s.release("cred")
+	if !<-first {
+		t.Fatal("the first waiter did not take the released slot")
+	}
+	s.release("cred")
+	if len(s.n) != 0 || len(s.freed) != 0 {
+		t.Fatalf("a free key is remembered: %v %v", s.n, s.freed)
+	}
+}
