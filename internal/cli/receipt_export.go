@@ -179,14 +179,21 @@ func (r *refusedForNow) Error() string {
 
 func (r *refusedForNow) Unwrap() error { return r.ae }
 
+// maxRetryDelay caps what retryDelay reports: a larger Retry-After (which
+// would overflow a time.Duration) is read as this.
+const maxRetryDelay = 24 * time.Hour
+
 // retryDelay reads a Retry-After header: seconds, or an HTTP date (from
-// now). 0 when absent or unreadable.
+// now). 0 when absent or unreadable; at most maxRetryDelay.
 func retryDelay(h string, now time.Time) time.Duration {
 	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n > 0 {
+		if n > int(maxRetryDelay/time.Second) {
+			return maxRetryDelay
+		}
 		return time.Duration(n) * time.Second
 	}
 	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return t.Sub(now).Round(time.Second)
+		return min(t.Sub(now).Round(time.Second), maxRetryDelay)
 	}
 	return 0
 }
