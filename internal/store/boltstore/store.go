@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -63,7 +64,15 @@ type Options struct {
 	// AbsorbWindow is how long a commit's transaction keeps taking in calls
 	// queued while it is being built; 0 means DefaultAbsorbWindow.
 	AbsorbWindow time.Duration
+	// MmapSize is bbolt's initial memory mapping of the file; 0 means
+	// DefaultMmapSize. Tests set it small to make the file outgrow it.
+	MmapSize int
 }
+
+// DefaultMmapSize maps the first 1 GiB of the file at open, so a store
+// smaller than that never remaps (a remap waits for every open read
+// transaction; the export keeps its own short, export.go).
+const DefaultMmapSize = 1 << 30
 
 // Store is a bbolt-backed kernel.Store.
 type Store struct {
@@ -165,9 +174,9 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 func openDB(path string, opts Options) (*bolt.DB, error) {
 	return bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: 2 * time.Second, // another chiod holds the lock: say so, don't hang
-		// A large initial mmap means long audit reads never block the writer
-		// on a remap.
-		InitialMmapSize: 1 << 30,
+		// A large initial mmap means audit reads rarely hold up the writer
+		// on a remap; past it, only short read transactions keep it prompt.
+		InitialMmapSize: cmp.Or(opts.MmapSize, DefaultMmapSize),
 		FreelistType:    bolt.FreelistMapType,
 		NoFreelistSync:  true,
 		NoSync:          opts.NoSync,
