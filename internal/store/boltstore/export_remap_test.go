@@ -68,13 +68,21 @@ func goroutineStacksWith(fn string) string {
 func TestExportDoesNotHoldUpCommitsThatRemap(t *testing.T) {
 	key := keys.FromSeed(bytes.Repeat([]byte{21}, 32))
 	path := filepath.Join(t.TempDir(), "chio.db")
-	s, err := boltstore.Open(path, key, boltstore.Options{NoSync: true, MmapSize: 1 << 20})
+	log := receipt.NewLog(key, receipt.LogOptions{})
+	s, err := boltstore.Open(path, key, boltstore.Options{NoSync: true, MmapSize: 1 << 20, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
+	if err := log.Start(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close(ctx)
 	if _, err := synth.Generate(ctx, s, key, synth.Config{Receipts: 3000, Days: 1, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := log.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
 
