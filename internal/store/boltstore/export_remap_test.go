@@ -34,10 +34,10 @@ func newStallingWriter() *stallingWriter {
 func (w *stallingWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	w.writes++
-	first := w.writes == 1
+	n := w.writes
 	w.mu.Unlock()
-	if !first {
-		if w.writes == 2 {
+	if n > 1 {
+		if n == 2 {
 			close(w.stalled)
 		}
 		<-w.released
