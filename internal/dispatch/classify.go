@@ -93,7 +93,9 @@ func retryAfter(v string) time.Duration {
 	}
 	var d time.Duration
 	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-		d = time.Duration(n) * time.Second
+		// Capped before the multiplication, which would wrap around past
+		// ~292 years of seconds into a short or negative wait.
+		d = time.Duration(min(n, int(MaxRetryAfter/time.Second))) * time.Second
 	} else if t, err := http.ParseTime(v); err == nil {
 		d = time.Until(t)
 	}
