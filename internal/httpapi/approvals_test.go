@@ -376,6 +376,9 @@ func TestCallStatus(t *testing.T) {
 		{"bad wait", "/v1/calls/" + rid + "?wait=soon", withBearer(approvalsReader), 400, "bad_request"},
 		{"wait too long", "/v1/calls/" + rid + "?wait=61s", withBearer(approvalsReader), 400, "bad_request"},
 		{"negative wait", "/v1/calls/" + rid + "?wait=-1s", withBearer(approvalsReader), 400, "bad_request"},
+		// Whole seconds past what a time.Duration holds must not wrap
+		// around into an accepted short wait.
+		{"wait of wrapping seconds", "/v1/calls/" + rid + "?wait=18446744074", withBearer(approvalsReader), 400, "bad_request"},
 		{"bad wait needs auth first", "/v1/calls/" + rid + "?wait=soon", nil, 401, "unauthorized"},
 	}
 	for _, c := range cases {

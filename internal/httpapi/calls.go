@@ -92,6 +92,11 @@ func parseWait(v string) (time.Duration, error) {
 	if err != nil && decimal(v) {
 		var n int
 		n, err = strconv.Atoi(v)
+		// Past the bound, refused before the multiplication, which would
+		// wrap around into a short wait.
+		if n > int(MaxCallWait/time.Second) {
+			n = -1
+		}
 		d = time.Duration(n) * time.Second
 	}
 	if err != nil || d < 0 || d > MaxCallWait {
