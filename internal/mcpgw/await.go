@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -34,7 +33,7 @@ func (as *agentServer) await(ctx context.Context, req *mcpsdk.CallToolRequest) (
 		if *args.WaitSeconds < 0 {
 			return refused("wait_seconds must be ≥ 0"), nil
 		}
-		wait = min(time.Duration(*args.WaitSeconds)*time.Second, MaxWait)
+		wait = secondsUpTo(*args.WaitSeconds, MaxWait)
 	}
 	k := as.g.o.Kernel
 	notFound := refused("no parked call " + args.ID + " of this agent")

@@ -121,9 +121,21 @@ func callProof(meta mcpsdk.Meta) (CallProof, error) {
 // waitFor is the pending wait a call asked for, within (0, MaxWait].
 func waitFor(meta mcpsdk.Meta, def time.Duration) time.Duration {
 	if f, ok := meta[MetaWait].(float64); ok && f >= 0 {
-		return min(time.Duration(f)*time.Second, MaxWait)
+		if f >= MaxWait.Seconds() { // before the conversion, which would wrap
+			return MaxWait
+		}
+		return time.Duration(f) * time.Second
 	}
 	return def
+}
+
+// secondsUpTo is n whole seconds, at most limit (n ≥ 0): capped before
+// the multiplication, which would wrap around past ~292 years.
+func secondsUpTo(n int, limit time.Duration) time.Duration {
+	if n >= int(limit/time.Second) {
+		return limit
+	}
+	return time.Duration(n) * time.Second
 }
 
 // submitError answers a call for which Submit returned no outcome.
