@@ -247,7 +247,10 @@ func Run(ctx context.Context, o Options) error {
 	if push.email != nil {
 		api.HandleAnswers(email.LinkPath, push.email.Handler(k))
 	}
-	stopReload := watchReload(o.ConfigPath, k, started, log)
+	// A reload can change what each agent's capability grants: connected
+	// MCP clients are told (notifications/tools/list_changed), as the
+	// gateway's listChanged capability promises.
+	stopReload := watchReload(o.ConfigPath, k, started, log, func() { gw.ToolsChanged("") })
 	defer stopReload()
 	// No WriteTimeout: it counts from a request's arrival, so it would cut
 	// SSE streams and long-polls. The handler bounds every write instead

@@ -33,8 +33,9 @@ func restartSettingsOf(p *policy.Policy) restartSettings {
 // an invalid one is logged and changes nothing. [kernel], [channels],
 // [receipts] and [store] settings need a restart: they are kept from the
 // running policy. A change to how [[servers]] are reached refuses the
-// reload (serversReachedAlike).
-func watchReload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger) (stop func()) {
+// reload (serversReachedAlike). reloaded runs after each reload that put
+// a new policy in force.
+func watchReload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger, reloaded func()) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -44,23 +45,26 @@ func watchReload(path string, k *kernel.Kernel, started restartSettings, log *sl
 			case <-done:
 				return
 			case <-hup:
-				reload(path, k, started, log)
+				if reload(path, k, started, log) && reloaded != nil {
+					reloaded()
+				}
 			}
 		}
 	}()
 	return func() { signal.Stop(hup); close(done) }
 }
 
-func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger) {
+// reload reports whether it put the file's policy in force.
+func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger) bool {
 	next, err := policy.Load(path)
 	if err != nil {
 		log.Error("policy reload refused; keeping the policy in force", "err", err)
-		return
+		return false
 	}
 	changed, err := keepRestartSettings(next, k.Policy(), started)
 	if err != nil {
 		log.Error("policy reload refused; keeping the policy in force", "err", err)
-		return
+		return false
 	}
 	if changed {
 		log.Warn("policy file's [kernel], [channels], [receipts] or [store] differ from those chiod started with; " +
@@ -72,6 +76,7 @@ func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Lo
 		log.Error("reconciling pending approvals with the reloaded policy failed", "err", err)
 	}
 	log.Info("policy reloaded ([kernel], [channels], [receipts] and [store] changes take effect at restart)", "policy_hash", next.Hash)
+	return true
 }
 
 // keepRestartSettings puts the running policy's [kernel], [channels],
