@@ -150,10 +150,17 @@ func writeErr(w http.ResponseWriter, err error) {
 }
 
 // writeJSON writes one whole answer under the write deadline (boundWrite).
+// HTML escaping is off: answers embed bytes that must arrive as the kernel
+// holds them (a request's arguments and intent, which the tool receives and
+// approvers are shown; a tool's output), and encoding/json would rewrite
+// '<', '>' and '&' inside them as \u003c, \u003e and \u0026. The answers
+// are application/json, never HTML.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	boundWrite(w)
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
 }
