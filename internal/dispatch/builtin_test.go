@@ -327,3 +327,15 @@ func writeFile(t *testing.T, p string) {
 		t.Fatal(err)
 	}
 }
+
+// echo returns the bytes it received: it is how a demo shows what a tool
+// gets (the canonical bytes parameter_hash covers). json.Marshal would
+// write '<', '>' and '&' in them as \u003c, \u003e and \u0026.
+func TestEchoKeepsTheBytesItReceived(t *testing.T) {
+	r := newTestRouter(t, builtinServers)
+	const args = "{\"path\":\"/tmp/<a>&b\",\"sep\":\"\u2028\"}"
+	res := call(t, r, "echo-raw", "demo", "echo", args)
+	if want := `{"echo":` + args + `}`; string(res.Output) != want || res.ToolError != "" {
+		t.Fatalf("echo %s = %s / %q, want %s", args, res.Output, res.ToolError, want)
+	}
+}
