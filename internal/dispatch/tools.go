@@ -15,7 +15,10 @@ import (
 	"unicode/utf8"
 )
 
-// echo returns its arguments: {"echo": <arguments>}.
+// echo returns its arguments: {"echo": <arguments>}, their bytes as
+// received (only insignificant space elided). Not json.Marshal: it would
+// write '<', '>', '&', U+2028 and U+2029 in them as \u escapes, and echo
+// is how a demo shows what a tool receives.
 func echo(args json.RawMessage) (json.RawMessage, string, error) {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 {
@@ -24,8 +27,12 @@ func echo(args json.RawMessage) (json.RawMessage, string, error) {
 	if !json.Valid(args) {
 		return nil, "invalid arguments: not valid JSON", nil
 	}
-	out, err := json.Marshal(map[string]json.RawMessage{"echo": args})
-	return out, "", err
+	out := bytes.NewBufferString(`{"echo":`)
+	if err := json.Compact(out, args); err != nil { // Compact never escapes
+		return nil, "", err
+	}
+	out.WriteByte('}')
+	return out.Bytes(), "", nil
 }
 
 // decodeStrict decodes a JSON object into v, rejecting unknown fields and
