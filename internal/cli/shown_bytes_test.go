@@ -29,3 +29,24 @@ func TestApproverSeesArgumentsAsTheToolReceivesThem(t *testing.T) {
 		t.Errorf("approval watch (exit %d) does not show %s as the tool receives it:\n%s\n%s", code, shownArgs, so, se)
 	}
 }
+
+// The JSON views (--output json / jsonl) are read by approvers and their
+// scripts too: they hold the arguments' characters, not \u003c for "<",
+// and still show invisible characters as escapes.
+func TestApprovalShowJSONKeepsTheArgumentsCharacters(t *testing.T) {
+	w := newApprovalWorld(t)
+	const args = "{\"amount\":450,\"currency\":\"USD\",\"customer_id\":\"cust-<1>&2\u202e\"}"
+	out := w.submit(t, "issue_refund", args, `{"purpose":"order 8834","max_amount":{"units":450,"currency":"USD"}}`)
+	if out.ApprovalRequestID == "" {
+		t.Fatalf("not parked: %+v", out)
+	}
+	for _, o := range []struct{ format, want string }{
+		{"json", `"customer_id": "cust-<1>&2\u202e"`},
+		{"jsonl", `"customer_id":"cust-<1>&2\u202e"`},
+	} {
+		so, se, code := w.run(adminEnv(), "--output", o.format, "approval", "show", out.ApprovalRequestID)
+		if code != 0 || !strings.Contains(so, o.want) {
+			t.Errorf("approval show --output %s (exit %d) lacks %s:\n%s\n%s", o.format, code, o.want, so, se)
+		}
+	}
+}
