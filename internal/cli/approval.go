@@ -162,9 +162,9 @@ func runApprovalShow(e *Env, args []string) int {
 		return fail(e, err)
 	}
 	if r.output != "table" {
-		var v any
-		_ = json.Unmarshal(raw, &v)
-		printShownJSON(e.Stdout, v, r.output == "jsonl")
+		// The answer as sent (not decoded into an any, which would
+		// re-sort its members and pass its numbers through float64).
+		printShownJSON(e.Stdout, raw, r.output == "jsonl")
 		return ExitOK
 	}
 	var v approvalView

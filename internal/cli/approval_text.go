@@ -55,12 +55,7 @@ func shownJSON(raw []byte) string {
 // that is not graphic (a bidi override, a zero-width space) is written as
 // a JSON \u escape, the same value, so it cannot act on the terminal.
 func printShownJSON(w io.Writer, v any, compact bool) {
-	var b []byte
-	if compact {
-		b, _ = json.Marshal(v)
-	} else {
-		b, _ = json.MarshalIndent(v, "", "  ")
-	}
+	b := marshalJSON(v, compact)
 	lines := strings.Split(string(b), "\n") // the indentation's newlines stay
 	for i, l := range lines {
 		lines[i] = escapeShown(l, true)

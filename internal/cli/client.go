@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -82,11 +83,19 @@ func ctxTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 
 // printJSON writes v indented (json) or compact (jsonl).
 func printJSON(w io.Writer, v any, compact bool) {
-	var b []byte
-	if compact {
-		b, _ = json.Marshal(v)
-	} else {
-		b, _ = json.MarshalIndent(v, "", "  ")
+	fmt.Fprintln(w, string(marshalJSON(v, compact)))
+}
+
+// marshalJSON is json.Marshal (compact) or json.MarshalIndent without HTML
+// escaping: what is printed holds the characters of the arguments, outputs
+// and notes it carries ("<", not \u003c), raw members byte for byte.
+func marshalJSON(v any, compact bool) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if !compact {
+		enc.SetIndent("", "  ")
 	}
-	fmt.Fprintln(w, string(b))
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")) // Encode ends every value with one
 }
