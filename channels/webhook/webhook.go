@@ -192,7 +192,7 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 		}
 		id = u.String()
 	}
-	body, err := json.Marshal(Payload{Event: event, Delivery: id, Approval: req, SentAt: c.now().UnixMilli()})
+	body, err := encodePayload(Payload{Event: event, Delivery: id, Approval: req, SentAt: c.now().UnixMilli()})
 	if err != nil {
 		return fmt.Errorf("%w: encode: %v", channels.ErrPermanent, err)
 	}
@@ -232,6 +232,20 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 	default:
 		return fmt.Errorf("%w: receiver answered %s%s", channels.ErrPermanent, resp.Status, excerpt(answer))
 	}
+}
+
+// encodePayload is json.Marshal without HTML escaping, which would write
+// '<', '>' and '&' inside the request's raw arguments and intent as
+// \u003c, \u003e and \u0026: the receiver must get (and the signature
+// cover) the bytes the tool receives.
+func encodePayload(p Payload) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil // Encode ends every value with one
 }
 
 // SecretSignature is the X-Chio-Webhook-Secret-Signature value for body.
