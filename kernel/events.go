@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"bytes"
-	"encoding/json"
 	"sync"
 
 	"github.com/chiokernel/chio/approval"
@@ -85,18 +83,10 @@ func (e Event) encode() ([]byte, error) {
 		v.Call = &liveCall{Status: c.Status, RequestID: c.RequestID, ReceiptID: c.ReceiptID,
 			Reason: c.Reason, Guard: c.Guard, ApprovalRequestID: c.ApprovalRequestID}
 	}
-	// One line: JSON escapes newlines inside strings. No HTML escaping:
-	// encoding/json would rewrite '<', '>' and '&' inside the request's raw
-	// arguments and intent as \u003c, \u003e and \u0026, and approvers
-	// following the stream (the dashboard, `chio approval watch`) must read
-	// the bytes the tool receives.
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil // Encode ends every value with one
+	// One line: JSON escapes newlines inside strings. Verbatim: approvers
+	// following the stream (the dashboard, `chio approval watch`) read the
+	// arguments as the tool receives them.
+	return marshalVerbatim(v)
 }
 
 // Pool is a class of subscribers with its own cap and buffer, so that a

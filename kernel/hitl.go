@@ -86,6 +86,6 @@ func hitlOutput(req *approval.Request, tok *approval.Token, vote *approval.Vote)
 			out["note"] = vote.Note
 		}
 	}
-	b, _ := json.Marshal(out)
+	b, _ := marshalVerbatim(out) // the answers as the approver signed them
 	return b
 }
