@@ -55,7 +55,7 @@ func shownJSON(raw []byte) string {
 // that is not graphic (a bidi override, a zero-width space) is written as
 // a JSON \u escape, the same value, so it cannot act on the terminal.
 func printShownJSON(w io.Writer, v any, compact bool) {
-	b := marshalJSON(v, compact)
+	b, _ := marshalJSON(v, compact)
 	lines := strings.Split(string(b), "\n") // the indentation's newlines stay
 	for i, l := range lines {
 		lines[i] = escapeShown(l, true)

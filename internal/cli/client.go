@@ -68,7 +68,9 @@ func (a *apiError) Error() string { return fmt.Sprintf("%s (%d): %s", a.Code, a.
 func (r *remote) do(ctx context.Context, method, path string, body any, out any, ok ...int) (int, error) {
 	var raw []byte
 	if body != nil {
-		b, err := json.Marshal(body)
+		// Without HTML escaping: a call's arguments and capability go as
+		// given (json.Marshal would send each '<' as six bytes, \u003c).
+		b, err := marshalJSON(body, true)
 		if err != nil {
 			return 0, err
 		}
@@ -83,19 +85,22 @@ func ctxTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 
 // printJSON writes v indented (json) or compact (jsonl).
 func printJSON(w io.Writer, v any, compact bool) {
-	fmt.Fprintln(w, string(marshalJSON(v, compact)))
+	b, _ := marshalJSON(v, compact)
+	fmt.Fprintln(w, string(b))
 }
 
 // marshalJSON is json.Marshal (compact) or json.MarshalIndent without HTML
 // escaping: what is printed holds the characters of the arguments, outputs
 // and notes it carries ("<", not \u003c), raw members byte for byte.
-func marshalJSON(v any, compact bool) []byte {
+func marshalJSON(v any, compact bool) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if !compact {
 		enc.SetIndent("", "  ")
 	}
-	_ = enc.Encode(v)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")) // Encode ends every value with one
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil // Encode ends every value with one
 }
