@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/jsonexact"
 )
 
 // Event types published to subscribers (the SSE stream, long-pollers).
@@ -86,7 +87,7 @@ func (e Event) encode() ([]byte, error) {
 	// One line: JSON escapes newlines inside strings. Verbatim: approvers
 	// following the stream (the dashboard, `chio approval watch`) read the
 	// arguments as the tool receives them.
-	return marshalVerbatim(v)
+	return jsonexact.Marshal(v)
 }
 
 // Pool is a class of subscribers with its own cap and buffer, so that a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/jsonexact"
 	"github.com/chiokernel/chio/policy"
 )
 
@@ -86,6 +87,6 @@ func hitlOutput(req *approval.Request, tok *approval.Token, vote *approval.Vote)
 			out["note"] = vote.Note
 		}
 	}
-	b, _ := marshalVerbatim(out) // the answers as the approver signed them
+	b, _ := jsonexact.Marshal(out) // the answers as the approver signed them
 	return b
 }

@@ -40,7 +40,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +54,7 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/channels"
+	"github.com/chiokernel/chio/internal/jsonexact"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/policy"
 )
@@ -192,7 +192,8 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 		}
 		id = u.String()
 	}
-	body, err := encodePayload(Payload{Event: event, Delivery: id, Approval: req, SentAt: c.now().UnixMilli()})
+	// The bytes the tool receives, not \u003c escapes: the signature covers them.
+	body, err := jsonexact.Marshal(Payload{Event: event, Delivery: id, Approval: req, SentAt: c.now().UnixMilli()})
 	if err != nil {
 		return fmt.Errorf("%w: encode: %v", channels.ErrPermanent, err)
 	}
@@ -232,20 +233,6 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 	default:
 		return fmt.Errorf("%w: receiver answered %s%s", channels.ErrPermanent, resp.Status, excerpt(answer))
 	}
-}
-
-// encodePayload is json.Marshal without HTML escaping, which would write
-// '<', '>' and '&' inside the request's raw arguments and intent as
-// \u003c, \u003e and \u0026: the receiver must get (and the signature
-// cover) the bytes the tool receives.
-func encodePayload(p Payload) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil // Encode ends every value with one
 }
 
 // SecretSignature is the X-Chio-Webhook-Secret-Signature value for body.

@@ -1,15 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/chiokernel/chio/internal/jsonexact"
 )
 
 // remote holds the flags every server-talking command shares.
@@ -90,17 +90,12 @@ func printJSON(w io.Writer, v any, compact bool) {
 }
 
 // marshalJSON is json.Marshal (compact) or json.MarshalIndent without HTML
-// escaping: what is printed holds the characters of the arguments, outputs
-// and notes it carries ("<", not \u003c), raw members byte for byte.
+// escaping: what is sent and printed holds the characters of the
+// arguments, outputs and notes it carries ("<", not \u003c), raw members
+// byte for byte.
 func marshalJSON(v any, compact bool) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if !compact {
-		enc.SetIndent("", "  ")
+	if compact {
+		return jsonexact.Marshal(v)
 	}
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil // Encode ends every value with one
+	return jsonexact.MarshalIndent(v, "", "  ")
 }

@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/internal/store/recordjson"
+	"github.com/chiokernel/chio/internal/jsonexact"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -91,7 +91,7 @@ func (t *tx) LiveBatches(now int64, fn func(*approval.Batch) bool) error {
 // PutBatch stores b and keeps its key in bucketLiveBatches exactly while
 // it is not retired.
 func (t *tx) PutBatch(b *approval.Batch) error {
-	v, err := recordjson.Marshal(b)
+	v, err := jsonexact.Marshal(b)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/internal/store/recordjson"
+	"github.com/chiokernel/chio/internal/jsonexact"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
@@ -59,7 +59,7 @@ func (t *tx) Call(id string) (*kernel.CallRecord, error) {
 }
 
 func (t *tx) PutCall(c *kernel.CallRecord) error {
-	v, err := recordjson.Marshal(c)
+	v, err := jsonexact.Marshal(c)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (t *tx) Approval(id string) (*approval.Request, error) {
 }
 
 func (t *tx) PutApproval(r *approval.Request) error {
-	v, err := recordjson.Marshal(r)
+	v, err := jsonexact.Marshal(r)
 	if err != nil {
 		return err
 	}

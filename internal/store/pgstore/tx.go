@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/internal/store/recordjson"
+	"github.com/chiokernel/chio/internal/jsonexact"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
@@ -131,7 +131,7 @@ func (f *fnTx) PutCall(c *kernel.CallRecord) error {
 	if !textKey(c.RequestID) {
 		return fmt.Errorf("%w: request id %q", errBadKey, c.RequestID)
 	}
-	raw, err := recordjson.Marshal(c)
+	raw, err := jsonexact.Marshal(c)
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (f *fnTx) PutApproval(r *approval.Request) error {
 	if !textKey(r.ApprovalID) {
 		return fmt.Errorf("%w: approval id %q", errBadKey, r.ApprovalID)
 	}
-	raw, err := recordjson.Marshal(r)
+	raw, err := jsonexact.Marshal(r)
 	if err != nil {
 		return err
 	}
@@ -466,7 +466,7 @@ func (f *fnTx) PutBatch(b *approval.Batch) error {
 	if !textKey(b.Token.ID) {
 		return fmt.Errorf("%w: batch id %q", errBadKey, b.Token.ID)
 	}
-	raw, err := recordjson.Marshal(b)
+	raw, err := jsonexact.Marshal(b)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package recordjson
+package jsonexact
 
 import (
 	"encoding/json"
@@ -27,5 +27,17 @@ func TestMarshalKeepsRawBytes(t *testing.T) {
 	}
 	if ja, _ := json.Marshal(a); string(ja) != func() string { jb, _ := json.Marshal(b); return string(jb) }() {
 		t.Fatalf("Marshal's value differs from json.Marshal's: %s vs %s", got, std)
+	}
+}
+
+// MarshalIndent indents as json.MarshalIndent does, without escaping.
+func TestMarshalIndentKeepsRawBytes(t *testing.T) {
+	v := map[string]json.RawMessage{"a": json.RawMessage(`{"b":"<&>"}`)}
+	got, err := MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"a\": {\n    \"b\": \"<&>\"\n  }\n}"; string(got) != want {
+		t.Fatalf("MarshalIndent = %q, want %q", got, want)
 	}
 }
