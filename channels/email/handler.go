@@ -14,6 +14,7 @@ import (
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/httpapi"
+	"github.com/chiokernel/chio/internal/jsonexact"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -86,7 +87,9 @@ func (c *Channel) show(w http.ResponseWriter, r *http.Request, k Kernel, link st
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(LinkView{Request: req, Approver: cl.Approver, LinkExpiresAt: cl.Expires})
+		// The arguments as the tool receives them, as chiod's answers
+		// (httpapi's writeJSON): not '<' rewritten as \u003c.
+		writeExact(w, LinkView{Request: req, Approver: cl.Approver, LinkExpiresAt: cl.Expires})
 		return
 	}
 	v := newView(req, c.o.Now())
@@ -156,7 +159,7 @@ func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link 
 	c.spend(id)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(res)
+	writeExact(w, res)
 }
 
 var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Parse(`<!doctype html>
@@ -180,3 +183,13 @@ var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Parse(`<!doctype html>
 {{else}}<p class="muted">This request is {{.Status}}; nothing is left to decide.</p>{{end}}
 </article></main></body></html>
 `))
+
+// writeExact writes v as a JSON answer without HTML escaping (jsonexact).
+func writeExact(w http.ResponseWriter, v any) {
+	b, err := jsonexact.Marshal(v)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	_, _ = w.Write(append(b, '\n'))
+}
