@@ -44,6 +44,10 @@ type agentServer struct {
 	offered map[string]*mcp.Tool
 }
 
+// afterGranted runs in sync once it has read what is granted: a test's
+// hook, to land a policy reload there.
+var afterGranted = func() {}
+
 func newAgentServer(g *Gateway, a *agent) *agentServer {
 	as := &agentServer{g: g, agent: a, offered: map[string]*mcp.Tool{}}
 	as.srv = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "chio", Title: "chio gateway", Version: "1"}, &mcpsdk.ServerOptions{
@@ -115,6 +119,7 @@ func (as *agentServer) granted() map[string]*mcp.Tool {
 // connected clients (notifications/tools/list_changed).
 func (as *agentServer) sync() {
 	want := as.granted()
+	afterGranted()
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	var gone []string
