@@ -118,10 +118,13 @@ func (as *agentServer) granted() map[string]*mcp.Tool {
 // sync makes the server offer exactly the granted tools. The SDK tells
 // connected clients (notifications/tools/list_changed).
 func (as *agentServer) sync() {
-	want := as.granted()
-	afterGranted()
+	// What is granted is read under the lock: syncs run concurrently (a
+	// reload's, an upstream's list change, each tools/list), and one that
+	// read an older policy must not apply its list after a newer one did.
 	as.mu.Lock()
 	defer as.mu.Unlock()
+	want := as.granted()
+	afterGranted()
 	var gone []string
 	for name := range as.offered {
 		if want[name] == nil {
