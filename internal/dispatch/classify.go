@@ -92,7 +92,11 @@ func retryAfter(v string) time.Duration {
 		return 0
 	}
 	var d time.Duration
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if errors.Is(err, strconv.ErrRange) && n > 0 { // more seconds than an int holds
+		return MaxRetryAfter
+	}
+	if err == nil && n >= 0 {
 		// Capped before the multiplication, which would wrap around past
 		// ~292 years of seconds into a short or negative wait.
 		d = time.Duration(min(n, int(MaxRetryAfter/time.Second))) * time.Second

@@ -10,7 +10,7 @@ import (
 // short (or negative) wait, so that the kernel would call again sooner
 // than the server asked.
 func TestRetryAfterDoesNotWrapAround(t *testing.T) {
-	for _, v := range []string{"61", "86400", "9223372037", "18446744074", "99999999999999999"} {
+	for _, v := range []string{"61", "86400", "9223372037", "18446744074", "99999999999999999", "99999999999999999999999"} {
 		if got := retryAfter(v); got != MaxRetryAfter {
 			t.Errorf("Retry-After: %s read as %v, want the cap %v", v, got, MaxRetryAfter)
 		}
