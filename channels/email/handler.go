@@ -14,7 +14,6 @@ import (
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/httpapi"
-	"github.com/chiokernel/chio/internal/jsonexact"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -86,10 +85,9 @@ func (c *Channel) show(w http.ResponseWriter, r *http.Request, k Kernel, link st
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
-		w.Header().Set("Content-Type", "application/json")
 		// The arguments as the tool receives them, as chiod's answers
-		// (httpapi's writeJSON): not '<' rewritten as \u003c.
-		writeExact(w, LinkView{Request: req, Approver: cl.Approver, LinkExpiresAt: cl.Expires})
+		// are written: not '<' rewritten as \u003c.
+		httpapi.WriteJSON(w, http.StatusOK, LinkView{Request: req, Approver: cl.Approver, LinkExpiresAt: cl.Expires})
 		return
 	}
 	v := newView(req, c.o.Now())
@@ -157,9 +155,7 @@ func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link 
 		return
 	}
 	c.spend(id)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	writeExact(w, res)
+	httpapi.WriteJSON(w, http.StatusOK, res)
 }
 
 var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Parse(`<!doctype html>
@@ -183,13 +179,3 @@ var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Parse(`<!doctype html>
 {{else}}<p class="muted">This request is {{.Status}}; nothing is left to decide.</p>{{end}}
 </article></main></body></html>
 `))
-
-// writeExact writes v as a JSON answer without HTML escaping (jsonexact).
-func writeExact(w http.ResponseWriter, v any) {
-	b, err := jsonexact.Marshal(v)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	_, _ = w.Write(append(b, '\n'))
-}

@@ -154,7 +154,9 @@ func writeErr(w http.ResponseWriter, err error) {
 // holds them (a request's arguments and intent, which the tool receives and
 // approvers are shown; a tool's output), and encoding/json would rewrite
 // '<', '>' and '&' inside them as \u003c, \u003e and \u0026. The answers
-// are application/json, never HTML.
+// are application/json, never HTML. The same holds for answers that embed
+// stored signed bytes (receipts, checkpoints): the leaf hash and an
+// auditor's byte-for-byte checks are over those bytes.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

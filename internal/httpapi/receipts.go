@@ -32,20 +32,6 @@ func (s *Server) receiptRoutes() {
 	s.mux.HandleFunc("GET /v1/export", read(s.export))
 }
 
-// writeSigned answers JSON that embeds stored signed bytes. HTML escaping is
-// off: it would rewrite '<' in a receipt as \u003c, and the leaf hash and
-// the auditor's byte-for-byte checks are over the stored bytes. Like
-// writeJSON, it writes under the write deadline (boundWrite).
-func writeSigned(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	boundWrite(w)
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
 func writeRaw(w http.ResponseWriter, raw []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -188,7 +174,7 @@ func (s *Server) listReceipts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page.Count = len(page.Receipts)
-	writeSigned(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, page)
 }
 
 // receiptStats answers GET /v1/receipts/stats?<list filters>&group_by=FIELD.
@@ -269,7 +255,7 @@ func (s *Server) receiptProof(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeSigned(w, http.StatusOK, ProofResponse{Receipt: raw, Checkpoint: cpRaw, Proof: proof})
+	writeJSON(w, http.StatusOK, ProofResponse{Receipt: raw, Checkpoint: cpRaw, Proof: proof})
 }
 
 // latestCheckpoint answers GET /v1/checkpoints/latest with a checkpoint

@@ -140,6 +140,10 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 // exactly as the API's own routes map it (channel endpoints use it).
 func WriteError(w http.ResponseWriter, err error) { writeErr(w, err) }
 
+// WriteJSON answers v as chiod's routes do (writeJSON): application/json,
+// no-store, under the write deadline, without HTML escaping.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
 // Error builds an API error with an explicit status and code for WriteError.
 func Error(status int, code, msg string) error { return apiErr(status, code, msg) }
 

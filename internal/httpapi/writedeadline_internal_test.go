@@ -32,7 +32,6 @@ func TestEveryAnswerWriterSetsTheWriteDeadlineFirst(t *testing.T) {
 	writers := map[string]func(http.ResponseWriter){
 		"writeJSON":   func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, map[string]string{"a": "b"}) },
 		"writeErr":    func(w http.ResponseWriter) { writeErr(w, apiErr(http.StatusNotFound, CodeNotFound, "x")) },
-		"writeSigned": func(w http.ResponseWriter) { writeSigned(w, http.StatusOK, map[string]string{"a": "<b>"}) },
 		"writeRaw":    func(w http.ResponseWriter) { writeRaw(w, []byte(`{"a":"b"}`)) },
 		"bounded": func(w http.ResponseWriter) {
 			bounded(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("metrics")) })).
