@@ -30,9 +30,9 @@ func (d *deadlineRecorder) Write(p []byte) (int, error) {
 func TestEveryAnswerWriterSetsTheWriteDeadlineFirst(t *testing.T) {
 	const timeout = 3 * time.Second
 	writers := map[string]func(http.ResponseWriter){
-		"writeJSON":   func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, map[string]string{"a": "b"}) },
-		"writeErr":    func(w http.ResponseWriter) { writeErr(w, apiErr(http.StatusNotFound, CodeNotFound, "x")) },
-		"writeRaw":    func(w http.ResponseWriter) { writeRaw(w, []byte(`{"a":"b"}`)) },
+		"writeJSON": func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, map[string]string{"a": "b"}) },
+		"writeErr":  func(w http.ResponseWriter) { writeErr(w, apiErr(http.StatusNotFound, CodeNotFound, "x")) },
+		"writeRaw":  func(w http.ResponseWriter) { writeRaw(w, []byte(`{"a":"b"}`)) },
 		"bounded": func(w http.ResponseWriter) {
 			bounded(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("metrics")) })).
 				ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
