@@ -28,6 +28,12 @@ func money(g *policy.Grant, units int64, intent *GovernedIntent) *Request {
 	return r
 }
 
+// withMoneyTool makes r's tool declare where its amount lives.
+func (r *Request) withMoneyTool() *Request {
+	r.Tool = &policy.Tool{Name: "t", Category: "financial", Amount: "/amount", Currency: "/currency"}
+	return r
+}
+
 func amount(n int64) *GovernedIntent {
 	return &GovernedIntent{Purpose: "p", MaxAmount: &Amount{Units: n, Currency: "USD"}}
 }
@@ -65,11 +71,16 @@ func TestGuardsTable(t *testing.T) {
 			r.RecentCalls = 2
 			return r
 		}(), Allow, "", ""},
-		{"above threshold pends", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 450, amount(450)), PendingApproval, "", GuardApprovalAbove},
-		{"at threshold pends", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 200, amount(200)), PendingApproval, "", GuardApprovalAbove},
-		{"below threshold allows", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 199, amount(199)), Allow, "", ""},
-		{"threshold without intent fails closed", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 1, nil), Deny, GuardApprovalAbove, ""},
-		{"threshold intent without max_amount reads the arguments", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}), 450, &GovernedIntent{Purpose: "x"}), PendingApproval, "", GuardApprovalAbove},
+		{"above threshold pends", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200, Currency: "USD"}}), 450, amount(450)), PendingApproval, "", GuardApprovalAbove},
+		{"at threshold pends", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200, Currency: "USD"}}), 200, amount(200)), PendingApproval, "", GuardApprovalAbove},
+		{"below threshold allows", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200, Currency: "USD"}}), 199, amount(199)), Allow, "", ""},
+		// A threshold that names no currency (only a policy built in Go
+		// can carry one; the loader refuses it) compares nothing: 199
+		// BTC is not "below 200" of an unknown currency.
+		{"threshold without currency asks a human", req(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200}}),
+			`{"amount":199,"currency":"BTC"}`, &GovernedIntent{Purpose: "x"}).withMoneyTool(), PendingApproval, "", GuardApprovalAbove},
+		{"threshold without intent fails closed", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200, Currency: "USD"}}), 1, nil), Deny, GuardApprovalAbove, ""},
+		{"threshold intent without max_amount reads the arguments", money(grantWith(policy.Constraints{RequireApprovalAbove: &policy.Threshold{ThresholdUnits: 200, Currency: "USD"}}), 450, &GovernedIntent{Purpose: "x"}), PendingApproval, "", GuardApprovalAbove},
 		{"always pends", req(grantWith(policy.Constraints{RequireApprovalAlways: true}), `{}`, nil), PendingApproval, "", GuardApprovalAlways},
 		{"first n pends", req(grantWith(policy.Constraints{RequireApprovalFirstN: 2}), `{}`, nil), PendingApproval, "", GuardApprovalFirstN},
 		{"first n exhausted allows", func() *Request {

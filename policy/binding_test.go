@@ -49,6 +49,9 @@ var bindingCases = []struct {
 		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200, currency = \"DOLLARSDOLLARSDOLLARS\" }  # <-\n", "is longer than 16 characters"},
 	{"threshold currency key misspelt", payments + payGrant + "tool = \"refund\"\n[grants.approval]\n" + approverA +
 		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200, curency = \"USD\" }  # <-\n", `unknown key "curency" in grants.constraints.require_approval_above (did you mean "currency"?)`},
+	{"threshold without currency", payments + payGrant + "tool = \"refund\"\n[grants.approval]\n" + approverA +
+		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200 }  # <-\n",
+		`require_approval_above names no currency: every amount carries one, and a threshold without it would let 199 BTC pass a limit of 200 meant in USD; write { threshold_units = 200, currency = "USD" }`},
 	{"threshold on a tool without amount", payments + lookupTool + payGrant + "tool = \"lookup\"\n[grants.approval]\n" + approverA +
 		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200 }  # <-\n", `grant "g" has require_approval_above, but tool "lookup" declares no amount`},
 	{"threshold on a builtin tool without amount", builtin + "[[grants]]\nid = \"g\"\nserver = \"s\"\ntool = \"echo\"\n[grants.approval]\n" + approverA +
@@ -102,7 +105,7 @@ func TestBindingRulesAccepted(t *testing.T) {
 		"threshold with currency on a declared tool": payments + payGrant + "tool = \"refund\"\n" +
 			approvalFor("require_approval_above = { threshold_units = 200, currency = \"USD\" }\n"),
 		"threshold on a pattern whose tools all declare": payments + lookupTool + payGrant + "tool = \"refund*\"\n" +
-			approvalFor("require_approval_above = { threshold_units = 200 }\n"),
+			approvalFor("require_approval_above = { threshold_units = 200, currency = \"USD\" }\n"),
 		"threshold on the builtin refund (it declares /amount)": grantHead +
 			approvalFor("require_approval_above = { threshold_units = 200, currency = \"usd\" }\n"),
 		"pointers with escapes and indices": "[[servers]]\nid = \"h\"\ntransport = \"http\"\nurl = \"http://x\"\n[[servers.tools]]\nname = \"t\"\n" +
