@@ -28,7 +28,7 @@ func TestAmendmentCannotRaiseTheShownAmountAfterAReload(t *testing.T) {
 	undeclared := strings.Replace(f.policyText, `amount = "/amount"
 currency = "/currency"
 `, "", 1)
-	undeclared = strings.Replace(undeclared, "require_approval_above = { threshold_units = 200 }", "require_approval_always = true", 1)
+	undeclared = strings.Replace(undeclared, "require_approval_above = { threshold_units = 200, currency = \"USD\" }", "require_approval_always = true", 1)
 	p, err := policy.Parse([]byte(undeclared), "undeclared.toml")
 	if err != nil {
 		t.Fatal(err)

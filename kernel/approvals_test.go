@@ -48,7 +48,7 @@ id = "refunds"
 server = "demo"
 tool = "issue_refund"
 [grants.constraints]
-require_approval_above = { threshold_units = 200 }
+require_approval_above = { threshold_units = 200, currency = "USD" }
 governed_intent_required = true
 [grants.approval]
 timeout_seconds = 600
@@ -513,7 +513,7 @@ func TestResumeRematchesTheGrantAfterReload(t *testing.T) {
 server = "demo"
 tool = "issue_refund"
 [grants.constraints]
-require_approval_above = { threshold_units = 200 }`, `id = "refunds"
+require_approval_above = { threshold_units = 200, currency = "USD" }`, `id = "refunds"
 server = "demo"
 tool = "echo"
 [grants.constraints]

@@ -17,10 +17,8 @@ import (
 func TestBindingAttacksThroughSubmit(t *testing.T) {
 	f := newFixture(t)
 	approver := keys.FromSeed([]byte("approver-approver-approver-32byt"))
-	// The threshold names its currency, as the seed's refund policy should.
-	text := strings.Replace(fmt.Sprintf(testPolicy, approver.Public()),
-		"require_approval_above = { threshold_units = 200 }",
-		`require_approval_above = { threshold_units = 200, currency = "USD" }`, 1)
+	// The threshold names its currency, as every threshold must.
+	text := fmt.Sprintf(testPolicy, approver.Public())
 	p, err := policy.Parse([]byte(text), "binding.toml")
 	if err != nil {
 		t.Fatal(err)

@@ -241,23 +241,21 @@ func checkApprovalAbove(r *Request) (Result, error) {
 	if err != nil {
 		return Result{Deny, GuardAmount, err.Error()}, nil
 	}
-	if t.Currency != "" && amt.Currency != t.Currency {
+	// The loader refuses a threshold without a currency; one built in Go
+	// may still lack it, and then no amount is known to be below it.
+	if t.Currency == "" {
+		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("amount %d %s: the threshold names no currency; approval required",
+			amt.Units, amt.Currency)}, nil
+	}
+	if amt.Currency != t.Currency {
 		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("amount %d %s is not in the threshold's currency %s; approval required",
 			amt.Units, amt.Currency, t.Currency)}, nil
 	}
 	if amt.Units >= t.ThresholdUnits {
-		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("amount %d %s meets the approval threshold of %d%s",
-			amt.Units, amt.Currency, t.ThresholdUnits, suffix(" ", t.Currency))}, nil
+		return Result{PendingApproval, GuardApprovalAbove, fmt.Sprintf("amount %d %s meets the approval threshold of %d %s",
+			amt.Units, amt.Currency, t.ThresholdUnits, t.Currency)}, nil
 	}
 	return allow()
-}
-
-// suffix returns sep+s, or "" when s is empty.
-func suffix(sep, s string) string {
-	if s == "" {
-		return ""
-	}
-	return sep + s
 }
 
 func checkApprovalAlways(r *Request) (Result, error) {

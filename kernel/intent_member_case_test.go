@@ -28,7 +28,7 @@ func TestIntentMemberCaseVariantsCannotSplitCELFromEnvelope(t *testing.T) {
 	f := newFixture(t)
 	approver := keys.FromSeed([]byte("approver-approver-approver-32byt"))
 	text := strings.Replace(fmt.Sprintf(testPolicy, approver.Public()),
-		"require_approval_above = { threshold_units = 200 }",
+		`require_approval_above = { threshold_units = 200, currency = "USD" }`,
 		`deny_when = ["has(intent.max_amount) && has(intent.max_amount.units) && intent.max_amount.units > 50000"]`, 1)
 	p, err := policy.Parse([]byte(text), "fold.toml")
 	if err != nil {

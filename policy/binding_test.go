@@ -48,19 +48,19 @@ var bindingCases = []struct {
 	{"threshold currency too long", payments + payGrant + "tool = \"refund\"\n[grants.approval]\n" + approverA +
 		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200, currency = \"DOLLARSDOLLARSDOLLARS\" }  # <-\n", "is longer than 16 characters"},
 	{"threshold currency key misspelt", payments + payGrant + "tool = \"refund\"\n[grants.approval]\n" + approverA +
-		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200, curency = \"USD\" }  # <-\n", `unknown key "curency" in grants.constraints.require_approval_above (did you mean "currency"?)`},
+		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200, currency = \"USD\", curency = \"USD\" }  # <-\n", `unknown key "curency" in grants.constraints.require_approval_above (did you mean "currency"?)`},
 	{"threshold without currency", payments + payGrant + "tool = \"refund\"\n[grants.approval]\n" + approverA +
 		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200 }  # <-\n",
 		`require_approval_above names no currency: every amount carries one, and a threshold without it would let 199 BTC pass a limit of 200 meant in USD; write { threshold_units = 200, currency = "USD" }`},
 	{"threshold on a tool without amount", payments + lookupTool + payGrant + "tool = \"lookup\"\n[grants.approval]\n" + approverA +
-		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200 }  # <-\n", `grant "g" has require_approval_above, but tool "lookup" declares no amount`},
+		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200, currency = \"USD\" }  # <-\n", `grant "g" has require_approval_above, but tool "lookup" declares no amount`},
 	{"threshold on a builtin tool without amount", builtin + "[[grants]]\nid = \"g\"\nserver = \"s\"\ntool = \"echo\"\n[grants.approval]\n" + approverA +
-		"[grants.constraints]\nrequire_approval_above = { threshold_units = 1 }  # <-\n", `tool "echo" declares no amount`},
+		"[grants.constraints]\nrequire_approval_above = { threshold_units = 1, currency = \"USD\" }  # <-\n", `tool "echo" declares no amount`},
 	{"threshold on a declared builtin tool without amount", builtin + "[[servers.tools]]\nname = \"issue_refund\"\n" +
 		"[[grants]]\nid = \"g\"\nserver = \"s\"\ntool = \"issue_refund\"\n[grants.approval]\n" + approverA +
-		"[grants.constraints]\nrequire_approval_above = { threshold_units = 1 }  # <-\n", `tool "issue_refund" declares no amount`},
+		"[grants.constraints]\nrequire_approval_above = { threshold_units = 1, currency = \"USD\" }  # <-\n", `tool "issue_refund" declares no amount`},
 	{"threshold on a pattern covering a tool without amount", payments + lookupTool + payGrant + "tool = \"*\"\n[grants.approval]\n" + approverA +
-		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200 }  # <-\n", `covers tool = "*", but these tools of server "pay" declare no amount: "lookup"`},
+		"[grants.constraints]\nrequire_approval_above = { threshold_units = 200, currency = \"USD\" }  # <-\n", `covers tool = "*", but these tools of server "pay" declare no amount: "lookup"`},
 
 	// Conditions.
 	{"deny_when syntax", payments + payGrant + "tool = \"refund\"\n[grants.constraints]\ndeny_when = [\n  \"args.amount > 5\",\n  \"args.amount >\",  # <-\n]\n", "deny_when[1] `args.amount >`: Syntax error"},

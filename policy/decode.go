@@ -78,7 +78,7 @@ func (d *decoder) value(path []string, v any, rv reflect.Value) {
 		if _, ok := v.(map[string]any); !ok {
 			hint := ""
 			if rv.Type().Elem() == reflect.TypeFor[Threshold]() {
-				hint = " like { threshold_units = 200 }"
+				hint = " like { threshold_units = 200, currency = \"USD\" }"
 			}
 			d.probs.at(path, "%s must be a table%s, not %s", name, hint, describe(v))
 			return

@@ -87,10 +87,14 @@ func (v *validator) threshold(base []string, g *Grant) {
 	case t.ThresholdUnits > MaxThresholdUnits:
 		v.at(base, append(at, "threshold_units"), "threshold_units = %d is more than the limit of 2^53", t.ThresholdUnits)
 	}
-	if t.Currency != "" {
-		if err := CheckCurrency(t.Currency); err != nil {
-			v.at(base, append(at, "currency"), "currency = %q %v", t.Currency, err)
-		}
+	// Every amount carries its currency (tools must declare both
+	// pointers), so a threshold without one would compare units across
+	// currencies: refused, not guessed.
+	if t.Currency == "" {
+		v.at(base, at, "require_approval_above names no currency: every amount carries one, and a threshold without it "+
+			"would let 199 BTC pass a limit of 200 meant in USD; write { threshold_units = %d, currency = \"USD\" }", t.ThresholdUnits)
+	} else if err := CheckCurrency(t.Currency); err != nil {
+		v.at(base, append(at, "currency"), "currency = %q %v", t.Currency, err)
 	}
 	s := v.servers[g.Server]
 	if s == nil || g.Tool == "" || !validToolPattern(g.Tool) {

@@ -77,15 +77,16 @@ var invalidCases = []struct {
 	{"unknown key suggests", approvalHead + approverA + `
 [grants.constraints.require_approval_above]
 treshold_units = 200  # <-
+currency = "USD"
 `, `unknown key "treshold_units" in grants.constraints.require_approval_above (did you mean "threshold_units"?)`},
 	{"unknown key in inline table", approved + `
 [grants.constraints]
-require_approval_above = { treshold_units = 200 }  # <-
+require_approval_above = { treshold_units = 200, currency = "USD" }  # <-
 `, `unknown key "treshold_units"`},
 	{"unknown top-level table", builtin + "[kernal]  # <-\nlisten = \"127.0.0.1:1\"\n", `unknown key "kernal" (did you mean "kernel"?)`},
 	{"keys are case-sensitive", approvalHead + "Quorum = 1  # <-\n" + approverA, `keys are case-sensitive: did you mean "quorum"?`},
 	{"string for number", approvalHead + "quorum = \"2\"  # <-\n" + approverA, "quorum must be a whole number, not a string"},
-	{"number for table", grantHead + "[grants.constraints]\nrequire_approval_above = 200  # <-\n", "must be a table like { threshold_units = 200 }"},
+	{"number for table", grantHead + "[grants.constraints]\nrequire_approval_above = 200  # <-\n", "must be a table like { threshold_units = 200, currency = \"USD\" }"},
 	{"string for list", grantHead + "operations = \"invoke\"  # <-\n", "operations must be a list, not a string"},
 	{"fraction for integer", builtin + "timeout_seconds = 1.5  # <-\n", "must be a whole number, not a fractional number"},
 
@@ -131,8 +132,8 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"operation blank", grantHead + "operations = [\"invoke\", \"\"]  # <-\n", `operation "": must not be blank`},
 
 	// [grants.constraints].
-	{"threshold negative", approved + "[grants.constraints]\nrequire_approval_above = { threshold_units = -1 }  # <-\n", "threshold_units must be 0 or more, not -1"},
-	{"threshold above 2^53", approved + "[grants.constraints]\nrequire_approval_above = { threshold_units = 9007199254740993 }  # <-\n", "more than the limit of 2^53"},
+	{"threshold negative", approved + "[grants.constraints]\nrequire_approval_above = { threshold_units = -1, currency = \"USD\" }  # <-\n", "threshold_units must be 0 or more, not -1"},
+	{"threshold above 2^53", approved + "[grants.constraints]\nrequire_approval_above = { threshold_units = 9007199254740993, currency = \"USD\" }  # <-\n", "more than the limit of 2^53"},
 	{"first_n negative", grantHead + "[grants.constraints]\nrequire_approval_first_n = -3  # <-\n", "require_approval_first_n must be 0 or more, not -3"},
 	{"max_calls negative", grantHead + "[grants.constraints]\nmax_calls_per_minute = -1  # <-\n", "max_calls_per_minute must be 0 or more"},
 	{"forbidden path bad", grantHead + "[grants.constraints]\nforbidden_paths = [\n  \"/etc/**\",\n  \"/var/[\",  # <-\n]\n", `forbidden_paths entry "/var/[" is not a valid pattern`},
@@ -151,7 +152,7 @@ require_approval_above = { treshold_units = 200 }  # <-
 	{"on_trigger bad action", grantHead + "[grants.constraints.on_trigger]\nforbidden_paths = \"allow\"  # <-\n", `on_trigger.forbidden_paths = "allow": use "deny" or "require_approval"`},
 
 	// Approval triggers need approvers.
-	{"above without approval", grantHead + "[grants.constraints]\nrequire_approval_above = { threshold_units = 200 }  # <-\n", `grant "g" asks for approval (require_approval_above) but has no [grants.approval] table`},
+	{"above without approval", grantHead + "[grants.constraints]\nrequire_approval_above = { threshold_units = 200, currency = \"USD\" }  # <-\n", `grant "g" asks for approval (require_approval_above) but has no [grants.approval] table`},
 	{"always without approval", grantHead + "[grants.constraints]\nrequire_approval_always = true  # <-\n", "(require_approval_always)"},
 	{"first_n without approval", grantHead + "[grants.constraints]\nrequire_approval_first_n = 5  # <-\n", "(require_approval_first_n)"},
 	{"actions without approval", grantHead + "[grants.constraints]\nrequire_approval_for_actions = [\"financial\"]  # <-\n", "(require_approval_for_actions)"},
@@ -281,7 +282,7 @@ id = "two"
 server = "nowhere"                          # e2
 tool = "issue_refund"
 [grants.constraints]
-require_approval_above = { threshold_units = -5 }   # e3
+require_approval_above = { threshold_units = -5, currency = "USD" }   # e3
 [grants.approval]
 quorum = 5                                  # e4
 [[grants.approval.approvers]]

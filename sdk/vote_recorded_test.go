@@ -28,7 +28,7 @@ id = "refunds"
 server = "demo"
 tool = "issue_refund"
 [grants.constraints]
-require_approval_above = { threshold_units = 200 }
+require_approval_above = { threshold_units = 200, currency = "USD" }
 [grants.approval]
 [[grants.approval.approvers]]
 public_key = "%s"

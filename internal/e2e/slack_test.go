@@ -43,7 +43,7 @@ id = "refunds"
 server = "demo"
 tool = "issue_refund"
 [grants.constraints]
-require_approval_above = { threshold_units = 200 }
+require_approval_above = { threshold_units = 200, currency = "USD" }
 governed_intent_required = true
 [grants.approval]
 timeout_seconds = 600
