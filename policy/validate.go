@@ -401,8 +401,11 @@ func (v *validator) constraints(base []string, g *Grant) {
 
 // actionCategories checks require_approval_for_actions. Categories match
 // exactly, so a listed category that matches no category of the tools the
-// grant covers, but differs from one of them only by case, would never
-// fire: refused, whether the grant names one tool or a pattern.
+// grant covers, but is a near miss of one of them (it differs only by case,
+// or by up to two edits: "finacial"), would never fire: refused, whether
+// the grant names one tool or a pattern, and whichever side is misspelt.
+// With no covered tool to compare, a near miss of a well-known category is
+// refused the same way.
 func (v *validator) actionCategories(base []string, g *Grant) {
 	c := &g.Constraints
 	if len(c.RequireApprovalForActions) > MaxActions {
@@ -413,30 +416,67 @@ func (v *validator) actionCategories(base []string, g *Grant) {
 		tools = coveredTools(s, g.Tool)
 	}
 	for j, a := range c.RequireApprovalForActions {
+		at := k("require_approval_for_actions", idx(j))
 		if err := checkID(a); err != nil {
-			v.at(base, k("require_approval_for_actions", idx(j)), "category %q: %v", a, err)
+			v.at(base, at, "category %q: %v", a, err)
 			continue
 		}
-		if tool := caseOnlyCategory(tools, a); tool != nil {
-			v.at(base, k("require_approval_for_actions", idx(j)), "category %q never matches tool %q, whose category is %q: "+
+		tool := nearCategory(tools, a)
+		switch {
+		case tool != nil && strings.EqualFold(tool.Category, a):
+			v.at(base, at, "category %q never matches tool %q, whose category is %q: "+
 				"categories are case-sensitive; write %q", a, tool.Name, tool.Category, tool.Category)
+		case tool != nil:
+			v.at(base, at, "category %q never matches tool %q, whose category is %q: "+
+				"categories match exactly; correct whichever is misspelt", a, tool.Name, tool.Category)
+		case !hasCategory(tools, a) && !slices.Contains(Categories, a):
+			if known := nearWellKnown(a); known != "" {
+				v.at(base, at, "category %q is not a well-known category and no tool the grant covers has it: did you mean %q? "+
+					"(categories match exactly)", a, known)
+			}
 		}
 	}
 }
 
-// caseOnlyCategory returns the first tool whose category equals a ignoring
-// case, when no tool's category equals a exactly; else nil.
-func caseOnlyCategory(tools []*Tool, a string) *Tool {
-	var folded *Tool
+// nearCategory returns the first tool whose category is a near miss of a
+// (isNearMiss), when no tool's category equals a exactly; else nil.
+func nearCategory(tools []*Tool, a string) *Tool {
+	if hasCategory(tools, a) {
+		return nil
+	}
 	for _, t := range tools {
-		if t.Category == a {
-			return nil
-		}
-		if folded == nil && strings.EqualFold(t.Category, a) {
-			folded = t
+		if t.Category != "" && isNearMiss(t.Category, a) {
+			return t
 		}
 	}
-	return folded
+	return nil
+}
+
+func hasCategory(tools []*Tool, a string) bool {
+	return slices.ContainsFunc(tools, func(t *Tool) bool { return t.Category == a })
+}
+
+// nearWellKnown returns the well-known category a is a near miss of, or "".
+func nearWellKnown(a string) string {
+	for _, c := range Categories {
+		if isNearMiss(c, a) {
+			return c
+		}
+	}
+	return ""
+}
+
+// isNearMiss reports whether two different category labels are probably
+// one misspelt: equal but for case, or within two edits and fewer than
+// half the shorter's length ("pay" is not a misspelling of "ops").
+func isNearMiss(a, b string) bool {
+	if a == b {
+		return false
+	}
+	if strings.EqualFold(a, b) {
+		return true
+	}
+	return editDistance(strings.ToLower(a), strings.ToLower(b)) < min(3, min(len(a), len(b))/2+1)
 }
 
 // pathPatterns checks forbidden_paths or allowed_paths: doublestar globs.
