@@ -58,8 +58,9 @@ type Options struct {
 	Ready func(addr string)
 }
 
-// Run serves until ctx is cancelled.
-func Run(ctx context.Context, o Options) error {
+// Run serves until ctx is cancelled. A start it refuses leaves the data
+// dir as it found it (startfiles.go).
+func Run(ctx context.Context, o Options) (err error) {
 	if o.Out == nil {
 		o.Out = os.Stderr
 	}
@@ -87,9 +88,13 @@ func Run(ctx context.Context, o Options) error {
 		p.Kernel.DataDir = o.DataDir
 	}
 	dataDir := p.Kernel.DataDir
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return fmt.Errorf("data dir: %w", err)
+	files, err := noteDataDir(dataDir)
+	if err != nil {
+		return err
 	}
+	// Deferred before the lock's release, so run after it: the pid file is
+	// gone, and a data dir this refused start made can be removed.
+	defer func() { err = files.undoDir(err) }()
 	// One chiod per data dir: the lock comes first, so a second chiod says
 	// who holds the dir instead of waiting on the store's lock.
 	lock, err := lockDataDir(dataDir)
@@ -97,6 +102,13 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
 	defer lock.release()
+	if err := files.noteEntries(); err != nil {
+		return err
+	}
+	// Deferred after the lock, so run while chiod still holds it, and
+	// before it: after every other deferred close (the store's file is
+	// closed before it is removed).
+	defer func() { err = files.undoEntries(err, log) }()
 	// Bind first: with -listen 127.0.0.1:0 the real address is known before
 	// channels build links from the public URL.
 	ln, err := net.Listen("tcp", p.Kernel.Listen)
@@ -111,12 +123,12 @@ func Run(ctx context.Context, o Options) error {
 	if err := storeKeyLost(p, dataDir); err != nil {
 		return err
 	}
-	key, created, err := loadOrCreateKey(filepath.Join(dataDir, "kernel.pem"))
+	key, created, err := loadOrCreateKey(filepath.Join(dataDir, KeyFile))
 	if err != nil {
 		return err
 	}
 	if created {
-		log.Info("generated kernel key", "path", filepath.Join(dataDir, "kernel.pem"), "public_key", key.Public().String())
+		log.Info("generated kernel key", "path", filepath.Join(dataDir, KeyFile), "public_key", key.Public().String())
 	}
 	adminToken, adminPath, err := bearerToken(o.Getenv, dataDir, "CHIO_ADMIN_TOKEN", AdminTokenFile, log)
 	if err != nil {
@@ -141,6 +153,12 @@ func Run(ctx context.Context, o Options) error {
 		// what a failed-yet-durable commit parked, and finish the calls
 		// the failure left in flight.
 		onHeal: func() { _ = k.RecoverAfterHeal(context.Background()) }})
+	if created && mayHoldKey(p, err) {
+		// The database may have recorded this new key: it stays even if
+		// the start is refused, or the database would be bound to a key
+		// nobody has. (A bbolt chio.db made with it goes with it.)
+		files.keep(KeyFile)
+	}
 	if err != nil {
 		return err
 	}
@@ -258,6 +276,9 @@ func Run(ctx context.Context, o Options) error {
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	// SSE streams and long-polls would otherwise hold shutdown open.
 	srv.RegisterOnShutdown(api.CloseStreams)
+	// Nothing is refused from here on: what this start wrote in the data
+	// dir is the deployment's now.
+	files.commit()
 	errc := make(chan error, 1)
 	go func() {
 		if p.Kernel.TLSCertFile != "" {

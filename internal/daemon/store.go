@@ -95,3 +95,13 @@ func storeKeyLost(p *policy.Policy, dataDir string) error {
 	return fmt.Errorf("refusing to start: %s exists but %s does not: the store belongs to the kernel key that created it; "+
 		"restore that kernel.pem, or start a new deployment on an empty data dir", dbPath, keyPath)
 }
+
+// mayHoldKey reports whether the store may have recorded the kernel key
+// after opening with err: a database records a new key as it opens, and
+// refuses one other than its own (pgstore.ErrKeyMismatch) without
+// recording it. Any other failure may have come after the key was recorded.
+// A bbolt chio.db records it too, but one made with a new key is new
+// itself, and goes with the key when a start is refused.
+func mayHoldKey(p *policy.Policy, err error) bool {
+	return p.Store.Driver == policy.StorePostgres && !errors.Is(err, pgstore.ErrKeyMismatch)
+}
