@@ -88,6 +88,11 @@ func Run(ctx context.Context, o Options) (err error) {
 		p.Kernel.DataDir = o.DataDir
 	}
 	dataDir := p.Kernel.DataDir
+	// Files named in the policy are read before anything is written.
+	tlsConfig, err := loadTLS(p.Kernel)
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
 	files, err := noteDataDir(dataDir)
 	if err != nil {
 		return err
@@ -273,7 +278,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	// No WriteTimeout: it counts from a request's arrival, so it would cut
 	// SSE streams and long-polls. The handler bounds every write instead
 	// (internal/httpapi/writedeadline.go), and each request body's read.
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		TLSConfig: tlsConfig}
 	// SSE streams and long-polls would otherwise hold shutdown open.
 	srv.RegisterOnShutdown(api.CloseStreams)
 	// Nothing is refused from here on: what this start wrote in the data
@@ -281,8 +287,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	files.commit()
 	errc := make(chan error, 1)
 	go func() {
-		if p.Kernel.TLSCertFile != "" {
-			errc <- srv.ServeTLS(ln, p.Kernel.TLSCertFile, p.Kernel.TLSKeyFile)
+		if tlsConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "") // the certificate loaded above
 		} else {
 			errc <- srv.Serve(ln)
 		}

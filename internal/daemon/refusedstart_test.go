@@ -3,13 +3,24 @@
 package daemon_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chiokernel/chio/internal/daemon"
 	"github.com/chiokernel/chio/internal/keys"
@@ -89,6 +100,67 @@ func TestRefusedStartLeavesDataDirAsItWasOnChannelRefusal(t *testing.T) {
 		t.Fatalf("a Slack channel without its bot token: %v, want a refusal naming the variable", err)
 	}
 	wantSameContent(t, dir, map[string]string{})
+}
+
+// A [kernel] tls_cert_file that cannot be read refuses the start before
+// anything is written. (It used to be read only once chiod had said it was
+// serving, and had written its key, tokens and store.) A readable one
+// serves HTTPS.
+func TestRefusedStartOnUnreadableTLSCertificate(t *testing.T) {
+	certs := t.TempDir()
+	certFile, keyFile := filepath.Join(certs, "cert.pem"), filepath.Join(certs, "key.pem")
+	b, err := os.ReadFile(quickstart())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(b), "[kernel]\n",
+		fmt.Sprintf("[kernel]\ntls_cert_file = %q\ntls_key_file = %q\n", certFile, keyFile), 1)
+	cfg := filepath.Join(t.TempDir(), "chio.toml")
+	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	err = runBriefly(t, daemon.Options{ConfigPath: cfg, DataDir: dir})
+	if err == nil || !strings.HasPrefix(err.Error(), "refusing to start: ") || !strings.Contains(err.Error(), "tls_cert_file") {
+		t.Fatalf("a missing TLS certificate: %v, want a refusal naming tls_cert_file", err)
+	}
+	wantSameContent(t, dir, map[string]string{})
+
+	writeSelfSigned(t, certFile, keyFile)
+	r := start(t, daemon.Options{ConfigPath: cfg, DataDir: dir})
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := c.Get(strings.Replace(r.url, "http://", "https://", 1) + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.TLS == nil {
+		t.Fatalf("GET /healthz over TLS: %d (TLS %v)", resp.StatusCode, resp.TLS != nil)
+	}
+}
+
+func writeSelfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // policyWith is the quick start's policy with extra appended.
