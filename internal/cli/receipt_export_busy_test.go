@@ -78,6 +78,20 @@ func TestExportRefusedForNowSaysWhenToRetry(t *testing.T) {
 		t.Errorf("a refused export left %s: %v", out, err)
 	}
 
+	// Once chiod is shutting down (CloseStreams is what its graceful
+	// shutdown calls first), the same export is refused as unavailable:
+	// no "for now", no "try again in 10s" from a chiod that is going away.
+	w.API.CloseStreams()
+	for _, args := range [][]string{
+		{"receipt", "export", "--out", out},
+		{"receipt", "verify", "--all", "--kernel-key", key.Public().String()},
+	} {
+		_, errOut, code := chioAt(w.URL, args...)
+		if code != cli.ExitError || errOut != "chio: unavailable (503): chiod is shutting down; export again once it is back up (or from another replica)\n" {
+			t.Errorf("%v while chiod shuts down: exit %d\n%s", args, code, errOut)
+		}
+	}
+
 	// A proxy's 429: its page is not shown; its Retry-After is.
 	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Retry-After", "30")

@@ -43,8 +43,20 @@ func (s *Server) registerApprovals() {
 
 // CloseStreams ends every SSE stream and long-poll so a graceful shutdown
 // is not held open by clients that would otherwise wait forever (wire it
-// with http.Server.RegisterOnShutdown). Long-pollers get the current state.
+// with http.Server.RegisterOnShutdown). Long-pollers get the current state;
+// exports are refused from then on (503: exportRefused).
 func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// shuttingDown reports whether CloseStreams was called: chiod is shutting
+// down.
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
 
 // --- reading approvals ---
 

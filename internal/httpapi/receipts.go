@@ -373,8 +373,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	// keeps its share: the wait then ends in 429.
 	cred := s.credentialOf(r)
 	if !s.exporters.acquireWithin(r.Context(), s.closing, cred, MaxExportsPerCredential, ExportSlotWait) {
-		writeErr(w, retryLater(http.StatusTooManyRequests,
-			fmt.Sprintf("this credential already has %d export in progress, the most it may; retry when it ends", MaxExportsPerCredential), ExportRetryAfter))
+		writeErr(w, s.exportRefused(fmt.Sprintf("this credential already has %d export in progress, the most it may; retry when it ends", MaxExportsPerCredential)))
 		return
 	}
 	defer s.exporters.release(cred)
@@ -382,8 +381,11 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	case s.exports <- struct{}{}:
 		defer func() { <-s.exports }()
 	default:
-		writeErr(w, retryLater(http.StatusTooManyRequests,
-			fmt.Sprintf("%d exports are in progress; retry when one ends", MaxConcurrentExports), ExportRetryAfter))
+		writeErr(w, s.exportRefused(fmt.Sprintf("%d exports are in progress; retry when one ends", MaxConcurrentExports)))
+		return
+	}
+	if s.shuttingDown() { // it would be cut when the shutdown's grace period ends
+		writeErr(w, s.exportRefused(""))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -409,6 +411,19 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	default:
 		panic(http.ErrAbortHandler) // see above: the client must not see a clean end
 	}
+}
+
+// exportRefused answers an export that is not served now: 429 with
+// Retry-After while the slots are taken (busy says by what), as they free
+// up when other exports end; but once chiod is shutting down, 503, as any
+// request the kernel can no longer serve: this chiod will not serve it,
+// however soon it is asked again.
+func (s *Server) exportRefused(busy string) *APIError {
+	if s.shuttingDown() {
+		return apiErr(http.StatusServiceUnavailable, CodeUnavailable,
+			"chiod is shutting down; export again once it is back up (or from another replica)")
+	}
+	return retryLater(http.StatusTooManyRequests, busy, ExportRetryAfter)
 }
 
 // countingWriter counts the bytes written through it. An empty write is
