@@ -148,11 +148,30 @@ func Run(ctx context.Context, o Options) (err error) {
 		// rather than quietly hand an auditor's credential the keys.
 		return errors.New("CHIO_READ_TOKEN equals the admin token: give the reader token its own value")
 	}
+	var authorities []keys.PublicKey
+	if p.Kernel.AuthorityKey != "" {
+		ak, err := keys.ParsePublicKey(p.Kernel.AuthorityKey)
+		if err != nil {
+			return fmt.Errorf("authority_key: %w", err)
+		}
+		authorities = append(authorities, ak)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	var k *kernel.Kernel
+	// Channels are built before the store is opened: one whose secret is
+	// missing refuses the start before a database records a new kernel key.
+	// (Nothing runs in them until chiod serves: push.close is deferred
+	// below, where it runs before store.Close.)
+	push, err := buildChannels(p, key, dataDir, o.Clock, log, func() *policy.Policy { return k.Policy() })
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
 	var metrics *httpapi.Metrics
 	var store store
 	metrics = httpapi.NewMetrics(func() float64 { return float64(store.QueueDepth()) })
 	rlog := newReceiptLog(p, key, o.Clock, log)
-	var k *kernel.Kernel
 	st, err := openStore(ctx, p, dataDir, key, rlog, storeHooks{observe: metrics.Commit, phases: metrics.CommitPhases,
 		// A store that failed and healed lets the kernel arm and announce
 		// what a failed-yet-durable commit parked, and finish the calls
@@ -190,21 +209,6 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	defer disp.Close()
-	var authorities []keys.PublicKey
-	if p.Kernel.AuthorityKey != "" {
-		ak, err := keys.ParsePublicKey(p.Kernel.AuthorityKey)
-		if err != nil {
-			return fmt.Errorf("authority_key: %w", err)
-		}
-		authorities = append(authorities, ak)
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	push, err := buildChannels(p, key, dataDir, o.Clock, log, func() *policy.Policy { return k.Policy() })
-	if err != nil {
-		return fmt.Errorf("refusing to start: %w", err)
-	}
 	defer push.close() // before store.Close: clicks still voting finish first
 	// Notifications go out after each request is durable, through a hub that
 	// retries with backoff and records failures on the request; a channel

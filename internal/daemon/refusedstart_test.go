@@ -163,6 +163,26 @@ func writeSelfSigned(t *testing.T, certFile, keyFile string) {
 	}
 }
 
+// A fresh data dir on a new PostgreSQL database, refused for an unset
+// Slack secret: the refusal comes before the database records the kernel
+// key the start made, so that key is removed too, and the next start
+// (here with another data dir) is not bound to it.
+func TestRefusedStartOnPostgresBindsNoKernelKey(t *testing.T) {
+	t.Setenv("CHIO_TEST_DSN", pgtest.Database(t))
+	store := "[store]\ndriver = \"postgres\"\ndsn_env = \"CHIO_TEST_DSN\"\n"
+	slack := policyWith(t, store+"[channels.slack]\nchannel = \"C0123456789\"\n"+
+		"bot_token_env = \"CHIO_TEST_UNSET_BOT_TOKEN\"\nsigning_secret_env = \"CHIO_TEST_UNSET_SIGNING_SECRET\"\n")
+	dir := t.TempDir()
+	err := runBriefly(t, daemon.Options{ConfigPath: slack, DataDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "CHIO_TEST_UNSET_BOT_TOKEN") {
+		t.Fatalf("a Slack channel without its bot token: %v, want a refusal naming the variable", err)
+	}
+	wantSameContent(t, dir, map[string]string{})
+	if err := runBriefly(t, daemon.Options{ConfigPath: policyWith(t, store), DataDir: t.TempDir()}); err != nil {
+		t.Fatalf("the next start, on the database the refused start saw: %v", err)
+	}
+}
+
 // policyWith is the quick start's policy with extra appended.
 func policyWith(t *testing.T, extra string) string {
 	t.Helper()
