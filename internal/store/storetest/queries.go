@@ -82,6 +82,57 @@ func AllStored(t testing.TB, s kernel.Store) []Stored {
 	return out
 }
 
+// RandomQuery is one of the query shapes the store tests cover: random
+// filters on every indexed and decoded field, a time window within the
+// log's (all is the log in seq order), cursor bounds, either direction,
+// with or without decoding.
+func RandomQuery(rng *rand.Rand, all []Stored) receipt.Query {
+	first, last := all[0].RC.Timestamp, all[len(all)-1].RC.Timestamp
+	n := len(all)
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	var q receipt.Query
+	f := &q.Filter
+	if rng.IntN(2) == 0 {
+		f.Decision = pick("allow", "deny", "incomplete", "cancelled")
+	}
+	if rng.IntN(4) == 0 {
+		f.Guard = pick("human-approval", "forbidden_paths", "nope")
+	}
+	if rng.IntN(3) == 0 {
+		f.Server = pick("payments", "github", "db")
+	}
+	if rng.IntN(4) == 0 {
+		f.Tool = pick("refund", "issue", "query", "x")
+	}
+	if rng.IntN(4) == 0 {
+		f.Subject = pick("ed25519:aa", "ed25519:bb")
+	}
+	if rng.IntN(6) == 0 {
+		f.RequestID = fmt.Sprintf("req-%d", rng.IntN(n/2))
+	}
+	if rng.IntN(3) == 0 {
+		f.Meta = append(f.Meta, receipt.MetaFilter{Key: pick("approver", "auto_approved", "approval_request_id", "missing")})
+	}
+	if rng.IntN(4) == 0 {
+		f.Meta = append(f.Meta, receipt.MetaFilter{Key: "approver_display_name", Value: pick("CFO", "Finance Lead"), HasValue: true})
+	}
+	if rng.IntN(2) == 0 {
+		f.Since = first + rng.Int64N(last-first)
+		if rng.IntN(2) == 0 {
+			f.Until = f.Since + rng.Int64N(3_600_000*6)
+		}
+	}
+	if rng.IntN(3) == 0 {
+		q.After = uint64(rng.IntN(n))
+	}
+	if rng.IntN(3) == 0 {
+		q.Before = uint64(rng.IntN(n + n/30))
+	}
+	q.Desc = rng.IntN(2) == 0
+	q.Decode = rng.IntN(2) == 0
+	return q
+}
+
 // The indexes answer exactly what a full scan with receipt.Filter answers,
 // in seq order, for random filters, bounds and directions.
 func testQueryMatchesFullScan(t *testing.T, b Backend) {
@@ -89,50 +140,9 @@ func testQueryMatchesFullScan(t *testing.T, b Backend) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	RandomLog(t, s, 3000, rng)
 	all := AllStored(t, s)
-	first, last := all[0].RC.Timestamp, all[len(all)-1].RC.Timestamp
-	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	for i := 0; i < 300; i++ {
-		var q receipt.Query
+		q := RandomQuery(rng, all)
 		f := &q.Filter
-		if rng.IntN(2) == 0 {
-			f.Decision = pick("allow", "deny", "incomplete", "cancelled")
-		}
-		if rng.IntN(4) == 0 {
-			f.Guard = pick("human-approval", "forbidden_paths", "nope")
-		}
-		if rng.IntN(3) == 0 {
-			f.Server = pick("payments", "github", "db")
-		}
-		if rng.IntN(4) == 0 {
-			f.Tool = pick("refund", "issue", "query", "x")
-		}
-		if rng.IntN(4) == 0 {
-			f.Subject = pick("ed25519:aa", "ed25519:bb")
-		}
-		if rng.IntN(6) == 0 {
-			f.RequestID = fmt.Sprintf("req-%d", rng.IntN(1500))
-		}
-		if rng.IntN(3) == 0 {
-			f.Meta = append(f.Meta, receipt.MetaFilter{Key: pick("approver", "auto_approved", "approval_request_id", "missing")})
-		}
-		if rng.IntN(4) == 0 {
-			f.Meta = append(f.Meta, receipt.MetaFilter{Key: "approver_display_name", Value: pick("CFO", "Finance Lead"), HasValue: true})
-		}
-		if rng.IntN(2) == 0 {
-			f.Since = first + rng.Int64N(last-first)
-			if rng.IntN(2) == 0 {
-				f.Until = f.Since + rng.Int64N(3_600_000*6)
-			}
-		}
-		if rng.IntN(3) == 0 {
-			q.After = uint64(rng.IntN(3000))
-		}
-		if rng.IntN(3) == 0 {
-			q.Before = uint64(rng.IntN(3100))
-		}
-		q.Desc = rng.IntN(2) == 0
-		q.Decode = rng.IntN(2) == 0
-
 		var want []uint64
 		for _, st := range all {
 			if st.Seq > q.After && (q.Before == 0 || st.Seq < q.Before) && f.Match(st.RC) {
@@ -170,17 +180,24 @@ func testQueryMatchesFullScan(t *testing.T, b Backend) {
 
 func head(xs []uint64) []uint64 { return xs[:min(len(xs), 12)] }
 
+// StatsFilters are the filters the stats tests cover, on the log all.
+func StatsFilters(all []Stored) []receipt.Filter {
+	return []receipt.Filter{{}, {Decision: "allow"}, {Decision: "deny", Guard: "human-approval"},
+		{Decision: "allow", Meta: []receipt.MetaFilter{{Key: "approver"}}}, {Server: "db", Since: all[len(all)*8/25].RC.Timestamp, Until: all[len(all)*19/25].RC.Timestamp},
+		{Meta: []receipt.MetaFilter{{Key: "approver_display_name", Value: "CFO", HasValue: true}}}, {RequestID: "req-7"}, {Decision: "cancelled"}}
+}
+
+// StatsGroups are the group_by values the stats tests cover.
+var StatsGroups = []string{"", "decision", "guard", "tool_server", "tool_name", "subject", "metadata.approver_display_name", "metadata.auto_approved", "metadata.none"}
+
 // Index-counted stats equal stats over every decoded match.
 func testStatsMatchFullScan(t *testing.T, b Backend) {
 	s, _ := open(t, b)
 	rng := rand.New(rand.NewPCG(9, 9))
 	RandomLog(t, s, 2500, rng)
 	all := AllStored(t, s)
-	filters := []receipt.Filter{{}, {Decision: "allow"}, {Decision: "deny", Guard: "human-approval"},
-		{Decision: "allow", Meta: []receipt.MetaFilter{{Key: "approver"}}}, {Server: "db", Since: all[800].RC.Timestamp, Until: all[1900].RC.Timestamp},
-		{Meta: []receipt.MetaFilter{{Key: "approver_display_name", Value: "CFO", HasValue: true}}}, {RequestID: "req-7"}, {Decision: "cancelled"}}
-	for _, f := range filters {
-		for _, g := range []string{"", "decision", "guard", "tool_server", "tool_name", "subject", "metadata.approver_display_name", "metadata.auto_approved", "metadata.none"} {
+	for _, f := range StatsFilters(all) {
+		for _, g := range StatsGroups {
 			want, _ := receipt.NewStats(g)
 			for _, st := range all {
 				if f.Match(st.RC) {
