@@ -219,6 +219,23 @@ func BenchmarkAuditListMeta(b *testing.B) {
 	b.ReportMetric(float64(pct(lat, 0.99).Microseconds())/1e3, "p99-ms")
 }
 
+// BenchmarkAuditListUnindexed: `chio receipt list --request-id R` for a
+// request no receipt has: no index answers it, so every receipt is decoded.
+func BenchmarkAuditListUnindexed(b *testing.B) {
+	f := auditStore(b)
+	for b.Loop() {
+		n := 0
+		err := f.store.QueryReceipts(receipt.Query{Filter: receipt.Filter{RequestID: "no-such-request"}}, func(uint64, []byte, *receipt.Receipt) bool {
+			n++
+			return true
+		})
+		if err != nil || n != 0 {
+			b.Fatal(err, n)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/list")
+}
+
 func runStats(b *testing.B, f *auditFixture, filter receipt.Filter, groupBy string) receipt.StatsResult {
 	res, err := f.store.ReceiptStats(filter, groupBy) // what GET /v1/receipts/stats runs
 	if err != nil {

@@ -19,3 +19,12 @@ func IndexedThroughForTest(s *Store) (through uint64) {
 
 // ReopenForTest runs the heal's reopen of the file at s's path.
 func ReopenForTest(s *Store) error { return s.reopen() }
+
+// SetQueryChunkForTest makes the read transactions of queries and stats
+// this small (index entries visited, candidates in the first chunk, bytes
+// copied out) until the returned function restores them.
+func SetQueryChunkForTest(entries, first, bytes int) (restore func()) {
+	e, f, b := queryChunk, queryFirstChunk, queryChunkBytes
+	queryChunk, queryFirstChunk, queryChunkBytes = entries, first, bytes
+	return func() { queryChunk, queryFirstChunk, queryChunkBytes = e, f, b }
+}

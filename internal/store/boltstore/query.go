@@ -16,31 +16,61 @@ import (
 
 var _ receipt.Index = (*Store)(nil)
 
-// QueryReceipts answers q from the indexes (see index.go) in one read
-// transaction, once they cover every receipt committed before the call.
+// QueryReceipts answers q from the indexes (see index.go) as of its start,
+// a chunk of short read transactions at a time (scan.go): every receipt
+// committed before the call, none committed while it runs.
 func (s *Store) QueryReceipts(q receipt.Query, fn func(seq uint64, raw []byte, r *receipt.Receipt) bool) error {
 	if err := s.syncIndex(); err != nil {
 		return err
 	}
-	return s.view(func(btx *bolt.Tx) error { return runQuery(btx, q, nil, fn) })
+	end, err := s.queryEnd()
+	if err != nil {
+		return err
+	}
+	return s.scan(end, q, nil, fn)
 }
 
 // seqRange is an inclusive range of seqs.
 type seqRange struct{ lo, hi uint64 }
 
+// bucketRef names a bucket for a scan to open in each of its read
+// transactions (a *bolt.Bucket is valid in one only). It may return nil.
+type bucketRef func(*bolt.Tx) *bolt.Bucket
+
 // scanOpts are what stats need beyond receipt.Query.
 type scanOpts struct {
-	exclude  []*bolt.Bucket // skip seqs present in any of these
-	keysOnly bool           // count: fn gets no bytes (only for index-covered filters)
+	exclude  []bucketRef // skip seqs present in any of these
+	driver   bucketRef   // walk only the seqs in this bucket (then every filter is a membership check)
+	keysOnly bool        // count: fn gets no bytes (only for index-covered filters)
 }
 
-// runQuery runs q, calling fn for every match.
-func runQuery(btx *bolt.Tx, q receipt.Query, opt *scanOpts, fn func(uint64, []byte, *receipt.Receipt) bool) error {
-	if opt == nil {
-		opt = &scanOpts{}
-	}
+// queryDecodes reports whether q's matches must be decoded: the caller
+// wants the fields, or the filter needs more than the indexes hold.
+func queryDecodes(q *receipt.Query) bool {
 	f := &q.Filter
 	decode := q.Decode || f.RequestID != ""
+	for _, v := range []string{f.Decision, f.Guard, f.Server, f.Tool, f.Subject} {
+		decode = decode || v != "" && !indexable(v) // checked on the decoded receipt
+	}
+	for _, m := range f.Meta {
+		decode = decode || m.HasValue || m.Key != "" && !indexable(m.Key)
+	}
+	return decode
+}
+
+// walker is a query's plan inside one read transaction: the index it
+// walks (the most selective) and the ones it checks seqs against.
+type walker struct {
+	driver   *bolt.Bucket
+	others   []*member
+	excluded []*member
+	receipts *bolt.Cursor
+}
+
+// newWalker plans q in btx; ok is false when no receipt can match (a
+// filter value that no receipt has).
+func newWalker(btx *bolt.Tx, q *receipt.Query, opt *scanOpts) (w *walker, ok bool) {
+	f := &q.Filter
 	type term struct {
 		sub   *bolt.Bucket
 		count uint64
@@ -48,12 +78,8 @@ func runQuery(btx *bolt.Tx, q receipt.Query, opt *scanOpts, fn func(uint64, []by
 	var terms []term
 	empty := false
 	use := func(d dim, value string) {
-		if value == "" || empty {
-			return
-		}
-		if !indexable(value) {
-			decode = true // checked on the decoded receipt
-			return
+		if !indexable(value) || empty {
+			return // no filter, or one checked on the decoded receipt
 		}
 		sub := btx.Bucket(d.bucket).Bucket([]byte(value))
 		if sub == nil {
@@ -73,97 +99,138 @@ func runQuery(btx *bolt.Tx, q receipt.Query, opt *scanOpts, fn func(uint64, []by
 	use(dimSubject, f.Subject)
 	for _, m := range f.Meta {
 		use(dimMeta, m.Key)
-		decode = decode || m.HasValue
 	}
 	if empty {
-		return nil
+		return nil, false
 	}
-	if decode && opt.keysOnly {
-		return fmt.Errorf("boltstore: a count needs a filter the indexes answer")
-	}
+	w = &walker{receipts: btx.Bucket(bucketReceipts).Cursor()}
 	// Walk the most selective index; the others are membership checks.
 	sort.Slice(terms, func(i, j int) bool { return terms[i].count < terms[j].count })
-	driver := btx.Bucket(bucketIxTS)
-	if len(terms) > 0 {
-		driver = terms[0].sub
-		terms = terms[1:]
+	switch {
+	case opt.driver != nil:
+		if w.driver = opt.driver(btx); w.driver == nil {
+			return nil, false
+		}
+	case len(terms) > 0:
+		w.driver, terms = terms[0].sub, terms[1:]
+	default:
+		w.driver = btx.Bucket(bucketIxTS)
 	}
-	others := make([]*member, len(terms))
-	for i, t := range terms {
-		others[i] = newMember(t.sub, q.Desc)
+	for _, t := range terms {
+		w.others = append(w.others, newMember(t.sub, q.Desc))
 	}
-	excluded := make([]*member, len(opt.exclude))
-	for i, b := range opt.exclude {
-		excluded[i] = newMember(b, q.Desc)
+	for _, ref := range opt.exclude {
+		if b := ref(btx); b != nil {
+			w.excluded = append(w.excluded, newMember(b, q.Desc))
+		}
 	}
-	ranges := queryRanges(btx, q)
-	receipts := btx.Bucket(bucketReceipts)
-	out := &emitter{filter: f, fn: fn, decode: decode, batch: 16}
-	c := driver.Cursor()
-	visit := func(k, v []byte) bool {
+	return w, true
+}
+
+// chunkLimit bounds what one read transaction of a scan does.
+type chunkLimit struct {
+	entries    int // index entries visited
+	candidates int // receipts collected
+	bytes      int // about this many bytes of them copied out
+}
+
+// chunk is what one read transaction of a scan collected: candidate seqs
+// in the walk's order and their receipts, copied out of bbolt's memory
+// (which is valid only inside the transaction); no receipts for keysOnly.
+type chunk struct {
+	seqs []uint64
+	raws [][]byte
+	size int
+}
+
+// readChunk walks q over ranges (ascending, disjoint; walked from the top
+// with Desc) within lim, and returns what it collected and the ranges it
+// has not walked yet (nil when done).
+func readChunk(btx *bolt.Tx, q *receipt.Query, opt *scanOpts, ranges []seqRange, lim chunkLimit) (chunk, []seqRange, error) {
+	var c chunk
+	w, ok := newWalker(btx, q, opt)
+	if !ok {
+		return c, nil, nil
+	}
+	f := &q.Filter
+	visited := 0
+	full := func() bool { // never before the first entry: every chunk makes progress
+		return visited > 0 && (visited >= lim.entries || len(c.seqs) >= lim.candidates || c.size >= lim.bytes)
+	}
+	visit := func(k, v []byte) error {
+		visited++
 		if len(v) == 8 {
 			ts := int64(binary.BigEndian.Uint64(v))
 			if f.Since != 0 && ts < f.Since || f.Until != 0 && ts >= f.Until {
-				return true
+				return nil
 			}
 		}
-		for _, o := range others {
+		for _, o := range w.others {
 			if !o.has(k) {
-				return true
+				return nil
 			}
 		}
-		for _, x := range excluded {
+		for _, x := range w.excluded {
 			if x.has(k) {
-				return true
+				return nil
 			}
 		}
+		seq := binary.BigEndian.Uint64(k)
 		if opt.keysOnly {
-			return fn(binary.BigEndian.Uint64(k), nil, nil)
+			c.seqs = append(c.seqs, seq)
+			return nil
 		}
-		raw := receipts.Get(k)
-		if raw == nil {
-			out.err = fmt.Errorf("boltstore: index names seq %d, which is not stored", binary.BigEndian.Uint64(k))
-			return false
+		at, raw := w.receipts.Seek(k) // one cursor for every fetch: no allocation per Get
+		if !bytes.Equal(at, k) || raw == nil {
+			return fmt.Errorf("boltstore: index names seq %d, which is not stored", seq)
 		}
-		return out.add(binary.BigEndian.Uint64(k), raw)
+		c.seqs, c.raws = append(c.seqs, seq), append(c.raws, bytes.Clone(raw))
+		c.size += len(raw)
+		return nil
 	}
+	cur := w.driver.Cursor()
 	if q.Desc {
 		for i := len(ranges) - 1; i >= 0; i-- {
 			r := ranges[i]
 			var k, v []byte
 			if r.hi == math.MaxUint64 {
-				k, v = c.Last()
-			} else if k, v = c.Seek(seqKey(r.hi + 1)); k == nil {
-				k, v = c.Last()
+				k, v = cur.Last()
+			} else if k, v = cur.Seek(seqKey(r.hi + 1)); k == nil {
+				k, v = cur.Last()
 			} else {
-				k, v = c.Prev()
+				k, v = cur.Prev()
 			}
-			for ; k != nil && binary.BigEndian.Uint64(k) >= r.lo; k, v = c.Prev() {
-				if !visit(k, v) {
-					return out.err
+			for ; k != nil && binary.BigEndian.Uint64(k) >= r.lo; k, v = cur.Prev() {
+				if full() { // resume at k: the ranges below it
+					return c, append(ranges[:i:i], seqRange{r.lo, binary.BigEndian.Uint64(k)}), nil
+				}
+				if err := visit(k, v); err != nil {
+					return c, nil, err
 				}
 			}
 		}
 	} else {
-		for _, r := range ranges {
-			for k, v := c.Seek(seqKey(r.lo)); k != nil && binary.BigEndian.Uint64(k) <= r.hi; k, v = c.Next() {
-				if !visit(k, v) {
-					return out.err
+		for i, r := range ranges {
+			for k, v := cur.Seek(seqKey(r.lo)); k != nil && binary.BigEndian.Uint64(k) <= r.hi; k, v = cur.Next() {
+				if full() { // resume at k: the ranges above it
+					return c, append([]seqRange{{binary.BigEndian.Uint64(k), r.hi}}, ranges[i+1:]...), nil
+				}
+				if err := visit(k, v); err != nil {
+					return c, nil, err
 				}
 			}
 		}
 	}
-	out.flush()
-	return out.err
+	return c, nil, nil
 }
 
-// queryRanges turns the cursor bounds and the time window into ascending,
-// disjoint seq ranges: with a window, only the blocks whose time span meets
-// it.
-func queryRanges(btx *bolt.Tx, q receipt.Query) []seqRange {
-	lo, hi := q.After+1, uint64(math.MaxUint64)
+// queryRanges turns the cursor bounds, the query's end and the time window
+// into ascending, disjoint seq ranges: with a window, only the blocks whose
+// time span meets it.
+func queryRanges(btx *bolt.Tx, q *receipt.Query, end uint64) []seqRange {
+	lo, hi := q.After+1, end
 	if q.Before > 0 {
-		hi = q.Before - 1
+		hi = min(hi, q.Before-1)
 	}
 	if q.After == math.MaxUint64 || lo > hi {
 		return nil

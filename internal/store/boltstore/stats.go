@@ -1,8 +1,6 @@
 package boltstore
 
 import (
-	"encoding/binary"
-	"fmt"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,6 +35,10 @@ var statsDims = map[string]struct {
 //
 // A filter the indexes do not answer alone (request_id, a metadata value)
 // falls back to decoding every match.
+//
+// Every one of these reads is a scan in short read transactions (scan.go),
+// all as of the same end, fixed first: so they count the same receipts,
+// as one transaction would have.
 func (s *Store) ReceiptStats(f receipt.Filter, groupBy string) (receipt.StatsResult, error) {
 	st, err := receipt.NewStats(groupBy)
 	if err != nil {
@@ -45,100 +47,86 @@ func (s *Store) ReceiptStats(f receipt.Filter, groupBy string) (receipt.StatsRes
 	if err := s.syncIndex(); err != nil {
 		return receipt.StatsResult{}, err
 	}
-	err = s.view(func(btx *bolt.Tx) error {
-		if !indexCovers(&f) || !indexable(strings.TrimPrefix(groupBy, "metadata.")) {
-			return runQuery(btx, receipt.Query{Filter: f, Decode: true}, nil, func(_ uint64, _ []byte, r *receipt.Receipt) bool {
-				st.Add(r)
-				return true
-			})
-		}
-		count := func(f receipt.Filter) (uint64, error) {
-			var n uint64
-			err := runQuery(btx, receipt.Query{Filter: f}, &scanOpts{keysOnly: true}, func(uint64, []byte, *receipt.Receipt) bool { n++; return true })
-			return n, err
-		}
-		total, err := count(f)
-		if err != nil {
-			return err
-		}
-		var exclude []*bolt.Bucket // receipts whose latency is already counted
-		switch sd, indexed := statsDims[groupBy]; {
-		case groupBy == "":
-			st.Count("all", total)
-		case indexed:
-			var sum uint64
-			fixed := *sd.set(&f)
-			err := btx.Bucket(sd.d.bucket).ForEach(func(value, _ []byte) error {
-				if fixed != "" && fixed != string(value) {
-					return nil // the filter already pins this field
-				}
-				g := f
-				*sd.set(&g) = string(value)
-				n, err := count(g)
-				st.Count(string(value), n)
-				sum += n
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if long := longValues(btx, sd.d); long != nil {
-				n, err := addLong(btx, long, &f, st)
-				if err != nil {
-					return err
-				}
-				sum += n
-				exclude = append(exclude, long) // their latency is counted by Add
-			}
-			st.Count("", total-min(sum, total)) // no value for the field (e.g. no guard)
-		default: // metadata.KEY
-			key := strings.TrimPrefix(groupBy, "metadata.")
-			g := f
-			g.Meta = append(append([]receipt.MetaFilter(nil), f.Meta...), receipt.MetaFilter{Key: key})
-			var with uint64
-			err := runQuery(btx, receipt.Query{Filter: g, Decode: true}, nil, func(_ uint64, _ []byte, r *receipt.Receipt) bool {
-				st.Add(r)
-				with++
-				return true
-			})
-			if err != nil {
-				return err
-			}
-			st.Count("", total-min(with, total))
-			if sub := btx.Bucket(dimMeta.bucket).Bucket([]byte(key)); sub != nil {
-				exclude = append(exclude, sub)
-			}
-		}
-		g := f
-		g.Meta = append(append([]receipt.MetaFilter(nil), f.Meta...), receipt.MetaFilter{Key: receipt.LatencyKey})
-		return runQuery(btx, receipt.Query{Filter: g, Decode: true}, &scanOpts{exclude: exclude}, func(_ uint64, _ []byte, r *receipt.Receipt) bool {
-			st.AddLatency(r)
-			return true
-		})
-	})
+	end, err := s.queryEnd()
 	if err != nil {
+		return receipt.StatsResult{}, err
+	}
+	if err := s.stats(end, f, groupBy, st); err != nil {
 		return receipt.StatsResult{}, err
 	}
 	return st.Result(), nil
 }
 
-// addLong adds to st every receipt listed in long (values too long to index)
-// that matches f, decoded, and returns how many it added.
-func addLong(btx *bolt.Tx, long *bolt.Bucket, f *receipt.Filter, st *receipt.Stats) (uint64, error) {
-	var n uint64
-	rb := btx.Bucket(bucketReceipts)
-	err := long.ForEach(func(k, _ []byte) error {
-		r, err := receipt.Decode(rb.Get(k))
+// stats adds to st the receipts up to end that match f.
+func (s *Store) stats(end uint64, f receipt.Filter, groupBy string, st *receipt.Stats) error {
+	decoded := func(f receipt.Filter, opt *scanOpts, fn func(*receipt.Receipt)) error {
+		return s.scan(end, receipt.Query{Filter: f, Decode: true}, opt, func(_ uint64, _ []byte, r *receipt.Receipt) bool {
+			fn(r)
+			return true
+		})
+	}
+	if !indexCovers(&f) || !indexable(strings.TrimPrefix(groupBy, "metadata.")) {
+		return decoded(f, nil, st.Add)
+	}
+	count := func(f receipt.Filter) (uint64, error) {
+		var n uint64
+		err := s.scan(end, receipt.Query{Filter: f}, &scanOpts{keysOnly: true}, func(uint64, []byte, *receipt.Receipt) bool { n++; return true })
+		return n, err
+	}
+	total, err := count(f)
+	if err != nil {
+		return err
+	}
+	var exclude []bucketRef // receipts whose latency is already counted
+	switch sd, indexed := statsDims[groupBy]; {
+	case groupBy == "":
+		st.Count("all", total)
+	case indexed:
+		var sum uint64
+		fixed := *sd.set(&f)
+		err := s.eachValue(sd.d, func(value string) error {
+			if fixed != "" && fixed != value {
+				return nil // the filter already pins this field
+			}
+			g := f
+			*sd.set(&g) = value
+			n, err := count(g)
+			st.Count(value, n) // a value only receipts after end have counts 0: no group
+			sum += n
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("boltstore: stats: receipt seq %d: %w", binary.BigEndian.Uint64(k), err)
+			return err
 		}
-		if f.Match(r) {
+		// Values too long to index: the receipts listed for them, decoded.
+		long := func(btx *bolt.Tx) *bolt.Bucket { return longValues(btx, sd.d) }
+		err = decoded(f, &scanOpts{driver: long}, func(r *receipt.Receipt) {
 			st.Add(r)
-			n++
+			sum++
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	return n, err
+		exclude = append(exclude, long)     // their latency is counted by Add
+		st.Count("", total-min(sum, total)) // no value for the field (e.g. no guard)
+	default: // metadata.KEY
+		key := strings.TrimPrefix(groupBy, "metadata.")
+		g := f
+		g.Meta = append(append([]receipt.MetaFilter(nil), f.Meta...), receipt.MetaFilter{Key: key})
+		var with uint64
+		err := decoded(g, nil, func(r *receipt.Receipt) {
+			st.Add(r)
+			with++
+		})
+		if err != nil {
+			return err
+		}
+		st.Count("", total-min(with, total))
+		exclude = append(exclude, func(btx *bolt.Tx) *bolt.Bucket { return btx.Bucket(dimMeta.bucket).Bucket([]byte(key)) })
+	}
+	g := f
+	g.Meta = append(append([]receipt.MetaFilter(nil), f.Meta...), receipt.MetaFilter{Key: receipt.LatencyKey})
+	return decoded(g, &scanOpts{exclude: exclude}, st.AddLatency)
 }
 
 // indexCovers reports whether the indexes alone answer f.
