@@ -57,20 +57,23 @@ const now = () => Date.now() / 1000 + state.offset;
 
 // el builds an element. Text it draws (text, string children, title and
 // aria-label) goes through visible (visible.js): much of it comes from the
-// agent. Values (value, data-*) are kept as they are: they are what is signed.
+// agent; text and string children are drawn in stored order (shownNode). Values (value, data-*) are kept as they are: they are what is signed.
+const PLAIN_TEXT_TAGS = new Set(['textarea', 'option', 'title', 'style', 'script']);
+
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
+  const plain = PLAIN_TEXT_TAGS.has(tag); // their text is their value: no elements inside
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = visible(v);
+    else if (k === 'text') e.append(plain ? visible(v) : shownNode(v));
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
     else if (k === 'title' || k === 'aria-label') e.setAttribute(k, visible(v));
     else e.setAttribute(k, v === true ? '' : v);
   }
   for (const c of children.flat()) {
     if (c === null || c === undefined || c === false) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(visible(c)));
+    e.append(c instanceof Node ? c : plain ? visible(c) : shownNode(c));
   }
   return e;
 }

@@ -164,14 +164,14 @@ function renderCard(req) {
       const done = res.outcome === 'approved' || res.outcome === 'denied';
       const { text, failed } = decisionResult(res, kind, mode);
       const box = failed ? err : ok;
-      box.textContent = visible(done ? `${text}. Receipt ${res.receipt_id || '—'}` : text); // may quote the tool's error
+      box.replaceChildren(shownNode(done ? `${text}. Receipt ${res.receipt_id || '—'}` : text)); // may quote the tool's error
       box.hidden = false;
       // An approval whose call did not run stays a while longer: it is news.
       card.classList.add(failed ? 'decided-failed' : 'decided');
       if (done && !state.email) removeCard(req.approval_id);
     } catch (e) {
       delete card.dataset.deciding;
-      err.textContent = visible(e.message);
+      err.replaceChildren(shownNode(e.message));
       err.hidden = false;
       setBusy(false);
       // Resolved meanwhile (by someone else, or by this very vote): let it go.
