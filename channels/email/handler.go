@@ -158,17 +158,17 @@ func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link 
 	httpapi.WriteJSON(w, http.StatusOK, res)
 }
 
-var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Parse(`<!doctype html>
+var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Funcs(htmltemplate.FuncMap{"stored": storedOrderHTML}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>chio · {{.Summary}}</title><link rel="stylesheet" href="/dashboard/style.css"></head>
 <body><header class="topbar"><div class="brand"><span class="brand-name">chio</span><span class="brand-sub">approval request</span></div></header>
 <main><article class="card kind-{{.Kind}}">
 <div class="card-head"><span class="badge badge-kind">{{.Kind}}</span><span class="tool mono">{{.Tool}}</span><span class="spacer"></span>
 <span class="deadline"><span class="muted">status </span><strong>{{.Status}}</strong></span></div>
-<h3 class="summary">{{.Summary}}</h3>
+<h3 class="summary">{{stored .Summary}}</h3>
 <dl class="details">
-{{if .Purpose}}<div class="detail"><dt>Purpose</dt><dd>{{.Purpose}}</dd></div>{{end}}
-{{if .Amount}}<div class="detail amount"><dt>Amount</dt><dd>{{.Amount}}</dd></div>{{end}}
+{{if .Purpose}}<div class="detail"><dt>Purpose</dt><dd>{{stored .Purpose}}</dd></div>{{end}}
+{{if .Amount}}<div class="detail amount"><dt>Amount</dt><dd>{{stored .Amount}}</dd></div>{{end}}
 <div class="detail"><dt>Agent</dt><dd><code title="{{.Agent}}">{{.AgentShort}}</code></dd></div>
 <div class="detail"><dt>Policy</dt><dd><code>{{.Policy}}</code></dd></div>
 <div class="detail"><dt>Quorum</dt><dd>{{.Quorum}}</dd></div>

@@ -93,7 +93,9 @@ func fmtLeft(d time.Duration) string {
 // characters (invisible.Is: bidi overrides and isolates, which reorder what
 // a mail client draws; zero-width characters, variation selectors, fillers
 // and blank symbols, which hide; line and paragraph separators) are written
-// as visible escapes ("\u202E"), so the approver sees that they are there.
+// as visible escapes ("\u202E"), so the approver sees that they are there;
+// so are private-use characters (invisible.ShownEscaped), which draw as
+// whatever a font puts there.
 // (chiod refuses them in the text it shows, but for the joiners and
 // selectors that spell prose; requests stored earlier, and arguments, may
 // hold any of them.)
@@ -103,9 +105,9 @@ func clean(s string, n int) string {
 		switch {
 		case unicode.IsControl(r):
 			b.WriteByte(' ')
-		case invisible.Is(r) && r > 0xffff:
+		case invisible.ShownEscaped(r) && r > 0xffff:
 			fmt.Fprintf(&b, `\U%08X`, r)
-		case invisible.Is(r):
+		case invisible.ShownEscaped(r):
 			fmt.Fprintf(&b, `\u%04X`, r)
 		default:
 			b.WriteRune(r)
@@ -138,14 +140,14 @@ func subject(v view) string {
 	return clean(prefix+": "+v.Summary, 160)
 }
 
-var textTmpl = template.Must(template.New("text").Parse(`Hello {{.Name}},
+var textTmpl = template.Must(template.New("text").Funcs(template.FuncMap{"note": storedOrderNote}).Parse(`Hello {{.Name}},
 
 An agent is waiting for your decision{{if .Escalated}} (escalated, tier {{.Tier}}){{end}}:
 
-  {{.Summary}}
+  {{.Summary}}{{note .Summary}}
 
-{{if .Purpose}}  Purpose:   {{.Purpose}}
-{{end}}{{if .Amount}}  Amount:    {{.Amount}}
+{{if .Purpose}}  Purpose:   {{.Purpose}}{{note .Purpose}}
+{{end}}{{if .Amount}}  Amount:    {{.Amount}}{{note .Amount}}
 {{end}}  Agent:     {{.Agent}}
   Tool:      {{.Tool}}
   Policy:    {{.Policy}}
@@ -164,16 +166,16 @@ Request {{.ApprovalID}}
 chio
 `))
 
-var htmlTmpl = htmltemplate.Must(htmltemplate.New("html").Parse(`<!doctype html>
+var htmlTmpl = htmltemplate.Must(htmltemplate.New("html").Funcs(htmltemplate.FuncMap{"stored": storedOrderHTML}).Parse(`<!doctype html>
 <html><body style="margin:0;padding:24px;background:#f4f5f8;font-family:system-ui,-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;color:#161a23">
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0"><tr><td align="center">
 <table role="presentation" width="560" cellpadding="0" cellspacing="0" style="background:#fff;border:1px solid #e3e6ee;border-radius:12px;padding:24px">
 <tr><td>
 <p style="margin:0 0 4px;font-size:12px;letter-spacing:.06em;text-transform:uppercase;color:#4f46e5;font-weight:700">{{if .Escalated}}Escalated · tier {{.Tier}}{{else}}Approval needed{{end}}</p>
-<h1 style="margin:0 0 16px;font-size:19px;line-height:1.3">{{.Summary}}</h1>
+<h1 style="margin:0 0 16px;font-size:19px;line-height:1.3">{{stored .Summary}}</h1>
 <table role="presentation" cellpadding="4" cellspacing="0" style="font-size:14px">
-{{if .Purpose}}<tr><td style="color:#7a8296">Purpose</td><td>{{.Purpose}}</td></tr>{{end}}
-{{if .Amount}}<tr><td style="color:#7a8296">Amount</td><td><strong style="font-size:16px">{{.Amount}}</strong></td></tr>{{end}}
+{{if .Purpose}}<tr><td style="color:#7a8296">Purpose</td><td>{{stored .Purpose}}</td></tr>{{end}}
+{{if .Amount}}<tr><td style="color:#7a8296">Amount</td><td><strong style="font-size:16px">{{stored .Amount}}</strong></td></tr>{{end}}
 <tr><td style="color:#7a8296">Agent</td><td><code title="{{.Agent}}">{{.AgentShort}}</code></td></tr>
 <tr><td style="color:#7a8296">Tool</td><td><code>{{.Tool}}</code></td></tr>
 <tr><td style="color:#7a8296">Policy</td><td><code>{{.Policy}}</code></td></tr>
