@@ -3,6 +3,7 @@ package slack
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/invisible"
+	"github.com/chiokernel/chio/internal/textdir"
 )
 
 // Action ids of the message's buttons, and the block that holds them.
@@ -94,6 +96,9 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 	}
 	field("Kind", kind)
 	blocks = append(blocks, slackapi.NewSectionBlock(nil, fields, nil))
+	if holdsRTL(req, in) {
+		blocks = append(blocks, slackapi.NewContextBlock("chio_rtl", mrkdwn(rtlNotice)))
+	}
 	if len(req.Arguments) > 0 && req.Kind == approval.KindToolCall {
 		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Arguments*\n"+codeBlock(req.Arguments), maxSectionText)), nil, nil))
 	}
@@ -245,19 +250,32 @@ func codeBlock(jsonText []byte) string {
 // summaries, notes, arguments): no mentions, links or channel pings can be
 // injected. Invisible characters (invisible.Is: bidi overrides and
 // isolates, zero-width characters, line / paragraph separators, variation
-// selectors, fillers, blank symbols) are shown as visible escapes,
-// \u202E, so that they cannot reorder or hide what the approver reads (an
-// IBAN drawn right to left); inside the JSON of the arguments such an
-// escape still reads as the same value.
+// selectors, fillers, blank symbols) and private-use ones (drawn as
+// whatever a font puts there) are shown as visible escapes, \u202E, so
+// that they cannot reorder or hide what the approver reads (an IBAN drawn
+// right to left); inside the JSON of the arguments such an escape still
+// reads as the same value.
+//
+// Right-to-left letters (textdir.IsRTL: Hebrew, Arabic…) are escaped too.
+// With no control character at all, Slack's renderer applies the Unicode
+// Bidirectional Algorithm: digits after such a letter take its direction,
+// so "שלום 1234 5678" is drawn "5678 1234 םולש", and a value starting
+// with one turns the paragraph right to left. Slack has no markup that
+// forces an order (mrkdwn has no <bdo>; override characters are text
+// Slack's clients may reorder, strip or mishandle), while a message
+// holding no right-to-left character has nothing the algorithm could
+// reorder: every character left is left-to-right or neutral. So they are
+// written as \u05E9, in stored order; rtlNotice says so and points to
+// the dashboard, which draws them readable and in stored order.
 func escape(s string) string {
 	s = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-	if !strings.ContainsFunc(s, invisible.Is) {
+	if !strings.ContainsFunc(s, escaped) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case !invisible.Is(r):
+		case !escaped(r):
 			b.WriteRune(r)
 		case r > 0xFFFF: // as a JSON surrogate pair
 			r1, r2 := utf16.EncodeRune(r)
@@ -267,6 +285,27 @@ func escape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// escaped: what escape writes as \uXXXX.
+func escaped(r rune) bool { return invisible.ShownEscaped(r) || textdir.IsRTL(r) }
+
+// rtlNotice is shown under a request whose text holds right-to-left
+// letters, which escape writes as \uXXXX.
+const rtlNotice = "_Right-to-left text is written as \\uXXXX escapes, in the order the tool receives it " +
+	"(Slack would draw digits after it reordered); the dashboard shows it as words, in the same order._"
+
+// holdsRTL reports whether any request text the message shows holds a
+// right-to-left letter.
+func holdsRTL(req *approval.Request, in intent) bool {
+	texts := []string{req.Summary, in.Purpose, string(req.Arguments), string(req.Questions)}
+	for _, v := range req.Votes {
+		texts = append(texts, v.Note)
+	}
+	if req.Resolution != nil {
+		texts = append(texts, req.Resolution.Reason)
+	}
+	return slices.ContainsFunc(texts, textdir.HasRTL)
 }
 
 func clip(s string, n int) string {
