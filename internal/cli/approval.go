@@ -115,8 +115,9 @@ func runApprovalList(e *Env, args []string) int {
 		}
 		approved, _ := a.Counts()
 		// Agent-written text is escaped (approval_text.go), then clipped.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\n", shown(a.ApprovalID), ago(now, a.CreatedAt), until(now, a.ExpiresAt),
-			shown(a.ToolServer), shown(a.ToolName), clip(shown(a.Summary), 60), approved, a.Quorum, a.Tier+1)
+		// The note, if any, ends the row: the summary's column is clipped.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d%s\n", shown(a.ApprovalID), ago(now, a.CreatedAt), until(now, a.ExpiresAt),
+			shown(a.ToolServer), shown(a.ToolName), clip(shown(a.Summary), 60), approved, a.Quorum, a.Tier+1, storedOrderNote(a.Summary))
 	}
 	tw.Flush()
 	fmt.Fprintf(e.Stderr, "%d pending\n", len(list.Approvals))
@@ -176,7 +177,7 @@ func runApprovalShow(e *Env, args []string) int {
 	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
 	// Every value is escaped (approval_text.go): most of it comes from the
 	// agent, the tool or the request's store.
-	row := func(k, val string) { fmt.Fprintf(tw, "%s\t%s\n", k, shown(val)) }
+	row := func(k, val string) { fmt.Fprintf(tw, "%s\t%s\n", k, shownNoted(val)) }
 	row("ID", a.ApprovalID)
 	row("STATUS", v.Status)
 	row("SUMMARY", a.Summary)
@@ -197,10 +198,10 @@ func runApprovalShow(e *Env, args []string) int {
 	}
 	fmt.Fprintf(tw, "APPROVERS\t%s\n", strings.Join(names, "\n\t"))
 	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
-		fmt.Fprintf(tw, "INTENT\t%s\n", shownJSON(a.GovernedIntent))
+		fmt.Fprintf(tw, "INTENT\t%s\n", shownJSONNoted(a.GovernedIntent))
 	}
 	if len(a.Arguments) > 0 {
-		fmt.Fprintf(tw, "ARGUMENTS\t%s\n", shownJSON(a.Arguments))
+		fmt.Fprintf(tw, "ARGUMENTS\t%s\n", shownJSONNoted(a.Arguments))
 	}
 	row("PARAMETER HASH", a.ParameterHash)
 	for _, vote := range a.Votes {
@@ -311,7 +312,7 @@ func runDecision(e *Env, args []string, decision string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	fmt.Fprintf(e.Stderr, "signing %s of %s as %s: %s\n", decision, id, key.Public(), shown(v.Request.Summary))
+	fmt.Fprintf(e.Stderr, "signing %s of %s as %s: %s\n", decision, id, key.Public(), shownNoted(v.Request.Summary))
 	// The body is assembled around the signed bytes so that they reach the
 	// kernel exactly as signed (encoding them again could escape characters).
 	var body bytes.Buffer

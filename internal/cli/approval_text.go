@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chiokernel/chio/internal/invisible"
+	"github.com/chiokernel/chio/internal/textdir"
 )
 
 // Text from a request, made safe to print.
@@ -29,13 +30,36 @@ import (
 
 // shown returns s with every rune that is not graphic (strconv.IsGraphic:
 // letters, marks, numbers, punctuation, symbols and spaces — so not
-// control characters, Unicode format characters such as U+202E, nor line
-// separators) or that is graphic but draws nothing or only a blank
+// control characters, Unicode format characters such as U+202E, line
+// separators, nor private-use characters, which draw as whatever a font
+// puts there) or that is graphic but draws nothing or only a blank
 // (invisible.Is: variation selectors, the combining grapheme joiner,
 // Hangul fillers, U+2800) written as \uXXXX or \UXXXXXXXX, and each byte
 // of invalid UTF-8 as \xNN. Printable text is unchanged.
 func shown(s string) string {
 	return escapeShown(s, false)
+}
+
+// shownNoted is shown for a value an approver reads, followed by
+// storedOrderNote when it holds right-to-left text.
+func shownNoted(s string) string { return shown(s) + storedOrderNote(s) }
+
+// shownJSONNoted is shownJSON followed by storedOrderNote: for a line a
+// person reads, never for JSON output a program reads.
+func shownJSONNoted(raw []byte) string { return shownJSON(raw) + storedOrderNote(string(raw)) }
+
+// storedOrderNote says that s holds right-to-left text printed as stored.
+// A terminal that applies the Unicode Bidirectional Algorithm draws
+// digits after a Hebrew or Arabic letter in its direction: the argument
+// "שלום 1234 5678" as "5678 1234 םולש", with no control character at all.
+// A terminal has no markup to force an order, and the bytes are what the
+// tool receives, so they are kept and the note tells the approver that
+// what looks reordered is not (others leave the order alone).
+func storedOrderNote(s string) string {
+	if !textdir.HasRTL(s) {
+		return ""
+	}
+	return "  [" + textdir.StoredOrderNote + "]"
 }
 
 // shownJSON returns JSON text from a request as one line that stays valid

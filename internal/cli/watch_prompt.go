@@ -225,7 +225,7 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 	approved, denied := a.Counts()
 	fmt.Fprintf(out, "── %s ── %s\n", shown(a.ApprovalID), shown(a.Kind))
-	fmt.Fprintf(out, "  %s\n", shown(a.Summary))
+	fmt.Fprintf(out, "  %s\n", shownNoted(a.Summary))
 	fmt.Fprintf(out, "  tool:     %s/%s (%s)\n", shown(a.ToolServer), shown(a.ToolName), shown(a.Action))
 	fmt.Fprintf(out, "  agent:    %s\n", shown(a.SubjectID))
 	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
@@ -239,7 +239,7 @@ func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 			fmt.Fprintf(out, "  amount:   %d %s\n", in.MaxAmount.Units, shown(in.MaxAmount.Currency))
 		}
 		if in.Purpose != "" {
-			fmt.Fprintf(out, "  intent:   %s\n", shown(in.Purpose))
+			fmt.Fprintf(out, "  intent:   %s\n", shownNoted(in.Purpose))
 		}
 		if in.Category != "" {
 			fmt.Fprintf(out, "  category: %s\n", shown(in.Category))
@@ -255,15 +255,15 @@ func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 		fmt.Fprintf(out, "  why:      %s\n", shown(triggerText(a)))
 	}
 	if len(a.Arguments) > 0 {
-		fmt.Fprintf(out, "  arguments: %s\n", shownJSON(a.Arguments))
+		fmt.Fprintf(out, "  arguments: %s\n", shownJSONNoted(a.Arguments))
 	}
 	if a.Kind == approval.KindQuestion {
 		var qs []approval.Question
 		_ = json.Unmarshal(a.Questions, &qs)
 		for i, qq := range qs {
-			fmt.Fprintf(out, "  question %d: %s", i+1, shown(qq.Text))
+			fmt.Fprintf(out, "  question %d: %s", i+1, shownNoted(qq.Text))
 			if len(qq.Options) > 0 {
-				fmt.Fprintf(out, " [%s]", shownList(qq.Options))
+				fmt.Fprintf(out, " [%s]%s", shownList(qq.Options), storedOrderNote(strings.Join(qq.Options, " ")))
 			}
 			fmt.Fprintln(out)
 		}
