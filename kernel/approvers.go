@@ -95,45 +95,57 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 			return nil
 		}
 	}
+	if hook := k.beforeReconcileCommit.Swap(nil); hook != nil {
+		(*hook)()
+	}
 	var updated *approval.Request
 	var orphaned, denied bool
-	err := k.update(ctx, func(tx Tx) error {
-		updated, orphaned, denied = nil, false, false
-		req, err := tx.Approval(id)
-		if err != nil || req.Status != approval.StatusPending {
-			return err
-		}
-		now, ok := withApproversNow(p, req)
-		if !ok {
-			orphaned = true
-			return nil
-		}
-		if deniedNow(p, req) {
-			// A lowered deny_quorum that the denials already recorded meet
-			// ends the call now, as the last of them would have.
-			denied = true
-			return nil
-		}
-		if unchanged(now, req) {
-			return nil
-		}
-		if slices.ContainsFunc(now.TrustedApprovers, func(key string) bool { return !slices.Contains(req.TrustedApprovers, key) }) {
-			// Approvers the reload added were never told of this request:
-			// the tier counts as untold until they are (announceIfUntold,
-			// after this commit, or the next start if this run dies), so no
-			// deadline action applies before they have had its time.
-			now.Notified = min(now.Notified, now.Tier)
-		}
-		updated = now
-		return tx.PutApproval(now)
+	// Committed only while p is in force (commitWhileInForce): a reload
+	// that replaced p since this reconcile began reconciles every pending
+	// request with its own policy (ApplyPolicy), and a reconcile by a policy
+	// no longer in force must not land after that one: it would end a call
+	// the policy in force keeps, or store approvers it removed.
+	inForce, err := k.commitWhileInForce(p, func() error {
+		return k.update(ctx, func(tx Tx) error {
+			updated, orphaned, denied = nil, false, false
+			req, err := tx.Approval(id)
+			if err != nil || req.Status != approval.StatusPending {
+				return err
+			}
+			now, ok := withApproversNow(p, req)
+			if !ok {
+				orphaned = true
+				return nil
+			}
+			if deniedNow(p, req) {
+				// A lowered deny_quorum that the denials already recorded meet
+				// ends the call now, as the last of them would have.
+				denied = true
+				return nil
+			}
+			if unchanged(now, req) {
+				return nil
+			}
+			if slices.ContainsFunc(now.TrustedApprovers, func(key string) bool { return !slices.Contains(req.TrustedApprovers, key) }) {
+				// Approvers the reload added were never told of this request:
+				// the tier counts as untold until they are (announceIfUntold,
+				// after this commit, or the next start if this run dies), so no
+				// deadline action applies before they have had its time.
+				now.Notified = min(now.Notified, now.Tier)
+			}
+			updated = now
+			return tx.PutApproval(now)
+		})
 	})
 	switch {
+	case !inForce:
+		return nil // superseded: the newer reload reconciles this request
 	case err != nil:
 		return err
 	case denied:
 		// Ended in its own commit; check re-reads the request there, so
 		// a vote that resolved it meanwhile wins.
-		_, err := k.endPending(ctx, p, id, k.clock.Now(), ending{
+		_, err := k.endPendingWhileInForce(ctx, p, id, ending{
 			status: approval.StatusDenied, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardHumanApproval,
 			check: func(req *approval.Request) error {
 				if req.Status != approval.StatusPending {
@@ -155,7 +167,7 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 		return err
 	case orphaned:
 		// Nobody may decide it any more: it ends with a deny receipt now.
-		_, err := k.endPending(ctx, p, id, k.clock.Now(), ending{
+		_, err := k.endPendingWhileInForce(ctx, p, id, ending{
 			status: approval.StatusDenied, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalPolicy,
 			reason: func(req *approval.Request) string {
 				return fmt.Sprintf("no approver of grant %s may decide this call under the policy in force", req.PolicyID)
@@ -172,6 +184,19 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 		k.events.publish(Event{Type: EventApprovalRequested, Approval: &snap})
 	}
 	return nil
+}
+
+// endPendingWhileInForce is endPending for a reconcile's ending: it
+// commits only while p, the policy that judged it, is in force. A reload
+// since then leaves the request to its own reconcile (nil, nil).
+func (k *Kernel) endPendingWhileInForce(ctx context.Context, p *policy.Policy, id string, e ending) (*CallRecord, error) {
+	var rec *CallRecord
+	_, err := k.commitWhileInForce(p, func() error {
+		var err error
+		rec, err = k.endPending(ctx, p, id, k.clock.Now(), e)
+		return err
+	})
+	return rec, err
 }
 
 // unchanged reports whether reconciling left a request's approvers,

@@ -12,5 +12,10 @@ var PendingKey = pendingKey
 // and is about to commit (a reload landing there must be honoured).
 func (k *Kernel) BeforeVoteCommit(hook func()) { k.beforeVoteCommit.Store(&hook) }
 
+// BeforeReconcileCommit runs hook once, when the next reconcile of a
+// pending request with a policy is about to commit (a later reload
+// landing there must win).
+func (k *Kernel) BeforeReconcileCommit(hook func()) { k.beforeReconcileCommit.Store(&hook) }
+
 // FirstNKey names the count of a grant's first-N calls by a subject.
 var FirstNKey = firstNKey

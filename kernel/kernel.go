@@ -118,6 +118,9 @@ type Kernel struct {
 	// beforeVoteCommit, set only by tests (export_test.go), runs once a
 	// vote was verified, before its commit is judged.
 	beforeVoteCommit atomic.Pointer[func()]
+	// beforeReconcileCommit, set only by tests (export_test.go), runs once
+	// a reload's reconcile of a request is about to commit.
+	beforeReconcileCommit atomic.Pointer[func()]
 }
 
 type verifiedCap struct {
