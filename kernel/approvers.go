@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/policy"
@@ -70,7 +71,10 @@ func withApproversNow(p *policy.Policy, req *approval.Request) (*approval.Reques
 // ApplyPolicy puts p in force and reconciles every pending request with
 // it: their trusted approvers are updated, and a request left with no
 // approver who may decide it ends with a deny receipt (guard
-// approval-policy), so the agent is answered rather than left to time out.
+// approval-policy), so the agent is answered rather than left to time out;
+// one whose recorded denials meet deny_quorum ends denied, and one whose
+// recorded approvals meet the quorum is approved and resumed
+// (reload_resolve.go). Each reconcile commits only while p is in force.
 func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 	k.SetPolicy(p)
 	pending, err := k.pendingRequests()
@@ -91,7 +95,7 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) error {
 	if cur, err := k.Approval(id); err == nil && cur.Status == approval.StatusPending {
 		now, ok := withApproversNow(p, cur)
-		if ok && unchanged(now, cur) {
+		if vote, _ := approvingVoteNow(p, cur); ok && unchanged(now, cur) && vote == nil {
 			return nil
 		}
 	}
@@ -100,6 +104,17 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 	}
 	var updated *approval.Request
 	var orphaned, denied bool
+	// A request the reload approves (reload_resolve.go): the call, the
+	// deciding vote and its token, for the resume after the commit.
+	var approved *approval.Request
+	var rec *CallRecord
+	var by *approval.Vote
+	var tok *approval.Token
+	var at time.Time
+	// Registered as a vote is (live_votes.go): a call this reconcile
+	// approves is its resume's to decide, never ownStranded's.
+	k.voting.enter(id)
+	defer k.voting.leave(id)
 	// Committed only while p is in force (commitWhileInForce): a reload
 	// that replaced p since this reconcile began reconciles every pending
 	// request with its own policy (ApplyPolicy), and a reconcile by a policy
@@ -107,7 +122,7 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 	// the policy in force keeps, or store approvers it removed.
 	inForce, err := k.commitWhileInForce(p, func() error {
 		return k.update(ctx, func(tx Tx) error {
-			updated, orphaned, denied = nil, false, false
+			updated, orphaned, denied, approved = nil, false, false, nil
 			req, err := tx.Approval(id)
 			if err != nil || req.Status != approval.StatusPending {
 				return err
@@ -122,6 +137,24 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 				// ends the call now, as the last of them would have.
 				denied = true
 				return nil
+			}
+			if vote, t := approvingVoteNow(p, req); vote != nil {
+				// The votes recorded meet the quorum in force: approved now,
+				// in the one transition a vote takes (recordVote).
+				at = k.clock.Now()
+				c, err := tx.Call(req.RequestID)
+				if err != nil {
+					return err
+				}
+				now.Status = approval.StatusApproved
+				now.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: at.Unix(), TokenID: vote.TokenID,
+					DecidedBy: decidedBy(vote), Reason: fmt.Sprintf("approved at a policy reload: the approvals recorded meet quorum %d of the policy in force", now.Quorum)}
+				c.Status, c.UpdatedAt = StatusDispatching, at.UnixMilli()
+				if err := tx.PutCall(c); err != nil {
+					return err
+				}
+				approved, rec, by, tok = now, c, vote, t
+				return tx.PutApproval(now)
 			}
 			if unchanged(now, req) {
 				return nil
@@ -177,6 +210,8 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 			return nil // decided meanwhile
 		}
 		return err
+	case approved != nil:
+		return k.resumeApprovedByReload(ctx, approved, rec, tok, by, at)
 	case updated != nil && updated.Notified <= updated.Tier:
 		k.announceIfUntold(ctx, updated) // through the channels, with the tier's full time
 	case updated != nil:

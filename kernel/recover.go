@@ -329,6 +329,24 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 	return err
 }
 
+// decidingVote returns the vote that resolved approved req: the one whose
+// token its resolution names. A vote resolves with its own token, which
+// is the latest vote; a reload that resolves it (reload_resolve.go) names
+// the latest counted approval, and a later vote (a denial below
+// deny_quorum, a key the policy no longer trusts) must never stand in for
+// it. Without a match (a resolution recorded before resolutions named
+// their token) the latest vote decides, as before.
+func decidingVote(req *approval.Request) *approval.Vote {
+	if req.Resolution != nil && req.Resolution.TokenID != "" {
+		for i := range req.Votes {
+			if req.Votes[i].TokenID == req.Resolution.TokenID {
+				return &req.Votes[i]
+			}
+		}
+	}
+	return &req.Votes[len(req.Votes)-1]
+}
+
 // recoverApproved resumes a call whose approval is durable but whose
 // decision was not taken yet: the checks run again, now.
 func (k *Kernel) recoverApproved(ctx context.Context, c *CallRecord) error {
@@ -339,7 +357,7 @@ func (k *Kernel) recoverApproved(ctx context.Context, c *CallRecord) error {
 	var vote *approval.Vote
 	var tok *approval.Token
 	if n := len(req.Votes); n > 0 {
-		vote = &req.Votes[n-1]
+		vote = decidingVote(req)
 		// The token was verified before it was stored; one that no longer
 		// parses is corruption, and guessing (e.g. dropping an amendment)
 		// would run a call nobody approved: deny it instead.

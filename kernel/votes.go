@@ -197,7 +197,9 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		case approved >= req.Quorum && vote.Decision == approval.DecisionApproved:
 			// Only an approval decides an approval: a denial arriving when
 			// the approvals already meet the quorum (a reload that trusts
-			// an earlier voter again) is recorded and decides nothing.
+			// an earlier voter again, whose reconcile has not resolved the
+			// request yet: reload_resolve.go) is recorded and decides
+			// nothing.
 			req.Status = approval.StatusApproved
 			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.Unix(), TokenID: vote.TokenID,
 				DecidedBy: decidedBy(&vote)}

@@ -1,0 +1,69 @@
+package kernel
+
+// A reload that makes the votes already recorded on a pending request
+// meet the quorum in force resolves it, as the vote that met the quorum
+// would have: the approvals that count are signed by keys the policy in
+// force trusts at the request's tier, against its quorum (never looser
+// than when parked, quorumsNow), with no deny_quorum met. Left pending,
+// such a request waited for an approving vote that may never come (every
+// approver named may have voted) and was then denied, or auto-approved,
+// at its deadline although the policy in force approves it. The reload is
+// no one's vote: the deciding vote is the latest counted approval, whose
+// signed token the allow receipt names, and the resolution commits only
+// while the policy that judged it is in force (reconcile).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/policy"
+)
+
+// approvingVoteNow returns the vote that resolves pending req as approved
+// under policy p with the votes it already holds, and its token: the
+// latest approval among the votes p counts, when they meet the quorum in
+// force and the denials do not meet deny_quorum. It returns nil when they
+// do not, or when that vote's stored token no longer parses (the request
+// then stays pending: a call is never run on a token nobody can check).
+func approvingVoteNow(p *policy.Policy, req *approval.Request) (*approval.Vote, *approval.Token) {
+	now, ok := withApproversNow(p, req)
+	if !ok || req.Status != approval.StatusPending {
+		return nil, nil
+	}
+	approved, denied := now.CountsAmong(now.TrustedApprovers)
+	if denied >= now.DenyQuorum || approved < now.Quorum {
+		return nil, nil
+	}
+	for i := len(req.Votes) - 1; i >= 0; i-- {
+		v := &req.Votes[i]
+		if v.Decision != approval.DecisionApproved || !slices.Contains(now.TrustedApprovers, v.Approver) {
+			continue
+		}
+		var tok approval.Token
+		if canon.Unmarshal(v.Token, &tok) != nil {
+			return nil, nil
+		}
+		return v, &tok
+	}
+	return nil, nil
+}
+
+// resumeApprovedByReload takes a call a reconcile approved (committed as
+// dispatching) to its decision, as recordVote does after an approving
+// vote: the guards run again under the policy in force and the allow (or
+// deny) receipt is chained, naming the deciding vote and every vote.
+func (k *Kernel) resumeApprovedByReload(ctx context.Context, req *approval.Request, rec *CallRecord, tok *approval.Token, vote *approval.Vote, now time.Time) error {
+	k.stopTimer(req.ApprovalID)
+	if _, err := k.resume(ctx, req, rec, tok, vote, now); err != nil {
+		if _, shared := k.store.(Replicated); shared {
+			// As after a vote (recordVote): this replica's sweep resumes
+			// the call while it is still undecided.
+			k.uncertain.LoadOrStore(req.RequestID, "")
+		}
+		return err
+	}
+	return nil
+}
