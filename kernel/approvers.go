@@ -82,7 +82,7 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 		return err
 	}
 	for _, req := range pending {
-		if err := k.reconcile(ctx, p, req.ApprovalID); err != nil {
+		if err := k.reconcile(ctx, p, req.ApprovalID, true); err != nil {
 			slog.Error("reconciling a pending approval with the reloaded policy failed", "approval_id", req.ApprovalID, "err", err)
 		}
 	}
@@ -91,8 +91,10 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 
 // reconcile updates one pending request to the approvers of policy p. A
 // request the policy leaves as it is costs a read, not a commit (start-up
-// reconciles every pending request).
-func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) error {
+// reconciles every pending request). A request p approves is resumed here
+// when resumeNow is set (a reload); at start-up (Recover) it is left
+// approved for RecoverInFlight, which finishes it in the background.
+func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string, resumeNow bool) error {
 	if cur, err := k.Approval(id); err == nil && cur.Status == approval.StatusPending {
 		now, ok := withApproversNow(p, cur)
 		if vote, _ := approvingVoteNow(p, cur); ok && unchanged(now, cur) && vote == nil {
@@ -210,8 +212,10 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) err
 			return nil // decided meanwhile
 		}
 		return err
-	case approved != nil:
+	case approved != nil && resumeNow:
 		return k.resumeApprovedByReload(ctx, approved, rec, tok, by, at)
+	case approved != nil:
+		k.leaveForRecovery(approved)
 	case updated != nil && updated.Notified <= updated.Tier:
 		k.announceIfUntold(ctx, updated) // through the channels, with the tier's full time
 	case updated != nil:

@@ -68,7 +68,7 @@ func (k *Kernel) Recover(ctx context.Context) error {
 		k.armTimer(r.ApprovalID, r.ExpiresAt)
 		// The policy may have changed while chiod was down: its approvers
 		// are the ones that count (a request left with none ends now).
-		if err := k.reconcile(ctx, p, r.ApprovalID); err != nil {
+		if err := k.reconcile(ctx, p, r.ApprovalID, false); err != nil {
 			return fmt.Errorf("reconcile %s: %w", r.ApprovalID, err)
 		}
 		// A request whose park or escalation committed while the run that

@@ -67,3 +67,16 @@ func (k *Kernel) resumeApprovedByReload(ctx context.Context, req *approval.Reque
 	}
 	return nil
 }
+
+// leaveForRecovery leaves a call start-up's reconcile approved to
+// RecoverInFlight, which Recover runs next: it resumes approved calls
+// without a decision in the background (recoverApproved), so a tool that
+// hangs cannot hold start-up. On a shared store this replica's calls are
+// not in its claim of orphans: the call is listed as uncertain, as an
+// approved call whose live resume failed is (recordVote).
+func (k *Kernel) leaveForRecovery(req *approval.Request) {
+	k.stopTimer(req.ApprovalID)
+	if _, shared := k.store.(Replicated); shared {
+		k.uncertain.LoadOrStore(req.RequestID, "")
+	}
+}

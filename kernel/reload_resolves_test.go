@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -210,5 +211,83 @@ func TestRecoveryOfAReloadApprovalNamesItsDecidingVote(t *testing.T) {
 	receipt := testkit.ReadReceipt(t, r.w.Store, r.w.KernelKey.Public(), rec.DecisionReceiptID)
 	if receipt.Metadata["approver"] != cfo.Public().String() {
 		t.Fatalf("the allow receipt names approver %v (%v), want the CFO, whose approval decided", receipt.Metadata["approver_display_name"], receipt.Metadata["approver"])
+	}
+}
+
+// gatedTool holds every dispatch until open is closed.
+type gatedTool struct {
+	open    chan struct{}
+	reached chan string
+}
+
+func (d *gatedTool) Dispatch(ctx context.Context, r kernel.DispatchRequest) (kernel.DispatchResult, error) {
+	d.reached <- r.RequestID
+	<-d.open
+	return kernel.DispatchResult{Output: json.RawMessage(`{"ok":true}`)}, nil
+}
+
+// chiod restarts with a file that trusts an earlier voter again: start-up
+// reconciles the pending request, which the votes recorded now approve.
+// The call runs, but in the background, as every call recovery finishes:
+// a tool that hangs must not hold start-up (Recover). It once ran the
+// call synchronously inside Recover.
+func TestStartUpApprovalRunsInTheBackground(t *testing.T) {
+	lead := fmt.Sprintf("[[grants.approval.approvers]]\npublic_key = %q\ndisplay_name = \"Finance Lead\"\n", financeLead.Public())
+	withLead := fmt.Sprintf(threeApproversPolicy, lead, cfo.Public(), sre.Public())
+	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
+	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: withLead, Dispatcher: &fakeDispatcher{}, Clock: fake, Server: "pay", Grants: []string{"refunds"}})
+	ctx := context.Background()
+	without, err := policy.Parse([]byte(fmt.Sprintf(threeApproversPolicy, "", cfo.Public(), sre.Public())), "p.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.Call(t, "issue_refund", `{"amount":500,"currency":"USD","customer_id":"c"}`, "")
+	out, err := w.Kernel.Submit(ctx, c)
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v %v", out, err)
+	}
+	id := out.ApprovalRequestID
+	vote := func(k keys.PrivateKey) {
+		t.Helper()
+		if res, err := w.Kernel.Respond(ctx, id, w.Token(t, id, k, approval.DecisionApproved, nil), "", ""); err != nil || res.Outcome != approval.StatusPending {
+			t.Fatalf("vote: %+v %v", res, err)
+		}
+	}
+	vote(financeLead)
+	if err := w.Kernel.ApplyPolicy(ctx, without); err != nil {
+		t.Fatal(err)
+	}
+	vote(cfo)
+	w.Kernel.Close()
+
+	tool := &gatedTool{open: make(chan struct{}), reached: make(chan string, 1)}
+	k, err := kernel.New(kernel.Config{Key: w.KernelKey, Policy: w.Policy, Store: w.Store, Dispatcher: tool, Clock: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	recovered := make(chan error, 1)
+	go func() { recovered <- k.Recover(ctx) }()
+	if got := <-tool.reached; got != c.RequestID {
+		t.Fatalf("dispatched %s", got)
+	}
+	select {
+	case err := <-recovered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(tool.open)
+		t.Fatal("start-up (Recover) waited for the approved call's tool, which was holding it")
+	}
+	close(tool.open)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := k.WaitRecovery(wctx); err != nil {
+		t.Fatal(err)
+	}
+	k.WaitSettles()
+	if rec, err := k.Call(c.RequestID); err != nil || rec.Status != kernel.StatusAllowed {
+		t.Fatalf("after start-up the call is %+v (%v), want allowed", rec, err)
 	}
 }

@@ -99,3 +99,66 @@ func TestReloadResolvesOnceAcrossReplicas(t *testing.T) {
 		t.Fatalf("the call ran %d times, want once", n)
 	}
 }
+
+// A replica restarting with a file that makes the recorded approvals meet
+// the quorum approves the request at start-up and finishes the call in
+// the background: on PostgreSQL its own calls are not among the orphans
+// it claims, so the approved call is listed for its recovery.
+func TestStartUpApprovalFinishesOnPostgres(t *testing.T) {
+	a, b, c := keys.FromSeed([]byte("approver-a-approver-a-approver-a")), keys.FromSeed([]byte("approver-b-approver-b-approver-b")),
+		keys.FromSeed([]byte("approver-c-approver-c-approver-c"))
+	parse := func(approvers ...keys.PrivateKey) *policy.Policy {
+		lines := ""
+		for i, k := range approvers {
+			lines += fmt.Sprintf("[[grants.approval.approvers]]\npublic_key = %q\ndisplay_name = \"%c\"\n", k.Public(), 'A'+i)
+		}
+		p, err := policy.Parse([]byte(fmt.Sprintf(quorumTwoPolicy, lines)), "q.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	disp := &countingDispatcher{calls: map[string]int{}}
+	dsn := pgtest.Database(t)
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	st := openPG(t, dsn)
+	k := startKernel(t, parse(a, b), st, st, disp, clk)
+	ctx := context.Background()
+	agent := keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))
+	capRaw, _, err := k.IssueCapability(agent.Public(), []string{"deploys"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := k.Submit(ctx, testkit.NewCall(t, agent, capRaw, "demo", "echo", `{"deploy":"prod"}`, "", clk.Now()))
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v %v", out, err)
+	}
+	vote := func(key keys.PrivateKey) {
+		t.Helper()
+		tok := testkit.SignToken(t, k, clk.Now(), out.ApprovalRequestID, key, approval.DecisionApproved, nil)
+		if res, err := k.Respond(ctx, out.ApprovalRequestID, tok, "", ""); err != nil || res.Outcome != approval.StatusPending {
+			t.Fatalf("vote: %+v %v", res, err)
+		}
+	}
+	vote(a)
+	if err := k.ApplyPolicy(ctx, parse(c, b)); err != nil {
+		t.Fatal(err)
+	}
+	vote(b)
+	k.Close()
+	restarted := startKernel(t, parse(a, b), st, st, disp, clk) // the same replica, A trusted again
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := restarted.WaitRecovery(wctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the approved call to finish", func() bool {
+		rec, err := restarted.Call(out.RequestID)
+		return err == nil && rec.Status == kernel.StatusAllowed
+	})
+	disp.mu.Lock()
+	defer disp.mu.Unlock()
+	if n := disp.calls[out.RequestID]; n != 1 {
+		t.Fatalf("the call ran %d times, want once", n)
+	}
+}
