@@ -62,3 +62,20 @@ func TestRightToLeftTextIsShownInStoredOrder(t *testing.T) {
 		t.Errorf("the plain text does not say the purpose is in stored order:\n%s", text.String())
 	}
 }
+
+// Arabic-Indic digits alone (no letter) reorder as well: the space between
+// two groups takes their right-to-left direction, so "٣٣٣٣ ٤٤٤٤" would be
+// drawn "٤٤٤٤ ٣٣٣٣". Such text is drawn in stored order too.
+func TestArabicIndicDigitsAreShownInStoredOrder(t *testing.T) {
+	const bdoOpen = `<bdo dir="ltr" title="contains right-to-left text; shown in stored order" style="unicode-bidi:bidi-override;direction:ltr">`
+	now := time.Unix(1_800_000_000, 0)
+	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindToolCall, Status: "pending",
+		Summary: "Refund ٣٣٣٣ ٤٤٤٤", ExpiresAt: now.Add(time.Hour).Unix()}
+	var html bytes.Buffer
+	if err := htmlTmpl.Execute(&html, newView(req, now)); err != nil {
+		t.Fatal(err)
+	}
+	if want := bdoOpen + "Refund ٣٣٣٣ ٤٤٤٤</bdo>"; !strings.Contains(html.String(), want) {
+		t.Errorf("the message's HTML does not hold %s:\n%s", want, html.String())
+	}
+}

@@ -38,7 +38,7 @@ func texts(v any) []string {
 // escaped too.
 func TestRightToLeftTextIsWrittenInStoredOrder(t *testing.T) {
 	w := newWorld(t)
-	out := w.submit(t, "issue_refund", `{"customer_id":"שלום 1234 5678","amount":300,"currency":"USD","tag":"x\ue000y"}`,
+	out := w.submit(t, "issue_refund", `{"customer_id":"שלום 1234 5678","amount":300,"currency":"USD","tag":"x\ue000y","ref":"٣٣٣٣ ٤٤٤٤"}`,
 		`{"purpose":"העברה 4321 8765","max_amount":{"units":450,"currency":"USD"}}`)
 	v := w.posted(t, out.ApprovalRequestID)
 	var all []string
@@ -50,7 +50,7 @@ func TestRightToLeftTextIsWrittenInStoredOrder(t *testing.T) {
 		t.Errorf("the message holds right-to-left or private-use characters Slack would reorder or draw as anything:\n%s", msg)
 	}
 	for _, want := range []string{
-		`"customer_id":"\u05E9\u05DC\u05D5\u05DD 1234 5678"`, `"tag":"x\uE000y"`, `\u05D4\u05E2\u05D1\u05E8\u05D4 4321 8765`,
+		`"customer_id":"\u05E9\u05DC\u05D5\u05DD 1234 5678"`, `"tag":"x\uE000y"`, `"ref":"\u0663\u0663\u0663\u0663 \u0664\u0664\u0664\u0664"`, `\u05D4\u05E2\u05D1\u05E8\u05D4 4321 8765`,
 		"Right-to-left text is written as \\uXXXX escapes",
 	} {
 		if !strings.Contains(msg, want) {

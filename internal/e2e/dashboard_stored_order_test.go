@@ -50,16 +50,24 @@ func TestDashboardDrawsRightToLeftValuesInStoredOrder(t *testing.T) {
 	if confirm.Status != kernel.StatusPendingApproval {
 		t.Fatalf("confirm not parked: %+v", confirm)
 	}
+	// Arabic-Indic digits alone, with no letter, reorder as well: the
+	// space between two groups takes their right-to-left direction.
+	digits := lk.submit(t, "confirm", "confirm", `{"prompt":"Pay the supplier?","details":{"ref":"٣٣٣٣ ٤٤٤٤"}}`, "")
+	if digits.Status != kernel.StatusPendingApproval {
+		t.Fatalf("confirm not parked: %+v", digits)
+	}
 	ctx := open()
 	sel := card(call.ApprovalRequestID)
 	csel := card(confirm.ApprovalRequestID)
-	browse(t, ctx, "cards", chromedp.WaitVisible(css(sel)), chromedp.WaitVisible(css(csel)),
+	dsel := card(digits.ApprovalRequestID)
+	browse(t, ctx, "cards", chromedp.WaitVisible(css(sel)), chromedp.WaitVisible(css(csel)), chromedp.WaitVisible(css(dsel)),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('`+sel+` details.args').open = true`))
 	for _, c := range []struct{ what, sel, first, second string }{
 		{"the Arguments pane", sel + " details.args pre", "1234", "5678"},
 		{"the summary", sel + " h3.summary", "4321", "8765"},
 		{"the purpose", sel + " dl.details", "4321", "8765"},
 		{"the confirm's details", csel + " .confirm-details", "1111", "2222"},
+		{"a confirm's details of Arabic-Indic digits alone", dsel + " .confirm-details", "٣٣٣٣", "٤٤٤٤"},
 	} {
 		before := read(t, ctx, c.what, chromedp.Evaluate[*bool](`(`+drawnBefore+`)('`+c.sel+`', '`+c.first+`', '`+c.second+`')`))
 		if before == nil {
