@@ -256,7 +256,9 @@ func codeBlock(jsonText []byte) string {
 // right to left); inside the JSON of the arguments such an escape still
 // reads as the same value.
 //
-// Right-to-left letters (textdir.IsRTL: Hebrew, Arabic…) are escaped too.
+// Right-to-left letters (textdir.IsRTL: Hebrew, Arabic…) and Arabic
+// numbers (Arabic-Indic digits, which reorder alone) are escaped too
+// (textdir.Reorders).
 // With no control character at all, Slack's renderer applies the Unicode
 // Bidirectional Algorithm: digits after such a letter take its direction,
 // so "שלום 1234 5678" is drawn "5678 1234 םולש", and a value starting
@@ -288,7 +290,7 @@ func escape(s string) string {
 }
 
 // escaped: what escape writes as \uXXXX.
-func escaped(r rune) bool { return invisible.ShownEscaped(r) || textdir.IsRTL(r) }
+func escaped(r rune) bool { return invisible.ShownEscaped(r) || textdir.Reorders(r) }
 
 // rtlNotice is shown under a request whose text holds right-to-left
 // letters, which escape writes as \uXXXX.

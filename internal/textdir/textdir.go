@@ -27,15 +27,28 @@ const StoredOrderNote = "contains right-to-left text; shown in stored order"
 // IsRTL reports whether r is a strong right-to-left character: bidi class
 // R (Hebrew and the other right-to-left scripts) or AL (Arabic letters).
 // Arabic-Indic digits (class AN) are not: they take a direction, as
-// European digits do.
+// European digits do, so they never join a right-to-left run (Runs).
 func IsRTL(r rune) bool {
 	p, _ := bidi.LookupRune(r)
 	c := p.Class()
 	return c == bidi.R || c == bidi.AL
 }
 
-// HasRTL reports whether s holds a right-to-left character.
-func HasRTL(s string) bool { return strings.ContainsFunc(s, IsRTL) }
+// Reorders reports whether r makes the algorithm reorder the text around
+// it with no control character: a right-to-left character (IsRTL), or an
+// Arabic number (class AN: Arabic-Indic digits and their separators). Two
+// groups of Arabic-Indic digits alone are drawn swapped, "٣٣٣٣ ٤٤٤٤" as
+// "٤٤٤٤ ٣٣٣٣": the space between them takes their right-to-left
+// direction.
+func Reorders(r rune) bool {
+	p, _ := bidi.LookupRune(r)
+	c := p.Class()
+	return c == bidi.R || c == bidi.AL || c == bidi.AN
+}
+
+// HasRTL reports whether s holds a character that Reorders: text a view
+// must show in stored order.
+func HasRTL(s string) bool { return strings.ContainsFunc(s, Reorders) }
 
 // Run is a piece of a string: a run of right-to-left words, or what lies
 // between such runs.

@@ -37,7 +37,12 @@ const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{C
 // supplementary planes). A letter missed here is drawn in stored order
 // (left to right) by the override: unreadable, never reordered.
 const RTL = '(?=\\p{L})[\\u0590-\\u08FF\\uFB1D-\\uFDFF\\uFE70-\\uFEFF\\u{10800}-\\u{10FFF}\\u{1E800}-\\u{1EFFF}]';
-const HAS_RTL = new RegExp(RTL, 'u');
+// Arabic numbers (bidi class AN: Arabic-Indic digits and their
+// separators) are not letters, but two groups of them alone are drawn
+// swapped ("٣٣٣٣ ٤٤٤٤" as "٤٤٤٤ ٣٣٣٣"): text holding them is drawn in
+// stored order too. They never join a right-to-left run.
+const ARABIC_NUMBER = '[\\u0600-\\u0605\\u0660-\\u0669\\u066B\\u066C\\u06DD\\u0890\\u0891\\u08E2\\u{10D30}-\\u{10D39}\\u{10E60}-\\u{10E7E}]';
+const HAS_RTL = new RegExp(`${RTL}|${ARABIC_NUMBER}`, 'u');
 const RTL_RUN = new RegExp(`${RTL}(?:\\p{M}|${RTL}| +${RTL})*`, 'gu');
 const STORED_ORDER_NOTE = 'contains right-to-left text; shown in stored order';
 
