@@ -189,8 +189,8 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 // restarts. A decision that never committed, or a call since finished, is
 // dropped from the set; one that cannot be read is looked at next sweep.
 // Calls whose recovery failed here (RecoverInFlight) are in the set too,
-// and approved calls whose live resume failed (recordVote), naming no
-// decision ("").
+// and approved calls whose live resume failed or whose approving vote's
+// commit may be durable (recordVote), naming no decision ("").
 //
 // Only this kernel's own decision (its receipt id) is taken: when it never
 // committed, the agent's retry may have been decided by another replica,

@@ -225,6 +225,16 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			k.consumed.Add(vote.TokenID, struct{}{})
 		}
 		if mayHaveCommitted(err) {
+			if _, shared := k.store.(Replicated); shared && final != nil && final.Status == approval.StatusApproved {
+				// This vote would have approved the call: if its commit is
+				// durable (only its answer was lost), the call waits
+				// approved and undecided, owned by this live replica,
+				// which no other replica takes over and no heal hook
+				// recovers. The sweep resumes it while it is undecided
+				// (uncertainCalls: a vote that never committed leaves the
+				// call pending_approval and the entry is dropped).
+				k.uncertain.LoadOrStore(final.RequestID, "")
+			}
 			// The vote may be durable: never let a channel say "not
 			// recorded" (vote_recorded.go).
 			return nil, &VoteUncertainError{ApprovalID: approvalID, Err: err}
