@@ -47,6 +47,7 @@ type RespondResult struct {
 // approval is consulted first; otherwise the ApprovalRequest, the
 // incomplete receipt and the call record are one durable commit, then the
 // timer is armed, then channels are notified, then the caller answers 202.
+// A reload since p was read parks nothing: errPolicyReloaded.
 func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy, g *policy.Grant, intent *GovernedIntent, d Decision, now time.Time) (*Outcome, error) {
 	tool, _ := p.Tool(rec.Server, rec.Tool)
 	// A standing approval cannot answer a question, nor a guard's deny that
@@ -65,7 +66,7 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	req.ReceiptID = r.ID
 	rec.ReceiptID = r.ID
 	timeout, deadline := req.ExpiresAt-req.CreatedAt, req.ExpiresAt
-	err := k.update(ctx, func(tx Tx) error {
+	park := func(tx Tx) error {
 		switch _, err := tx.Call(rec.RequestID); {
 		case err == nil:
 			return ErrRequestUsed
@@ -86,7 +87,26 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		}
 		tx.AppendReceipt(r)
 		return tx.PutCall(rec)
+	}
+	// The request carries p's approvers, quorums, tiers and timeout: it is
+	// parked, armed and told only while p is in force (commitWhileInForce),
+	// so a reload lands before it (and the call is judged again by the
+	// policy that reload put in force: errPolicyReloaded) or after it has
+	// been told (and that reload's reconcile finds it). Parked under p
+	// after that reconcile, it would keep approvers the reload removed (a
+	// compromised key), and tell them of the call, until the next reload.
+	// Notify and Relay never block; markTold is one commit, as an allow's.
+	inForce, err := k.commitWhileInForce(p, func() error {
+		if err := k.update(ctx, park); err != nil {
+			return err
+		}
+		k.armTimer(req.ApprovalID, req.ExpiresAt)
+		k.announceDurably(ctx, EventApprovalRequested, req)
+		return nil
 	})
+	if !inForce {
+		return nil, errPolicyReloaded
+	}
 	if capErr := (*pendingCapError)(nil); errors.As(err, &capErr) {
 		// Nothing was parked: the call is denied.
 		rec.ApprovalID, rec.ReceiptID = "", ""
@@ -100,8 +120,6 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	if err != nil {
 		return nil, err
 	}
-	k.armTimer(req.ApprovalID, req.ExpiresAt)
-	k.announceDurably(ctx, EventApprovalRequested, req)
 	out := OutcomeOf(rec)
 	out.Deadline, out.Summary = req.ExpiresAt, req.Summary
 	return out, nil

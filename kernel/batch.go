@@ -235,11 +235,11 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 	}
 	// The signers above are those of p, the policy this call was judged
 	// by: a batch allows the call only if p is in force when the claim
-	// commits. After a reload since p was read the call is left to a
-	// person (parked; votes are judged by the policy in force).
+	// commits. After a reload since p was read nothing is written and the
+	// call is judged again by the policy in force (errPolicyReloaded).
 	inForce, err := k.commitWhileInForce(p, func() error { return k.commitAllow(ctx, p, rec, r, true, claim) })
 	if !inForce {
-		return nil, false, nil
+		return nil, true, errPolicyReloaded
 	}
 	if reason, gone := capabilityGoneAtDecision(err); gone {
 		out, err := k.deny(ctx, rec, p, GuardCapability, reason, now)
