@@ -343,10 +343,11 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 }
 
 // decide judges a new call by the policy in force and carries out the
-// verdict. An allow judged by a policy a reload replaced before its commit
-// wrote nothing (errPolicyReloaded): the call is judged again, from the
-// start, by the policy now in force. It is still one call: its hit on
-// max_calls_per_minute is counted once (decisionRate).
+// verdict. An allow, a park or a deny judged by a policy a reload
+// replaced before its commit wrote nothing (errPolicyReloaded): the call
+// is judged again, from the start, by the policy now in force. It is
+// still one call: its hit on max_calls_per_minute is counted once
+// (decisionRate).
 func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, paramHash string, revoked bool, now time.Time) (*Outcome, error) {
 	var rate decisionRate
 	for {
@@ -417,7 +418,8 @@ func (k *Kernel) decideOnce(ctx context.Context, call *ToolCall, vc verifiedCap,
 }
 
 // errPolicyReloaded: a reload put another policy in force after the one a
-// decision was judged by was read; the decision was not committed.
+// decision (allow, park or deny) was judged by was read; the decision was
+// not committed.
 var errPolicyReloaded = errors.New("the policy was reloaded while the call was decided")
 
 // execute runs a call the pipeline allowed: the allow decision is made
@@ -439,20 +441,30 @@ func (k *Kernel) execute(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	return k.deliverMarked(ctx, rec)
 }
 
+// deny records a new call's deny decision by p. Like an allow, it commits
+// only while p is in force (commitWhileInForce); otherwise nothing is
+// written and errPolicyReloaded has decide judge the call again: a rule
+// the reload dropped must not deny a call after the reload, under the
+// replaced policy's hash.
 func (k *Kernel) deny(ctx context.Context, rec *CallRecord, p *policy.Policy, guard, reason string, now time.Time) (*Outcome, error) {
 	rec.Status, rec.Guard, rec.Reason = StatusDenied, guard, reason
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Deny, Guard: guard, Reason: reason}, nil, now)
 	rec.ReceiptID, rec.UpdatedAt = r.ID, r.Timestamp
-	err := k.update(ctx, func(tx Tx) error {
-		switch _, err := tx.Call(rec.RequestID); {
-		case err == nil:
-			return ErrRequestUsed // a record appeared since we looked: never overwrite
-		case !errors.Is(err, ErrNotFound):
-			return err
-		}
-		tx.AppendReceipt(r)
-		return tx.PutCall(rec)
+	inForce, err := k.commitWhileInForce(p, func() error {
+		return k.update(ctx, func(tx Tx) error {
+			switch _, err := tx.Call(rec.RequestID); {
+			case err == nil:
+				return ErrRequestUsed // a record appeared since we looked: never overwrite
+			case !errors.Is(err, ErrNotFound):
+				return err
+			}
+			tx.AppendReceipt(r)
+			return tx.PutCall(rec)
+		})
 	})
+	if !inForce {
+		return nil, errPolicyReloaded
+	}
 	if err != nil {
 		return nil, err
 	}
