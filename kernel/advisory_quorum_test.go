@@ -18,9 +18,10 @@ import (
 // deadline; the advisory's first commit is done when a reload lands that
 // ends the advisory (the platform team now escalates such calls to the
 // CFO) and, for calls parked from now on, lowers quorum to 1. The
-// advisory's first commit stored quorum 1 on the request, so the reload's
-// loosening (max(stored, policy) = 1) applied to a call parked before it:
-// after the escalation, one approval ran a call parked needing two.
+// advisory's first commit used to store quorum 1 on the request, so the
+// reload's loosening (max(stored, policy) = 1) applied to a call parked
+// before it: after the escalation, one approval ran a call parked needing
+// two.
 func TestAdvisoryEndedByAReloadKeepsTheParkedQuorum(t *testing.T) {
 	text := fmt.Sprintf(voteOrderPolicy, financeLead.Public(), cfo.Public(), 1, 1, "escalate")
 	head := text[:strings.LastIndex(text, "[[grants.approval.approvers]]")]

@@ -29,12 +29,12 @@ func (s *afterUpdateStore) Update(ctx context.Context, fn func(kernel.Tx) error)
 	return err
 }
 
-// The advisory auto-approval takes two commits at the deadline: the
-// quorum step, then the kernel's vote. A reload between them that ends
-// auto_approve_advisory (the platform team now wants such calls denied)
-// must be honoured by the vote: the call is denied at the deadline, never
-// run on the old policy's say-so.
-func TestAdvisoryVoteHonoursAReloadAfterItsQuorumStep(t *testing.T) {
+// The advisory auto-approval takes two transactions at the deadline:
+// the check (advisoryMayDecide), then the kernel's vote. A reload between
+// them that ends auto_approve_advisory (the platform team now wants such
+// calls denied) must be honoured by the vote: the call is denied at the
+// deadline, never run on the old policy's say-so.
+func TestAdvisoryVoteHonoursAReloadAfterItsCheck(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
 	st := &afterUpdateStore{}
 	disp := &argsDispatcher{}
@@ -47,7 +47,7 @@ func TestAdvisoryVoteHonoursAReloadAfterItsQuorumStep(t *testing.T) {
 		t.Fatalf("park: %+v %v", out, err)
 	}
 	var denyPolicy *policy.Policy = quorumPolicy(t, 1, 1, "deny")
-	st.hook = func() { w.Kernel.SetPolicy(denyPolicy) } // the reload lands after the quorum step
+	st.hook = func() { w.Kernel.SetPolicy(denyPolicy) } // the reload lands after the advisory check
 	st.armed.Store(true)
 	fake.Advance(601 * time.Second)
 	deadline := time.Now().Add(5 * time.Second)

@@ -86,7 +86,7 @@ func (s *gateStore) Update(ctx context.Context, fn func(kernel.Tx) error) error 
 	return s.Store.Update(ctx, fn)
 }
 
-// A human denial that commits between forceQuorum (which checks "no human
+// A human denial that commits between advisoryMayDecide (which checks "no human
 // denied") and the kernel's advisory vote is not overridden: the vote's
 // own transaction checks again, and the deadline denies.
 func TestHumanDenialLandingBeforeTheAdvisoryVoteStands(t *testing.T) {
@@ -123,13 +123,13 @@ display_name = "CFO"
 	id := out.ApprovalRequestID
 	base := gs.n.Load()
 	humanAt, humanGo := gs.gate(base + 1)   // the human's deny vote commit
-	kernelAt, kernelGo := gs.gate(base + 3) // the kernel's advisory vote commit (after forceQuorum, base+2)
+	kernelAt, kernelGo := gs.gate(base + 3) // the kernel's advisory vote commit (after advisoryMayDecide, base+2)
 	clk.Advance(599 * time.Second)          // the human verifies just before the deadline
 	deny := w.Token(t, id, financeLead, approval.DecisionDenied, nil)
 	done := make(chan error, 1)
 	go func() { _, err := w.Kernel.Respond(context.Background(), id, deny, "", ""); done <- err }()
 	<-humanAt
-	clk.Advance(time.Second) // the deadline: forceQuorum commits (no denial yet)
+	clk.Advance(time.Second) // the deadline: advisoryMayDecide checks (no denial yet)
 	select {
 	case <-kernelAt:
 	case <-time.After(5 * time.Second):

@@ -196,7 +196,7 @@ var errHumanDenied = errors.New("a human denied this request")
 // advisoryInForce reports whether policy p, for req at its current tier,
 // answers the deadline with auto_approve_advisory (directly, or as the
 // terminal action of its last escalation tier). The advisory's two commits
-// (forceQuorum, then the vote) re-check it against the policy in force, so
+// (advisoryMayDecide, then the vote) re-check it against the policy in force, so
 // a reload between them that ends the advisory approval is honoured: the
 // deadline fires again and applies the new action.
 func advisoryInForce(p *policy.Policy, req *approval.Request) bool {
@@ -279,18 +279,25 @@ func (k *Kernel) autoApprove(ctx context.Context, req *approval.Request, now tim
 		Decision: approval.DecisionApproved, Note: tok.Note, Channel: ChannelTimeout, At: now.Unix(), Token: raw}
 	// The kernel key is not in the trusted set; the vote is recorded
 	// directly, and only from this timeout path.
-	if err := k.forceQuorum(ctx, req.ApprovalID, req.Tier, now); err != nil {
+	if err := k.advisoryMayDecide(ctx, req.ApprovalID, req.Tier, now); err != nil {
 		return err
 	}
 	_, err = k.recordVote(ctx, req.ApprovalID, vote, tok, now)
 	return err
 }
 
-// forceQuorum lowers a request's quorum to 1 so the advisory auto-approval
-// resolves it (policy chose auto_approve_advisory for exactly this case),
-// unless a human has denied it (errHumanDenied): the advisory approval is
-// for calls nobody decided, never one a person refused.
-func (k *Kernel) forceQuorum(ctx context.Context, id string, tier int, now time.Time) error {
+// advisoryMayDecide checks, in a transaction before the kernel's vote,
+// that the advisory auto-approval applies: the deadline that fired is
+// still the request's, the policy in force still answers it with
+// auto_approve_advisory, and no human has denied the call (errHumanDenied):
+// the advisory approval is for calls nobody decided, never one a person
+// refused. It writes nothing. It once stored quorum 1 on the request, and
+// when a reload then ended the advisory (the vote refused, the request
+// left pending) that 1 became the request's floor: quorumsNow never goes
+// below the stored quorum, so a reload lowering quorum loosened a call
+// parked under a higher one. The kernel's vote gets quorum 1 inside its
+// own commit (recordVote), the only one that can resolve the call.
+func (k *Kernel) advisoryMayDecide(ctx context.Context, id string, tier int, now time.Time) error {
 	return k.update(ctx, func(tx Tx) error {
 		req, err := tx.Approval(id)
 		if err != nil {
@@ -305,7 +312,6 @@ func (k *Kernel) forceQuorum(ctx context.Context, id string, tier int, now time.
 		if req.DeniedByAnyone() {
 			return errHumanDenied
 		}
-		req.Quorum = 1
-		return tx.PutApproval(req)
+		return nil
 	})
 }

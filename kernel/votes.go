@@ -150,11 +150,11 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		}
 		if vote.Approver == k.pub.String() && req.DeniedByAnyone() {
 			// The advisory auto-approval never overrides a person's denial,
-			// even one that committed after forceQuorum checked.
+			// even one that committed after advisoryMayDecide checked.
 			return errHumanDenied
 		}
 		if advisory(&vote, k.pub.String()) && !advisoryInForce(p, req) {
-			// A reload since forceQuorum ended the advisory approval (the
+			// A reload since advisoryMayDecide ended the advisory approval (the
 			// policy read inside this commit): the deadline fires again and
 			// applies the action now in force.
 			return errNotDue
@@ -168,8 +168,10 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		approved, denied := req.CountsAmong(counted)
 		req.Quorum, req.DenyQuorum = quorumsNow(p, req)
 		if advisory(&vote, k.pub.String()) {
-			// forceQuorum checked, in the commit before, that the deadline
-			// passed with no denial: policy chose this vote to decide.
+			// advisoryMayDecide checked, in the commit before, that the
+			// deadline passed with no denial: policy chose this vote to
+			// decide. Quorum 1 holds for this commit only, which resolves
+			// the call; a refused vote leaves the stored quorum as parked.
 			req.Quorum = 1
 		}
 		if rec, err = tx.Call(req.RequestID); err != nil {
