@@ -399,7 +399,7 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	}
 	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
 		Decision: tok.Decision, Note: tok.Note, Channel: channel, Custodial: o.Custodial, At: now.Unix(), Token: json.RawMessage(tokenRaw)}
-	return k.recordVote(ctx, req.ApprovalID, vote, tok, now)
+	return k.recordVote(ctx, req.ApprovalID, vote, tok, now, nil)
 }
 
 // routedDeny reports whether any of the triggers is a guard's deny that

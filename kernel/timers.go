@@ -279,10 +279,14 @@ func (k *Kernel) autoApprove(ctx context.Context, req *approval.Request, now tim
 		Decision: approval.DecisionApproved, Note: tok.Note, Channel: ChannelTimeout, At: now.Unix(), Token: raw}
 	// The kernel key is not in the trusted set; the vote is recorded
 	// directly, and only from this timeout path.
-	if err := k.advisoryMayDecide(ctx, req.ApprovalID, req.Tier, now); err != nil {
+	tier := req.Tier
+	if err := k.advisoryMayDecide(ctx, req.ApprovalID, tier, now); err != nil {
 		return err
 	}
-	_, err = k.recordVote(ctx, req.ApprovalID, vote, tok, now)
+	// The vote's own commit checks it all again (a reload or another
+	// replica may have changed the request in between).
+	applies := func(p *policy.Policy, cur *approval.Request) error { return advisoryApplies(p, cur, tier, now) }
+	_, err = k.recordVote(ctx, req.ApprovalID, vote, tok, now, applies)
 	return err
 }
 
@@ -303,15 +307,33 @@ func (k *Kernel) advisoryMayDecide(ctx context.Context, id string, tier int, now
 		if err != nil {
 			return err
 		}
-		if err := due(req, tier, now); err != nil {
-			return err
-		}
-		if !advisoryInForce(k.Policy(), req) {
-			return errNotDue // a reload ended it: the deadline fires again
-		}
-		if req.DeniedByAnyone() {
-			return errHumanDenied
-		}
-		return nil
+		return advisoryApplies(k.Policy(), req, tier, now)
 	})
+}
+
+// advisoryApplies reports, inside a transaction, whether the advisory
+// auto-approval may decide req under policy p, for the deadline of tier
+// that fired at now; it runs in advisoryMayDecide and again in the
+// kernel's vote commit. It applies only while:
+//   - that deadline is still the request's and has passed (due): a
+//     request whose deadline was moved later (its tier's approvers told
+//     late) is not decided at the old one (errNotDue);
+//   - the tier's approvers were told (Notified): a reload that adds an
+//     approver marks the tier untold, and the new approver gets the tier's
+//     time before any deadline action (errNotDue; announceIfUntold tells
+//     them and moves the deadline);
+//   - p answers the deadline with auto_approve_advisory (errNotDue: the
+//     deadline fires again and applies the action now in force);
+//   - no human has denied the call (errHumanDenied).
+func advisoryApplies(p *policy.Policy, req *approval.Request, tier int, now time.Time) error {
+	if err := due(req, tier, now); err != nil {
+		return err
+	}
+	if req.Notified <= req.Tier || !advisoryInForce(p, req) {
+		return errNotDue
+	}
+	if req.DeniedByAnyone() {
+		return errHumanDenied
+	}
+	return nil
 }

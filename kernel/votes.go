@@ -102,7 +102,13 @@ func advisory(vote *approval.Vote, kernelKey string) bool {
 // to dispatching (approved) or denied, all in one commit. Of two concurrent
 // presentations exactly one commits; the other sees the token consumed or
 // the request resolved.
-func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approval.Vote, tok *approval.Token, now time.Time) (*RespondResult, error) {
+//
+// advisoryApplies is set only for the kernel's own advisory vote (the
+// timeout path): it re-checks, inside this commit, that the advisory
+// auto-approval still applies (timers.go). A kernel-key vote without it is
+// refused.
+func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approval.Vote, tok *approval.Token, now time.Time,
+	advisoryApplies func(*policy.Policy, *approval.Request) error) (*RespondResult, error) {
 	var final *approval.Request
 	var rec *CallRecord
 	var denyReceipt *receipt.Receipt
@@ -148,16 +154,16 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 				return err
 			}
 		}
-		if vote.Approver == k.pub.String() && req.DeniedByAnyone() {
-			// The advisory auto-approval never overrides a person's denial,
-			// even one that committed after advisoryMayDecide checked.
-			return errHumanDenied
-		}
-		if advisory(&vote, k.pub.String()) && !advisoryInForce(p, req) {
-			// A reload since advisoryMayDecide ended the advisory approval (the
-			// policy read inside this commit): the deadline fires again and
-			// applies the action now in force.
-			return errNotDue
+		if vote.Approver == k.pub.String() {
+			// The kernel's advisory vote, judged again by the policy read
+			// inside this commit: a reload, a late announcement or a
+			// person's denial since advisoryMayDecide checked wins.
+			if !advisory(&vote, k.pub.String()) || advisoryApplies == nil {
+				return fmt.Errorf("%w: a kernel-key vote outside the advisory timeout path", ErrConflict)
+			}
+			if err := advisoryApplies(p, req); err != nil {
+				return err
+			}
 		}
 		req.Votes = append(req.Votes, vote)
 		// Votes count only while their keys are trusted by the policy in
@@ -168,9 +174,9 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		approved, denied := req.CountsAmong(counted)
 		req.Quorum, req.DenyQuorum = quorumsNow(p, req)
 		if advisory(&vote, k.pub.String()) {
-			// advisoryMayDecide checked, in the commit before, that the
-			// deadline passed with no denial: policy chose this vote to
-			// decide. Quorum 1 holds for this commit only, which resolves
+			// advisoryApplies checked, in this commit, that the deadline
+			// passed with its approvers told and no denial: policy chose
+			// this vote to decide. Quorum 1 holds for this commit only, which resolves
 			// the call; a refused vote leaves the stored quorum as parked.
 			req.Quorum = 1
 		}
