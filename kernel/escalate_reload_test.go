@@ -1,10 +1,8 @@
 package kernel_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,19 +12,6 @@ import (
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 )
-
-// beforeUpdateStore runs hook once, before the next Update once armed.
-type beforeUpdateStore struct {
-	kernel.Store
-	hook atomic.Pointer[func()]
-}
-
-func (s *beforeUpdateStore) Update(ctx context.Context, fn func(kernel.Tx) error) error {
-	if h := s.hook.Swap(nil); h != nil {
-		(*h)()
-	}
-	return s.Store.Update(ctx, fn)
-}
 
 // escalatingPolicy: tier 0 is the Finance Lead (600 s), tier 1 the CFO.
 const escalatingPolicy = `
@@ -58,18 +43,15 @@ func TestEscalationHonoursAReloadBeforeItsCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
-	st := &beforeUpdateStore{}
 	disp := &argsDispatcher{}
-	w := testkit.NewWorld(t, testkit.Options{Policy: escalating, Dispatcher: disp, Clock: fake, Server: "pay", Grants: []string{"refunds"},
-		WrapStore: func(s kernel.Store) kernel.Store { st.Store = s; return st }})
+	w := testkit.NewWorld(t, testkit.Options{Policy: escalating, Dispatcher: disp, Clock: fake, Server: "pay", Grants: []string{"refunds"}})
 	out := w.Submit(t, "issue_refund", `{"amount":500,"currency":"USD","customer_id":"c"}`, "")
 	if out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("park: %+v", out)
 	}
 	// The reload lands after Expire chose to escalate, before its commit.
 	deny := quorumPolicy(t, 1, 1, "deny")
-	hook := func() { w.Kernel.SetPolicy(deny) }
-	st.hook.Store(&hook)
+	w.Kernel.BeforeEscalationCommit(func() { w.Kernel.SetPolicy(deny) })
 	events, cancel, ok := w.Kernel.Subscribe(kernel.PoolWait)
 	if !ok {
 		t.Fatal("subscribe")

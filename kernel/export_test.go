@@ -17,5 +17,10 @@ func (k *Kernel) BeforeVoteCommit(hook func()) { k.beforeVoteCommit.Store(&hook)
 // landing there must win).
 func (k *Kernel) BeforeReconcileCommit(hook func()) { k.beforeReconcileCommit.Store(&hook) }
 
+// BeforeEscalationCommit runs hook once, when the next escalation has
+// read the policy it judges by and is about to commit (a reload landing
+// there must be honoured).
+func (k *Kernel) BeforeEscalationCommit(hook func()) { k.beforeEscalationCommit.Store(&hook) }
+
 // FirstNKey names the count of a grant's first-N calls by a subject.
 var FirstNKey = firstNKey

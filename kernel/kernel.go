@@ -121,6 +121,10 @@ type Kernel struct {
 	// beforeReconcileCommit, set only by tests (export_test.go), runs once
 	// a reload's reconcile of a request is about to commit.
 	beforeReconcileCommit atomic.Pointer[func()]
+	// beforeEscalationCommit, set only by tests (export_test.go), runs
+	// once an escalation has read the policy it judges by, before it
+	// commits.
+	beforeEscalationCommit atomic.Pointer[func()]
 }
 
 type verifiedCap struct {

@@ -214,42 +214,63 @@ func advisoryInForce(p *policy.Policy, req *approval.Request) bool {
 	return action == "auto_approve_advisory"
 }
 
+// escalate moves req to its next tier. It commits only while the policy it
+// judged by is in force (commitWhileInForce): a reload's reconcile may have
+// read the request before this commit, found it unchanged at its old tier
+// and done nothing, so an escalation by a replaced policy would leave the
+// next tier with that policy's approvers, channels and timeout, and an
+// approver the reload added never told. A reload since then makes the
+// deadline fire again under the policy now in force (errNotDue).
 func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Time) error {
 	var next *approval.Request
-	err := k.update(ctx, func(tx Tx) error {
-		req, err := tx.Approval(id)
-		if err != nil {
-			return err
-		}
-		if err := due(req, tier, now); err != nil {
-			return err
-		}
-		g, ok := k.Policy().Grant(req.PolicyID)
-		if !ok || g.Approval == nil {
-			return fmt.Errorf("%w: grant %s gone", ErrConflict, req.PolicyID)
-		}
-		if !escalatesFrom(g.Approval, req.Tier) {
-			// A reload since expire read the timeout action ended the
-			// escalation (or this tier's successor): the deadline fires
-			// again and applies the action now in force.
-			return errNotDue
-		}
-		req.Tier++
-		approvers, channels, timeout := tierView(g.Approval, req.Tier)
-		// The new tier's time counts from this commit (the clock read inside
-		// it), as a park's does: a delayed commit must not leave the tier a
-		// deadline already due when its approvers are first told.
-		at := max(now.Unix(), k.clock.Now().Unix())
-		req.TrustedApprovers, req.Channels, req.ExpiresAt = approvers, channels, at+int64(timeout/time.Second)
-		next = req
-		return tx.PutApproval(req)
+	p := k.Policy()
+	if hook := k.beforeEscalationCommit.Swap(nil); hook != nil {
+		(*hook)()
+	}
+	inForce, err := k.commitWhileInForce(p, func() error {
+		return k.update(ctx, func(tx Tx) error {
+			return k.escalateIn(tx, p, id, tier, now, &next)
+		})
 	})
+	if !inForce {
+		return errNotDue
+	}
 	if err != nil {
 		return err
 	}
 	k.armTimer(id, next.ExpiresAt)
 	k.announceDurably(ctx, EventApprovalEscalated, next)
 	return nil
+}
+
+// escalateIn is escalate's transaction, judged by policy p.
+func (k *Kernel) escalateIn(tx Tx, p *policy.Policy, id string, tier int, now time.Time, next **approval.Request) error {
+	req, err := tx.Approval(id)
+	if err != nil {
+		return err
+	}
+	if err := due(req, tier, now); err != nil {
+		return err
+	}
+	g, ok := p.Grant(req.PolicyID)
+	if !ok || g.Approval == nil {
+		return fmt.Errorf("%w: grant %s gone", ErrConflict, req.PolicyID)
+	}
+	if !escalatesFrom(g.Approval, req.Tier) {
+		// A reload since expire read the timeout action ended the
+		// escalation (or this tier's successor): the deadline fires
+		// again and applies the action now in force.
+		return errNotDue
+	}
+	req.Tier++
+	approvers, channels, timeout := tierView(g.Approval, req.Tier)
+	// The new tier's time counts from this commit (the clock read inside
+	// it), as a park's does: a delayed commit must not leave the tier a
+	// deadline already due when its approvers are first told.
+	at := max(now.Unix(), k.clock.Now().Unix())
+	req.TrustedApprovers, req.Channels, req.ExpiresAt = approvers, channels, at+int64(timeout/time.Second)
+	*next = req
+	return tx.PutApproval(req)
 }
 
 func (k *Kernel) timeoutDeny(ctx context.Context, id string, tier int, now time.Time) error {
