@@ -177,11 +177,13 @@ func Run(ctx context.Context, o Options) (err error) {
 		// what a failed-yet-durable commit parked, and finish the calls
 		// the failure left in flight.
 		onHeal: func() { _ = k.RecoverAfterHeal(context.Background()) }})
-	if created && mayHoldKey(p, err) {
-		// The database may have recorded this new key: it stays even if
+	if err != nil && created && mayHoldKey(p, err) {
+		// The database may have recorded this new key: it stays though
 		// the start is refused, or the database would be bound to a key
 		// nobody has. (A bbolt chio.db made with it goes with it.)
 		files.keep(KeyFile)
+		return fmt.Errorf("%w; the new kernel key %s is kept in %s: the database may have recorded it; "+
+			"start again with this data dir, or copy that kernel.pem to the database's other replicas", err, key.Public(), filepath.Join(dataDir, KeyFile))
 	}
 	if err != nil {
 		return err

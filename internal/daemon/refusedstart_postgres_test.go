@@ -145,8 +145,8 @@ func TestRefusedStartOnPostgresKeepsAKeyItMayHaveRecorded(t *testing.T) {
 	if err == nil {
 		t.Fatal("chiod started though the answer recording its key was lost")
 	}
-	if !strings.Contains(err.Error(), "kernel key") || !strings.Contains(err.Error(), "kept") ||
-		!strings.Contains(err.Error(), filepath.Join(dir, daemon.KeyFile)) {
+	if !strings.Contains(err.Error(), "is kept in "+filepath.Join(dir, daemon.KeyFile)) ||
+		!strings.Contains(err.Error(), "may have recorded") {
 		t.Fatalf("the refusal does not say the kernel key file was kept: %v", err)
 	}
 	left := dirContent(t, dir)

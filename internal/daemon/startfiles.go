@@ -24,8 +24,8 @@ const KeyFile = "kernel.pem"
 // the key in a transaction it rolls back).
 //
 // The one thing not undone is a kernel.pem whose key a database may have
-// recorded (keep): removing it would leave that database bound to a key
-// nobody has.
+// recorded (keep, decided by mayHoldKey): removing it would leave that
+// database bound to a key nobody has.
 type startFiles struct {
 	dir        string
 	createdDir bool            // the data dir itself was made by this start

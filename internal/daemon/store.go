@@ -48,7 +48,7 @@ func openStore(ctx context.Context, p *policy.Policy, dataDir string, key keys.P
 	case policy.StorePostgres:
 		dsn := os.Getenv(p.Store.DSNEnv)
 		if dsn == "" {
-			return opened{}, fmt.Errorf("refusing to start: [store] dsn_env names %s, which is not set or empty; export the PostgreSQL connection string in it", p.Store.DSNEnv)
+			return opened{}, fmt.Errorf("refusing to start: [store] dsn_env names %s, which is %w; export the PostgreSQL connection string in it", p.Store.DSNEnv, errDSNUnset)
 		}
 		s, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, Key: key, Log: log, Observe: h.observe,
 			Committers: p.Store.Committers, Lease: time.Duration(p.Store.LeaseSeconds) * time.Second})
@@ -97,11 +97,17 @@ func storeKeyLost(p *policy.Policy, dataDir string) error {
 }
 
 // mayHoldKey reports whether the store may have recorded the kernel key
-// after opening with err: a database records a new key as it opens, and
-// refuses one other than its own (pgstore.ErrKeyMismatch) without
-// recording it. Any other failure may have come after the key was recorded.
-// A bbolt chio.db records it too, but one made with a new key is new
-// itself, and goes with the key when a start is refused.
+// after opening with err. A database records a new key as it opens;
+// pgstore marks each failure that came before it asked the database to
+// record the key (pgstore.ErrKeyNotRecorded: the DSN, the connection, the
+// migrations, a database holding another key), and any other failure,
+// a lost answer to the key's INSERT among them, may have come after. An
+// unset dsn_env never reached pgstore. A bbolt chio.db records the key
+// too, but one made with a new key is new itself, and goes with the key
+// when a start is refused.
 func mayHoldKey(p *policy.Policy, err error) bool {
-	return p.Store.Driver == policy.StorePostgres && !errors.Is(err, pgstore.ErrKeyMismatch)
+	return p.Store.Driver == policy.StorePostgres && !errors.Is(err, pgstore.ErrKeyNotRecorded) && !errors.Is(err, errDSNUnset)
 }
+
+// errDSNUnset: [store] dsn_env names an unset or empty variable.
+var errDSNUnset = errors.New("not set or empty")

@@ -76,9 +76,6 @@ var (
 	_ kernel.RateCounter = (*Store)(nil)
 )
 
-// ErrKeyMismatch: the database's log is signed by another kernel key.
-var ErrKeyMismatch = errors.New("pgstore: this database's receipts are signed by another kernel key")
-
 type op struct {
 	ctx  context.Context
 	fn   func(kernel.Tx) error
@@ -86,10 +83,12 @@ type op struct {
 }
 
 // Open connects, migrates the schema (refusing a newer one), checks the
-// kernel key, registers this replica and loads the Merkle log.
+// kernel key, registers this replica and loads the Merkle log. An error
+// that is ErrKeyNotRecorded came before the database was asked to record
+// opts.Key (kernelkey.go); any other may have come after.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.DSN == "" {
-		return nil, errors.New("pgstore: no DSN")
+		return nil, keyNotRecorded{errors.New("pgstore: no DSN")}
 	}
 	if opts.Committers <= 0 {
 		opts.Committers = DefaultCommitters
@@ -105,7 +104,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(opts.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: DSN: %w", err)
+		return nil, keyNotRecorded{fmt.Errorf("pgstore: DSN: %w", err)}
 	}
 	// A replica that vanishes mid-transaction must not hold its locks for
 	// hours: the server ends its session (session.go).
@@ -115,7 +114,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: %w", err)
+		return nil, keyNotRecorded{fmt.Errorf("pgstore: %w", err)}
 	}
 	s := &Store{pool: pool, key: opts.Key, opts: opts, id: kernel.NewID("rp-"),
 		queue: commitq.New[*op](QueueCapacity), lookups: make(chan *query, QueueCapacity)}
@@ -158,10 +157,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 func (s *Store) init(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("pgstore: connect: %w", err)
+		return keyNotRecorded{fmt.Errorf("pgstore: connect: %w", err)}
 	}
 	if _, err := migrate(ctx, s.pool); err != nil {
-		return err
+		return keyNotRecorded{err} // its transaction holds no kernel key
 	}
 	if err := s.checkKey(ctx); err != nil {
 		return err
@@ -173,24 +172,6 @@ func (s *Store) init(ctx context.Context) error {
 		if err := s.loadLog(ctx); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// checkKey records the kernel key in a new database and refuses a replica
-// whose key is another: two keys would sign two logs nobody can verify as
-// one.
-func (s *Store) checkKey(ctx context.Context) error {
-	pub := s.key.Public().String()
-	var stored string
-	err := s.pool.QueryRow(ctx, `INSERT INTO chio_meta (key, value) VALUES ('kernel_key', $1)
-		ON CONFLICT (key) DO UPDATE SET value = chio_meta.value RETURNING value`, pub).Scan(&stored)
-	if err != nil {
-		return fmt.Errorf("pgstore: kernel key: %w", err)
-	}
-	if stored != pub {
-		return fmt.Errorf("%w: the database holds %s, this replica's kernel.pem is %s; copy kernel.pem from a replica of this database",
-			ErrKeyMismatch, stored, pub)
 	}
 	return nil
 }

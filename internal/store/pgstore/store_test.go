@@ -52,8 +52,8 @@ func TestMigrations(t *testing.T) {
 	}
 	exec(t, dsn, "INSERT INTO chio_schema (version, name) VALUES ($1, 'from the future')", pgstore.SchemaVersion()+1)
 	_, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Key: storetest.Key()})
-	if !errors.Is(err, pgstore.ErrSchemaTooNew) {
-		t.Fatalf("newer schema: %v", err)
+	if !errors.Is(err, pgstore.ErrSchemaTooNew) || !errors.Is(err, pgstore.ErrKeyNotRecorded) {
+		t.Fatalf("newer schema: %v, want ErrSchemaTooNew, before the key is recorded", err)
 	}
 }
 
@@ -67,6 +67,9 @@ func TestKeyMismatchRefused(t *testing.T) {
 	if !errors.Is(err, pgstore.ErrKeyMismatch) || !strings.Contains(err.Error(), "copy kernel.pem") {
 		t.Fatalf("another key: %v", err)
 	}
+	if !errors.Is(err, pgstore.ErrKeyNotRecorded) {
+		t.Fatalf("another key: %v, want ErrKeyNotRecorded (the database keeps its own)", err)
+	}
 }
 
 // A database that cannot be reached fails Open with the reason.
@@ -76,6 +79,39 @@ func TestUnreachableDatabase(t *testing.T) {
 	_, err := pgstore.Open(ctx, pgstore.Options{DSN: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", Key: storetest.Key()})
 	if err == nil {
 		t.Fatal("opened a database that does not exist")
+	}
+	if !errors.Is(err, pgstore.ErrKeyNotRecorded) {
+		t.Fatalf("unreachable: %v, want ErrKeyNotRecorded", err)
+	}
+}
+
+// Open fails after the key's INSERT was sent: the key may be recorded, and
+// the error does not say otherwise. Here the INSERT commits and its answer
+// is lost; then the key is recorded, and registering the replica fails.
+func TestOpenFailingOnceTheKeyMayBeRecorded(t *testing.T) {
+	dsn := pgtest.Database(t)
+	key := storetest.Key()
+	_, err := pgstore.Open(context.Background(), pgstore.Options{DSN: pgtest.LoseAnswer(t, dsn, "'kernel_key'"), Key: key})
+	if err == nil || errors.Is(err, pgstore.ErrKeyNotRecorded) {
+		t.Fatalf("the key's INSERT committed, its answer lost: %v, want an error not ErrKeyNotRecorded", err)
+	}
+	var stored string
+	c, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if err := c.QueryRow(context.Background(), "SELECT value FROM chio_meta WHERE key = 'kernel_key'").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != key.Public().String() {
+		t.Fatalf("the database holds %s, want the key whose answer was lost", stored)
+	}
+
+	exec(t, dsn, "DROP TABLE chio_replicas CASCADE")
+	_, err = pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Key: key})
+	if err == nil || errors.Is(err, pgstore.ErrKeyNotRecorded) {
+		t.Fatalf("registering the replica failed: %v, want an error not ErrKeyNotRecorded", err)
 	}
 }
 
