@@ -44,7 +44,8 @@ func (s *Server) registerApprovals() {
 // CloseStreams ends every SSE stream and long-poll so a graceful shutdown
 // is not held open by clients that would otherwise wait forever (wire it
 // with http.Server.RegisterOnShutdown). Long-pollers get the current state;
-// exports are refused from then on (503: exportRefused).
+// exports and new event streams are refused from then on (503:
+// exportRefused, streamApprovals).
 func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // shuttingDown reports whether CloseStreams was called: chiod is shutting

@@ -76,6 +76,15 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if s.shuttingDown() {
+		// The stream would end at once: a 200 that ends is read as a
+		// stream given and reconnected at once, here. 503 says this chiod
+		// will not serve it (the dashboard backs off, chio approval watch
+		// prints this and backs off).
+		writeErr(w, apiErr(http.StatusServiceUnavailable, CodeUnavailable,
+			"chiod is shutting down; connect again once it is back up, or to another replica"))
+		return
+	}
 	sw := startSSE(w, s.cfg.StreamWriteTimeout)
 	// A deadline left on the connection would cut the next request on it.
 	defer sw.rc.SetWriteDeadline(time.Time{})

@@ -200,10 +200,14 @@ function connect() {
   });
   es.onerror = async () => {
     if (es.readyState !== EventSource.CLOSED) { setLive('down'); return; }
-    // Closed for good (e.g. 401 after the session lapsed, or 429/503 when
-    // too many streams are open): sign in again, backing off each time.
+    // Closed for good: chiod refused the stream (401 after the session
+    // lapsed, 429/503 when too many streams are open, 503 while chiod shuts
+    // down). Say why, then sign in again and reconnect, backing off each
+    // time.
     setLive('down');
     state.backoff = Math.min(30000, (state.backoff || 250) * 2);
+    const why = await streamRefusal();
+    if (why) showError(`The live stream was refused: ${why}. Retrying in ${Math.ceil(state.backoff / 1000)} s.`);
     try {
       await signIn();
       setTimeout(connect, state.backoff);
@@ -212,6 +216,25 @@ function connect() {
       setTimeout(connect, Math.max(5000, state.backoff));
     }
   };
+}
+
+// streamRefusal asks chiod why it refused the live stream (EventSource
+// does not say): the refusal's message, or '' for a session that lapsed
+// (signing in again is the answer), a stream that would open now (the
+// probe is cut at once) or a chiod that cannot be reached.
+async function streamRefusal() {
+  const ctl = new AbortController();
+  try {
+    const resp = await fetch('/approvals/stream', { credentials: 'same-origin', headers: { Accept: 'text/event-stream' }, signal: ctl.signal });
+    if (resp.ok || resp.status === 401) return '';
+    let data = null;
+    try { data = await resp.json(); } catch { /* not JSON */ }
+    return data && data.message ? `${data.message} (${resp.status})` : `HTTP ${resp.status}`;
+  } catch {
+    return '';
+  } finally {
+    ctl.abort();
+  }
 }
 
 // ---------------------------------------------------------------------------
