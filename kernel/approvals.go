@@ -360,6 +360,12 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	if err != nil {
 		return nil, err
 	}
+	if used || req.Status != approval.StatusPending {
+		// The token spent or the request decided: if by a vote whose
+		// answer was lost, it is told now (lost_votes.go), before the
+		// presenter hears that it was.
+		k.tellLostVotesOn(approvalID)
+	}
 	if used {
 		k.consumed.Add(head.ID, struct{}{})
 		return nil, approval.ErrReplay
@@ -371,6 +377,9 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	// The approvers are the policy's now, not those copied at parking time.
 	req, _ = withApproversNow(p, req)
 	tok, err := approval.Verify(tokenRaw, req, now, outcome)
+	if errors.Is(err, approval.ErrDuplicateVote) {
+		k.tellLostVotesOn(approvalID) // this approver's vote is recorded: maybe a lost one
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -94,6 +94,11 @@ type Kernel struct {
 	// with the id of that decision's receipt, or approved calls whose
 	// resume failed, with "" (recover.go uncertainCalls).
 	uncertain sync.Map
+	// lostVotes holds votes whose commit was reported failed but may be
+	// durable and that approve nothing (a denial, a vote below the quorum):
+	// token id → lostVote, until a read tells them told or never recorded
+	// (lost_votes.go).
+	lostVotes sync.Map
 	// lostClaimUntil: until then (unix ns, the kernel's clock) each sweep
 	// also looks through this kernel's own calls in flight, because a
 	// ClaimOrphans failed and may have committed (recover.go ownStranded).

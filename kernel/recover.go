@@ -109,6 +109,9 @@ func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
 			k.armTimer(r.ApprovalID, r.ExpiresAt)
 		}
 	}
+	// A denial or counted vote reported failed may be durable too: told
+	// now if it is (lost_votes.go).
+	k.tellLostVotes()
 	return k.RecoverInFlight(ctx)
 }
 

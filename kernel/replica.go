@@ -102,6 +102,7 @@ func (k *Kernel) sweep(r Replicated) {
 	if err := k.RecoverInFlight(ctx); err != nil {
 		slog.Warn("replica sweep: claiming calls of replicas that are gone failed; retrying next sweep", "err", err)
 	}
+	k.tellLostVotes()
 }
 
 // claimDeadline asks a shared store for the right to fire id's deadline.

@@ -232,6 +232,11 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		if errors.Is(err, approval.ErrReplay) {
 			k.consumed.Add(vote.TokenID, struct{}{})
 		}
+		if errors.Is(err, approval.ErrReplay) || errors.Is(err, approval.ErrDuplicateVote) || errors.Is(err, ErrConflict) {
+			// The store moved on since this vote was verified: a vote on
+			// the request whose answer was lost may be why.
+			k.tellLostVotesOn(approvalID)
+		}
 		if mayHaveCommitted(err) {
 			if _, shared := k.store.(Replicated); shared && final != nil && final.Status == approval.StatusApproved {
 				// This vote would have approved the call: if its commit is
@@ -242,6 +247,11 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 				// (uncertainCalls: a vote that never committed leaves the
 				// call pending_approval and the entry is dropped).
 				k.uncertain.LoadOrStore(final.RequestID, "")
+			}
+			if final != nil {
+				// A denial or a counted vote, if durable, is told by
+				// whichever path first reads it recorded (lost_votes.go).
+				k.keepLostVote(approvalID, vote.TokenID, final.Status)
 			}
 			// The vote may be durable: never let a channel say "not
 			// recorded" (vote_recorded.go).
