@@ -370,12 +370,12 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 		k.consumed.Add(head.ID, struct{}{})
 		return nil, approval.ErrReplay
 	}
-	if req.Status != approval.StatusPending {
-		return nil, fmt.Errorf("%w: request is %s", ErrConflict, req.Status)
-	}
 	p := k.Policy()
 	// The approvers are the policy's now, not those copied at parking time.
 	req, _ = withApproversNow(p, req)
+	if req.Status != approval.StatusPending {
+		return nil, notPending(tokenRaw, req, now, outcome)
+	}
 	tok, err := approval.Verify(tokenRaw, req, now, outcome)
 	if errors.Is(err, approval.ErrDuplicateVote) {
 		k.tellLostVotesOn(approvalID) // this approver's vote is recorded: maybe a lost one
@@ -409,6 +409,22 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
 		Decision: tok.Decision, Note: tok.Note, Channel: channel, Custodial: o.Custodial, At: now.Unix(), Token: json.RawMessage(tokenRaw)}
 	return k.recordVote(ctx, req.ApprovalID, vote, tok, now, nil)
+}
+
+// notPending refuses a vote on a request already decided. When the token's
+// approver has a vote recorded on it, the refusal says so (409
+// replay_detected, "already decided this request"): that approver is most
+// likely voting again after "your vote may or may not be recorded" (a
+// second click and `chio approval deny` sign a fresh token), and their
+// vote may be the one that decided the request. "Request is denied" alone
+// (409 conflict) means to them that their vote came too late and was not
+// recorded. The token is judged as on a pending request (approval.Verify
+// answers ErrDuplicateVote for a recorded approver there too).
+func notPending(tokenRaw []byte, req *approval.Request, now time.Time, outcome string) error {
+	if _, err := approval.Verify(tokenRaw, req, now, outcome); errors.Is(err, approval.ErrDuplicateVote) {
+		return fmt.Errorf("%w; the request is %s", err, req.Status)
+	}
+	return fmt.Errorf("%w: request is %s", ErrConflict, req.Status)
 }
 
 // routedDeny reports whether any of the triggers is a guard's deny that

@@ -7,6 +7,7 @@ package pgstore_test
 // would have made the kernel tell them, once.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -378,4 +379,45 @@ func TestDenialThatNeverCommittedTellsNothing(t *testing.T) {
 	if n := w.told.count(resolved); n != 1 {
 		t.Fatalf("the channels were told of the denial %d times; want once", n)
 	}
+}
+
+// After "your vote may or may not be recorded", the approver votes again
+// as docs/approver.md tells them to: a second click or `chio approval
+// deny` signs a fresh token. When the lost vote was recorded and decided
+// the request, that answer must say the vote is recorded (409
+// replay_detected: "this approver already decided this request"), never
+// the 409 conflict "the request was already resolved" that means the vote
+// came too late and was not recorded (Slack: "resolved before your vote
+// arrived").
+func TestVotingAgainAfterALostDenialSaysTheVoteIsRecorded(t *testing.T) {
+	a, b := keys.FromSeed([]byte("approver-a-approver-a-approver-a")), keys.FromSeed([]byte("approver-b-approver-b-approver-b"))
+	p, err := policy.Parse([]byte(fmt.Sprintf(replicaPolicy, a.Public(), b.Public())), "replicas.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newToldWorld(t, p, "esc")
+	out := w.park(t, "delete_file", `{"path":"/tmp/x"}`)
+	deny := func() []byte {
+		return testkit.SignToken(t, w.k, w.clk.Now(), out.ApprovalRequestID, a, approval.DecisionDenied,
+			func(tok *approval.Token) { tok.Note = "not today" })
+	}
+	w.st.lose.Store(true)
+	if _, err := w.k.Respond(context.Background(), out.ApprovalRequestID, deny(), "", "test"); !errors.Is(err, kernel.ErrVoteUncertain) {
+		t.Fatalf("want ErrVoteUncertain, got %v", err)
+	}
+	body := append(append([]byte(`{"token":`), deny()...), '}')
+	resp, err := http.Post(w.api.URL+"/approvals/"+out.ApprovalRequestID+"/respond", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ae struct{ Error, Message string }
+	if err := json.NewDecoder(resp.Body).Decode(&ae); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusConflict || ae.Error != httpapi.CodeReplayDetected {
+		t.Fatalf("the approver's vote again after its recorded denial: got %d %s %q; want 409 %s (the vote is recorded)",
+			resp.StatusCode, ae.Error, ae.Message, httpapi.CodeReplayDetected)
+	}
+	t.Logf("answered %d %s: %s", resp.StatusCode, ae.Error, ae.Message)
 }
