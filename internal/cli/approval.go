@@ -293,6 +293,11 @@ func runDecision(e *Env, args []string, decision string) int {
 		return fail(e, fmt.Errorf("%w: asked for %s, the answer is about %q", errBadResponse, id, v.Request.ApprovalID))
 	}
 	if v.Status != approval.StatusPending {
+		if v.Request.HasVoted(key.Public().String()) {
+			// Most likely voting again after "your vote may or may not be
+			// recorded": the answer is that it is (it may have decided).
+			return fail(e, fmt.Errorf("%s is %s, not pending: your vote on it is recorded; do not vote again", id, v.Status))
+		}
 		return fail(e, fmt.Errorf("%s is %s, not pending", id, v.Status))
 	}
 	tok := approval.NewToken(&v.Request, key.Public(), decision, time.Now(), *ttl)
