@@ -26,6 +26,7 @@ import (
 type view struct {
 	Name       string
 	Summary    string
+	Headline   string // what the subject says after its prefix (subject.go)
 	Purpose    string
 	Amount     string
 	Agent      string
@@ -68,12 +69,16 @@ func newView(req *approval.Request, now time.Time) view {
 	// As the dashboard shows it: the amount the kernel derived from the
 	// arguments (what the tool will move); failing that, the agent's own
 	// max_amount, marked as its unverified claim.
+	var amount string
 	switch {
 	case req.Amount != nil:
-		v.Amount = clean(fmt.Sprintf("%d %s", req.Amount.Units, req.Amount.Currency), 60)
+		amount = fmt.Sprintf("%d %s", req.Amount.Units, req.Amount.Currency)
+		v.Amount = clean(amount, 60)
 	case intent.MaxAmount != nil:
-		v.Amount = clean("up to "+intent.MaxAmount.Units.String()+" "+intent.MaxAmount.Currency+" (declared by the agent)", 100)
+		amount = "up to " + intent.MaxAmount.Units.String() + " " + intent.MaxAmount.Currency + " (declared by the agent)"
+		v.Amount = clean(amount, 100)
 	}
+	v.Headline = headline(req, amount)
 	return v
 }
 
@@ -130,14 +135,6 @@ func short(key string) string {
 		return key
 	}
 	return "ed25519:" + h[:8] + "…" + h[len(h)-6:]
-}
-
-func subject(v view) string {
-	prefix := "Approval needed"
-	if v.Escalated {
-		prefix = "Escalated: approval needed"
-	}
-	return clean(prefix+": "+v.Summary, 160)
 }
 
 var textTmpl = template.Must(template.New("text").Funcs(template.FuncMap{"note": storedOrderNote}).Parse(`Hello {{.Name}},

@@ -48,7 +48,7 @@ func TestCleanKeepsUTF8Valid(t *testing.T) {
 			t.Fatalf("clean(…, %d) = %q: longer than %d bytes before the ellipsis", n, s, n)
 		}
 	}
-	v := view{Summary: strings.Repeat("€", 200)}
+	v := view{Headline: strings.Repeat("€", 200)}
 	if s := subject(v); !utf8.ValidString(s) {
 		t.Fatalf("subject is invalid UTF-8: %q", s)
 	}

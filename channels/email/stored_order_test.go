@@ -79,3 +79,32 @@ func TestArabicIndicDigitsAreShownInStoredOrder(t *testing.T) {
 		t.Errorf("the message's HTML does not hold %s:\n%s", want, html.String())
 	}
 }
+
+// The subject cannot force an order: a summary that would reorder, or
+// that holds a character the body escapes, stays out of it, and so do a
+// tool name or an amount that would; the subject still says what kind of
+// message it is.
+func TestSubjectLeavesOutWhatItCannotShowAsStored(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, c := range []struct {
+		req       approval.Request
+		escalated bool
+		want      string
+	}{
+		{approval.Request{Summary: "refund \u202eDE89", ToolServer: "pay", ToolName: "refund", Amount: &approval.Amount{Units: 5, Currency: "EUR"}},
+			true, "Escalated: approval needed: pay · refund for 5 EUR — open the message to read the request"},
+		{approval.Request{Summary: "Proceed? שלום 12 34", Kind: approval.KindConfirm},
+			false, "Approval needed: open the message to read the request"},
+		{approval.Request{Summary: "x \ue000", ToolServer: "pay", ToolName: "שלום"},
+			false, "Approval needed: open the message to read the request"},
+		{approval.Request{Summary: "x \ue000", ToolServer: "pay", ToolName: "refund", Amount: &approval.Amount{Units: 5, Currency: "=?a?q?b?="}},
+			false, "Approval needed: pay · refund — open the message to read the request"},
+	} {
+		c.req.ExpiresAt = now.Add(time.Hour).Unix()
+		v := newView(&c.req, now)
+		v.Escalated = c.escalated
+		if got := subject(v); got != c.want {
+			t.Errorf("summary %q: subject %q, want %q", c.req.Summary, got, c.want)
+		}
+	}
+}

@@ -219,12 +219,19 @@ func httpDo(t *testing.T, method, url, accept, body string) (int, map[string]any
 	return resp.StatusCode, m, string(b)
 }
 
-func TestEmailChannel(t *testing.T) {
-	mb := startMailbox(t)
-	var ch *email.Channel
-	var hub *channels.Hub
-	var failMu sync.Mutex
-	var failures []string
+// emailKernel is a live kernel whose refunds grant mails its approvers
+// through mb over STARTTLS and AUTH PLAIN; failures lists the
+// notifications the hub gave up on.
+type emailKernel struct {
+	*liveKernel
+	ch       *email.Channel
+	failMu   sync.Mutex
+	failures []string
+}
+
+func startEmailKernel(t *testing.T, mb *mailbox) *emailKernel {
+	t.Helper()
+	ek := &emailKernel{}
 	emailTOML := `
 [channels.email]
 smtp_addr = "` + mb.addr + `"
@@ -234,31 +241,48 @@ password_env = "CHIO_TEST_SMTP_PASS"
 starttls = true
 `
 	env := map[string]string{"CHIO_TEST_SMTP_USER": smtpUser, "CHIO_TEST_SMTP_PASS": smtpPass}
-	lk := startLiveKernel(t, `"dashboard", "email"`, emailTOML, func(k *kernel.Kernel) kernel.Notifier {
+	ek.liveKernel = startLiveKernel(t, `"dashboard", "email"`, emailTOML, func(k *kernel.Kernel) kernel.Notifier {
 		p := k.Policy()
 		var err error
-		ch, err = email.New(p.Channels.Email, email.Options{PublicURL: p.Kernel.PublicURL, Policy: k.Policy,
+		ek.ch, err = email.New(p.Channels.Email, email.Options{PublicURL: p.Kernel.PublicURL, Policy: k.Policy,
 			DataDir: t.TempDir(), TLSConfig: &tls.Config{RootCAs: mb.pool}, Getenv: func(k string) string { return env[k] }})
 		if err != nil {
 			t.Fatal(err)
 		}
-		hub = channels.NewHub(channels.HubOptions{Channels: []channels.Channel{ch},
+		hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{ek.ch},
 			Backoff: channels.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 			OnFailure: func(id, c, msg string) {
-				failMu.Lock()
-				failures = append(failures, id+" "+c+" "+msg)
-				failMu.Unlock()
+				ek.failMu.Lock()
+				ek.failures = append(ek.failures, id+" "+c+" "+msg)
+				ek.failMu.Unlock()
 			}})
 		t.Cleanup(hub.Close)
 		return hub
 	}, func(lk *liveKernel) {
-		lk.api.Handle(email.LinkPath, ch.Handler(lk.k))
+		lk.api.Handle(email.LinkPath, ek.ch.Handler(lk.k))
 		dash, err := dashboard.New(dashboard.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		lk.api.Handle(dashboard.Prefix, dash)
 	})
+	return ek
+}
+
+// noFailures fails t if a notification failed.
+func (ek *emailKernel) noFailures(t *testing.T) {
+	t.Helper()
+	ek.failMu.Lock()
+	defer ek.failMu.Unlock()
+	if len(ek.failures) > 0 {
+		t.Fatalf("notifications failed: %v", ek.failures)
+	}
+}
+
+func TestEmailChannel(t *testing.T) {
+	mb := startMailbox(t)
+	ek := startEmailKernel(t, mb)
+	lk, ch := ek.liveKernel, ek.ch
 
 	// 1. A pending refund mails both trusted approvers, text and HTML.
 	pend := lk.pendingRefund(t, 450, "Refund for a damaged order")
@@ -421,9 +445,5 @@ starttls = true
 		}
 	}
 
-	failMu.Lock()
-	defer failMu.Unlock()
-	if len(failures) > 0 {
-		t.Fatalf("notifications failed: %v", failures)
-	}
+	ek.noFailures(t)
 }
