@@ -105,11 +105,10 @@ func escapeShown(s string, jsonEscapes bool) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case strconv.IsGraphic(r) && !invisible.Is(r):
+		case !escapedWhenShown(r):
 			b.WriteString(s[i : i+size])
-		case r > 0xffff && jsonEscapes:
-			hi, lo := utf16.EncodeRune(r)
-			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+		case jsonEscapes:
+			writeJSONEscape(&b, r)
 		case r > 0xffff:
 			fmt.Fprintf(&b, `\U%08x`, r)
 		default:
@@ -118,4 +117,21 @@ func escapeShown(s string, jsonEscapes bool) string {
 		i += size
 	}
 	return b.String()
+}
+
+// escapedWhenShown reports whether shown writes r as an escape: r is not
+// graphic (a control, a format character such as U+202E, a line
+// separator, a private-use character), or is graphic but draws nothing or
+// only a blank (invisible.Is).
+func escapedWhenShown(r rune) bool { return !strconv.IsGraphic(r) || invisible.Is(r) }
+
+// writeJSONEscape writes r as a JSON \u escape: two, a UTF-16 surrogate
+// pair, past U+FFFF. Inside a JSON string it stands for r itself.
+func writeJSONEscape(b *strings.Builder, r rune) {
+	if r > 0xffff {
+		hi, lo := utf16.EncodeRune(r)
+		fmt.Fprintf(b, `\u%04x\u%04x`, hi, lo)
+		return
+	}
+	fmt.Fprintf(b, `\u%04x`, r)
 }

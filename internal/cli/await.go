@@ -194,7 +194,7 @@ func (a *awaiter) stop(e *Env, id string, timeout time.Duration, st *httpapi.Cal
 		return fail(e, err)
 	}
 	if st != nil && a.r.output != "table" {
-		printJSON(e.Stdout, st, a.r.output == "jsonl")
+		printShownJSON(e.Stdout, st, a.r.output == "jsonl")
 	}
 	status := "unresolved"
 	if st != nil {
@@ -206,11 +206,11 @@ func (a *awaiter) stop(e *Env, id string, timeout time.Duration, st *httpapi.Cal
 
 // printAwaited prints the final state: the output on stdout and the human's
 // note and amendment on stderr (table), or everything as JSON. Text from
-// the tool or an approver is escaped (approval_text.go); only the tool's
-// output is printed as is.
+// the tool or an approver is escaped (approval_text.go); the tool's
+// output stays JSON equal in value (shown_output.go).
 func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 	if r.output != "table" {
-		printJSON(e.Stdout, st, r.output == "jsonl")
+		printShownJSON(e.Stdout, st, r.output == "jsonl")
 		return code
 	}
 	switch st.Status {
@@ -218,7 +218,7 @@ func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 		if st.ToolError != "" {
 			fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", shown(st.ToolError))
 		}
-		fmt.Fprintln(e.Stdout, string(st.Output))
+		fmt.Fprintln(e.Stdout, shownOutput(st.Output))
 	case kernel.StatusCancelled:
 		fmt.Fprintf(e.Stdout, "cancelled: %s\n", shown(st.Reason))
 	default:

@@ -196,16 +196,17 @@ func trimNL(b []byte) []byte {
 // cancelled, 6 allowed but the tool failed, 1 any other status.
 func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
 	if r.output != "table" {
-		printJSON(e.Stdout, out, r.output == "jsonl")
+		printShownJSON(e.Stdout, out, r.output == "jsonl")
 	} else {
 		// Text from the tool, the agent or an approver is escaped
-		// (approval_text.go); only the tool's output is printed as is.
+		// (approval_text.go); the tool's output stays JSON equal in
+		// value (shown_output.go).
 		switch out.Status {
 		case kernel.StatusAllowed:
 			if out.ToolError != "" {
 				fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", shown(out.ToolError))
 			}
-			fmt.Fprintln(e.Stdout, string(out.Output))
+			fmt.Fprintln(e.Stdout, shownOutput(out.Output))
 		case kernel.StatusPendingApproval:
 			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
 			fmt.Fprintf(e.Stderr, "pending approval: %s (deadline %s); wait with: chio await %s\n",
