@@ -256,9 +256,23 @@ func (k *Kernel) Revoke(ctx context.Context, capabilityID string) error {
 type firstSubmit struct {
 	done, decided chan struct{}
 	once          sync.Once
+	// subject and paramHash are whose call it is and what it asks: a
+	// duplicate of another call does not wait for it (sameCallInFlight).
+	subject, paramHash string
 	// err is how the first Submit ended, set before done closes (read only
 	// after it has): a duplicate that finds no record gives the same answer.
 	err error
+}
+
+// sameCall reports whether dup, a Submit of the same request id, is a
+// retry of f's call: the same agent asking the same (sameCall, which
+// answers from the record, applies the same rule). Any other call under
+// the id is refused at once (ErrRequestUsed), as it would be once f's call
+// is recorded. It must not wait for f: the request id may be another
+// agent's, who is owed no hint of it — not how long its call takes to be
+// decided, nor how it ended (endedWith, which only a retry may get).
+func (f *firstSubmit) sameCall(dup *firstSubmit) bool {
+	return f.subject == dup.subject && f.paramHash == dup.paramHash
 }
 
 // endedWith is the first Submit's error once it has returned (nil while it
@@ -296,9 +310,12 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	// runs for minutes must not hold a retry (whose client may give up and
 	// call the outcome unknown) — the retry is answered "dispatching", and
 	// its client awaits the call.
-	first := &firstSubmit{done: make(chan struct{}), decided: make(chan struct{})}
+	first := &firstSubmit{done: make(chan struct{}), decided: make(chan struct{}), subject: vc.subject.String(), paramHash: paramHash}
 	if prev, loaded := k.inflight.LoadOrStore(call.RequestID, first); loaded {
 		p := prev.(*firstSubmit)
+		if !p.sameCall(first) {
+			return nil, ErrRequestUsed
+		}
 		select {
 		case <-p.done:
 		case <-p.decided:

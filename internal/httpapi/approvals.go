@@ -170,14 +170,28 @@ var errNeedAuth = apiErr(http.StatusUnauthorized, CodeUnauthorized, "a bearer to
 // over id. An unknown id (subject "") answers exactly like a bad proof, so
 // the header cannot be used to probe which ids exist.
 func (s *Server) agentProof(r *http.Request, id, subject string) error {
-	pub, err := keys.ParsePublicKey(subject)
-	if err == nil {
-		err = VerifyStatusProof(r.Header.Get(StatusProofHeader), pub, id, s.cfg.Kernel.Clock().Now())
-	}
-	if err != nil {
+	pub, known := proofKey(subject)
+	err := VerifyStatusProof(r.Header.Get(StatusProofHeader), pub, id, s.cfg.Kernel.Clock().Now())
+	if err != nil || !known {
 		return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Chio-Proof does not verify for this id")
 	}
 	return nil
+}
+
+// standInKey stands for the owner of an unknown id: an agent's proof is
+// checked against it, the same work as for another agent's id, so that
+// the time of the answer does not tell the two apart either. Its seed is
+// in this source: a proof by it is refused whatever it verifies (proofKey
+// says the id is unknown).
+var standInKey = keys.FromSeed(make([]byte, 32)).Public()
+
+// proofKey is the key an agent's proof about an id is checked against:
+// its owner's (subject), or standInKey and false when the id is unknown.
+func proofKey(subject string) (keys.PublicKey, bool) {
+	if pub, err := keys.ParsePublicKey(subject); err == nil {
+		return pub, true
+	}
+	return standInKey, false
 }
 
 // --- responding ---

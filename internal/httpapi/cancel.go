@@ -68,11 +68,9 @@ func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
 		if req, err := s.cfg.Kernel.Approval(id); err == nil {
 			subject = req.SubjectPublicKey
 		}
-		pub, err := keys.ParsePublicKey(subject)
-		if err == nil {
-			err = VerifyCancelProof(r.Header.Get(StatusProofHeader), pub, id, body.Reason, s.cfg.Kernel.Clock().Now())
-		}
-		if err != nil {
+		pub, known := proofKey(subject)
+		err := VerifyCancelProof(r.Header.Get(StatusProofHeader), pub, id, body.Reason, s.cfg.Kernel.Clock().Now())
+		if err != nil || !known {
 			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "Chio-Proof does not verify for this id and reason"))
 			return
 		}
