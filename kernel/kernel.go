@@ -258,7 +258,8 @@ type firstSubmit struct {
 	once          sync.Once
 	// subject and paramHash are whose call it is and what it asks: a
 	// duplicate of another call does not wait for it (sameCallInFlight).
-	subject, paramHash string
+	subject   keys.PublicKey
+	paramHash string
 	// err is how the first Submit ended, set before done closes (read only
 	// after it has): a duplicate that finds no record gives the same answer.
 	err error
@@ -310,7 +311,7 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	// runs for minutes must not hold a retry (whose client may give up and
 	// call the outcome unknown) — the retry is answered "dispatching", and
 	// its client awaits the call.
-	first := &firstSubmit{done: make(chan struct{}), decided: make(chan struct{}), subject: vc.subject.String(), paramHash: paramHash}
+	first := &firstSubmit{done: make(chan struct{}), decided: make(chan struct{}), subject: vc.subject, paramHash: paramHash}
 	if prev, loaded := k.inflight.LoadOrStore(call.RequestID, first); loaded {
 		p := prev.(*firstSubmit)
 		if !p.sameCall(first) {
