@@ -241,3 +241,42 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// A token whose signature does not verify tells its presenter nothing about
+// the request's state: not who may approve it, nor who has voted. Respond
+// takes a token from anyone who knows a request's id (the agent does), so
+// an answer that differed by the named approver would let a forger probe
+// the trusted set and the votes cast.
+func TestForgedTokenLearnsNothingOfApproversOrVotes(t *testing.T) {
+	forged := func(t *testing.T, named keys.PrivateKey) []byte {
+		tok := NewToken(pending(), named.Public(), DecisionApproved, t0, 10*time.Minute)
+		raw, err := tok.Sign(mallory) // mallory holds none of these keys
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	voted := pending()
+	voted.Quorum = 2
+	voted.Votes = []Vote{{Approver: alice.Public().String(), TokenID: "at-other", Decision: DecisionApproved}}
+	noApprovers := pending()
+	noApprovers.TrustedApprovers = nil
+	requester := pending()
+	requester.Requesters = []string{bob.Public().String()}
+	cases := []struct {
+		name  string
+		named keys.PrivateKey
+		req   *Request
+	}{
+		{"an approver who has voted", alice, voted},
+		{"an approver who has not", bob, voted},
+		{"a key nobody trusts", keys.FromSeed([]byte("stranger-stranger-stranger-32byt")), pending()},
+		{"a request nobody may approve", alice, noApprovers},
+		{"an approver listed as a requester", bob, requester},
+	}
+	for _, c := range cases {
+		if _, err := Verify(forged(t, c.named), c.req, t0.Add(time.Minute), ""); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("a token naming %s, signed by another key: %v, want %v", c.name, err, ErrBadSignature)
+		}
+	}
+}
