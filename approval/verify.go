@@ -40,12 +40,15 @@ var (
 //  2. binding: request_id = req.ApprovalID, governed_intent_hash =
 //     req.ParameterHash, subject = req.SubjectID (all attacker-controlled
 //     fields, compared against the kernel's own record);
-//  3. approver: a valid key, in req.TrustedApprovers (empty set = deny), not
-//     the agent's key, not a listed requester, not already voted;
+//  3. approver: a valid key;
 //  4. time at ref: issued_at ≤ ref+60 s, ref < expires_at, lifetime in
 //     (0, 3600] s, and ref before the request's own deadline;
 //  5. the Ed25519 signature, by the approver key, over the received bytes;
-//  6. the HTTP outcome, when given, equals the signed decision.
+//  6. the approver, now known to have signed: in req.TrustedApprovers
+//     (empty set = deny), not the agent's key, not a listed requester, not
+//     already voted (checked after the signature, so that a forged token
+//     learns nothing of who may approve or who has voted);
+//  7. the HTTP outcome, when given, equals the signed decision.
 //
 // Consumption (single use) is the caller's atomic store transition.
 func Verify(raw []byte, req *Request, ref time.Time, outcome string) (*Token, error) {
@@ -71,18 +74,6 @@ func Verify(raw []byte, req *Request, ref time.Time, outcome string) (*Token, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUntrustedSigner, err)
 	}
-	switch {
-	case len(req.TrustedApprovers) == 0:
-		return nil, ErrNoApprovers
-	case t.Approver == req.SubjectID || t.Approver == req.SubjectPublicKey:
-		return nil, ErrSelfApproval
-	case contains(req.Requesters, t.Approver):
-		return nil, fmt.Errorf("%w: approver is listed as a requester", ErrSelfApproval)
-	case !req.Trusts(t.Approver):
-		return nil, ErrUntrustedSigner
-	case req.HasVoted(t.Approver):
-		return nil, ErrDuplicateVote
-	}
 	now := ref.Unix()
 	switch {
 	case t.IssuedAt > now+int64(MaxSkew/time.Second):
@@ -96,6 +87,21 @@ func Verify(raw []byte, req *Request, ref time.Time, outcome string) (*Token, er
 	}
 	if err := signed.Verify(raw, TokenSchema, approver); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadSignature, err)
+	}
+	// Judged only once the named approver is known to have signed: a
+	// forged token must not learn who may approve the request or who has
+	// voted on it from how it is refused.
+	switch {
+	case len(req.TrustedApprovers) == 0:
+		return nil, ErrNoApprovers
+	case t.Approver == req.SubjectID || t.Approver == req.SubjectPublicKey:
+		return nil, ErrSelfApproval
+	case contains(req.Requesters, t.Approver):
+		return nil, fmt.Errorf("%w: approver is listed as a requester", ErrSelfApproval)
+	case !req.Trusts(t.Approver):
+		return nil, ErrUntrustedSigner
+	case req.HasVoted(t.Approver):
+		return nil, ErrDuplicateVote
 	}
 	if outcome != "" && outcome != t.Decision {
 		return nil, fmt.Errorf("%w: outcome %q, token says %q", ErrOutcomeMismatch, outcome, t.Decision)
