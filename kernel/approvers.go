@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/policy"
@@ -73,32 +72,49 @@ func withApproversNow(p *policy.Policy, req *approval.Request) (*approval.Reques
 // approver who may decide it ends with a deny receipt (guard
 // approval-policy), so the agent is answered rather than left to time out;
 // one whose recorded denials meet deny_quorum ends denied, and one whose
-// recorded approvals meet the quorum is approved and resumed
-// (reload_resolve.go). Each reconcile commits only while p is in force.
+// recorded approvals meet the quorum is approved (reload_resolve.go). Each
+// reconcile commits only while p is in force.
+//
+// A call the reload approves is resumed (checked again, sent, settled) by
+// recovery's workers in the background, never inside the reconcile loop:
+// a slow or hanging tool must hold neither the reload nor the reconcile of
+// the requests after it. Its approval and its move to dispatching are
+// durable before ApplyPolicy goes on, so a run that stops before the
+// resume finishes it at the next start. WaitRecovery waits for them.
 func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 	k.SetPolicy(p)
 	pending, err := k.pendingRequests()
 	if err != nil {
 		return err
 	}
+	approved := 0
 	for _, req := range pending {
-		if err := k.reconcile(ctx, p, req.ApprovalID, true); err != nil {
+		resumed, err := k.reconcile(ctx, p, req.ApprovalID)
+		if err != nil {
 			slog.Error("reconciling a pending approval with the reloaded policy failed", "approval_id", req.ApprovalID, "err", err)
 		}
+		if resumed {
+			approved++
+		}
+	}
+	if approved > 0 {
+		slog.Info("the reloaded policy approved pending calls; they are being checked and delivered in the background",
+			"approved_calls", approved)
 	}
 	return nil
 }
 
 // reconcile updates one pending request to the approvers of policy p. A
 // request the policy leaves as it is costs a read, not a commit (start-up
-// reconciles every pending request). A request p approves is resumed here
-// when resumeNow is set (a reload); at start-up (Recover) it is left
-// approved for RecoverInFlight, which finishes it in the background.
-func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string, resumeNow bool) error {
+// reconciles every pending request). A request p approves is handed to
+// recovery's workers, which resume it in the background (resumed is then
+// true): at a reload and at start-up (Recover) alike, a tool that hangs
+// holds neither.
+func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (resumed bool, err error) {
 	if cur, err := k.Approval(id); err == nil && cur.Status == approval.StatusPending {
 		now, ok := withApproversNow(p, cur)
 		if vote, _ := approvingVoteNow(p, cur); ok && unchanged(now, cur) && vote == nil {
-			return nil
+			return false, nil
 		}
 	}
 	if hook := k.beforeReconcileCommit.Swap(nil); hook != nil {
@@ -106,15 +122,13 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string, res
 	}
 	var updated *approval.Request
 	var orphaned, denied bool
-	// A request the reload approves (reload_resolve.go): the call, the
-	// deciding vote and its token, for the resume after the commit.
+	// A request the reload approves (reload_resolve.go): its call, left
+	// dispatching with no decision for recovery's workers to resume.
 	var approved *approval.Request
 	var rec *CallRecord
-	var by *approval.Vote
-	var tok *approval.Token
-	var at time.Time
-	// Registered as a vote is (live_votes.go): a call this reconcile
-	// approves is its resume's to decide, never ownStranded's.
+	// Registered as a vote is (live_votes.go) until the call this
+	// reconcile approves is handed to recovery's workers, whose queue then
+	// holds it: it is that resume's to decide, never ownStranded's.
 	k.voting.enter(id)
 	defer k.voting.leave(id)
 	// Committed only while p is in force (commitWhileInForce): a reload
@@ -140,10 +154,10 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string, res
 				denied = true
 				return nil
 			}
-			if vote, t := approvingVoteNow(p, req); vote != nil {
+			if vote, _ := approvingVoteNow(p, req); vote != nil {
 				// The votes recorded meet the quorum in force: approved now,
 				// in the one transition a vote takes (recordVote).
-				at = k.clock.Now()
+				at := k.clock.Now()
 				c, err := tx.Call(req.RequestID)
 				if err != nil {
 					return err
@@ -155,7 +169,7 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string, res
 				if err := tx.PutCall(c); err != nil {
 					return err
 				}
-				approved, rec, by, tok = now, c, vote, t
+				approved, rec = now, c
 				return tx.PutApproval(now)
 			}
 			if unchanged(now, req) {
@@ -174,9 +188,9 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string, res
 	})
 	switch {
 	case !inForce:
-		return nil // superseded: the newer reload reconciles this request
+		return false, nil // superseded: the newer reload reconciles this request
 	case err != nil:
-		return err
+		return false, err
 	case denied:
 		// Ended in its own commit; check re-reads the request there, so
 		// a vote that resolved it meanwhile wins.
@@ -197,9 +211,9 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string, res
 			},
 		})
 		if errors.Is(err, approval.ErrNotPending) || errors.Is(err, errNotDeniedNow) {
-			return nil // decided meanwhile
+			return false, nil // decided meanwhile
 		}
-		return err
+		return false, err
 	case orphaned:
 		// Nobody may decide it any more: it ends with a deny receipt now.
 		_, err := k.endPendingWhileInForce(ctx, p, id, ending{
@@ -209,20 +223,19 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string, res
 			},
 		})
 		if errors.Is(err, approval.ErrNotPending) {
-			return nil // decided meanwhile
+			return false, nil // decided meanwhile
 		}
-		return err
-	case approved != nil && resumeNow:
-		return k.resumeApprovedByReload(ctx, approved, rec, tok, by, at)
+		return false, err
 	case approved != nil:
-		k.leaveForRecovery(approved)
+		k.resumeInBackground(ctx, approved, rec)
+		return true, nil
 	case updated != nil && updated.Notified <= updated.Tier:
 		k.announceIfUntold(ctx, updated) // through the channels, with the tier's full time
 	case updated != nil:
 		snap := *updated
 		k.events.publish(Event{Type: EventApprovalRequested, Approval: &snap})
 	}
-	return nil
+	return false, nil
 }
 
 // endPendingWhileInForce is endPending for a reconcile's ending: it

@@ -263,7 +263,10 @@ func TestADenialNeverDecidesAnApproval(t *testing.T) {
 	// The reload that re-adds the Finance Lead makes the approvals meet the
 	// quorum: it resolves the request then (reload_resolve.go), decided by
 	// the CFO's approval, so the SRE's later denial is refused, not taken
-	// as the deciding vote of an approval.
+	// as the deciding vote of an approval. The call runs in the background.
+	if err := a.k.WaitRecovery(ctx); err != nil {
+		t.Fatal(err)
+	}
 	a.k.WaitSettles()
 	var problems []string
 	rec, err := a.k.Call(out.RequestID)

@@ -68,7 +68,7 @@ func (k *Kernel) Recover(ctx context.Context) error {
 		k.armTimer(r.ApprovalID, r.ExpiresAt)
 		// The policy may have changed while chiod was down: its approvers
 		// are the ones that count (a request left with none ends now).
-		if err := k.reconcile(ctx, p, r.ApprovalID, false); err != nil {
+		if _, err := k.reconcile(ctx, p, r.ApprovalID); err != nil {
 			return fmt.Errorf("reconcile %s: %w", r.ApprovalID, err)
 		}
 		// A request whose park or escalation committed while the run that
@@ -119,11 +119,9 @@ func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
 // left dispatching: by a crash, or by a store that failed and has healed.
 // Calls a live path is sending, or recovery already holds, are skipped.
 func (k *Kernel) RecoverInFlight(ctx context.Context) error {
-	k.recovery.once.Do(func() { k.recovery.sem = make(chan struct{}, RecoveryWorkers) })
 	var inflight []*CallRecord
 	var err error
-	r, shared := k.store.(Replicated)
-	if shared {
+	if r, shared := k.store.(Replicated); shared {
 		// Other replicas are delivering their own calls right now: take
 		// over only those of replicas that are gone. This kernel's own
 		// calls are never orphans, so the answers it keeps for settle
@@ -151,38 +149,54 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 		return err
 	}
 	for _, c := range inflight {
-		if _, busy := k.delivering.Load(c.RequestID); busy {
-			continue
-		}
-		if _, dup := k.recovery.queued.LoadOrStore(c.RequestID, struct{}{}); dup {
-			continue
-		}
-		k.recovery.wg.Add(1)
-		k.recovery.inFlight.Add(1)
-		go func(c *CallRecord) {
-			defer k.recovery.wg.Done()
-			defer k.recovery.inFlight.Add(-1)
-			defer k.recovery.queued.Delete(c.RequestID)
-			k.recovery.sem <- struct{}{}
-			defer func() { <-k.recovery.sem }()
-			if err := k.recoverCall(ctx, c); err != nil {
-				k.recovery.failed.Add(1)
-				if _, kept := k.unsettled.Load(c.RequestID); shared && !kept {
-					// A call taken over from a replica that is gone is this
-					// kernel's now: no other replica (and no sweep's
-					// ClaimOrphans) takes it again while this one lives.
-					// The next sweep tries it again, like a decision whose
-					// commit may be durable (uncertainCalls); an entry the
-					// attempt made itself (its own decision's commit
-					// failed) names the newer decision and is kept.
-					k.uncertain.LoadOrStore(c.RequestID, c.DecisionReceiptID)
-				}
-				slog.Error("recovering an in-flight call failed; it stays in flight and is retried when the store heals or chiod restarts",
-					"request_id", c.RequestID, "err", err)
-			}
-		}(c)
+		k.recoverInBackground(ctx, c)
 	}
 	return nil
+}
+
+// recoverInBackground finishes call c on one of recovery's workers (at
+// most RecoveryWorkers at a time) and reports whether it started one: a
+// call a live path is sending, or recovery already holds, is skipped, and
+// so is every call once Close has begun (the next start finishes it). A
+// failure is logged and counted (Recovery); on a shared store the call is
+// listed among this replica's uncertain calls, which its sweep retries.
+func (k *Kernel) recoverInBackground(ctx context.Context, c *CallRecord) bool {
+	k.recovery.once.Do(func() { k.recovery.sem = make(chan struct{}, RecoveryWorkers) })
+	if k.stopping() {
+		return false
+	}
+	if _, busy := k.delivering.Load(c.RequestID); busy {
+		return false
+	}
+	if _, dup := k.recovery.queued.LoadOrStore(c.RequestID, struct{}{}); dup {
+		return false
+	}
+	_, shared := k.store.(Replicated)
+	k.recovery.wg.Add(1)
+	k.recovery.inFlight.Add(1)
+	go func() {
+		defer k.recovery.wg.Done()
+		defer k.recovery.inFlight.Add(-1)
+		defer k.recovery.queued.Delete(c.RequestID)
+		k.recovery.sem <- struct{}{}
+		defer func() { <-k.recovery.sem }()
+		if err := k.recoverCall(ctx, c); err != nil {
+			k.recovery.failed.Add(1)
+			if _, kept := k.unsettled.Load(c.RequestID); shared && !kept {
+				// A call taken over from a replica that is gone is this
+				// kernel's now: no other replica (and no sweep's
+				// ClaimOrphans) takes it again while this one lives.
+				// The next sweep tries it again, like a decision whose
+				// commit may be durable (uncertainCalls); an entry the
+				// attempt made itself (its own decision's commit
+				// failed) names the newer decision and is kept.
+				k.uncertain.LoadOrStore(c.RequestID, c.DecisionReceiptID)
+			}
+			slog.Error("recovering an in-flight call failed; it stays in flight and is retried when the store heals or chiod restarts",
+				"request_id", c.RequestID, "err", err)
+		}
+	}()
+	return true
 }
 
 // uncertainCalls lists the calls whose allow decision's commit was

@@ -15,7 +15,6 @@ package kernel
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
@@ -51,32 +50,21 @@ func approvingVoteNow(p *policy.Policy, req *approval.Request) (*approval.Vote, 
 	return nil, nil
 }
 
-// resumeApprovedByReload takes a call a reconcile approved (committed as
-// dispatching) to its decision, as recordVote does after an approving
-// vote: the guards run again under the policy in force and the allow (or
-// deny) receipt is chained, naming the deciding vote and every vote.
-func (k *Kernel) resumeApprovedByReload(ctx context.Context, req *approval.Request, rec *CallRecord, tok *approval.Token, vote *approval.Vote, now time.Time) error {
+// resumeInBackground hands a call a reconcile approved (committed as
+// dispatching, with no decision) to recovery's workers, which take it to
+// its decision as recordVote does after an approving vote: the guards run
+// again under the policy in force and the allow (or deny) receipt is
+// chained, naming the deciding vote (the one the resolution's TokenID
+// names: decidingVote) and every vote; then the call is sent and settled.
+// Neither the reload nor start-up waits for that (a tool may hang). The
+// call is queued for recovery before the reconcile's live-vote
+// registration ends, so no other recovery pass resumes it meanwhile; a
+// failed resume is logged, counted (Recovery) and, on a shared store,
+// retried by this replica's sweep (uncertainCalls). Once Close has begun
+// nothing starts: the call stays dispatching for the next start.
+func (k *Kernel) resumeInBackground(ctx context.Context, req *approval.Request, rec *CallRecord) {
 	k.stopTimer(req.ApprovalID)
-	if _, err := k.resume(ctx, req, rec, tok, vote, now); err != nil {
-		if _, shared := k.store.(Replicated); shared {
-			// As after a vote (recordVote): this replica's sweep resumes
-			// the call while it is still undecided.
-			k.uncertain.LoadOrStore(req.RequestID, "")
-		}
-		return err
-	}
-	return nil
-}
-
-// leaveForRecovery leaves a call start-up's reconcile approved to
-// RecoverInFlight, which Recover runs next: it resumes approved calls
-// without a decision in the background (recoverApproved), so a tool that
-// hangs cannot hold start-up. On a shared store this replica's calls are
-// not in its claim of orphans: the call is listed as uncertain, as an
-// approved call whose live resume failed is (recordVote).
-func (k *Kernel) leaveForRecovery(req *approval.Request) {
-	k.stopTimer(req.ApprovalID)
-	if _, shared := k.store.(Replicated); shared {
-		k.uncertain.LoadOrStore(req.RequestID, "")
-	}
+	// Not started when a recovery pass that read the call dispatching (a
+	// store heal's) has queued it already: that worker resumes it.
+	k.recoverInBackground(context.WithoutCancel(ctx), rec)
 }

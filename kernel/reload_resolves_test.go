@@ -69,6 +69,9 @@ func TestReloadMeetingTheQuorumResolvesTheRequest(t *testing.T) {
 	if err := f.k.ApplyPolicy(ctx, restored); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.k.WaitRecovery(ctx); err != nil { // the approved call runs in the background
+		t.Fatal(err)
+	}
 	req, err := f.k.Approval(out.ApprovalRequestID)
 	if err != nil {
 		t.Fatal(err)

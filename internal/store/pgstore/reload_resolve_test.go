@@ -87,6 +87,12 @@ func TestReloadResolvesOnceAcrossReplicas(t *testing.T) {
 	reload(func() *policy.Policy { return parse(c, b) }) // A's key out: its vote stops counting
 	vote(ks[1], b)                                       // 1 of 2
 	reload(func() *policy.Policy { return parse(a, b) }) // A trusted again: 2 of 2
+	// The approved call is delivered in the background.
+	for _, k := range ks {
+		if err := k.WaitRecovery(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, k := range ks {
 		rec, err := k.Call(out.RequestID)
 		if err != nil || rec.Status != kernel.StatusAllowed {
