@@ -82,6 +82,20 @@ func respondHeldAtFinish(t *testing.T, w *waWorld, id string, tok []byte) (done 
 	return done, release
 }
 
+// takeOverNow runs recovery, to its end, on a second kernel sharing w's
+// store under policy p, as a replica taking this one's calls over does.
+// (This kernel's own recovery, after a store heal, waits for a live vote's
+// resume instead of overlapping it: TestVoteJustAfterAHealIsResumedOnce.)
+func takeOverNow(t *testing.T, w *waWorld, p *policy.Policy) {
+	t.Helper()
+	other, err := kernel.New(kernel.Config{Key: w.KernelKey, Policy: p, Store: w.Store, Dispatcher: w.tool, Clock: w.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	recoverNow(t, other)
+}
+
 // Two resumes of one approved call that both end without running it (here:
 // the capability was revoked during the wait) commit ONE final receipt:
 // finish commits only while the call is still approved and undecided.
@@ -99,9 +113,9 @@ func TestOverlappingResumesCommitOneFinalReceipt(t *testing.T) {
 	// The vote commits (call -> dispatching, no decision); the live
 	// resume's finish (deny: capability revoked) is held.
 	done, release := respondHeldAtFinish(t, w, out.ApprovalRequestID, tok)
-	// A store heal (or a replica taking over) runs recovery now: the call is
+	// A replica taking the call over runs recovery now: the call is
 	// dispatching with no decision, and no delivering mark is held for it.
-	recoverNow(t, w.Kernel)
+	takeOverNow(t, w, w.Kernel.Policy())
 	release()
 	if err := <-done; err != nil {
 		t.Logf("live Respond: %v", err)
@@ -137,8 +151,8 @@ func TestStaleDenyNeverOverwritesADeliveredCall(t *testing.T) {
 	tok := w.Token(t, out.ApprovalRequestID, financeLead, approval.DecisionApproved, nil)
 	w.Kernel.SetPolicy(p2)
 	done, release := respondHeldAtFinish(t, w, out.ApprovalRequestID, tok)
-	w.Kernel.SetPolicy(p1)  // reverted (SIGHUP again)
-	recoverNow(t, w.Kernel) // recovery resumes: allow, deliver, settle
+	w.Kernel.SetPolicy(p1) // reverted (SIGHUP again)
+	takeOverNow(t, w, p1)  // another replica's recovery resumes: allow, deliver, settle
 	if n := len(tool.deliveries(out.RequestID)); n != 1 {
 		t.Fatalf("recovery delivered %d times", n)
 	}

@@ -24,3 +24,7 @@ func (k *Kernel) BeforeEscalationCommit(hook func()) { k.beforeEscalationCommit.
 
 // FirstNKey names the count of a grant's first-N calls by a subject.
 var FirstNKey = firstNKey
+
+// RecoveryAwaitsVote runs hook once, when a recovery worker begins to
+// wait for a live vote's resume of the call it was given (recover.go).
+func (k *Kernel) RecoveryAwaitsVote(hook func()) { k.recoveryAwaitsVote.Store(&hook) }

@@ -104,8 +104,8 @@ type Kernel struct {
 	// ClaimOrphans failed and may have committed (recover.go ownStranded).
 	lostClaimUntil atomic.Int64
 	// voting holds the approval ids of votes being recorded and resumed
-	// right now, so ownStranded never takes an approved call a live
-	// resume is about to decide (live_votes.go).
+	// right now, so recovery never takes an approved call a live resume
+	// is about to decide (live_votes.go).
 	voting liveVotes
 	// settling holds calls answered before their settle commit finished
 	// (request id → settled *CallRecord); settles counts those commits
@@ -130,6 +130,9 @@ type Kernel struct {
 	// once an escalation has read the policy it judges by, before it
 	// commits.
 	beforeEscalationCommit atomic.Pointer[func()]
+	// recoveryAwaitsVote, set only by tests (export_test.go), runs once a
+	// recovery worker waits for a live vote's resume (recover.go).
+	recoveryAwaitsVote atomic.Pointer[func()]
 }
 
 type verifiedCap struct {

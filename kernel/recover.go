@@ -178,9 +178,14 @@ func (k *Kernel) recoverInBackground(ctx context.Context, c *CallRecord) bool {
 		defer k.recovery.wg.Done()
 		defer k.recovery.inFlight.Add(-1)
 		defer k.recovery.queued.Delete(c.RequestID)
-		k.recovery.sem <- struct{}{}
-		defer func() { <-k.recovery.sem }()
-		if err := k.recoverCall(ctx, c); err != nil {
+		cur, err := k.afterLiveResume(c)
+		if cur != nil {
+			c = cur
+			k.recovery.sem <- struct{}{}
+			err = k.recoverCall(ctx, c)
+			<-k.recovery.sem
+		}
+		if err != nil {
 			k.recovery.failed.Add(1)
 			if _, kept := k.unsettled.Load(c.RequestID); shared && !kept {
 				// A call taken over from a replica that is gone is this
@@ -197,6 +202,41 @@ func (k *Kernel) recoverInBackground(ctx context.Context, c *CallRecord) bool {
 		}
 	}()
 	return true
+}
+
+// afterLiveResume returns the call recovery is to finish in place of c, a
+// call read in flight, or nil when there is nothing left to do. An
+// approved call with no decision may be one a live vote on this kernel
+// (or a reload's reconcile) is resuming right now: its approval committed
+// before c was read, so that resume registered (live_votes.go) before the
+// read and is still running while registered. Recovery resuming it too
+// decided and sent the call once (commitAllow), but the vote's own resume
+// then lost with a conflict, and the approver who decided the call was
+// told it was not finished. So recovery waits for that resume to end and
+// reads the call again: settled, it is done; still in flight (the resume
+// failed, or left a decided call unsettled), recovery finishes it. Close
+// ends the wait: the live resume, or the next start, finishes the call.
+func (k *Kernel) afterLiveResume(c *CallRecord) (*CallRecord, error) {
+	if c.DecisionReceiptID != "" || c.ApprovalID == "" {
+		return c, nil // decided: its delivering mark tells who owns it
+	}
+	done := k.voting.released(c.ApprovalID)
+	if done == nil {
+		return c, nil
+	}
+	if hook := k.recoveryAwaitsVote.Swap(nil); hook != nil {
+		(*hook)()
+	}
+	select {
+	case <-done:
+	case <-k.stop:
+		return nil, nil
+	}
+	cur, err := k.storedCall(c.RequestID)
+	if err != nil || cur.Status != StatusDispatching {
+		return nil, err
+	}
+	return cur, nil
 }
 
 // uncertainCalls lists the calls whose allow decision's commit was
