@@ -178,3 +178,64 @@ func TestReloadDoesNotWaitForTheCallsItApproves(t *testing.T) {
 		t.Fatal("the wipe reached the tool")
 	}
 }
+
+// A reload that lands while chiod shuts down (Close has begun) still
+// records the approval it decides, but starts no resume: the call stays
+// approved and dispatching, and the next start's recovery finishes it,
+// once.
+func TestReloadDuringShutdownLeavesItsApprovalsToTheNextStart(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	disp := &fakeDispatcher{}
+	parse := func(a, b keys.PrivateKey) *policy.Policy {
+		p, err := policy.Parse([]byte(fmt.Sprintf(reloadDeliveryPolicy, a.Public(), b.Public(), "")), "r.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	w := testkit.NewWorld(t, testkit.Options{Policy: parse(financeLead, cfo), Clock: clk, Dispatcher: disp, Grants: []string{"deploys"}})
+	k, ctx := w.Kernel, context.Background()
+	out, err := k.Submit(ctx, w.Call(t, "echo", `{"target":"prod"}`, ""))
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v %v", out, err)
+	}
+	vote := func(by keys.PrivateKey) {
+		tok := testkit.SignToken(t, k, clk.Now(), out.ApprovalRequestID, by, approval.DecisionApproved, nil)
+		if res, err := k.Respond(ctx, out.ApprovalRequestID, tok, "", ""); err != nil || res.Outcome != approval.StatusPending {
+			t.Fatalf("vote: %+v %v", res, err)
+		}
+	}
+	vote(financeLead)
+	if err := k.ApplyPolicy(ctx, parse(sre, cfo)); err != nil {
+		t.Fatal(err)
+	}
+	vote(cfo)
+	k.Close()
+	restored := parse(financeLead, cfo)
+	if err := k.ApplyPolicy(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.WaitRecovery(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := k.Call(out.RequestID)
+	if err != nil || rec.Status != kernel.StatusDispatching || rec.DecisionReceiptID != "" || disp.count(out.RequestID) != 0 {
+		t.Fatalf("after a reload during shutdown the call is %+v (%v), sent %d time(s): want approved, undecided, unsent",
+			rec, err, disp.count(out.RequestID))
+	}
+	next, err := kernel.New(kernel.Config{Key: w.KernelKey, Policy: restored, Store: w.Store, Dispatcher: disp, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Close)
+	if err := next.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.WaitRecovery(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next.WaitSettles()
+	if rec, err := next.Call(out.RequestID); err != nil || rec.Status != kernel.StatusAllowed || disp.count(out.RequestID) != 1 {
+		t.Fatalf("after the next start the call is %+v (%v), sent %d time(s)", rec, err, disp.count(out.RequestID))
+	}
+}

@@ -14,6 +14,7 @@ package kernel
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 
 	"github.com/chiokernel/chio/approval"
@@ -66,5 +67,7 @@ func (k *Kernel) resumeInBackground(ctx context.Context, req *approval.Request, 
 	k.stopTimer(req.ApprovalID)
 	// Not started when a recovery pass that read the call dispatching (a
 	// store heal's) has queued it already: that worker resumes it.
-	k.recoverInBackground(context.WithoutCancel(ctx), rec)
+	if !k.recoverInBackground(context.WithoutCancel(ctx), rec) && k.stopping() {
+		slog.Info("shutting down: a call approved by the reload is finished at the next start", "request_id", rec.RequestID)
+	}
 }
