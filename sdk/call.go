@@ -123,7 +123,8 @@ const (
 // ([ErrConflict]), chiod unable to decide on every attempt
 // ([ErrUnavailable]: nothing was allowed), chiod that could not be
 // connected to at all ([ErrNotSent], a [*NotSentError]: not running, or a
-// wrong URL; the call did not run), and lost answers that outlast
+// wrong URL; the call did not run — also when ctx ends the call before any
+// attempt got a connection), and lost answers that outlast
 // the retries or the context, or an allowed call still running when the
 // context ends ([ErrOutcomeUnknown], an
 // [*OutcomeUnknownError]: the call may have run; retry it with the same
@@ -157,14 +158,18 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 		if err == nil {
 			break
 		}
+		// An attempt that never got a connection wrote nothing: the dial
+		// failed, or ctx ended while it was dialing (net/http then returns
+		// ctx's error, not a dial error).
 		var te *errTransport
-		if !connected && errors.As(err, &te) && neverSent(te.err) {
+		if !connected && errors.As(err, &te) && (neverSent(te.err) || ctx.Err() != nil) {
 			err = &errNotSent{te.err}
 		}
 		lost = lost || errors.Is(err, ErrOutcomeUnknown)
 		if ctx.Err() != nil {
-			// The attempt in flight may have reached chiod.
-			return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: ctx.Err()}
+			// The attempt in flight may have reached chiod if it had a
+			// connection (then its error is a lost answer).
+			return nil, c.endedByContext(ctx, tc.RequestID, lost)
 		}
 		if !retryable(err) || attempt == callAttempts {
 			if lost {
@@ -176,8 +181,8 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 			}
 			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
 		}
-		if err := sleepCtx(ctx, backoff); err != nil {
-			return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: err}
+		if sleepCtx(ctx, backoff) != nil {
+			return nil, c.endedByContext(ctx, tc.RequestID, lost)
 		}
 		backoff *= 2
 	}
@@ -245,6 +250,19 @@ type errCallAnswerUnreadable struct{ err error }
 func (e *errCallAnswerUnreadable) Error() string        { return e.err.Error() }
 func (e *errCallAnswerUnreadable) Unwrap() error        { return e.err }
 func (e *errCallAnswerUnreadable) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// endedByContext is CallTool's error when ctx ended the call between or
+// during attempts: outcome unknown if any attempt may have reached chiod
+// without its answer reaching us (lost), else not sent — every attempt
+// failed before a byte of it was written, or was turned away by chiod
+// (503, 429). Either way it wraps ctx's error (errors.Is(err,
+// context.DeadlineExceeded)).
+func (c *Client) endedByContext(ctx context.Context, requestID string, lost bool) error {
+	if lost {
+		return &OutcomeUnknownError{RequestID: requestID, Err: ctx.Err()}
+	}
+	return &NotSentError{RequestID: requestID, Err: ctx.Err()}
+}
 
 // errNotSent is an attempt that could not connect to chiod: nothing of it
 // was sent, so it did not run. It is retried, and is not ErrOutcomeUnknown

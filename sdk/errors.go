@@ -35,9 +35,10 @@ var (
 	ErrOutcomeUnknown = errors.New("chio: outcome unknown")
 	// ErrNotSent: [Client.CallTool] could not send the call — its last
 	// attempt could not even connect to chiod (connection refused, no route,
-	// a name that does not resolve: chiod is not running or the URL is
-	// wrong) and no attempt's answer was lost. The call did not run; it is
-	// safe to send it again. The error is a [*NotSentError] naming the
+	// a name that does not resolve, a connect that timed out: chiod is not
+	// running or the URL is wrong), or the context ended the call before any
+	// attempt got a connection, and no attempt's answer was lost. The call
+	// did not run; it is safe to send it again. The error is a [*NotSentError] naming the
 	// request id; it also matches ErrUnavailable (nothing was allowed).
 	ErrNotSent = errors.New("chio: not sent")
 	// ErrVoteRecorded: chiod's 500 "vote_recorded" to [Client.Respond]. The
@@ -141,9 +142,11 @@ func (e *OutcomeUnknownError) Unwrap() error {
 func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // NotSentError is a call that was not sent ([ErrNotSent]): the last
-// attempt could not connect to chiod, and every earlier one either could
-// not connect either or was turned away by chiod (503, 429). It did not
-// run. It unwraps to the last attempt's connection error.
+// attempt could not connect to chiod, or the context ended the call while
+// it was connecting or waiting to retry, and every earlier attempt either
+// could not connect either or was turned away by chiod (503, 429). It did
+// not run. It unwraps to the last attempt's connection error, or to the
+// context's error.
 type NotSentError struct {
 	RequestID string
 	Err       error
