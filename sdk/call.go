@@ -273,14 +273,16 @@ func (e *errNotSent) Error() string { return "chio: cannot connect to chiod: " +
 
 // neverSent reports a failed attempt that certainly did not reach chiod: the
 // connection could not be made (refused, no route, a name that does not
-// resolve). CallTool asks it only of an attempt that never got a connection
+// resolve, a connection not ready within the connect timeout).
+// CallTool asks it only of an attempt that never got a connection
 // (httptrace's GotConn): net/http re-sends an Idempotency-Key request over a
 // fresh connection when a reused one failed after the write, and that
-// fresh dial failing does not undo the write. A TLS handshake that failed,
-// a reset or a timeout after connecting is never a dial error.
+// fresh dial failing does not undo the write. A TLS handshake that failed
+// (rather than ran out of time), a reset or a timeout after connecting is
+// never one.
 func neverSent(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, errConnectTimeout)
 }
 
 // buildCall checks and normalizes the caller's input.

@@ -41,6 +41,8 @@ type Client struct {
 	capRaw []byte           // the capability exactly as issued
 	capID  string
 	bearer string // reader/admin token, sent only on read routes
+	// connectTimeout bounds each request's TCP connect (WithConnectTimeout).
+	connectTimeout time.Duration
 }
 
 // Option configures a Client.
@@ -92,7 +94,8 @@ func WithCapabilityFile(path string) Option {
 // WithHTTPClient replaces the HTTP client (its CheckRedirect is not used:
 // the client never follows a redirect). It must not set a Timeout
 // shorter than a long-poll (about 45 s): the client bounds each request
-// itself (60 s; a long-poll, its wait plus 15 s).
+// itself (60 s; a long-poll, its wait plus 15 s), and its TCP connect
+// (WithConnectTimeout).
 func WithHTTPClient(h *http.Client) Option {
 	return func(c *Client) error {
 		if h == nil {
@@ -118,7 +121,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: url %q must be http(s)://host[:port]", ErrBadRequest, baseURL)
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{}}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{}, connectTimeout: DefaultConnectTimeout}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -209,8 +212,8 @@ var errNoAnswer = errors.New("no complete answer within the per-request time lim
 // (not the caller's context) ended it, the error says so and no longer
 // matches context.DeadlineExceeded.
 func transportErr(ctx context.Context, err error) error {
-	if errors.Is(context.Cause(ctx), errNoAnswer) {
-		return &errTransport{errNoAnswer}
+	if cause := context.Cause(ctx); errors.Is(cause, errNoAnswer) || errors.Is(cause, errConnectTimeout) {
+		return &errTransport{cause}
 	}
 	return &errTransport{err}
 }
@@ -224,6 +227,8 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, requestTimeout, errNoAnswer)
 	defer cancel() // after the body is read
+	ctx, stopConnectTimer := withConnectTimeout(ctx, c.connectTimeout)
+	defer stopConnectTimer()
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrBadRequest, err)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,5 +70,57 @@ func TestCallToolDeadlineAfterALostAnswerIsOutcomeUnknown(t *testing.T) {
 	var lost *OutcomeUnknownError
 	if !errors.As(err, &lost) || lost.RequestID != "req-lost-deadline" || errors.Is(err, ErrNotSent) {
 		t.Fatalf("err = %v, want an *OutcomeUnknownError for req-lost-deadline", err)
+	}
+}
+
+// The connect timeout bounds the connect only: an answer slower than it,
+// on a connection that was made, still arrives.
+func TestConnectTimeoutDoesNotCutASlowAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // stands for a slow answer
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"bad_request","message":"slow refusal"}`))
+	}))
+	defer srv.Close()
+	k := clientAt(t, "http://127.0.0.1:1")
+	c, err := NewClient(srv.URL, WithKey(*k.key), WithCapability(k.capRaw), WithConnectTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CallTool(context.Background(), Call{Server: "pay", Tool: "issue_refund", RequestID: "req-slow"})
+	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "slow refusal") {
+		t.Fatalf("err = %v, want chiod's slow 400", err)
+	}
+}
+
+// A TLS handshake that does not finish within the connect timeout (the
+// server accepts and never answers the ClientHello) leaves the connection
+// unready: nothing of the request was written. Not sent, as in the
+// TypeScript SDK, whose connect timeout (undici's) covers the handshake.
+func TestCallToolTLSHandshakeStallIsNotSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { conn.Close() }) // held open, silent
+		}
+	}()
+	k := clientAt(t, "http://127.0.0.1:1")
+	c, err := NewClient("https://"+ln.Addr().String(), WithKey(*k.key), WithCapability(k.capRaw),
+		WithConnectTimeout(150*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CallTool(context.Background(), Call{Server: "pay", Tool: "issue_refund", RequestID: "req-tls-stall"})
+	var ns *NotSentError
+	if errors.Is(err, ErrOutcomeUnknown) || !errors.As(err, &ns) || ns.RequestID != "req-tls-stall" {
+		t.Fatalf("err = %v, want a *NotSentError for req-tls-stall", err)
 	}
 }
