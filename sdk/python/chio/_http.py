@@ -13,6 +13,7 @@ not hold up interpreter exit, as a ThreadPoolExecutor's would.
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.client
 import threading
 import urllib.error
@@ -38,9 +39,11 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 class _NoConnection(OSError):
     """No connection could be made (refused, no route, a name that does not
-    resolve, a connect that timed out): not a byte of the request was
-    written. Raised only by the TCP connect itself, so a TLS handshake, a
-    proxy's CONNECT, a reset or a timeout after connecting is never it."""
+    resolve, a connection not ready within the connect timeout), or the
+    request was given up before its connection was ready: not a byte of the
+    request was written. Raised only while making the connection, so a TLS
+    handshake that failed (rather than ran out of time), a proxy's refusal,
+    a reset or a timeout after connecting is never it."""
 
 
 class ConnectFailed(TransportError):
@@ -48,13 +51,47 @@ class ConnectFailed(TransportError):
     call_tool reports a call whose every attempt met this as NotSent."""
 
 
+class Attempt:
+    """One request's connection, between the thread that makes it and the
+    task that awaits it. The thread calls ready() once the connection is
+    made (for https, after the TLS handshake) and before it writes a byte of
+    the request; the task calls give_up() when it stops waiting (its
+    deadline, or its cancellation). Whichever comes first decides: a request
+    given up before its connection was ready is never written, and one
+    whose connection was ready may have been."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ready = False
+        self._given_up = False
+
+    def ready(self) -> bool:
+        """The connection is ready: False if the request was given up (the
+        thread must then write nothing)."""
+        with self._lock:
+            if self._given_up:
+                return False
+            self._ready = True
+            return True
+
+    def give_up(self) -> bool:
+        """Stop waiting: True if the connection was never ready, so nothing
+        of the request was, or will be, written."""
+        with self._lock:
+            self._given_up = True
+            return not self._ready
+
+
 def _marking_connect(cls):
-    """cls (an http.client connection class) with its TCP connect's
-    failures raised as _NoConnection."""
+    """cls (an http.client connection class) whose connect is bounded by
+    connect_timeout, reports a connection not made as _NoConnection, and
+    asks attempt before the request may be written."""
 
     class Marked(cls):
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args, connect_timeout: float, attempt: Attempt, **kwargs):
             super().__init__(*args, **kwargs)
+            self._chio_connect_timeout = connect_timeout
+            self._chio_attempt = attempt
             create = self._create_connection  # set per instance by http.client
 
             def create_connection(*a, **kw):
@@ -65,6 +102,22 @@ def _marking_connect(cls):
 
             self._create_connection = create_connection
 
+        def connect(self):
+            # The TCP connect and (https) the TLS handshake get the connect
+            # timeout; the answer gets the request's own timeout.
+            request_timeout = self.timeout
+            self.timeout = min(self._chio_connect_timeout, request_timeout)
+            try:
+                super().connect()
+            except TimeoutError as e:  # the TLS handshake (or a proxy's CONNECT) ran out of time
+                raise _NoConnection(f"no connection within the connect timeout ({self.timeout} s): {e}") from e
+            finally:
+                self.timeout = request_timeout
+            self.sock.settimeout(request_timeout)
+            if not self._chio_attempt.ready():
+                self.sock.close()
+                raise _NoConnection("the request was given up before its connection was ready")
+
     return Marked
 
 
@@ -72,10 +125,12 @@ _MARKED = {cls: _marking_connect(cls) for cls in (http.client.HTTPConnection, ht
 
 
 class _Marking:
-    """A urllib handler that opens its connections with _marking_connect."""
+    """A urllib handler that opens its connections with _marking_connect,
+    for one request (connect_timeout, attempt)."""
 
     def do_open(self, http_class, req, **kwargs):
-        return super().do_open(_MARKED.get(http_class, http_class), req, **kwargs)
+        marked = functools.partial(_MARKED[http_class], connect_timeout=self.chio_connect_timeout, attempt=self.chio_attempt)
+        return super().do_open(marked, req, **kwargs)
 
 
 class _HTTPHandler(_Marking, urllib.request.HTTPHandler):
@@ -86,17 +141,31 @@ class _HTTPSHandler(_Marking, urllib.request.HTTPSHandler):
     pass
 
 
-_opener = urllib.request.build_opener(_NoRedirect, _HTTPHandler, _HTTPSHandler)
+def _opener(connect_timeout: float, attempt: Attempt) -> urllib.request.OpenerDirector:
+    handlers = (_HTTPHandler(), _HTTPSHandler())
+    for h in handlers:
+        h.chio_connect_timeout, h.chio_attempt = connect_timeout, attempt
+    return urllib.request.build_opener(_NoRedirect, *handlers)
 
 
-def request(method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+def request(
+    method: str,
+    url: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    timeout: float,
+    connect_timeout: float | None = None,
+    attempt: Attempt | None = None,
+) -> tuple[int, bytes]:
     """Send one request and return (status, body), whatever the status.
     Raises TransportError when no complete HTTP answer came back, and its
-    ConnectFailed when no connection could even be made."""
+    ConnectFailed when no connection could even be made (within
+    connect_timeout, default timeout) or attempt was given up first."""
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
+    opener = _opener(timeout if connect_timeout is None else connect_timeout, attempt or Attempt())
     try:
         try:
-            resp = _opener.open(req, timeout=timeout)
+            resp = opener.open(req, timeout=timeout)
         except urllib.error.HTTPError as e:  # a 4xx/5xx answer is still an answer
             resp = e
         with resp:

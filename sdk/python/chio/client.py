@@ -63,6 +63,12 @@ POLL_MARGIN = 15.0
 RECONNECT_FIRST = 0.25
 RECONNECT_MAX = 5.0
 REQUEST_TIMEOUT = 60.0  # any other request
+# Making a connection: the TCP connect and, for https, the TLS handshake.
+# The same steps and default as the Go SDK (DefaultConnectTimeout) and the
+# TypeScript SDK (undici's connect timeout). No byte of a request is
+# written before its connection is ready, so a call whose every attempt
+# ran out of connect time is NotSent.
+CONNECT_TIMEOUT = 10.0
 
 
 _FINAL = ("allowed", "denied", "cancelled")
@@ -78,7 +84,9 @@ class Client(_Approvals):
     approver or reader tooling. bearer is a reader or admin token: agents do
     not need one (they read their own calls with a Chio-Proof); it is never
     read from the environment, so that an agent does not run with an
-    operator's token by accident.
+    operator's token by accident. connect_timeout (seconds) bounds making
+    each request's connection: the TCP connect and, for https, the TLS
+    handshake.
     """
 
     def __init__(
@@ -90,6 +98,7 @@ class Client(_Approvals):
         capability: bytes | str | None = None,
         capability_file: str | os.PathLike | None = None,
         bearer: str | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ):
         parts = urllib.parse.urlsplit(url or "")
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
@@ -109,6 +118,9 @@ class Client(_Approvals):
             if key is not None and subject != key.public_key:
                 raise BadRequest(f"chio: the capability's subject {subject!r} is not this key ({key.public_key})")
         self._bearer = bearer
+        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)) or not connect_timeout > 0:
+            raise BadRequest(f"chio: connect_timeout {connect_timeout!r} must be a positive number of seconds")
+        self._connect_timeout = float(connect_timeout)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "Client":
@@ -144,6 +156,7 @@ class Client(_Approvals):
         *,
         operation: str = "invoke",
         request_id: str | None = None,
+        timeout: float | None = None,
     ) -> Result:
         """Submit a call and return Allowed, PendingApproval or ToolDenied.
 
@@ -163,6 +176,15 @@ class Client(_Approvals):
         allowed. NotSent (an Unavailable, with ``request_id``) means chiod
         could not be connected to at all (refused, no route, an unknown
         host): the call was not sent and did not run.
+
+        timeout (seconds, None = no limit) bounds the whole call, retries
+        included. When it passes, call_tool raises NotSent if no attempt
+        may have reached chiod (every one failed before its connection was
+        ready, or was turned away by chiod), else OutcomeUnknown. Cancelling
+        the task instead (asyncio.timeout, wait_for) raises CancelledError
+        as asyncio wants; an attempt whose connection was not ready yet is
+        then never sent, and a note on the error says whether the call may
+        have been sent.
         """
         if self._key is None or self._cap_raw is None:
             raise BadRequest("chio: calling a tool needs the agent key and capability (key=, capability= or from_env)")
@@ -186,6 +208,10 @@ class Client(_Approvals):
             + (b',"governed_intent":' + canonicalize(intent) if intent is not None else b"")
         )
 
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+            raise BadRequest(f"chio: timeout {timeout!r} must be a number of seconds")
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         body, signed_at = b"", 0.0
         backoff = CALL_FIRST_BACKOFF
         lost = False  # some attempt may have reached chiod without its answer reaching us
@@ -202,9 +228,25 @@ class Client(_Approvals):
                     issued_at=int(signed_at),
                 )
                 body = fixed + b',"proof":' + canonicalize(proof) + b"}"
+            conn = _http.Attempt()
             try:
-                state = await self._post_call(request_id, body)
+                post = self._post_call(request_id, body, conn)
+                if deadline is None:
+                    state = await post
+                else:
+                    state = await asyncio.wait_for(post, max(0.0, deadline - loop.time()))
                 break
+            except TimeoutError:  # the deadline (the attempt itself raises only ChioError)
+                # An attempt whose connection was not ready sent nothing, and
+                # now never will.
+                raise self._call_timed_out(request_id, timeout, lost or not conn.give_up()) from None
+            except asyncio.CancelledError as e:
+                sent = lost or not conn.give_up()
+                e.add_note(
+                    f"chio: call {request_id} was cancelled; "
+                    + ("it may have reached chiod and run: retry it with the same request_id or await it" if sent else "it was not sent")
+                )
+                raise
             except ChioError as e:
                 # An attempt that could not connect sent nothing: not lost.
                 not_sent = isinstance(e, _http.ConnectFailed)
@@ -235,7 +277,17 @@ class Client(_Approvals):
                             request_id=request_id,
                         ) from e
                     raise
-            await asyncio.sleep(backoff)
+            if deadline is not None and loop.time() + backoff >= deadline:
+                # The next attempt would come after the deadline.
+                raise self._call_timed_out(request_id, timeout, lost)
+            try:
+                await asyncio.sleep(backoff)
+            except asyncio.CancelledError as e:
+                e.add_note(
+                    f"chio: call {request_id} was cancelled; "
+                    + ("it may have reached chiod and run: retry it with the same request_id or await it" if lost else "it was not sent")
+                )
+                raise
             backoff *= 2
 
         if state.get("status") == "dispatching" and not state.get("approval_request_id"):
@@ -243,8 +295,9 @@ class Client(_Approvals):
             # already decided): wait for its outcome rather than report a
             # human wait that is not happening. Whatever ends that wait, the
             # call was allowed and is running: it may have run.
+            remaining = None if deadline is None else max(0.0, deadline - loop.time())
             try:
-                return await self.await_approval(request_id)
+                return await self.await_approval(request_id, remaining)
             except OutcomeUnknown as e:
                 e.request_id = request_id
                 raise
@@ -271,21 +324,40 @@ class Client(_Approvals):
             # deadline: read it from the request. Best effort; the id is
             # what matters and the caller has it.
             try:
-                req = await self.approval(result.approval_request_id)
+                lookup = self.approval(result.approval_request_id)
+                req = await (lookup if deadline is None else asyncio.wait_for(lookup, max(0.0, deadline - loop.time())))
                 dl = req.get("expires_at")
                 result = dataclasses.replace(
                     result,
                     deadline=datetime.fromtimestamp(dl, timezone.utc) if isinstance(dl, int) else None,
                     summary=result.summary or req.get("summary", ""),
                 )
-            except ChioError:
+            except (ChioError, TimeoutError):
                 pass
         return result
 
-    async def _post_call(self, request_id: str, body: bytes) -> dict:
+    @staticmethod
+    def _call_timed_out(request_id: str, timeout: float | None, lost: bool) -> ChioError:
+        """call_tool's error when its timeout passed: OutcomeUnknown if some
+        attempt may have reached chiod without its answer reaching us, else
+        NotSent (every attempt failed before its connection was ready, or
+        was turned away by chiod)."""
+        if lost:
+            return OutcomeUnknown(
+                f"chio: call {request_id}: outcome unknown, it may have run "
+                f"(retry with the same request_id or await it): the timeout ({timeout} s) passed",
+                request_id=request_id,
+            )
+        return NotSent(
+            f"chio: call {request_id} was not sent, it did not run: the timeout ({timeout} s) passed "
+            "before any attempt reached chiod",
+            request_id=request_id,
+        )
+
+    async def _post_call(self, request_id: str, body: bytes, attempt: _http.Attempt) -> dict:
         try:
             status, state = await self._send(
-                "POST", "/v1/calls", body, {"Idempotency-Key": request_id}, ok=(200, 202, 403)
+                "POST", "/v1/calls", body, {"Idempotency-Key": request_id}, ok=(200, 202, 403), attempt=attempt
             )
             if not isinstance(state, dict):
                 raise BadAnswer(f"chio: bad response from chiod ({status}): not an object", status=status)
@@ -529,13 +601,17 @@ class Client(_Approvals):
         headers: dict[str, str],
         ok: tuple[int, ...] = (200,),
         timeout: float = REQUEST_TIMEOUT,
+        attempt: _http.Attempt | None = None,
     ) -> tuple[int, Any]:
         """One request. Statuses in ok return (status, parsed JSON); any
-        other status raises the error chiod's envelope names."""
+        other status raises the error chiod's envelope names. attempt, when
+        given, is how the caller gives the request up (see _http.Attempt)."""
         hdr = {"Accept": "application/json", "User-Agent": _USER_AGENT, **headers}
         if body is not None:
             hdr["Content-Type"] = "application/json"
-        status, data = await _http.in_thread(_http.request, method, self._base + path, body, hdr, timeout)
+        status, data = await _http.in_thread(
+            _http.request, method, self._base + path, body, hdr, timeout, self._connect_timeout, attempt
+        )
         if status in ok:
             return status, _parse_response(data, status)
         try:

@@ -49,9 +49,11 @@ class Unavailable(ChioError):
 class NotSent(Unavailable):
     """call_tool could not send the call: its last attempt could not even
     connect to chiod (connection refused, no route, a name that does not
-    resolve: chiod is not running, or the URL is wrong), and no attempt's
-    answer was lost. The call did not run; it is safe to send it again.
-    ``request_id`` names it. Never an OutcomeUnknown."""
+    resolve, no connection within the connect timeout: chiod is not
+    running, or the URL is wrong), or call_tool's timeout passed before any
+    attempt's connection was ready, and no attempt's answer was lost. The
+    call did not run; it is safe to send it again. ``request_id`` names it.
+    Never an OutcomeUnknown."""
 
     def __init__(self, message: str, *, request_id: str | None = None):
         super().__init__(message)

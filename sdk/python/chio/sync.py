@@ -50,9 +50,12 @@ class SyncClient:
         *,
         operation: str = "invoke",
         request_id: str | None = None,
+        timeout: float | None = None,
     ) -> Result:
         return self._run(
-            self._client.call_tool(server, tool, arguments, governed_intent, operation=operation, request_id=request_id)
+            self._client.call_tool(
+                server, tool, arguments, governed_intent, operation=operation, request_id=request_id, timeout=timeout
+            )
         )
 
     def status(self, id: str) -> Result:
