@@ -13,7 +13,8 @@ import { BadAnswerError, ChioError, ConnectFailedError, NotSentError, apiError, 
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
 import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
-import type { ClientOptions, HITLOptions, RespondResult, ResumeOptions, ToolCall, WaitOptions } from "./types.js";
+import { watchSend } from "./send-watch.js";
+import type { CallOptions, ClientOptions, HITLOptions, RespondResult, ResumeOptions, ToolCall, WaitOptions } from "./types.js";
 import { anySignal, hitlDenial, isObject, jsonObject, readBody, readLimited, sleep, tokenText, wireIntent } from "./wire.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:7420";
@@ -123,8 +124,12 @@ export class ChioClient {
    * NotSentError (also "unavailable", with `requestId`) means chiod could not
    * be connected to at all (refused, no route, an unknown host): the call
    * was not sent and did not run.
+   *
+   * opts.timeoutMs and opts.signal end the call early: a NotSentError when
+   * no attempt can have reached chiod, else "outcome_unknown" (see
+   * CallOptions).
    */
-  async callTool(call: ToolCall): Promise<CallResult> {
+  async callTool(call: ToolCall, opts: CallOptions = {}): Promise<CallResult> {
     const key = this.#key;
     if (!key || this.#capRaw === undefined) {
       throw new ChioError("bad_request", "chio: calling a tool needs the agent key and capability (key/keyFile, capability/capabilityFile or fromEnv)");
@@ -151,7 +156,12 @@ export class ChioClient {
     let backoff = CALL_FIRST_BACKOFF_MS;
     let lost = false; // some attempt may have reached chiod without its answer reaching us
     let state: Record<string, unknown>;
+    const { timeoutMs, signal } = opts;
+    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    const ended = (why: unknown, mayHaveRun: boolean): ChioError => this.#callEnded(requestId, why, mayHaveRun);
     for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) throw ended(signal.reason, lost);
+      if (deadline !== undefined && Date.now() >= deadline) throw ended(`timeoutMs (${timeoutMs}) passed`, lost);
       if (!body || Date.now() - signedAt > PROOF_REFRESH_MS) {
         signedAt = Date.now();
         const proof = callProof(key, {
@@ -159,10 +169,21 @@ export class ChioClient {
         });
         body = `${fixed},"proof":${canonicalize(proof)}}`;
       }
+      const budget = deadline === undefined ? undefined : AbortSignal.timeout(Math.max(0, deadline - Date.now()));
+      const stop = anySignal(budget, signal);
+      // Whether this attempt was written, should the caller cut it short.
+      const watch = stop && this.#fetch === globalThis.fetch ? watchSend(this.#base + "/v1/calls", requestId) : undefined;
       try {
-        state = await this.#postCall(requestId, body);
+        state = await this.#postCall(requestId, body, stop);
         break;
       } catch (e) {
+        if (stop?.aborted) {
+          // The caller's signal or timeout cut the attempt short: it may
+          // have been written, unless undici was seen taking it and not
+          // writing it (then it never will).
+          const why = signal?.aborted ? signal.reason : `timeoutMs (${timeoutMs}) passed`;
+          throw ended(why, lost || !watch?.neverWritten);
+        }
         lost ||= isAnswerLost(e);
         if (!isRetryable(e) || attempt === CALL_ATTEMPTS) {
           const where = ` (call ${requestId}, attempt ${attempt} of ${CALL_ATTEMPTS})`;
@@ -187,8 +208,17 @@ export class ChioClient {
           if (e instanceof Error) e.message += where;
           throw e;
         }
+      } finally {
+        watch?.close();
       }
-      await sleep(backoff);
+      if (deadline !== undefined && Date.now() + backoff >= deadline) {
+        throw ended(`timeoutMs (${timeoutMs}) passed`, lost); // before the next attempt
+      }
+      try {
+        await sleep(backoff, signal);
+      } catch {
+        throw ended(signal?.reason, lost);
+      }
       backoff *= 2;
     }
 
@@ -197,10 +227,16 @@ export class ChioClient {
       // already decided): wait for its outcome rather than report a human
       // wait that is not happening. Whatever ends that wait, the call was
       // allowed and is running: it may have run.
+      const wait: WaitOptions = {};
+      if (deadline !== undefined) wait.timeoutMs = Math.max(0, deadline - Date.now());
+      if (signal) wait.signal = signal;
       try {
-        return await this.awaitApproval(requestId);
+        return await this.awaitApproval(requestId, wait);
       } catch (e) {
-        if (!(e instanceof ChioError)) throw e;
+        if (!(e instanceof ChioError)) {
+          if (signal?.aborted) throw ended(signal.reason, true);
+          throw e;
+        }
         const status = e.status;
         throw new ChioError(
           "outcome_unknown",
@@ -225,20 +261,41 @@ export class ChioClient {
       // A replayed outcome (an idempotent retry) does not carry the deadline:
       // read it from the request. Best effort; the id is what matters.
       try {
-        const req = await this.approval(result.approvalRequestId);
+        const req = await this.approval(result.approvalRequestId, signal);
         if (typeof req.expires_at === "number") result.deadline = new Date(req.expires_at * 1000);
         if (!result.summary && typeof req.summary === "string") result.summary = req.summary;
       } catch (e) {
-        if (!(e instanceof ChioError)) throw e;
+        if (!(e instanceof ChioError) && !signal?.aborted) throw e;
       }
     }
     return result;
   }
 
-  async #postCall(requestId: string, body: string): Promise<Record<string, unknown>> {
+  /**
+   * callTool's error when its signal or timeout ended it: "outcome_unknown"
+   * if some attempt may have reached chiod without its answer reaching us,
+   * else a NotSentError (every attempt failed before its connection was
+   * ready, or was turned away by chiod).
+   */
+  #callEnded(requestId: string, why: unknown, mayHaveRun: boolean): ChioError {
+    const text = why instanceof Error ? why.message : String(why);
+    if (mayHaveRun) {
+      return new ChioError(
+        "outcome_unknown",
+        `chio: call ${requestId}: outcome unknown, it may have run (retry with the same requestId or await it): ended early: ${text}`,
+        { requestId, cause: why },
+      );
+    }
+    return new NotSentError(`chio: call ${requestId} was not sent, it did not run: ended before any attempt reached chiod: ${text}`, {
+      requestId,
+      cause: why,
+    });
+  }
+
+  async #postCall(requestId: string, body: string, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
     let status: number, data: unknown;
     try {
-      ({ status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403]));
+      ({ status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403], REQUEST_TIMEOUT_MS, signal));
       if (!isObject(data)) throw new BadAnswerError(`chio: bad response from chiod (${status}): not an object`, status);
     } catch (e) {
       if (!(e instanceof BadAnswerError)) throw e;
@@ -371,7 +428,22 @@ export class ChioClient {
     const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
     const call: ToolCall = { server: opts.server ?? DEFAULT_HITL_SERVER, tool, arguments: args };
     if (opts.requestId !== undefined) call.requestId = opts.requestId;
-    const r = await this.callTool(call);
+    const budget = opts.timeoutMs === undefined ? undefined : AbortSignal.timeout(opts.timeoutMs);
+    const stop = anySignal(budget, opts.signal);
+    let r: CallResult;
+    try {
+      r = await this.callTool(call, stop ? { signal: stop } : {});
+    } catch (e) {
+      // timeoutMs passing is "timed_out", as in Go and Python; the cause
+      // (a NotSentError, or "outcome_unknown") says whether it was sent.
+      if (budget?.aborted && !opts.signal?.aborted && e instanceof ChioError) {
+        throw new ChioError("timed_out", `chio: ${tool}: timed out before chiod answered: ${e.message}`, {
+          cause: e,
+          ...(e.requestId === undefined ? {} : { requestId: e.requestId }),
+        });
+      }
+      throw e;
+    }
     if (r.status !== "pending_approval") return r;
     const wait: WaitOptions = {};
     if (deadline !== undefined) wait.timeoutMs = Math.max(0, deadline - Date.now());

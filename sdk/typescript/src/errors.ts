@@ -127,17 +127,21 @@ export class ConnectFailedError extends ChioError {
 /**
  * Whether fetch's error says no connection was made, so not a byte of the
  * request was written: the TCP connect failed (Node's syscall "connect":
- * refused, no route) or the name did not resolve ("getaddrinfo"); with
- * several addresses tried, every one failed so. Errors after connecting
- * carry "read"/"write" or undici's own codes, and a TLS handshake that
- * failed has no syscall "connect": never this. undici's connect timeout is
- * not trusted either (it covers the TLS handshake too).
+ * refused, no route), the name did not resolve ("getaddrinfo"), or the
+ * connection was not ready within undici's connect timeout
+ * (UND_ERR_CONNECT_TIMEOUT, 10 s: the TCP connect and, for https, the TLS
+ * handshake, as the Go and Python SDKs' connect timeouts). undici fires
+ * that timeout only before it hands the connection over, and writes a
+ * request only after; with several addresses tried, every one failed so.
+ * Errors after connecting carry "read"/"write" or undici's other codes, and
+ * a TLS handshake that failed (rather than ran out of time) has no syscall
+ * "connect": never this.
  */
 export function neverConnected(fetchError: unknown): boolean {
   const dialFailed = (c: unknown): boolean => {
     if (c instanceof AggregateError) return c.errors.length > 0 && c.errors.every(dialFailed);
-    const syscall = (c as { syscall?: unknown } | null | undefined)?.syscall;
-    return syscall === "connect" || syscall === "getaddrinfo";
+    const { syscall, code } = (c ?? {}) as { syscall?: unknown; code?: unknown };
+    return syscall === "connect" || syscall === "getaddrinfo" || code === "UND_ERR_CONNECT_TIMEOUT";
   };
   return dialFailed((fetchError as { cause?: unknown } | null | undefined)?.cause);
 }

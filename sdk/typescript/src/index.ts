@@ -10,7 +10,7 @@
  */
 
 export { ChioClient, DEFAULT_HITL_SERVER, DEFAULT_URL } from "./client.js";
-export type { Amount, ClientOptions, GovernedIntent, HITLOptions, RespondResult, ResumeOptions, ToolCall, WaitOptions } from "./types.js";
+export type { Amount, CallOptions, ClientOptions, GovernedIntent, HITLOptions, RespondResult, ResumeOptions, ToolCall, WaitOptions } from "./types.js";
 export {
   isAllowed,
   isPendingApproval,

@@ -56,6 +56,19 @@ export interface ToolCall {
   requestId?: string;
 }
 
+/** How long callTool may take: the whole call, its retries included. */
+export interface CallOptions {
+  /**
+   * End the call after this long. It then throws a NotSentError (code
+   * "unavailable") if no attempt can have reached chiod — every one failed
+   * before its connection was ready, or was turned away by chiod — else
+   * code "outcome_unknown" (it may have run). Default: no limit.
+   */
+  timeoutMs?: number;
+  /** End the call when this signal aborts; reported as for timeoutMs, the reason as the cause. */
+  signal?: AbortSignal;
+}
+
 export interface WaitOptions {
   /** Give up after this long (TimedOut, code "timed_out"); default: no limit. */
   timeoutMs?: number;
