@@ -1,6 +1,7 @@
 package chio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -153,6 +154,9 @@ type NotSentError struct {
 }
 
 func (e *NotSentError) Error() string {
+	if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("chio: call %s was not sent, it did not run (the context ended before any attempt reached chiod): %v", e.RequestID, e.Err)
+	}
 	return fmt.Sprintf("chio: call %s was not sent, it did not run (could chiod be down, or the URL wrong?): %v", e.RequestID, e.Err)
 }
 

@@ -23,7 +23,7 @@ func notSentFor(t *testing.T, err error, requestID string) {
 	if !errors.As(err, &ns) || ns.RequestID != requestID || !errors.Is(err, ErrNotSent) {
 		t.Fatalf("err = %v, want a *NotSentError for %s", err, requestID)
 	}
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "the context ended") {
 		t.Fatalf("err = %v, want it to say the context's deadline ended the call", err)
 	}
 }
