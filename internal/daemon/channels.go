@@ -48,7 +48,8 @@ func buildChannels(p *policy.Policy, key keys.PrivateKey, dataDir string, clk cl
 		pc.list = append(pc.list, sc)
 	}
 	if cfg := p.Channels.Email; cfg != nil {
-		ec, err := email.New(cfg, email.Options{PublicURL: p.Kernel.PublicURL, DataDir: dataDir, Policy: current})
+		// Links expire at the request's deadline, on the kernel's clock.
+		ec, err := email.New(cfg, email.Options{PublicURL: p.Kernel.PublicURL, DataDir: dataDir, Policy: current, Now: clk.Now})
 		if err != nil {
 			return nil, fmt.Errorf("channels.email: %w", err)
 		}
