@@ -11,6 +11,8 @@
 //     opens the dashboard (/dashboard/#email={link}), where the approver signs
 //     with their own key, in their browser. With Accept: application/json it
 //     answers {request, approver, link_expires_at} (what that page reads).
+//     It shows the request only while the link's approver is still one of
+//     its approvers in the policy in force (403 after a reload removed them).
 //   - POST /email/a/{link} with {"token": <signed approval token>} decides:
 //     the token must be signed by the link's approver for the link's request;
 //     it goes through the kernel's one respond path (channel "email"), and the

@@ -82,6 +82,11 @@ func (c *Channel) show(w http.ResponseWriter, r *http.Request, k Kernel, link st
 		httpapi.WriteError(w, err)
 		return
 	}
+	if !c.mayStillDecide(req, cl.Approver) {
+		httpapi.WriteError(w, httpapi.Error(http.StatusForbidden, httpapi.CodeApprovalRejected,
+			"this link's approver may no longer decide this request: the policy in force does not list them for it"))
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
@@ -96,6 +101,34 @@ func (c *Channel) show(w http.ResponseWriter, r *http.Request, k Kernel, link st
 	w.Header().Set("Content-Security-Policy", pageCSP)
 	w.Header().Set("X-Frame-Options", "DENY")
 	_ = pageTmpl.Execute(w, v)
+}
+
+// mayStillDecide reports whether key, a link's approver, is still one of
+// req's approvers: trusted by the request (the kernel keeps a pending
+// request's trusted set to the policy in force) and listed by its grant in
+// the policy in force (which a reload changes first, and which is all a
+// decided request still follows). A link reads the request only while
+// that holds, as an approver session reads only while its key is in the
+// policy in force: a reload that removes an approver ends what their
+// links show, not only what they may decide (the kernel refuses that).
+func (c *Channel) mayStillDecide(req *approval.Request, key string) bool {
+	if !req.Trusts(key) {
+		return false
+	}
+	p := c.o.Policy()
+	if p == nil {
+		return false
+	}
+	g, ok := p.Grant(req.PolicyID)
+	if !ok || g.Approval == nil {
+		return false
+	}
+	for _, ap := range g.Approval.Approvers {
+		if ap.PublicKey.String() == key {
+			return true
+		}
+	}
+	return false
 }
 
 // decide presents the approver's signed token, spending the link on success.

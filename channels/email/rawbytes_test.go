@@ -30,9 +30,10 @@ func TestLinkViewKeepsTheArgumentsBytes(t *testing.T) {
 	c := testChannel(t, &now)
 	const args = `{"q":"<b>a&b</b>"}`
 	k := oneRequest{&approval.Request{ApprovalID: "ar-1", Status: "pending", Arguments: json.RawMessage(args)}}
+	approver := trustedBy(t, c, k.req)
 	srv := httptest.NewServer(c.Handler(k))
 	defer srv.Close()
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+LinkPath+c.Link("ar-1", "ed25519:ab", now.Add(time.Hour)), nil)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+LinkPath+c.Link("ar-1", approver, now.Add(time.Hour)), nil)
 	req.Header.Set("Accept", "application/json")
 	res, err := srv.Client().Do(req)
 	if err != nil {

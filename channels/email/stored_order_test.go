@@ -39,9 +39,10 @@ func TestRightToLeftTextIsShownInStoredOrder(t *testing.T) {
 	}
 
 	c := testChannel(t, &now)
+	approver := trustedBy(t, c, req)
 	srv := httptest.NewServer(c.Handler(oneRequest{req}))
 	defer srv.Close()
-	res, err := srv.Client().Get(srv.URL + LinkPath + c.Link("ar-1", "ed25519:ab", now.Add(time.Hour)))
+	res, err := srv.Client().Get(srv.URL + LinkPath + c.Link("ar-1", approver, now.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
