@@ -40,14 +40,23 @@ var ErrBadDelivery = errors.New("webhook delivery is malformed")
 // receivers (sent_at is set per attempt, so retries stay fresh).
 //
 // Receivers de-duplicate on the returned Delivery, which is signed and the
-// same for every retry of a notification; remembering ids for maxAge is
-// enough, since anything older is refused here. X-Chio-Delivery is a copy
-// for routing and is not signed.
+// same for every retry of a notification, remembering each id until the
+// payload's FreshUntil(maxAge): anything later is refused here. That is up
+// to 2×maxAge after first seeing it, not maxAge: a body whose sent_at is
+// ahead of the receiver's clock is fresh from its arrival until sent_at +
+// maxAge. X-Chio-Delivery is a copy for routing and is not signed.
 func VerifyDelivery(body []byte, sigHex string, kernelKey keys.PublicKey, now time.Time, maxAge time.Duration) (*Payload, error) {
 	if err := VerifySignature(body, sigHex, kernelKey); err != nil {
 		return nil, err
 	}
 	return freshPayload(body, now, maxAge)
+}
+
+// FreshUntil is the last instant at which VerifyDelivery (or
+// VerifySecretDelivery) with this maxAge accepts p's body: its sent_at +
+// maxAge. A receiver remembers p.Delivery until then to refuse replays.
+func (p *Payload) FreshUntil(maxAge time.Duration) time.Time {
+	return time.UnixMilli(p.SentAt).Add(maxAge)
 }
 
 // VerifySecretDelivery is VerifyDelivery for receivers that check the

@@ -23,9 +23,11 @@
 // Receivers call VerifyDelivery with the kernel key they pinned out of band
 // (never the key in the header alone) and a freshness window: it checks the
 // signature, refuses a sent_at outside ±maxAge, and returns the payload.
-// They de-duplicate on its Delivery for maxAge: a captured body replayed
-// later is refused as stale, and within the window it carries the same
-// signed delivery id whatever X-Chio-Delivery says. VerifySignature alone
+// They de-duplicate on its Delivery until the payload's FreshUntil(maxAge)
+// (sent_at + maxAge, up to 2×maxAge after first seeing it when the
+// receiver's clock is behind): a captured body replayed later is refused as
+// stale, and within the window it carries the same signed delivery id
+// whatever X-Chio-Delivery says. VerifySignature alone
 // checks only the signature.
 //
 // A webhook only notifies: nothing it answers can approve a request.
