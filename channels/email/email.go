@@ -105,7 +105,7 @@ type Channel struct {
 	secret []byte
 
 	mu    sync.Mutex
-	sent  map[string]time.Time // delivery id|recipient → when, so retries resend only failures
+	sent  map[string]time.Time // delivery id|approver key|address → when, so retries resend only failures
 	links map[string]linkState // spent or in-use links, by MAC
 }
 
@@ -379,7 +379,9 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 	did := channels.DeliveryID(ctx)
 	var errs []error
 	for _, r := range c.recipients(req) {
-		key := did + "|" + r.addr
+		// By approver, not by address alone: approvers who share a
+		// mailbox each need their own link (a link is bound to one key).
+		key := did + "|" + r.key + "|" + r.addr
 		c.mu.Lock()
 		_, done := c.sent[key]
 		c.mu.Unlock()
