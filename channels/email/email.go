@@ -392,7 +392,10 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 		if err != nil {
 			return fmt.Errorf("%w: %v", channels.ErrPermanent, err)
 		}
-		if err := c.send(ctx, r.addr, msg); err != nil {
+		// contact.email may carry a display name ("Team <a@b>"): the
+		// envelope takes the address alone (message parsed it already).
+		rcpt, _ := mail.ParseAddress(r.addr)
+		if err := c.send(ctx, rcpt.Address, msg); err != nil {
 			errs = append(errs, fmt.Errorf("to %s: %w", r.addr, err))
 			continue
 		}

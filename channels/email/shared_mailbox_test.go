@@ -22,12 +22,18 @@ import (
 type sink struct {
 	mu   sync.Mutex
 	msgs []string
+	rcpt []string
 }
 
 type sinkSession struct{ s *sink }
 
 func (ss sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
-func (ss sinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (ss sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ss.s.mu.Lock()
+	ss.s.rcpt = append(ss.s.rcpt, to)
+	ss.s.mu.Unlock()
+	return nil
+}
 func (ss sinkSession) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -102,5 +108,36 @@ func TestApproversSharingAnAddressEachGetTheirLink(t *testing.T) {
 	}
 	if len(box.msgs) != 2 || len(to) != 2 || to[0] == to[1] {
 		t.Fatalf("%d messages for %v, want one for the Lead and one for the Deputy", len(box.msgs), to)
+	}
+}
+
+// contact.email may be written with a display name ("Finance <f@x>"), which
+// the policy accepts as an address: the message goes to the address in it.
+// The channel used to put the whole text in RCPT TO, which a server
+// refuses, so that approver was never mailed.
+func TestContactWithADisplayNameIsMailed(t *testing.T) {
+	box, addr := startSink(t)
+	lead, _ := keys.Generate(nil)
+	p, err := policy.Parse([]byte(fmt.Sprintf(twoApproversPolicy,
+		fmt.Sprintf("[[grants.approval.approvers]]\npublic_key = %q\ndisplay_name = \"Lead\"\ncontact = { email = \"Finance Team <finance@example.com>\" }\n",
+			lead.Public().String()))), "named.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c, err := New(&policy.Email{SMTPAddr: addr, From: "chio@example.com"}, Options{PublicURL: "http://127.0.0.1:7420",
+		Policy: func() *policy.Policy { return p }, Secret: make([]byte, 32), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindToolCall, PolicyID: "deploys", Status: approval.StatusPending,
+		Summary: "Delete a file", ExpiresAt: now.Add(time.Hour).Unix(), Quorum: 1, TrustedApprovers: []string{lead.Public().String()}}
+	if err := c.Deliver(context.Background(), "approval.requested", req); err != nil {
+		t.Fatalf("not mailed: %v", err)
+	}
+	box.mu.Lock()
+	defer box.mu.Unlock()
+	if len(box.msgs) != 1 || len(box.rcpt) != 1 || box.rcpt[0] != "finance@example.com" {
+		t.Fatalf("%d messages to %v", len(box.msgs), box.rcpt)
 	}
 }
