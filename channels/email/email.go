@@ -394,7 +394,10 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 		}
 		// contact.email may carry a display name ("Team <a@b>"): the
 		// envelope takes the address alone (message parsed it already).
-		rcpt, _ := mail.ParseAddress(r.addr)
+		rcpt, err := mail.ParseAddress(r.addr)
+		if err != nil {
+			return fmt.Errorf("%w: contact.email %q: %v", channels.ErrPermanent, r.addr, err)
+		}
 		if err := c.send(ctx, rcpt.Address, msg); err != nil {
 			errs = append(errs, fmt.Errorf("to %s: %w", r.addr, err))
 			continue
