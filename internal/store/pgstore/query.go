@@ -87,17 +87,44 @@ func (s *Store) seqWindow(ctx context.Context, f *receipt.Filter, w *where) (boo
 	return true, nil
 }
 
-// QueryReceipts answers q in seq order (reversed with Desc), a page of rows
-// per query (pages grow, so a short listing reads little), decoding only
-// what the filter or the caller needs.
+// logEnd is the seq a listing or stats started now answer as of: the log
+// head's. Every receipt up to it is committed, and visible to every later
+// statement: a transaction numbers its receipts under the head's row lock,
+// advancing the head and inserting them together, and holds that lock until
+// it commits (flush.go) — so no seq at or below a committed head is still
+// to come, and a later commit only adds seqs above it. Reading each page up
+// to the end is then what one snapshot at the start would have read,
+// without holding a snapshot open (and vacuum back) for a long listing.
+func (s *Store) logEnd(ctx context.Context) (int64, error) {
+	end, err := lastSeq(ctx, s.pool)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: read the log head: %w", err)
+	}
+	return int64(min(end, math.MaxInt64)), nil
+}
+
+// QueryReceipts answers q as of its start (logEnd: every receipt committed
+// before the call, none committed while it runs), in seq order (reversed
+// with Desc), a page of rows per query (pages grow, so a short listing
+// reads little), decoding only what the filter or the caller needs.
 func (s *Store) QueryReceipts(q receipt.Query, fn func(seq uint64, raw []byte, r *receipt.Receipt) bool) error {
 	ctx, cancel := context.WithTimeout(s.bg, 10*ReadTimeout)
 	defer cancel()
+	end, err := s.logEnd(ctx)
+	if err != nil {
+		return err
+	}
+	return s.queryTo(ctx, end, q, fn)
+}
+
+// queryTo answers q over the receipts up to seq end.
+func (s *Store) queryTo(ctx context.Context, end int64, q receipt.Query, fn func(seq uint64, raw []byte, r *receipt.Receipt) bool) error {
 	if q.After >= math.MaxInt64 {
 		return nil
 	}
 	f := &q.Filter
 	w := filterSQL(f)
+	w.add("seq <= ?", end)
 	if ok, err := s.seqWindow(ctx, f, w); err != nil || !ok {
 		return err
 	}

@@ -78,6 +78,7 @@ func Run(t *testing.T, b Backend) {
 		{"Revocations", testRevocations},
 		{"QueryMatchesFullScan", testQueryMatchesFullScan},
 		{"StatsMatchFullScan", testStatsMatchFullScan},
+		{"ListingAsOfItsStart", testListingAsOfItsStart},
 		{"LogCheckpointsAndExport", testLogCheckpointsAndExport},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
