@@ -28,14 +28,24 @@ var statsColumns = map[string]struct {
 // from its column; a metadata.KEY group decodes only the receipts carrying
 // KEY. A filter on a metadata value decodes every match (the value is not
 // a column).
+//
+// Every one of these statements reads up to the same end, the log head
+// read first (logEnd): they count the same receipts, as of the start, as
+// one snapshot would have.
 func (s *Store) ReceiptStats(f receipt.Filter, groupBy string) (receipt.StatsResult, error) {
 	st, err := receipt.NewStats(groupBy)
 	if err != nil {
 		return receipt.StatsResult{}, err
 	}
+	ctx, cancel := context.WithTimeout(s.bg, 10*ReadTimeout)
+	defer cancel()
+	end, err := s.logEnd(ctx)
+	if err != nil {
+		return receipt.StatsResult{}, err
+	}
 	w := filterSQL(&f)
 	if w.decode {
-		err := s.QueryReceipts(receipt.Query{Filter: f, Decode: true}, func(_ uint64, _ []byte, r *receipt.Receipt) bool {
+		err := s.queryTo(ctx, end, receipt.Query{Filter: f, Decode: true}, func(_ uint64, _ []byte, r *receipt.Receipt) bool {
 			st.Add(r)
 			return true
 		})
@@ -44,15 +54,15 @@ func (s *Store) ReceiptStats(f receipt.Filter, groupBy string) (receipt.StatsRes
 		}
 		return st.Result(), nil
 	}
-	ctx, cancel := context.WithTimeout(s.bg, 10*ReadTimeout)
-	defer cancel()
-	if err := s.stats(ctx, st, f, w, groupBy); err != nil {
+	w.add("seq <= ?", end)
+	if err := s.stats(ctx, st, end, f, w, groupBy); err != nil {
 		return receipt.StatsResult{}, fmt.Errorf("pgstore: stats: %w", err)
 	}
 	return st.Result(), nil
 }
 
-func (s *Store) stats(ctx context.Context, st *receipt.Stats, f receipt.Filter, w *where, groupBy string) error {
+// stats adds to st the receipts up to end that match f (w: f and end as SQL).
+func (s *Store) stats(ctx context.Context, st *receipt.Stats, end int64, f receipt.Filter, w *where, groupBy string) error {
 	cond, args := w.sql(), w.args
 	sc, indexed := statsColumns[groupBy]
 	switch {
@@ -92,7 +102,7 @@ func (s *Store) stats(ctx context.Context, st *receipt.Stats, f receipt.Filter, 
 	g := f
 	g.Meta = append(append([]receipt.MetaFilter(nil), f.Meta...), receipt.MetaFilter{Key: key})
 	var with int64
-	err := s.QueryReceipts(receipt.Query{Filter: g, Decode: true}, func(_ uint64, _ []byte, r *receipt.Receipt) bool {
+	err := s.queryTo(ctx, end, receipt.Query{Filter: g, Decode: true}, func(_ uint64, _ []byte, r *receipt.Receipt) bool {
 		st.Add(r)
 		with++
 		return true
@@ -109,6 +119,9 @@ func (s *Store) stats(ctx context.Context, st *receipt.Stats, f receipt.Filter, 
 // latencies feeds the approval latency of every matching receipt that has
 // one into its group, as a receipt carrying only that group's field.
 func (s *Store) latencies(ctx context.Context, st *receipt.Stats, col, cond string, args []any, set func(*receipt.Receipt, string)) error {
+	if s.beforeLatencies != nil {
+		s.beforeLatencies()
+	}
 	rows, err := s.pool.Query(ctx, "SELECT "+col+", latency_ms FROM chio_receipts WHERE "+cond+" AND latency_ms IS NOT NULL", args...)
 	if err != nil {
 		return err

@@ -65,6 +65,10 @@ type Store struct {
 	lookups chan *query // Views' keyed reads (reader.go)
 	bus     *Bus
 
+	// beforeLatencies, if set (tests), runs before stats read latencies,
+	// their last read, after their counts.
+	beforeLatencies func()
+
 	bg     context.Context // background work: heartbeat, follower, bus
 	stopBg context.CancelFunc
 	bgWG   sync.WaitGroup
