@@ -227,20 +227,27 @@ func (k *Kernel) escalate(ctx context.Context, id string, tier int, now time.Tim
 	if hook := k.beforeEscalationCommit.Swap(nil); hook != nil {
 		(*hook)()
 	}
+	// Escalated, armed and told only while p is in force, as a park is
+	// (suspend): a reload lands before the escalation or after its tier
+	// was marked told. Landing between the two, its reconcile found the
+	// tier being told (announceDurably) and left the telling to it, which
+	// then told the tier as p had it and marked it told: approvers the
+	// reload added to the tier were never told.
 	inForce, err := k.commitWhileInForce(p, func() error {
-		return k.update(ctx, func(tx Tx) error {
+		err := k.update(ctx, func(tx Tx) error {
 			return k.escalateIn(tx, p, id, tier, now, &next)
 		})
+		if err != nil {
+			return err
+		}
+		k.armTimer(id, next.ExpiresAt)
+		k.announceDurably(ctx, EventApprovalEscalated, next)
+		return nil
 	})
 	if !inForce {
 		return errNotDue
 	}
-	if err != nil {
-		return err
-	}
-	k.armTimer(id, next.ExpiresAt)
-	k.announceDurably(ctx, EventApprovalEscalated, next)
-	return nil
+	return err
 }
 
 // escalateIn is escalate's transaction, judged by policy p.
