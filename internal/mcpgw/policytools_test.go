@@ -69,6 +69,7 @@ func (s *httpToolServer) recorded() []httpToolCall {
 type policyToolsWorld struct {
 	*testkit.World
 	router   *dispatch.Router
+	gw       *Gateway
 	dataDir  string
 	approver keys.PrivateKey
 }
@@ -91,6 +92,7 @@ func newPolicyToolsWorld(t *testing.T, text string, grants []string) *policyTool
 				t.Fatal(err)
 			}
 			tw.API.Handle(Path, g)
+			w.gw = g
 		}})
 	for _, id := range w.router.MCP().Servers() {
 		u, _ := w.router.MCP().Upstream(id)
