@@ -15,7 +15,9 @@ const GuardAmendment = "amendment"
 
 // SchemaValidator checks arguments against a tool's declared input schema
 // (MCP tools publish one). The kernel calls it for amendments; transports
-// check calls as they arrive. nil: no tool declares a schema.
+// check calls as they arrive. nil: no transport's tool declares a schema.
+// Schemas the policy declares (input_schema on an http tool) the kernel
+// checks itself: the input_schema guard, and checkAmendment.
 type SchemaValidator interface {
 	ValidateArguments(server, tool string, args json.RawMessage) error
 }
@@ -36,7 +38,8 @@ type amendment struct {
 //     not shown;
 //   - the edit is a JSON object within the argument limits, held in its
 //     canonical form (the bytes the tool receives are the bytes hashed);
-//   - it validates against the tool's input schema, when one is known;
+//   - it validates against the tool's input schema, when one is known
+//     (the transport's, through SchemaValidator, or the policy's own);
 //   - the amount it carries (derived from the arguments, never from the
 //     intent) has the currency the approver was shown and is no larger:
 //     an approver may lower a refund, not raise or redirect its money.
@@ -76,6 +79,12 @@ func (k *Kernel) checkAmendment(p *policy.Policy, req *approval.Request, rec *Ca
 	}
 	if k.schemas != nil {
 		if err := k.schemas.ValidateArguments(rec.Server, rec.Tool, args); err != nil {
+			return nil, fmt.Errorf("%w: amended_arguments do not match the tool's input schema: %v", approval.ErrAmendmentRefused, err)
+		}
+	}
+	// The schema the policy in force declares for the tool (input_schema).
+	if s := p.InputSchema(rec.Server, rec.Tool); s != nil {
+		if err := s.Validate(args); err != nil {
 			return nil, fmt.Errorf("%w: amended_arguments do not match the tool's input schema: %v", approval.ErrAmendmentRefused, err)
 		}
 	}

@@ -111,6 +111,7 @@ type Guard interface {
 const (
 	GuardCapability      = "capability"
 	GuardScope           = "capability-scope"
+	GuardInputSchema     = "input_schema" // the arguments break the tool's declared input_schema
 	GuardIntentRequired  = "governed_intent_required"
 	GuardAmount          = "amount"          // the tool's declared amount cannot be read from the arguments
 	GuardIntentEnvelope  = "intent_envelope" // the arguments exceed the governed intent's max_amount
@@ -145,6 +146,7 @@ func allow() (Result, error) { return Result{Verdict: Allow}, nil }
 func BuiltinGuards() []Guard {
 	return []Guard{
 		guardFunc{GuardScope, false, checkScope},
+		guardFunc{GuardInputSchema, false, checkInputSchema},
 		guardFunc{GuardIntentRequired, false, checkIntentRequired},
 		guardFunc{GuardIntentEnvelope, false, checkIntentEnvelope},
 		guardFunc{GuardForbiddenPaths, false, checkForbiddenPaths},

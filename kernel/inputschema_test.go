@@ -53,6 +53,9 @@ public_key = "%s"
 display_name = "Treasurer"
 `
 
+// payIntent covers every transfer below (require_approval_above needs one).
+const payIntent = `{"purpose":"pay a supplier","max_amount":{"units":1000,"currency":"USD"}}`
+
 type schemaWorld struct {
 	*testkit.World
 	disp     *fakeDispatcher
@@ -83,7 +86,7 @@ func TestCallViolatingTheDeclaredInputSchemaIsDenied(t *testing.T) {
 		`{"amount":5,"currency":"USD","to":"acct-1","memo":"extra"}`,
 		`{"amount":5,"currency":"USD","to":"../admin"}`,
 	} {
-		out := w.Submit(t, "transfer", args, "")
+		out := w.Submit(t, "transfer", args, payIntent)
 		if out.Status != kernel.StatusDenied || out.Guard != "input_schema" ||
 			!strings.Contains(out.Reason, "arguments do not match the tool's inputSchema") {
 			t.Fatalf("%s: %+v; want denied by %s", args, out, "input_schema")
@@ -95,7 +98,7 @@ func TestCallViolatingTheDeclaredInputSchemaIsDenied(t *testing.T) {
 			t.Fatalf("%s: receipt %+v", args, rc.Decision)
 		}
 	}
-	out := w.Submit(t, "transfer", `{"amount":5,"currency":"USD","to":"acct-1"}`, "")
+	out := w.Submit(t, "transfer", `{"amount":5,"currency":"USD","to":"acct-1"}`, payIntent)
 	if out.Status != kernel.StatusAllowed || w.disp.count(out.RequestID) != 1 {
 		t.Fatalf("valid call: %+v", out)
 	}
@@ -106,7 +109,7 @@ func TestCallViolatingTheDeclaredInputSchemaIsDenied(t *testing.T) {
 // dispatched, and the request can still be decided.
 func TestAmendmentViolatingTheDeclaredInputSchemaIsRefused(t *testing.T) {
 	w := newSchemaWorld(t)
-	out := w.Submit(t, "transfer", `{"amount":500,"currency":"USD","to":"acct-1"}`, "")
+	out := w.Submit(t, "transfer", `{"amount":500,"currency":"USD","to":"acct-1"}`, payIntent)
 	if out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("%+v", out)
 	}
@@ -140,7 +143,7 @@ func TestAmendmentViolatingTheDeclaredInputSchemaIsRefused(t *testing.T) {
 func TestReloadChangesTheDeclaredInputSchema(t *testing.T) {
 	w := newSchemaWorld(t)
 	args := `{"amount":5,"currency":"USD","to":"acct-1","memo":"rent"}`
-	if out := w.Submit(t, "transfer", args, ""); out.Status != kernel.StatusDenied {
+	if out := w.Submit(t, "transfer", args, payIntent); out.Status != kernel.StatusDenied {
 		t.Fatalf("before the reload: %+v", out)
 	}
 	loose := strings.Replace(w.text, `"additionalProperties": false`, `"additionalProperties": true`, 1)
@@ -151,7 +154,7 @@ func TestReloadChangesTheDeclaredInputSchema(t *testing.T) {
 	if err := w.Kernel.ApplyPolicy(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if out := w.Submit(t, "transfer", args, ""); out.Status != kernel.StatusAllowed {
+	if out := w.Submit(t, "transfer", args, payIntent); out.Status != kernel.StatusAllowed {
 		t.Fatalf("after the reload: %+v", out)
 	}
 }

@@ -52,6 +52,7 @@ type decoder struct {
 var (
 	publicKeyType   = reflect.TypeFor[keys.PublicKey]()
 	expressionsType = reflect.TypeFor[Expressions]()
+	jsonTextType    = reflect.TypeFor[JSONText]()
 )
 
 func (d *decoder) value(path []string, v any, rv reflect.Value) {
@@ -72,6 +73,19 @@ func (d *decoder) value(path []string, v any, rv reflect.Value) {
 		}
 		rv.Set(reflect.ValueOf(k))
 		return
+	}
+	if rv.Type() == jsonTextType {
+		// Absent and empty would read alike: an empty value is refused
+		// here, where it is still known to be written.
+		s, ok := v.(string)
+		if !ok {
+			d.probs.at(path, "%s must be a string holding a JSON document (%s = '''{…}'''), not %s", name, name, describe(v))
+			return
+		}
+		if s == "" {
+			d.probs.at(path, "%s is empty: write the JSON document, or leave the key out", name)
+			return
+		}
 	}
 	switch rv.Kind() {
 	case reflect.Pointer:

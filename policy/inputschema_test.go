@@ -104,9 +104,14 @@ func TestBadInputSchemaIsRefusedAtLoad(t *testing.T) {
 		{"bad pattern", `'{"type":"object","properties":{"a":{"type":"string","pattern":"("}}}'`, "input_schema is not a valid JSON Schema"},
 		{"remote ref", `'{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}'`, "input_schema is not a valid JSON Schema"},
 		{"dangling ref", `'{"type":"object","properties":{"a":{"$ref":"#/$defs/nope"}}}'`, "input_schema is not a valid JSON Schema"},
+		{"unsupported draft", `'{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}'`, "input_schema is not a valid JSON Schema"},
+		{"default breaks it", `'{"type":"object","properties":{"a":{"type":"integer","default":"x"}}}'`, "input_schema is not a valid JSON Schema"},
+		{"duplicate member", `'{"type":"object","type":"object"}'`, "input_schema is not JSON"},
+		{"header annotation", `'{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}'`, "x-mcp-header"},
 		{"not a string", `{ type = "object" }`, "input_schema must be a string"},
 		{"too large", big, "input_schema is"},
-		{"empty", `''`, "input_schema is not JSON"},
+		{"empty", `''`, "input_schema is empty"},
+		{"blank", `'  '`, "input_schema is not JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -45,6 +45,9 @@ const (
 
 	// MaxCurrencyLen bounds a currency code ("USD", "USDC", "BTC").
 	MaxCurrencyLen = 16
+	// MaxInputSchemaBytes bounds a tool's input_schema, as an upstream MCP
+	// tool's inputSchema is bounded (internal/dispatch/mcp.MaxSchemaBytes).
+	MaxInputSchemaBytes = 64 << 10
 	// MaxRetryDeadlineSeconds bounds retry_deadline_seconds.
 	MaxRetryDeadlineSeconds = 3600
 

@@ -32,6 +32,9 @@ type Policy struct {
 	// conditions holds each grant's compiled deny_when and
 	// require_approval_when programs by grant id, built once by validation.
 	conditions map[string]*GrantConditions
+	// inputSchemas holds each tool's compiled input_schema, built once by
+	// validation.
+	inputSchemas map[serverTool]*InputSchema
 }
 
 // Kernel is the [kernel] table.
@@ -100,7 +103,14 @@ type Tool struct {
 	Delivery string `toml:"delivery" json:"delivery,omitempty"`
 	// RetryDeadlineSeconds overrides the server's (0 = inherit).
 	RetryDeadlineSeconds int `toml:"retry_deadline_seconds" json:"retry_deadline_seconds,omitempty"`
+	// InputSchema is the JSON Schema (type "object") the arguments of an
+	// http server's tool must match; "" = none. It is held in canonical
+	// form once validated; Policy.InputSchema has it compiled (inputschema.go).
+	InputSchema JSONText `toml:"input_schema" json:"input_schema,omitempty"`
 }
+
+// JSONText is a JSON document written as a TOML string; it may not be empty.
+type JSONText string
 
 // Grant is one [[grants]] entry. Tool is a path.Match glob ("*", "read_*").
 type Grant struct {

@@ -277,6 +277,7 @@ func (v *validator) tools(base []string, s *Server) {
 			}
 		}
 		v.toolAmount(sub(base, tb...), t)
+		v.toolInputSchema(sub(base, tb...), s, t)
 		v.delivery(sub(base, tb...), fmt.Sprintf("tool %q", t.Name), t.Delivery, t.RetryDeadlineSeconds)
 	}
 }

@@ -51,9 +51,10 @@ type CallProof struct {
 	Signature string `json:"signature"`
 }
 
-// callHandler handles tools/call for one upstream tool: validate against
-// the tool's inputSchema, then submit the signed call exactly as POST
-// /v1/calls does, then answer in MCP terms.
+// callHandler handles tools/call for one tool: validate against the tool's
+// inputSchema (an MCP upstream's, or the policy's input_schema), then
+// submit the signed call exactly as POST /v1/calls does, then answer in
+// MCP terms.
 func (as *agentServer) callHandler(server, tool string) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		a, ok := agentOf(req.Extra.TokenInfo)
@@ -75,6 +76,14 @@ func (as *agentServer) callHandler(server, tool string) mcpsdk.ToolHandler {
 		// for every front door and for amended arguments.)
 		if err := as.g.o.Catalog.ValidateArguments(server, tool, args); err != nil {
 			return refused(err.Error()), nil
+		}
+		// The same for the schema the policy declares (input_schema on an
+		// http tool); the kernel's input_schema guard checks again, under
+		// the policy its decision is made with.
+		if s := as.g.o.Kernel.Policy().InputSchema(server, tool); s != nil {
+			if err := s.Validate(args); err != nil {
+				return refused(err.Error()), nil
+			}
 		}
 		proof, err := callProof(req.Params.Meta)
 		if err != nil {

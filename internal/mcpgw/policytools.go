@@ -22,8 +22,9 @@ var permissiveSchema = json.RawMessage(`{"type":"object"}`)
 // declared; they cannot be listed, so they are not offered.
 //
 // The description and schema of a builtin tool are the builtin's own
-// (dispatch.Builtin); a declared http tool has a plain description and
-// permissiveSchema, as the policy declares no schema.
+// (dispatch.Builtin); a declared http tool has a plain description and the
+// input_schema the policy declares for it, or permissiveSchema when it
+// declares none.
 func policyTools(p *policy.Policy) []*mcp.Tool {
 	var out []*mcp.Tool
 	for i := range p.Servers {
@@ -36,6 +37,9 @@ func policyTools(p *policy.Policy) []*mcp.Tool {
 				Description: fmt.Sprintf("Tool %q of the %s tool server %q, called through chio.", t.Name, s.Transport, s.ID)}
 			if d, ok := dispatch.Builtin(t.Name); ok && s.Transport == policy.TransportBuiltin {
 				tool.Description, tool.InputSchema = d.Description, d.InputSchema
+			}
+			if schema := p.InputSchema(s.ID, t.Name); schema != nil {
+				tool.InputSchema = schema.JSON() // only http tools declare one
 			}
 			out = append(out, tool)
 		}
