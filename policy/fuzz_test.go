@@ -78,3 +78,28 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzInputSchema: no declared input_schema may panic the policy's
+// compilation, nor, once compiled, the validation of a call's arguments.
+func FuzzInputSchema(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"object"}`,
+		`{"type":"object","properties":{"a":{"type":"integer","minimum":1,"default":2}},"required":["a"],"additionalProperties":false}`,
+		`{"type":"object","$defs":{"n":{"type":"string","pattern":"^x"}},"properties":{"a":{"$ref":"#/$defs/n"}}}`,
+		`{"type":"object","allOf":[{"$ref":"#"}],"properties":{"a":{"anyOf":[{"type":"null"},{"items":{"$ref":"#"}}]}}}`,
+		`{"type":"object","$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"a":["b"]}}`,
+	} {
+		f.Add(s, `{"a":1}`)
+	}
+	f.Fuzz(func(t *testing.T, schema, args string) {
+		s, err := compileInputSchema(schema)
+		if err != nil {
+			if s != nil {
+				t.Fatal("a schema with an error")
+			}
+			return
+		}
+		_ = s.Validate([]byte(args))
+		_ = s.Validate(nil)
+	})
+}

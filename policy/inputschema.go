@@ -8,6 +8,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/schemaref"
 )
 
 // Declared input schemas. A tool of an http server may declare the JSON
@@ -35,7 +36,13 @@ func (s *InputSchema) JSON() json.RawMessage { return s.raw }
 
 // Validate checks a call's arguments (a JSON object; empty means {})
 // against the schema.
-func (s *InputSchema) Validate(args json.RawMessage) error {
+func (s *InputSchema) Validate(args json.RawMessage) (err error) {
+	defer func() {
+		// A validator bug must refuse the call, not end chiod's goroutine.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: the validator failed: %v", ErrInvalidArguments, r)
+		}
+	}()
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -60,7 +67,13 @@ func (p *Policy) InputSchema(server, tool string) *InputSchema {
 
 // compileInputSchema checks a declared schema and compiles it. The
 // returned error is the message for the file (the caller names the line).
-func compileInputSchema(text string) (*InputSchema, error) {
+func compileInputSchema(text string) (_ *InputSchema, err error) {
+	defer func() {
+		// As for the TOML parser: a bad file must never take chiod down.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("input_schema could not be compiled: %v", r)
+		}
+	}()
 	if len(text) > MaxInputSchemaBytes {
 		return nil, fmt.Errorf("input_schema is %d bytes; the limit is %d", len(text), MaxInputSchemaBytes)
 	}
@@ -87,6 +100,11 @@ func compileInputSchema(text string) (*InputSchema, error) {
 	rs, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {
 		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %v", err)
+	}
+	// jsonschema-go would follow a loop of references until the stack
+	// overflows, which ends chiod: refuse one now (internal/schemaref).
+	if err := schemaref.CheckLoops(raw); err != nil {
+		return nil, fmt.Errorf("input_schema cannot be used: %v", err)
 	}
 	var doc any
 	_ = json.Unmarshal(raw, &doc) // canonical JSON: cannot fail

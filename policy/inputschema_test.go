@@ -108,6 +108,8 @@ func TestBadInputSchemaIsRefusedAtLoad(t *testing.T) {
 		{"default breaks it", `'{"type":"object","properties":{"a":{"type":"integer","default":"x"}}}'`, "input_schema is not a valid JSON Schema"},
 		{"duplicate member", `'{"type":"object","type":"object"}'`, "input_schema is not JSON"},
 		{"header annotation", `'{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}'`, "x-mcp-header"},
+		{"reference loop", `'{"type":"object","allOf":[{"$ref":"#/$defs/a"}],"$defs":{"a":{"anyOf":[{"$ref":"#"}]}}}'`, "validation would never end"},
+		{"anchor reference", `'{"type":"object","properties":{"a":{"$ref":"#n"}},"$defs":{"n":{"$anchor":"n"}}}'`, "input_schema cannot be used"},
 		{"not a string", `{ type = "object" }`, "input_schema must be a string"},
 		{"too large", big, "input_schema is"},
 		{"empty", `''`, "input_schema is empty"},
