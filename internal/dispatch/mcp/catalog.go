@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chiokernel/chio/internal/schemaref"
 )
 
 // Tool is one tool an upstream lists, as chio offers it: its schemas are
@@ -134,6 +136,11 @@ func compileTool(server string, t *mcpsdk.Tool) (*Tool, error) {
 	rs, err := s.Resolve(nil)
 	if err != nil {
 		return nil, fmt.Errorf("inputSchema does not compile: %w", err)
+	}
+	// jsonschema-go would follow a loop of references until the stack
+	// overflows, which ends chiod at the tool's first call.
+	if err := schemaref.CheckLoops(in); err != nil {
+		return nil, fmt.Errorf("inputSchema cannot be used: %w", err)
 	}
 	tool := &Tool{Server: server, Name: t.Name, Title: clip(t.Title, MaxNameBytes),
 		Description: clip(t.Description, MaxDescriptionBytes), InputSchema: in, Annotations: t.Annotations, schema: rs}

@@ -41,3 +41,37 @@ func TestCatalogRefusesSchemasTheSDKCannotOffer(t *testing.T) {
 		})
 	}
 }
+
+// A tool whose inputSchema reaches itself again without descending into
+// the arguments is left out of the catalogue: jsonschema-go would follow
+// the loop until the stack overflows, a fatal error that ends chiod, on
+// the first call to the tool (its /mcp pre-check, or the kernel's
+// mcp-input-schema guard for POST /v1/calls). An upstream server must not
+// be able to end chiod by listing a tool.
+func TestCatalogRefusesSchemasWhoseReferencesLoop(t *testing.T) {
+	for _, schema := range []string{
+		`{"type":"object","allOf":[{"$ref":"#"}]}`,
+		`{"type":"object","AllOf":[{"$ref":"#"}]}`,
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"}]},"b":{"not":{"$ref":"#/$defs/a"}}}}`,
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(schema), &v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compileTool("s", &mcpsdk.Tool{Name: "pay", InputSchema: v}); err == nil {
+			t.Errorf("schema %s was catalogued; validating against it never ends", schema)
+		}
+	}
+	// Recursion that descends (a tree) is fine.
+	tree := map[string]any{"type": "object", "properties": map[string]any{"kids": map[string]any{"type": "array", "items": map[string]any{"$ref": "#"}}}}
+	tool, err := compileTool("s", &mcpsdk.Tool{Name: "tree", InputSchema: tree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tool.Validate(json.RawMessage(`{"kids":[{"kids":[]},{"kids":[{"kids":[]}]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tool.Validate(json.RawMessage(`{"kids":[{"kids":3}]}`)); err == nil {
+		t.Fatal("a malformed tree passed")
+	}
+}
