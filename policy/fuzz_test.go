@@ -88,6 +88,7 @@ func FuzzInputSchema(f *testing.F) {
 		`{"type":"object","$defs":{"n":{"type":"string","pattern":"^x"}},"properties":{"a":{"$ref":"#/$defs/n"}}}`,
 		`{"type":"object","allOf":[{"$ref":"#"}],"properties":{"a":{"anyOf":[{"type":"null"},{"items":{"$ref":"#"}}]}}}`,
 		`{"type":"object","$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"a":["b"]}}`,
+		`{"type":"object","properties":{"a":{"default":1,"allOf":[{"$ref":"#/properties/a"}]}}}`,
 	} {
 		f.Add(s, `{"a":1}`)
 	}

@@ -95,16 +95,21 @@ func compileInputSchema(text string) (_ *InputSchema, err error) {
 		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %v", err)
 	}
 	// No loader: a $ref to another document is refused, so validation never
-	// fetches anything. Defaults are checked against their schemas, which
-	// also refuses a $schema version the validator does not support.
-	rs, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-	if err != nil {
+	// fetches anything.
+	if _, err := s.Resolve(nil); err != nil {
 		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %v", err)
 	}
 	// jsonschema-go would follow a loop of references until the stack
-	// overflows, which ends chiod: refuse one now (internal/schemaref).
+	// overflows, which ends the process: refuse one (internal/schemaref)
+	// before anything validates against the schema — checking defaults does.
 	if err := schemaref.CheckLoops(raw); err != nil {
 		return nil, fmt.Errorf("input_schema cannot be used: %v", err)
+	}
+	// Defaults are checked against their schemas, which also refuses a
+	// $schema version the validator does not support.
+	rs, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %v", err)
 	}
 	var doc any
 	_ = json.Unmarshal(raw, &doc) // canonical JSON: cannot fail

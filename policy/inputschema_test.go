@@ -109,6 +109,7 @@ func TestBadInputSchemaIsRefusedAtLoad(t *testing.T) {
 		{"duplicate member", `'{"type":"object","type":"object"}'`, "input_schema is not JSON"},
 		{"header annotation", `'{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}'`, "x-mcp-header"},
 		{"reference loop", `'{"type":"object","allOf":[{"$ref":"#/$defs/a"}],"$defs":{"a":{"anyOf":[{"$ref":"#"}]}}}'`, "validation would never end"},
+		{"loop under a default", `'{"type":"object","properties":{"a":{"default":1,"allOf":[{"$ref":"#/properties/a"}]}}}'`, "validation would never end"},
 		{"anchor reference", `'{"type":"object","properties":{"a":{"$ref":"#n"}},"$defs":{"n":{"$anchor":"n"}}}'`, "input_schema cannot be used"},
 		{"not a string", `{ type = "object" }`, "input_schema must be a string"},
 		{"too large", big, "input_schema is"},
