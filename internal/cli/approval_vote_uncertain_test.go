@@ -2,12 +2,14 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/chiokernel/chio/internal/cli"
+	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -57,5 +59,43 @@ func TestDenyAgainAfterItsAnswerWasLostSaysTheVoteIsRecorded(t *testing.T) {
 	// that it is decided.
 	if _, se, _ := w.run(adminEnv(), "approval", "deny", out.ApprovalRequestID, "--key", w.key("cfo"), "--reason", "no"); strings.Contains(se, "recorded") {
 		t.Fatalf("an approver who never voted is told %s", se)
+	}
+}
+
+// A vote whose own commit lands but is reported failed (an fsync error, a
+// COMMIT whose answer was lost) may or may not be recorded. chiod answered
+// it 503 "unavailable" and `chio approval approve` printed "chio:
+// unavailable (503): …", the word the SDKs and scripts read as "nothing
+// happened". It must say the vote may or may not be recorded, that
+// running the same command again settles it, and not to ask another
+// approver; --output json carries chiod's vote_uncertain envelope.
+func TestApproveWhoseVoteCommitAnswerWasLostSaysUncertain(t *testing.T) {
+	st := &testkit.LostAnswerStore{}
+	w := newApprovalWorld(t, st.Wrap)
+
+	out := w.refund(t, 450)
+	st.LoseNextAnswer()
+	so, se, code := w.run(adminEnv(), "approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"))
+	st.Up()
+	all := so + se
+	if code != cli.ExitError || strings.Contains(all, "chio: unavailable") ||
+		!strings.Contains(so, "your vote on "+out.ApprovalRequestID+" may or may not be recorded") ||
+		!strings.Contains(so, "chio approval approve "+out.ApprovalRequestID) || !strings.Contains(so, "do not ask another approver") {
+		t.Fatalf("the vote may be recorded: approve answered exit %d\nstdout: %s\nstderr: %s", code, so, se)
+	}
+	// Running it again settles it: the vote is recorded, and is not
+	// counted twice.
+	if so, se, code := w.run(adminEnv(), "approval", "approve", out.ApprovalRequestID, "--key", w.key("lead")); code == cli.ExitOK {
+		t.Fatalf("voting again was counted: %d %s %s", code, so, se)
+	}
+
+	out = w.refund(t, 450)
+	st.LoseNextAnswer()
+	so, se, code = w.run(adminEnv(), "approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"), "--output", "json")
+	st.Up()
+	var env struct{ Error, Message string }
+	if code != cli.ExitError || json.Unmarshal([]byte(so), &env) != nil || env.Error != "vote_uncertain" ||
+		!strings.Contains(env.Message, "may or may not be recorded") {
+		t.Fatalf("json: exit %d\nstdout: %s\nstderr: %s", code, so, se)
 	}
 }

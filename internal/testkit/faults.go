@@ -47,3 +47,38 @@ func (s *DownAfterStore) Update(ctx context.Context, fn func(kernel.Tx) error) e
 		}
 	}
 }
+
+// LostAnswerStore wraps a store (Options.WrapStore) whose next commit, once
+// armed, lands but is reported failed, as an fsync error on bbolt or a
+// PostgreSQL COMMIT whose answer was lost: the write is durable and the
+// caller is told kernel.ErrUnavailable. Every update after it fails (the
+// store is down) until Up. Armed before a vote, it makes the vote's own
+// commit uncertain (kernel.ErrVoteUncertain).
+type LostAnswerStore struct {
+	kernel.Store
+	armed, down atomic.Bool
+}
+
+// Wrap is an Options.WrapStore.
+func (s *LostAnswerStore) Wrap(inner kernel.Store) kernel.Store { s.Store = inner; return s }
+
+// LoseNextAnswer makes the next update commit and report a failure.
+func (s *LostAnswerStore) LoseNextAnswer() { s.armed.Store(true) }
+
+// Up makes the store commit (and answer) again.
+func (s *LostAnswerStore) Up() { s.down.Store(false) }
+
+func (s *LostAnswerStore) Update(ctx context.Context, fn func(kernel.Tx) error) error {
+	if s.down.Load() {
+		return fmt.Errorf("%w: injected: the store is down after a lost commit answer", kernel.ErrUnavailable)
+	}
+	if !s.armed.CompareAndSwap(true, false) {
+		return s.Store.Update(ctx, fn)
+	}
+	err := s.Store.Update(ctx, fn) // durable
+	s.down.Store(true)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: injected: fsync: input/output error", kernel.ErrUnavailable)
+}

@@ -209,6 +209,13 @@ def forward(target: str, handler: http.server.BaseHTTPRequestHandler, body: byte
         return e.code, e.read()
 
 
+def vote_uncertain_fixture() -> dict:
+    """testdata/sdk/vote_uncertain.json: chiod's answer to a vote whose own
+    commit may or may not have landed."""
+    with open(os.path.join(ROOT, "testdata", "sdk", "vote_uncertain.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
 class FlakyProxy:
     """An HTTP proxy in front of chiod that fails some POST /v1/calls on
     purpose, to test retries. faults is consumed in order, one per POST:
@@ -223,9 +230,15 @@ class FlakyProxy:
     (chiod records the vote for real) and a 200 is then answered as chiod
     answers when a step after the vote's commit failed: 500 with its
     envelope {"error":"vote_recorded","message":...} (internal/httpapi/
-    errors.go, kernel/vote_recorded.go); responds counts those POSTs."""
+    errors.go, kernel/vote_recorded.go); responds counts those POSTs.
 
-    def __init__(self, target: str, faults: list[str], vote_recorded: bool = False):
+    With vote_uncertain, the first POST /approvals/{id}/respond is
+    forwarded (chiod records the vote for real) and a 200 is then answered
+    as chiod answers a vote whose own commit may or may not have landed:
+    testdata/sdk/vote_uncertain.json's envelope, which the Go SDK's tests
+    check is the real API's answer. Later responds pass through."""
+
+    def __init__(self, target: str, faults: list[str], vote_recorded: bool = False, vote_uncertain: bool = False):
         proxy = self
         self.faults, self.bodies, self.requests = list(faults), [], []
         self.responds = 0
@@ -268,6 +281,12 @@ class FlakyProxy:
                             "(chio finishes it once its store recovers; do not vote again): store unavailable: the store went down"
                         )
                         status, data = 500, (json.dumps({"error": "vote_recorded", "message": msg}) + "\n").encode()
+                if vote_uncertain and self.command == "POST" and self.path.endswith("/respond"):
+                    proxy.responds += 1
+                    if status == 200 and proxy.responds == 1:
+                        fx = vote_uncertain_fixture()
+                        msg = fx["message"].replace("{approval_id}", self.path.split("/")[2])
+                        status, data = fx["status"], (json.dumps({"error": fx["error"], "message": msg}) + "\n").encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
