@@ -47,8 +47,9 @@ func (e *VoteRecordedError) Unwrap() []error { return []error{ErrVoteRecorded, e
 var ErrVoteUncertain = errors.New("your vote may or may not be recorded")
 
 // VoteUncertainError is the error behind ErrVoteUncertain: Err is the
-// store's failure (it matches ErrUnavailable, so the API still answers 503:
-// presenting the same token again is the right next step).
+// store's failure (it matches ErrUnavailable; the API answers it 503 with a
+// code of its own, vote_uncertain, never "unavailable": presenting the same
+// token again is the right next step).
 type VoteUncertainError struct {
 	ApprovalID string
 	Err        error

@@ -171,7 +171,10 @@ func (c *Client) Approval(ctx context.Context, id string) (*approval.Request, er
 // may or may not have been consumed; [Client.ResumeWithApproval] or
 // [Client.Await] tells how the call ended. An error matching
 // [ErrVoteRecorded] means the vote IS recorded but the approved call is not
-// finished yet: do not vote again; Await tells how it ends.
+// finished yet: do not vote again; Await tells how it ends. An error
+// matching [ErrVoteUncertain] means the vote may or may not be recorded:
+// present the same token again (a recorded vote is refused as a replay,
+// [ErrConflict]); do not ask another approver on the belief it did nothing.
 func (c *Client) Respond(ctx context.Context, approvalID string, token []byte) (*RespondResult, error) {
 	token = bytes.TrimSpace(token)
 	if len(token) == 0 || token[0] != '{' || !json.Valid(token) {

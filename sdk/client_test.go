@@ -270,3 +270,20 @@ func TestAPIErrorVoteRecorded(t *testing.T) {
 		t.Fatalf("%v: want ErrVoteRecorded only, final", e)
 	}
 }
+
+// chiod's 503 vote_uncertain: the vote may or may not be recorded. It is
+// neither "nothing allowed" nor "outcome unknown"; ResumeWithApproval asks
+// again, with the same token, which settles it. Before chiod had the code,
+// an SDK that does not know it reads the 503 as outcome unknown, never as
+// ErrUnavailable.
+func TestAPIErrorVoteUncertain(t *testing.T) {
+	e := &APIError{Status: 503, Code: "vote_uncertain", Message: "your vote on ar-1 may or may not be recorded"}
+	if !errors.Is(e, ErrVoteUncertain) || errors.Is(e, ErrOutcomeUnknown) || errors.Is(e, ErrUnavailable) ||
+		errors.Is(e, ErrVoteRecorded) || !e.retryable() {
+		t.Fatalf("%v: want ErrVoteUncertain only, retried with the same token", e)
+	}
+	unknown := &APIError{Status: 503, Code: "some_future_code", Message: "…"}
+	if !errors.Is(unknown, ErrOutcomeUnknown) || errors.Is(unknown, ErrUnavailable) {
+		t.Fatalf("%v: an unknown 5xx code must read as outcome unknown", unknown)
+	}
+}

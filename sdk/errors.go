@@ -51,6 +51,18 @@ var (
 	// approver. It matches neither ErrOutcomeUnknown nor ErrUnavailable, and
 	// is not retried.
 	ErrVoteRecorded = errors.New("chio: vote recorded")
+	// ErrVoteUncertain: chiod's 503 "vote_uncertain" to [Client.Respond].
+	// The vote's own commit failed in a way that may still have reached
+	// chiod's disk (an fsync error, a database COMMIT whose answer was
+	// lost): the vote MAY OR MAY NOT be recorded, and may have approved,
+	// and run, the call. Present the SAME token again once chiod recovers:
+	// a recorded vote is refused as a replay ([ErrConflict]: "already
+	// decided this request"), never counted twice; otherwise it counts
+	// then. Do not ask another approver on the belief that it did nothing.
+	// It matches neither ErrUnavailable (nothing allowed) nor
+	// ErrOutcomeUnknown; [Client.ResumeWithApproval] retries it with the
+	// same token, never a new one.
+	ErrVoteUncertain = errors.New("chio: vote may or may not be recorded")
 
 	// ErrTimedOut: the wait ended before a decision — the context's
 	// deadline passed, or the approval's own deadline denied a confirm/ask.
@@ -103,6 +115,8 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrOutcomeUnknown
 	case "vote_recorded": // chiod's own: the vote is durable, a later step failed
 		return target == ErrVoteRecorded
+	case "vote_uncertain": // chiod's own: the vote's commit may or may not have landed
+		return target == ErrVoteUncertain
 	}
 	// A body that is not chiod's envelope (a gateway's, an auth proxy's)
 	// is classified by status, as in the TypeScript and Python SDKs.
@@ -169,6 +183,8 @@ func (e *NotSentError) Is(target error) bool { return target == ErrNotSent || ta
 // retryable reports whether asking again may give a different answer:
 // chiod restarting, overloaded or behind a proxy that failed. A recorded
 // vote is final: presenting its token again is only refused as a replay.
+// An uncertain vote (503 vote_uncertain) is retried: only Respond meets
+// it, and only with the same token, which settles it.
 func (e *APIError) retryable() bool {
 	if e.Is(ErrVoteRecorded) {
 		return false

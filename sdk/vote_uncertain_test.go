@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ type voteUncertainFixture struct {
 
 func readVoteUncertainFixture(t *testing.T) voteUncertainFixture {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/sdk/vote_uncertain.json")
+	b, err := os.ReadFile(filepath.Join("testdata", "sdk", "vote_uncertain.json")) // TestMain runs from the repository root
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestRespondWhoseVoteCommitAnswerWasLost(t *testing.T) {
 	if !errors.As(err, &ae) {
 		t.Fatalf("Respond: %v", err)
 	}
-	if errors.Is(err, chio.ErrUnavailable) || errors.Is(err, chio.ErrOutcomeUnknown) || errors.Is(err, chio.ErrVoteRecorded) ||
+	if !errors.Is(err, chio.ErrVoteUncertain) || errors.Is(err, chio.ErrUnavailable) || errors.Is(err, chio.ErrOutcomeUnknown) || errors.Is(err, chio.ErrVoteRecorded) ||
 		ae.Status != 503 || ae.Code != "vote_uncertain" || !strings.Contains(err.Error(), "may or may not be recorded") {
 		t.Fatalf("the vote may be recorded, yet Respond returned %v (ErrUnavailable, \"nothing was allowed\": %v)",
 			err, errors.Is(err, chio.ErrUnavailable))

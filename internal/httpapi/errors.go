@@ -32,6 +32,14 @@ const (
 	// "unavailable": voting again is pointless (the token is a replay) and
 	// a second approver need not be asked.
 	CodeVoteRecorded = "vote_recorded"
+	// CodeVoteUncertain (503): the vote's own commit failed in a way that
+	// may still have reached the disk (kernel.ErrVoteUncertain): it may or
+	// may not be recorded. Not "unavailable" (nothing allowed): the vote
+	// may have approved, and run, the call. Presenting the same token
+	// again settles it (a recorded vote is refused as a replay). The
+	// status stays 503 so that clients that do not know the code back off
+	// and, reading an unknown 5xx, take the outcome as unknown.
+	CodeVoteUncertain = "vote_uncertain"
 )
 
 // APIError is what crosses the HTTP boundary.
@@ -60,7 +68,8 @@ func retryLater(status int, msg string, after time.Duration) *APIError {
 
 // classify maps domain errors to API errors with errors.Is, never by text.
 // Anything unrecognized is a 503: the kernel failed, so nothing was allowed
-// (a failure after a durable vote is kernel.ErrVoteRecorded, never that).
+// (a failure after a durable vote is kernel.ErrVoteRecorded, and one at a
+// vote's commit kernel.ErrVoteUncertain, never that).
 func classify(err error) *APIError {
 	var ae *APIError
 	switch {
@@ -70,6 +79,10 @@ func classify(err error) *APIError {
 	// (its message also says when the approved call may have run).
 	case errors.Is(err, kernel.ErrVoteRecorded):
 		return apiErr(http.StatusInternalServerError, CodeVoteRecorded, err.Error())
+	// A vote that may have committed is never "unavailable" (its store
+	// error matches kernel.ErrUnavailable, and the default would say so).
+	case errors.Is(err, kernel.ErrVoteUncertain):
+		return apiErr(http.StatusServiceUnavailable, CodeVoteUncertain, err.Error())
 	// Then: the call may have run, whatever store error (a conflict, a
 	// missing row) the failure also carries.
 	case errors.Is(err, kernel.ErrOutcomeUnknown):

@@ -12,7 +12,8 @@ retry it with the same request_id or await it, never under a new id.
 NotSent (from call_tool) means chiod could not be connected to at all: the
 call did not run.
 VoteRecorded (from respond) means the approver's vote IS recorded: do not
-vote again.
+vote again. VoteUncertain (from respond) means it may or may not be: present
+the same token again.
 SyncClient is the same client without asyncio. Standard library plus
 `cryptography` (Ed25519) only.
 """
@@ -37,6 +38,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
     VoteRecorded,
+    VoteUncertain,
 )
 from .keys import PrivateKey
 from .results import Allowed, Approval, PendingApproval, Result, ToolDenied
@@ -74,6 +76,7 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "VoteRecorded",
+    "VoteUncertain",
     "canonicalize",
     "canonicalize_text",
     "parameter_hash",

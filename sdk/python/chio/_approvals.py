@@ -42,7 +42,10 @@ class _Approvals:
         or may not have been consumed; resume_with_approval or
         await_approval tells how the call ended. VoteRecorded: the vote IS
         recorded but the approved call is not finished yet; do not vote
-        again (await_approval tells how it ends)."""
+        again (await_approval tells how it ends). VoteUncertain: the vote
+        may or may not be recorded; present the same token again (a
+        recorded vote is refused as a replay, Conflict) and do not ask
+        another approver on the belief it did nothing."""
         raw, _ = _token_bytes(token)
         # Assembled around the signed bytes, so that they reach chiod exactly
         # as signed.

@@ -96,6 +96,19 @@ class VoteRecorded(ChioError):
     Unavailable, and never retried."""
 
 
+class VoteUncertain(ChioError):
+    """chiod's 503 ``vote_uncertain`` to respond: the vote's own commit
+    failed in a way that may still have reached chiod's disk (an fsync
+    error, a database COMMIT whose answer was lost). The vote MAY OR MAY
+    NOT be recorded, and may have approved, and run, the call. Present the
+    SAME token again once chiod recovers: a recorded vote is refused as a
+    replay (Conflict: "already decided this request"), never counted twice;
+    otherwise it counts then. Do not ask another approver on the belief
+    that it did nothing. Not an Unavailable (nothing allowed) nor an
+    OutcomeUnknown; resume_with_approval retries it with the same token,
+    never a new one."""
+
+
 class TimedOut(ChioError):
     """The wait ended before a decision: the caller's timeout, or the
     approval's own deadline for a confirm/ask. The call may still be pending."""
@@ -136,6 +149,7 @@ _BY_CODE = {
     "unavailable": Unavailable,
     "outcome_unknown": OutcomeUnknown,  # chiod's own: decided, outcome not recorded yet
     "vote_recorded": VoteRecorded,  # chiod's own: the vote is durable, a later step failed
+    "vote_uncertain": VoteUncertain,  # chiod's own: the vote's commit may or may not have landed
 }
 
 
@@ -164,7 +178,9 @@ def api_error(status: int, code: str | None, message: str) -> ChioError:
 def retryable(err: BaseException) -> bool:
     """Whether asking again may give a different answer: no answer at all,
     or chiod restarting, overloaded or behind a failing proxy. A recorded
-    vote is final: its token presented again is only a replay."""
+    vote is final: its token presented again is only a replay. An
+    uncertain vote (503 vote_uncertain) is retried: only respond meets it,
+    and only with the same token, which settles it."""
     if isinstance(err, VoteRecorded):
         return False
     if isinstance(err, TransportError):

@@ -34,7 +34,8 @@ class VoteUncertain(unittest.IsolatedAsyncioTestCase):
         self.assertNotIsInstance(e, chio.Unavailable, f"the vote may be recorded, yet respond raised {type(e).__name__}: {e}")
         self.assertNotIsInstance(e, chio.OutcomeUnknown)
         self.assertNotIsInstance(e, chio.VoteRecorded)
-        self.assertEqual(type(e).__name__, "VoteUncertain")
+        self.assertIsInstance(e, chio.VoteUncertain)
+        self.assertTrue(chio.errors.retryable(e), "the same token again settles it")
         self.assertEqual((e.status, e.code), (503, "vote_uncertain"))
         self.assertIn("may or may not be recorded", str(e))
         # It was recorded: the same token again is refused as a replay.
@@ -52,6 +53,16 @@ class VoteUncertain(unittest.IsolatedAsyncioTestCase):
         done = await agent_via_proxy.resume_with_approval(approval_token=token, timeout=30)
         self.assertIsInstance(done, chio.Allowed)
         self.assertEqual(proxy.responds, 2, "the uncertain vote's token was not presented again")
+
+
+class Classification(unittest.TestCase):
+    def test_codes(self):
+        e = chio.errors.api_error(503, "vote_uncertain", "your vote on ar-1 may or may not be recorded")
+        self.assertIsInstance(e, chio.VoteUncertain)
+        self.assertNotIsInstance(e, (chio.Unavailable, chio.OutcomeUnknown, chio.VoteRecorded))
+        # An SDK that does not know a 5xx code reads it as outcome unknown,
+        # never as Unavailable ("nothing allowed").
+        self.assertIsInstance(chio.errors.api_error(503, "some_future_code", "x"), chio.OutcomeUnknown)
 
 
 if __name__ == "__main__":

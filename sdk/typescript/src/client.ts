@@ -470,7 +470,11 @@ export class ChioClient {
    * have been consumed; resumeWithApproval or awaitApproval tells how the
    * call ended. A VoteRecordedError (code "vote_recorded"): the vote IS
    * recorded but the approved call is not finished yet; do not vote again
-   * (awaitApproval tells how it ends).
+   * (awaitApproval tells how it ends). A VoteUncertainError (code
+   * "vote_uncertain"): the vote may or may not be recorded; present the
+   * same token again (a recorded vote is refused as a replay, code
+   * "conflict") and do not ask another approver on the belief it did
+   * nothing.
    */
   async respond(approvalId: string, token: string | Uint8Array | Record<string, unknown>, opts: { channel?: string; signal?: AbortSignal | undefined } = {}): Promise<RespondResult> {
     const { raw } = tokenText(token);

@@ -14,6 +14,7 @@ export type ChioErrorCode =
   | "unavailable" // chiod itself could not decide (its 503 "unavailable" envelope, or a 429), or callTool could not connect to it at all (NotSentError); nothing was allowed
   | "outcome_unknown" // the answer was lost after the request may have reached chiod: a call MAY HAVE RUN; retry it with the same requestId or await it
   | "vote_recorded" // respond: the approver's vote IS recorded, but the approved call is not finished yet (VoteRecordedError); do not vote again
+  | "vote_uncertain" // respond: the vote MAY OR MAY NOT be recorded (VoteUncertainError); present the same token again, do not ask another approver
   | "transport" // no complete HTTP answer (connection refused, reset, timed out); callTool reports it as "outcome_unknown", or as NotSentError when no attempt could connect
   | "timed_out" // the wait ended before a decision; the call may still be pending
   | "declined" // a human denied an ask
@@ -80,6 +81,26 @@ export class VoteRecordedError extends ChioError {
 
   constructor(message: string, opts: { status: number; serverCode: string }) {
     super("vote_recorded", message, opts);
+  }
+}
+
+/**
+ * chiod's 503 "vote_uncertain" to respond (`code` "vote_uncertain"): the
+ * vote's own commit failed in a way that may still have reached chiod's
+ * disk (an fsync error, a database COMMIT whose answer was lost). The vote
+ * MAY OR MAY NOT be recorded, and may have approved, and run, the call.
+ * Present the SAME token again once chiod recovers: a recorded vote is
+ * refused as a replay (code "conflict": "already decided this request"),
+ * never counted twice; otherwise it counts then. Do not ask another
+ * approver on the belief that it did nothing. Not "unavailable" (nothing
+ * allowed) nor "outcome_unknown"; resumeWithApproval retries it with the
+ * same token, never a new one.
+ */
+export class VoteUncertainError extends ChioError {
+  override name = "VoteUncertainError";
+
+  constructor(message: string, opts: { status: number; serverCode: string }) {
+    super("vote_uncertain", message, opts);
   }
 }
 
@@ -156,6 +177,7 @@ const byServerCode: Record<string, ChioErrorCode> = {
   unavailable: "unavailable",
   outcome_unknown: "outcome_unknown", // chiod's own: decided, outcome not recorded yet
   vote_recorded: "vote_recorded", // chiod's own: the vote is durable, a later step failed
+  vote_uncertain: "vote_uncertain", // chiod's own: the vote's commit may or may not have landed
 };
 
 /**
@@ -176,6 +198,7 @@ export function apiError(status: number, serverCode: string | undefined, message
   }
   const text = `chio: ${serverCode ?? "http error"} (${status}): ${message}`;
   if (code === "vote_recorded") return new VoteRecordedError(text, { status, serverCode: serverCode! });
+  if (code === "vote_uncertain") return new VoteUncertainError(text, { status, serverCode: serverCode! });
   const opts: { status: number; serverCode?: string } = { status };
   if (serverCode) opts.serverCode = serverCode;
   return new ChioError(code, text, opts);
@@ -187,7 +210,12 @@ export function isAnswerLost(err: unknown): boolean {
   return err instanceof ChioError && (err.code === "transport" || err.code === "outcome_unknown");
 }
 
-/** Whether asking again may give another answer: no answer at all, or chiod restarting, overloaded or behind a failing proxy. */
+/**
+ * Whether asking again may give another answer: no answer at all, or chiod
+ * restarting, overloaded or behind a failing proxy. An uncertain vote (503
+ * "vote_uncertain") is retryable: only respond meets it, and only with the
+ * same token, which settles it.
+ */
 export function isRetryable(err: unknown): boolean {
   if (!(err instanceof ChioError)) return false;
   if (err.code === "transport") return true;

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { ChioClient, ChioError, PrivateKey, signApproval, type CallResult } from "@chio-protocol/sdk";
+import { ChioClient, ChioError, PrivateKey, VoteUncertainError, isRetryable, signApproval, type CallResult } from "@chio-protocol/sdk";
 
 import { FINANCE_LEAD_KEY, chiod, stopChiod, type Agent } from "./harness.js";
 import { ROOT } from "./paths.js";
@@ -84,7 +84,8 @@ test("respond: a vote that may or may not be recorded is not 'unavailable'", asy
     await assert.rejects(new ChioClient({ url: p.url }).respond(id, token), (e: unknown) => {
       assert.ok(e instanceof ChioError, String(e));
       assert.equal(e.code, "vote_uncertain", `the vote may be recorded, yet respond threw code ${e.code}: ${e.message}`);
-      assert.equal(e.name, "VoteUncertainError");
+      assert.ok(e instanceof VoteUncertainError);
+      assert.ok(isRetryable(e), "the same token again settles it");
       assert.equal(e.status, 503);
       assert.equal(e.serverCode, "vote_uncertain");
       assert.match(e.message, /may or may not be recorded/);
