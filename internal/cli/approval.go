@@ -331,6 +331,17 @@ func runDecision(e *Env, args []string, decision string) int {
 	body.WriteString("}")
 	var res kernel.RespondResult
 	if _, err := r.send(ctx, "POST", "/approvals/"+url.PathEscape(id)+"/respond", body.Bytes(), nil, &res); err != nil {
+		if line, ae, ok := voteUncertain(id, verb, err); ok {
+			// An error, but not "unavailable": the vote may count
+			// (vote_uncertain.go).
+			if r.output != "table" {
+				printJSON(e.Stdout, map[string]string{"error": ae.Code, "message": ae.Message}, r.output == "jsonl")
+			} else {
+				fmt.Fprintln(e.Stdout, shown(line))
+			}
+			fmt.Fprintln(e.Stderr, "chio:", shown(ae.Message))
+			return ExitError
+		}
 		line, ae, ok := voteRecorded(id, err)
 		if !ok {
 			return fail(e, err)
