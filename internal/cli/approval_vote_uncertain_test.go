@@ -99,3 +99,20 @@ func TestApproveWhoseVoteCommitAnswerWasLostSaysUncertain(t *testing.T) {
 		t.Fatalf("json: exit %d\nstdout: %s\nstderr: %s", code, so, se)
 	}
 }
+
+// `chio approval watch` printed the same answer as "error: ar-…: chio:
+// vote_uncertain (503): …", an error line that does not say how to settle
+// it; it prints the approve/deny line instead, and chiod's message.
+func TestWatchWhoseVoteCommitAnswerWasLostSaysUncertain(t *testing.T) {
+	st := &testkit.LostAnswerStore{}
+	w := newApprovalWorld(t, st.Wrap)
+	out := w.refund(t, 450)
+	st.LoseNextAnswer()
+	so, se, _ := w.watch(t, adminEnv(), strings.NewReader("a\n\n"), "--key", w.key("lead"))
+	st.Up()
+	if strings.Contains(so, "error: "+out.ApprovalRequestID) ||
+		!strings.Contains(so, "your vote on "+out.ApprovalRequestID+" may or may not be recorded") ||
+		!strings.Contains(so, "chio approval approve "+out.ApprovalRequestID) {
+		t.Fatalf("the vote may be recorded: watch printed\nstdout: %s\nstderr: %s", so, se)
+	}
+}

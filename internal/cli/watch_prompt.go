@@ -213,6 +213,11 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 			fmt.Fprintf(w.e.Stdout, "%s\n  %s\n", shown(line), shown(ae.Message))
 			return
 		}
+		verb := map[string]string{approval.DecisionApproved: "approve", approval.DecisionDenied: "deny"}[decision]
+		if line, ae, ok := voteUncertain(id, verb, err); ok {
+			fmt.Fprintf(w.e.Stdout, "%s\n  %s\n", shown(line), shown(ae.Message))
+			return
+		}
 		fmt.Fprintf(w.e.Stdout, "error: %s: %s\n", id, shown(err.Error())) // may quote the server
 		return
 	}
