@@ -74,15 +74,15 @@ func TestClaimDeadlines(t *testing.T) {
 		t.Fatalf("%v", ids)
 	}
 	// A write releases the claim; a resolved request is never claimed.
-	var mine string
-	for _, id := range due {
-		if ids, _ := stores[1].ClaimDeadlines(context.Background(), now, id, 1); len(ids) == 1 {
-			mine = id // stores[1] already held it
-			break
-		}
+	// Which replica won which deadline above is the scheduler's choice
+	// (replica 1 may have won none), so replica 1 claims one more now.
+	extra := parkDue(t, stores[0], 1, now.Unix()-1)
+	if ids, err := stores[1].ClaimDeadlines(context.Background(), now, "", 20); err != nil || !slices.Equal(ids, extra) {
+		t.Fatalf("replica 1 claimed %v (%v), want only the new deadline %v", ids, err, extra)
 	}
-	if mine == "" {
-		t.Fatal("replica 1 holds no claim")
+	mine := extra[0]
+	if ids, _ := stores[1].ClaimDeadlines(context.Background(), now, mine, 1); len(ids) != 1 {
+		t.Fatalf("replica 1 may not claim again the deadline it holds: %v", ids)
 	}
 	if ids, _ := stores[2].ClaimDeadlines(context.Background(), now, mine, 1); len(ids) != 0 {
 		t.Fatalf("a live replica's claim was taken")
