@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
 	"time"
 
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/connect"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -280,10 +280,7 @@ func (e *errNotSent) Error() string { return "chio: cannot connect to chiod: " +
 // fresh dial failing does not undo the write. A TLS handshake that failed
 // (rather than ran out of time), a reset or a timeout after connecting is
 // never one.
-func neverSent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, errConnectTimeout)
-}
+func neverSent(err error) bool { return connect.NeverMade(err) }
 
 // buildCall checks and normalizes the caller's input.
 func (c *Client) buildCall(call Call) (*kernel.ToolCall, error) {

@@ -2,10 +2,10 @@ package chio
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http/httptrace"
 	"time"
+
+	"github.com/chiokernel/chio/internal/connect"
 )
 
 // DefaultConnectTimeout bounds making a request's connection to chiod: the
@@ -15,7 +15,7 @@ import (
 // steps by the same default. Nothing of a request is written before its
 // connection is ready, so [Client.CallTool] reports a call whose every
 // attempt timed out so as [ErrNotSent].
-const DefaultConnectTimeout = 10 * time.Second
+const DefaultConnectTimeout = connect.DefaultTimeout
 
 // WithConnectTimeout sets how long a request may wait for its connection
 // to chiod to be ready (default [DefaultConnectTimeout]). The answer is
@@ -33,16 +33,14 @@ func WithConnectTimeout(d time.Duration) Option {
 
 // errConnectTimeout is the cause of a request ended by the connect timeout.
 // It wraps nothing: it is not the caller's deadline.
-var errConnectTimeout = errors.New("no connection to chiod within the connect timeout")
+var errConnectTimeout = connect.ErrTimedOut
 
 // withConnectTimeout returns ctx ended with cause errConnectTimeout unless
 // the request gets its connection (httptrace's GotConn, which net/http
 // calls before it writes a byte of the request) within d; stop releases
 // it. If the timer and the connection race, the request may be written:
 // CallTool counts an attempt as not sent only when GotConn never fired.
+// `chio call` bounds its attempts with the same code (internal/connect).
 func withConnectTimeout(ctx context.Context, d time.Duration) (_ context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	timer := time.AfterFunc(d, func() { cancel(errConnectTimeout) })
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { timer.Stop() }}
-	return httptrace.WithClientTrace(ctx, trace), func() { timer.Stop(); cancel(nil) }
+	return connect.WithTimeout(ctx, d)
 }

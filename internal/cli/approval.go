@@ -16,6 +16,7 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/connect"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
@@ -372,6 +373,14 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	// No byte of the request is written before its connection is ready;
+	// making it is bounded apart from the answer (the SDKs' connect timeout).
+	timeout := r.connectTimeout
+	if timeout <= 0 {
+		timeout = connect.DefaultTimeout
+	}
+	ctx, stopConnectTimer := connect.WithTimeout(ctx, timeout)
+	defer stopConnectTimer() // after the body is read
 	req, err := http.NewRequestWithContext(ctx, method, r.base()+path, rd)
 	if err != nil {
 		return 0, err
@@ -385,6 +394,11 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 	}
 	resp, err := r.http.Do(req)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, connect.ErrTimedOut) {
+			// net/http reports the context's error; the cause says that
+			// no connection was made (connect.NeverMade).
+			err = cause
+		}
 		return 0, fmt.Errorf("%w at %s: %w", errUnreachable, r.base(), err)
 	}
 	defer resp.Body.Close()

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
+	"github.com/chiokernel/chio/internal/connect"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -40,9 +41,6 @@ const (
 // any attempt could have reached chiod.
 func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out kernel.Outcome, lost bool, err error) {
 	backoff := callFirstBackoff
-	// A request's bytes are written only once it has a connection (after
-	// the TLS handshake, for https): before that, nothing was sent.
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { sc.sent.Store(true) }}
 	for attempt := 1; ; attempt++ {
 		if in, ok := interruption(ctx); ok {
 			return kernel.Outcome{}, lost, in
@@ -53,9 +51,19 @@ func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out kerne
 			}
 		}
 		out = kernel.Outcome{}
+		// A request's bytes are written only once it has a connection
+		// (after the TLS handshake, for https): until then, nothing of this
+		// attempt was sent.
+		var connected atomic.Bool
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true); sc.sent.Store(true) }}
 		attemptCtx, cancel := context.WithTimeout(httptrace.WithClientTrace(ctx, trace), callAttemptTimeout)
 		var code int
 		code, err = r.do(attemptCtx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
+		if err != nil && !connected.Load() && (connect.NeverMade(err) || attemptCtx.Err() != nil) {
+			// No connection was made (refused, the connect timeout, or
+			// the attempt's own limit while connecting): not sent.
+			err = &attemptNotSent{err}
+		}
 		cancel()
 		if in, ok := interruptedAttempt(ctx, err); ok {
 			return kernel.Outcome{}, lost, in
@@ -95,16 +103,22 @@ func answerLost(err error) bool {
 	return retryableCall(err) && !neverSent(err) || errors.Is(err, errBadResponse)
 }
 
-// neverSent reports an attempt that certainly did not reach chiod: no
-// connection could be made (refused, no route, a name that does not
-// resolve), so not a byte of the call was written. A later send on a
-// connection that was made is never this, and net/http re-dials within one
-// attempt only when nothing of the request was written: the POST carries
-// no Idempotency-Key header, so it is not replayable after a write.
+// neverSent reports an attempt that certainly did not reach chiod: it never
+// got a connection (refused, no route, a name that does not resolve, a TCP
+// connect or TLS handshake not done within --connect-timeout), so not a
+// byte of the call was written. postCall decides it as the Go SDK does
+// (internal/connect), and only for an attempt whose trace saw no
+// connection: a failure after one was made is never this.
 func neverSent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	var ns *attemptNotSent
+	return errors.As(err, &ns)
 }
+
+// attemptNotSent is an attempt that never got a connection to chiod.
+type attemptNotSent struct{ err error }
+
+func (e *attemptNotSent) Error() string { return e.err.Error() }
+func (e *attemptNotSent) Unwrap() error { return e.err }
 
 // lostAnswer reports a call whose outcome is unknown (exit 1). The call may
 // have run, so it names the request id and how to learn the outcome

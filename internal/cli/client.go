@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiokernel/chio/internal/connect"
 	"github.com/chiokernel/chio/internal/jsonexact"
 )
 
@@ -18,6 +19,9 @@ type remote struct {
 	output string
 	e      *Env
 	http   *http.Client
+	// connectTimeout bounds making each request's connection: the TCP
+	// connect and, for https, the TLS handshake (internal/connect).
+	connectTimeout time.Duration
 	// agent marks an agent's own requests (chio call): they never carry
 	// the operator's bearer token from the environment, only the agent's
 	// key-signed proofs.
@@ -34,6 +38,15 @@ func addRemote(fs *flag.FlagSet, e *Env) *remote {
 	}}}
 	fs.StringVar(&r.url, "url", "", "chiod URL (env CHIO_URL, default http://127.0.0.1:7420)")
 	fs.StringVar(&r.output, "output", "table", "output: table, json or jsonl")
+	r.connectTimeout = connect.DefaultTimeout
+	fs.Func("connect-timeout", "how long making each connection to chiod (TCP connect, TLS handshake) may take (default 10s)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration such as 10s, not %q", v)
+		}
+		r.connectTimeout = d
+		return nil
+	})
 	return r
 }
 

@@ -1,0 +1,135 @@
+package cli_test
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chiokernel/chio/internal/cli"
+)
+
+// stalledHandshakeURL is an https URL whose listener accepts every TCP
+// connection and never answers the TLS handshake: no connection is ever
+// ready to carry a request, so not a byte of one is written.
+func stalledHandshakeURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return "https://" + ln.Addr().String()
+}
+
+// stalledConnectURL is the URL of a loopback listener whose TCP connects
+// never complete: it listens with a backlog of 0, never accepts, and its
+// accept queue is filled first, so Linux drops every further SYN until the
+// test ends (as sdk/stalled_connect_linux_test.go).
+func stalledConnectURL(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	for i := 0; ; i++ {
+		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+		if err != nil {
+			break
+		}
+		t.Cleanup(func() { c.Close() })
+		if i > 64 {
+			t.Fatal("the listener's backlog never filled")
+		}
+	}
+	return "http://" + addr
+}
+
+// wantNotSent checks chio call's report of a call no attempt sent: exit 1
+// saying it was not sent, with no request id to retry or await.
+func wantNotSent(t *testing.T, url, se string, code int, took time.Duration) {
+	t.Helper()
+	if code != cli.ExitError || strings.Contains(se, "may have run") || strings.Contains(se, "--request-id") ||
+		!strings.Contains(se, "the call was not sent") || !strings.Contains(se, url) {
+		t.Fatalf("exit %d after %v, stderr:\n%s\nwant exit 1 saying the call was not sent", code, took, se)
+	}
+	// Four attempts of 150 ms and 1.75 s of backoff, not net/http's own
+	// 10 s handshake or 30 s dial timeouts.
+	if took > 8*time.Second {
+		t.Fatalf("took %v: --connect-timeout was not applied", took)
+	}
+}
+
+// A TLS handshake that never completes wrote nothing of the call: once the
+// connect timeout ends every attempt, chio call says it was not sent, as
+// the SDKs do, never "the call may have run".
+func TestCallStalledTLSHandshakeIsNotSent(t *testing.T) {
+	url := stalledHandshakeURL(t)
+	start := time.Now()
+	_, se, code := chio(inflightAgent(t, url), "call", "--connect-timeout", "150ms", "demo", "echo", "--args", `{}`)
+	wantNotSent(t, url, se, code, time.Since(start))
+	if !strings.Contains(se, "no connection to chiod within the connect timeout") {
+		t.Fatalf("stderr does not name the connect timeout:\n%s", se)
+	}
+}
+
+// A TCP connect that never completes is given up after the connect
+// timeout, and the call was not sent.
+func TestCallStalledTCPConnectIsNotSent(t *testing.T) {
+	url := stalledConnectURL(t)
+	start := time.Now()
+	_, se, code := chio(inflightAgent(t, url), "call", "--connect-timeout", "150ms", "demo", "echo", "--args", `{}`)
+	wantNotSent(t, url, se, code, time.Since(start))
+}
+
+// A signal while the TLS handshake is stalled stops chio call before any
+// attempt had a connection: it says nothing was sent, with no request id
+// to await. The listener signals this process as it accepts the TCP
+// connection, so the signal meets the handshake.
+func TestCallInterruptedDuringTLSHandshakeSaysNothingWasSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	so, se, code := chio(inflightAgent(t, "https://"+ln.Addr().String()), "call", "demo", "echo", "--args", `{}`)
+	if code != cli.ExitInterrupted || so != "" || strings.Contains(se, "may have") || strings.Contains(se, "request id:") ||
+		!strings.Contains(se, "chio: interrupted (SIGINT) before the call was sent: this run sent nothing to chiod") {
+		t.Fatalf("exit %d (want %d), stdout %q, stderr:\n%s", code, cli.ExitInterrupted, so, se)
+	}
+}
