@@ -342,17 +342,23 @@ class Client(_Approvals):
         attempt may have reached chiod without its answer reaching us, else
         NotSent (every attempt failed before its connection was ready, or
         was turned away by chiod)."""
+        err: OutcomeUnknown | NotSent
         if lost:
-            return OutcomeUnknown(
+            err = OutcomeUnknown(
                 f"chio: call {request_id}: outcome unknown, it may have run "
                 f"(retry with the same request_id or await it): the timeout ({timeout} s) passed",
                 request_id=request_id,
             )
-        return NotSent(
-            f"chio: call {request_id} was not sent, it did not run: the timeout ({timeout} s) passed "
-            "before any attempt reached chiod",
-            request_id=request_id,
-        )
+        else:
+            err = NotSent(
+                f"chio: call {request_id} was not sent, it did not run: the timeout ({timeout} s) passed "
+                "before any attempt reached chiod",
+                request_id=request_id,
+            )
+        # Marks the timeout, not a refusal, as the end: _hitl reports it as
+        # TimedOut (with this error as its cause).
+        setattr(err, "_timeout_passed", True)
+        return err
 
     async def _post_call(self, request_id: str, body: bytes, attempt: _http.Attempt) -> dict:
         try:
@@ -469,7 +475,11 @@ class Client(_Approvals):
         """Ask a human a yes/no question and wait: True when approved, False
         when a human said no. The approval's deadline (or timeout) passing
         raises TimedOut; a policy guard denying the verb, DeniedByPolicy; a
-        withdrawn (cancelled) request, Cancelled.
+        withdrawn (cancelled) request, Cancelled. A timeout that passed
+        before chiod answered the call is a TimedOut naming its
+        ``request_id`` whose ``__cause__`` says whether it was sent:
+        NotSent (no human was asked; asking again is safe) or
+        OutcomeUnknown (it may be waiting for a human).
         request_id names the checkpoint: a restarted run asking again with
         the same id gets the first answer instead of asking twice."""
         args: dict[str, Any] = {"prompt": prompt}
@@ -498,8 +508,10 @@ class Client(_Approvals):
         questions: [{"id", "text", "type": "text"|"single"|"multi",
         "options": [...], "allow_other": bool}]. Every answer comes back as
         a list (one element for text and single). A human declining raises
-        Declined; the deadline, TimedOut; a policy guard, DeniedByPolicy; a
-        withdrawn (cancelled) request, Cancelled."""
+        Declined; the deadline, TimedOut (its ``__cause__`` NotSent or
+        OutcomeUnknown when the timeout passed before chiod answered, as for
+        confirm); a policy guard, DeniedByPolicy; a withdrawn (cancelled)
+        request, Cancelled."""
         args: dict[str, Any] = {"questions": [dict(q) for q in questions]}
         if prompt:
             args["prompt"] = prompt
@@ -523,11 +535,19 @@ class Client(_Approvals):
     async def _hitl(self, tool, args, server, request_id, timeout) -> Allowed | ToolDenied:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        call = self.call_tool(server, tool, args, request_id=request_id)
         try:
-            r = await (call if deadline is None else asyncio.wait_for(call, timeout))
-        except TimeoutError:
-            raise TimedOut(f"chio: {tool}: timed out before chiod answered") from None
+            r = await self.call_tool(server, tool, args, request_id=request_id, timeout=timeout)
+        except (NotSent, OutcomeUnknown) as e:
+            # The timeout passing is TimedOut, as in Go and TypeScript; its
+            # cause (NotSent or OutcomeUnknown, as TypeScript's) says
+            # whether the question can have reached chiod.
+            if not getattr(e, "_timeout_passed", False) and (deadline is None or loop.time() < deadline):
+                raise
+            if isinstance(e, NotSent):
+                sent = "it was not sent, so no human was asked; asking again is safe"
+            else:
+                sent = "it may have reached chiod and be waiting for a human: await_approval(request_id) or ask again with the same request_id"
+            raise TimedOut(f"chio: {tool} {e.request_id}: timed out before chiod answered; {sent}", request_id=e.request_id) from e
         if isinstance(r, PendingApproval):
             remaining = None if deadline is None else max(0.0, deadline - loop.time())
             return await self.await_approval(r.request_id, remaining)

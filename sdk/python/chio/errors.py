@@ -111,7 +111,18 @@ class VoteUncertain(ChioError):
 
 class TimedOut(ChioError):
     """The wait ended before a decision: the caller's timeout, or the
-    approval's own deadline for a confirm/ask. The call may still be pending."""
+    approval's own deadline for a confirm/ask. The call may still be pending.
+
+    When confirm's or ask's timeout passed before chiod answered the call,
+    ``request_id`` names it and ``__cause__`` says whether it was sent:
+    NotSent (no attempt's connection was ready: no human was asked, and
+    asking again is safe) or OutcomeUnknown (it may be waiting for a human:
+    await_approval(request_id), or ask again with the same request_id) —
+    TypeScript's "timed_out" carries the same cause."""
+
+    def __init__(self, message: str, *, request_id: str | None = None):
+        super().__init__(message)
+        self.request_id = request_id
 
 
 class Declined(ChioError):
