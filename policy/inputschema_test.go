@@ -110,6 +110,8 @@ func TestBadInputSchemaIsRefusedAtLoad(t *testing.T) {
 		{"header annotation", `'{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}'`, "x-mcp-header"},
 		{"reference loop", `'{"type":"object","allOf":[{"$ref":"#/$defs/a"}],"$defs":{"a":{"anyOf":[{"$ref":"#"}]}}}'`, "validation would never end"},
 		{"loop under a default", `'{"type":"object","properties":{"a":{"default":1,"allOf":[{"$ref":"#/properties/a"}]}}}'`, "validation would never end"},
+		{"applies itself twice per level", `'{"type":"object","properties":{"a":{"allOf":[{"$ref":"#"},{"$ref":"#"}]}}}'`, "more than once"},
+		{"union of recursive variants", `'{"type":"object","properties":{"e":{"$ref":"#/$defs/expr"}},"$defs":{"expr":{"oneOf":[{"$ref":"#/$defs/sum"},{"$ref":"#/$defs/product"}]},"sum":{"type":"object","properties":{"terms":{"type":"array","items":{"$ref":"#/$defs/expr"}}}},"product":{"type":"object","properties":{"terms":{"type":"array","items":{"$ref":"#/$defs/expr"}}}}}}'`, "more than once"},
 		{"anchor reference", `'{"type":"object","properties":{"a":{"$ref":"#n"}},"$defs":{"n":{"$anchor":"n"}}}'`, "input_schema cannot be used"},
 		{"not a string", `{ type = "object" }`, "input_schema must be a string"},
 		{"too large", big, "input_schema is"},

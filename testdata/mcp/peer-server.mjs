@@ -39,6 +39,13 @@ function tools() {
         additionalProperties: false,
       },
     },
+    {
+      // Applies itself twice at each level of the arguments: validating
+      // arguments nested n deep costs 2^n, so chio must not catalogue it.
+      name: "nest",
+      description: "a schema whose validation cost doubles with each level of nesting",
+      inputSchema: { type: "object", properties: { a: { allOf: [{ $ref: "#" }, { $ref: "#" }] } } },
+    },
   ];
   if (grown) list.push({ name: "added", description: "appeared after grow", inputSchema: object });
   return list;

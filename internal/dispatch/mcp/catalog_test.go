@@ -62,6 +62,20 @@ func TestCatalogRefusesSchemasWhoseReferencesLoop(t *testing.T) {
 			t.Errorf("schema %s was catalogued; validating against it never ends", schema)
 		}
 	}
+	// Recursion that applies a subschema more than once per level of the
+	// arguments costs 2^depth to validate: refused as well.
+	for _, schema := range []string{
+		`{"type":"object","properties":{"a":{"allOf":[{"$ref":"#"},{"$ref":"#"}]}}}`,
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"patternProperties":{"^a":{"$ref":"#"}}}`,
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(schema), &v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compileTool("s", &mcpsdk.Tool{Name: "pay", InputSchema: v}); err == nil {
+			t.Errorf("schema %s was catalogued; validating nested arguments against it costs 2^depth", schema)
+		}
+	}
 	// Recursion that descends (a tree) is fine.
 	tree := map[string]any{"type": "object", "properties": map[string]any{"kids": map[string]any{"type": "array", "items": map[string]any{"$ref": "#"}}}}
 	tool, err := compileTool("s", &mcpsdk.Tool{Name: "tree", InputSchema: tree})

@@ -136,6 +136,24 @@ func TestPeerProtocol(t *testing.T) {
 	}
 }
 
+// A tool whose inputSchema applies a recursive subschema twice per level
+// of the arguments (the peer's "nest") would cost 2^depth to validate:
+// arguments nested 40 deep would keep a goroutine of chiod busy for days.
+// It is left out of the catalogue, so it can be neither offered nor
+// validated against; the peer's other tools are catalogued.
+func TestPeerToolWhoseValidationBlowsUpIsLeftOut(t *testing.T) {
+	s := startSet(t, fastOptions(), policy.Server{ID: "peer", Command: mcptest.PeerStdio(t)})
+	if _, ok := s.Tool("peer", "transfer"); !ok {
+		t.Fatal("transfer is not catalogued")
+	}
+	if _, ok := s.Tool("peer", "nest"); ok {
+		t.Fatal("nest is catalogued; validating 40-deep arguments against it would take 2^40 steps")
+	}
+	if err := s.ValidateArguments("peer", "nest", json.RawMessage(strings.Repeat(`{"a":`, 40)+"{}"+strings.Repeat("}", 40))); err == nil {
+		t.Fatal("arguments for nest validated")
+	}
+}
+
 // A crashed stdio server is restarted; while it is down calls are
 // NotDelivered; a crash during a call is retryable with delivery unknown.
 func TestStdioCrashRestart(t *testing.T) {
