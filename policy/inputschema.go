@@ -100,9 +100,11 @@ func compileInputSchema(text string) (_ *InputSchema, err error) {
 		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %v", err)
 	}
 	// jsonschema-go would follow a loop of references until the stack
-	// overflows, which ends the process: refuse one (internal/schemaref)
-	// before anything validates against the schema — checking defaults does.
-	if err := schemaref.CheckLoops(raw); err != nil {
+	// overflows, which ends the process, and has no budget for a schema
+	// whose cost doubles with each level of nesting: refuse both
+	// (internal/schemaref) before anything validates against the schema —
+	// checking defaults does.
+	if err := schemaref.Check(raw); err != nil {
 		return nil, fmt.Errorf("input_schema cannot be used: %v", err)
 	}
 	// Defaults are checked against their schemas, which also refuses a

@@ -1,4 +1,5 @@
-// Package schemaref refuses JSON Schemas whose validation would never end.
+// Package schemaref refuses JSON Schemas whose validation would never end,
+// or could take time exponential in the depth of the instance (cost.go).
 //
 // github.com/google/jsonschema-go follows "$ref" without remembering where
 // it has been: a schema that reaches itself again without descending into
@@ -7,7 +8,7 @@
 // process, which no recover catches. A schema that descends first
 // ({"properties":{"child":{"$ref":"#"}}}) is fine: the instance is finite.
 //
-// CheckLoops finds the first kind before the schema is ever used. It reads
+// Check finds the first kind before the schema is ever used. It reads
 // the schema document itself, so it understands only the "$ref" forms it can
 // resolve exactly — JSON Pointers within the document ("#", "#/$defs/a") —
 // and refuses the others (anchors, other documents, "$dynamicRef", a nested
@@ -42,18 +43,19 @@ var (
 	downMap  = []string{"properties", "patternProperties", "$defs", "definitions"}
 )
 
-// refused are keywords whose targets CheckLoops cannot resolve exactly.
+// refused are keywords whose targets Check cannot resolve exactly.
 var refused = []string{"$dynamicRef", "$recursiveRef"}
 
-// CheckLoops reports an error when validating against the schema (JSON)
-// could apply one subschema to the same instance again, without end, or
-// when it uses a reference it cannot follow exactly.
-func CheckLoops(schema []byte) error {
+// Check reports an error when validating against the schema (JSON) could
+// apply one subschema to the same instance again, without end, or could
+// apply a recursive subschema more than once to one part of an instance
+// (checkCost), or when it uses a reference it cannot follow exactly.
+func Check(schema []byte) error {
 	var doc any
 	if err := json.Unmarshal(schema, &doc); err != nil {
 		return err
 	}
-	g := &graph{nodes: map[string]any{}, same: map[string][]string{}, refs: map[string]string{}}
+	g := &graph{nodes: map[string]any{}, same: map[string][]string{}, down: map[string][]downEdge{}, refs: map[string]string{}}
 	if err := g.walk(doc, nil); err != nil {
 		return err
 	}
@@ -64,15 +66,26 @@ func CheckLoops(schema []byte) error {
 		}
 		g.same[from] = append(g.same[from], to)
 	}
-	return g.findLoop()
+	if err := g.findLoop(); err != nil {
+		return err
+	}
+	return g.checkCost()
 }
 
 // graph holds every subschema by its path (keys joined with "\x00") and,
-// for each, the subschemas that apply to the same instance.
+// for each, the subschemas that apply to the same instance and those that
+// apply to a part of it.
 type graph struct {
 	nodes map[string]any
 	same  map[string][]string
+	down  map[string][]downEdge
 	refs  map[string]string // path → its "$ref"
+}
+
+// downEdge is a subschema applied to the parts of the instance at.
+type downEdge struct {
+	to string
+	at part
 }
 
 func key(path []string) string { return strings.Join(path, "\x00") }
@@ -97,9 +110,13 @@ func (g *graph) walk(v any, path []string) error {
 		}
 		p := sub(path, name)
 		same := slices.Contains(sameSingle, kw) || slices.Contains(sameList, kw) || slices.Contains(sameMap, kw)
-		child := func(p []string, x any) error {
+		// child walks one subschema; member is its name or index under
+		// the keyword ("" for a single subschema).
+		child := func(p []string, x any, member string) error {
 			if same {
 				g.same[k] = append(g.same[k], key(p))
+			} else if at, applied := partOf(kw, member, m); applied {
+				g.down[k] = append(g.down[k], downEdge{key(p), at})
 			}
 			return g.walk(x, p)
 		}
@@ -121,7 +138,7 @@ func (g *graph) walk(v any, path []string) error {
 			g.refs[k] = ref
 		case isList(x) && (slices.Contains(sameList, kw) || slices.Contains(downList, kw)):
 			for i, e := range x.([]any) {
-				if err := child(sub(p, fmt.Sprint(i)), e); err != nil {
+				if err := child(sub(p, fmt.Sprint(i)), e, fmt.Sprint(i)); err != nil {
 					return err
 				}
 			}
@@ -131,12 +148,12 @@ func (g *graph) walk(v any, path []string) error {
 				if isList(mm[n]) {
 					continue // dependencies: a list of member names
 				}
-				if err := child(sub(p, n), mm[n]); err != nil {
+				if err := child(sub(p, n), mm[n], n); err != nil {
 					return err
 				}
 			}
 		case slices.Contains(sameSingle, kw) || slices.Contains(downSingle, kw):
-			if err := child(p, x); err != nil {
+			if err := child(p, x, ""); err != nil {
 				return err
 			}
 		}

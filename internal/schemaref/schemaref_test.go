@@ -1,11 +1,12 @@
 package schemaref
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
 
-func TestCheckLoops(t *testing.T) {
+func TestCheck(t *testing.T) {
 	loops := []string{
 		`{"type":"object","allOf":[{"$ref":"#"}]}`,
 		`{"type":"object","$ref":"#"}`,
@@ -17,7 +18,7 @@ func TestCheckLoops(t *testing.T) {
 		`{"type":"object","definitions":{"a":{"$ref":"#/definitions/a"}},"properties":{"p":{"$ref":"#/definitions/a"}}}`,
 	}
 	for _, s := range loops {
-		if err := CheckLoops([]byte(s)); err == nil || !strings.Contains(err.Error(), "validation would never end") {
+		if err := Check([]byte(s)); err == nil || !strings.Contains(err.Error(), "validation would never end") {
 			t.Errorf("%s: err = %v; want a loop", s, err)
 		}
 	}
@@ -29,7 +30,7 @@ func TestCheckLoops(t *testing.T) {
 		`{"type":"object","properties":{"a":{"$ref":"#/properties"}}}`,
 	}
 	for _, s := range unsupported {
-		if err := CheckLoops([]byte(s)); err == nil {
+		if err := Check([]byte(s)); err == nil {
 			t.Errorf("%s: accepted", s)
 		}
 	}
@@ -43,8 +44,72 @@ func TestCheckLoops(t *testing.T) {
 		`{"type":"object","items":[{"$ref":"#"}],"dependencies":{"a":["b"]}}`,
 	}
 	for _, s := range fine {
-		if err := CheckLoops([]byte(s)); err != nil {
+		if err := Check([]byte(s)); err != nil {
 			t.Errorf("%s: %v", s, err)
 		}
+	}
+}
+
+// A recursive subschema that can be applied more than once to one part of
+// the instance makes validation cost exponential in its depth.
+func TestCheckCost(t *testing.T) {
+	costly := []string{
+		`{"type":"object","properties":{"a":{"allOf":[{"$ref":"#"},{"$ref":"#"}]}}}`,
+		`{"type":"object","allOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}],"$defs":{"n":{"properties":{"a":{"$ref":"#/$defs/n"}}}}}`,
+		// A union whose variants share a recursive child: each level
+		// validates the child against every variant.
+		`{"type":"object","properties":{"e":{"$ref":"#/$defs/expr"}},"$defs":{"expr":{"oneOf":[{"$ref":"#/$defs/sum"},{"$ref":"#/$defs/product"}]},` +
+			`"sum":{"type":"object","properties":{"terms":{"type":"array","items":{"$ref":"#/$defs/expr"}}}},` +
+			`"product":{"type":"object","properties":{"terms":{"type":"array","items":{"$ref":"#/$defs/expr"}}}}}}`,
+		// One member matched by properties and patternProperties.
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"patternProperties":{"^a":{"$ref":"#"}}}`,
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"unevaluatedProperties":{"$ref":"#"}}`,
+		`{"type":"object","items":{"$ref":"#"},"contains":{"$ref":"#"}}`,
+		// Polynomial, not exponential (b is applied n times at depth n),
+		// still refused: a chain of such would be n^k.
+		`{"type":"object","properties":{"x":{"allOf":[{"$ref":"#"},{"$ref":"#/$defs/b"}]}},"$defs":{"b":{"properties":{"x":{"$ref":"#/$defs/b"}}}}}`,
+		// Errs toward refusing: whether two patterns match a common name
+		// is not decided.
+		`{"type":"object","patternProperties":{"^a":{"$ref":"#"},"^b":{"$ref":"#"}}}`,
+	}
+	for _, s := range costly {
+		if err := Check([]byte(s)); err == nil || !strings.Contains(err.Error(), "more than once") {
+			t.Errorf("%s: err = %v; want it refused as costly", s, err)
+		}
+	}
+	fine := []string{
+		`{"type":"object","properties":{"left":{"$ref":"#"},"right":{"$ref":"#"}}}`,
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"additionalProperties":{"$ref":"#"}}`,
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"patternProperties":{"^b":{"$ref":"#"}},"additionalProperties":{"$ref":"#"}}`,
+		`{"type":"object","patternProperties":{"^b":{"$ref":"#"}},"additionalProperties":{"$ref":"#"}}`,
+		`{"type":"object","properties":{"v":{"$ref":"#/$defs/json"}},"$defs":{"json":{"anyOf":[{"type":"string"},` +
+			`{"type":"array","items":{"$ref":"#/$defs/json"}},{"type":"object","additionalProperties":{"$ref":"#/$defs/json"}}]}}}`,
+		`{"type":"object","properties":{"l":{"prefixItems":[{"$ref":"#"}],"items":{"$ref":"#"}}}}`,
+		`{"type":"object","properties":{"l":{"items":[{"$ref":"#"}],"additionalItems":{"$ref":"#"}}}}`,
+		// A part applied twice is fine when nothing recursive is.
+		`{"type":"object","allOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}],"properties":{"c":{"$ref":"#"}},"$defs":{"a":{"required":["x"]}}}`,
+		// One recursive subschema through one route per level, under a
+		// union of non-recursive variants.
+		`{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}},"anyOf":[{"required":["a"]},{"required":["b"]}]}`,
+	}
+	for _, s := range fine {
+		if err := Check([]byte(s)); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+}
+
+// A schema too large to judge within the bounds is refused, not waved
+// through.
+func TestCheckCostTooComplex(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","allOf":[{"$ref":"#/$defs/d0"}],"properties":{"c":{"$ref":"#"}},"$defs":{`)
+	const n = 2000
+	for i := range n {
+		fmt.Fprintf(&b, `"d%d":{"allOf":[{"$ref":"#/$defs/d%d"}]},`, i, i+1)
+	}
+	fmt.Fprintf(&b, `"d%d":{}}}`, n)
+	if err := Check([]byte(b.String())); err == nil || !strings.Contains(err.Error(), "too many subschemas") {
+		t.Fatalf("err = %v; want it refused as too complex", err)
 	}
 }

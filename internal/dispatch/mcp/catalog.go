@@ -138,8 +138,10 @@ func compileTool(server string, t *mcpsdk.Tool) (*Tool, error) {
 		return nil, fmt.Errorf("inputSchema does not compile: %w", err)
 	}
 	// jsonschema-go would follow a loop of references until the stack
-	// overflows, which ends chiod at the tool's first call.
-	if err := schemaref.CheckLoops(in); err != nil {
+	// overflows, which ends chiod at the tool's first call, and would
+	// spend 2^depth steps on a schema that applies a recursive subschema
+	// twice per level of the arguments.
+	if err := schemaref.Check(in); err != nil {
 		return nil, fmt.Errorf("inputSchema cannot be used: %w", err)
 	}
 	tool := &Tool{Server: server, Name: t.Name, Title: clip(t.Title, MaxNameBytes),

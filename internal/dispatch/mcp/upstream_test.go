@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,11 +53,38 @@ func mustText(t *testing.T, out json.RawMessage) string {
 	return r.Content[0].Text
 }
 
+// lockedBuffer is a log destination the upstreams' goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // The reference server over stdio and over Streamable HTTP: discovery with
-// schemas, validation, a call, a tool error, an unknown tool.
+// schemas, validation, a call, a tool error, an unknown tool. Every tool it
+// lists is offered (none is refused by the schema checks).
 func TestEverything(t *testing.T) {
 	web := mcptest.StartEverythingHTTP(t, 0)
-	s := startSet(t, fastOptions(),
+	var log lockedBuffer
+	o := fastOptions()
+	o.Log = slog.New(slog.NewTextHandler(&log, nil))
+	t.Cleanup(func() {
+		if strings.Contains(log.String(), "tool not offered") {
+			t.Errorf("a reference server tool was left out:\n%s", log.String())
+		}
+	})
+	s := startSet(t, o,
 		policy.Server{ID: "stdio", Command: mcptest.EverythingStdio(t)},
 		policy.Server{ID: "web", URL: web.URL})
 	for _, srv := range []string{"stdio", "web"} {
