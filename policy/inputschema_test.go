@@ -91,6 +91,14 @@ func TestDeclaredInputSchemaLoadsAndValidates(t *testing.T) {
 // nothing fails open (or closed by surprise) at call time.
 func TestBadInputSchemaIsRefusedAtLoad(t *testing.T) {
 	big := `'{"type":"object","description":"` + strings.Repeat("x", policy.MaxInputSchemaBytes) + `"}'`
+	// Each definition applies the next twice: 30 of them apply the last
+	// 2^30 times to the arguments, with no recursion at all.
+	var doubling strings.Builder
+	doubling.WriteString(`'{"type":"object","allOf":[{"$ref":"#/$defs/d0"}],"$defs":{`)
+	for i := range 30 {
+		fmt.Fprintf(&doubling, `"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]},`, i, i+1, i+1)
+	}
+	doubling.WriteString(`"d30":{"required":["x"]}}}'`)
 	cases := []struct{ name, schema, want string }{
 		{"not JSON", `'{"type": "object",'`, "input_schema is not JSON"},
 		{"not a JSON value", `'type: object'`, "input_schema is not JSON"},
@@ -112,6 +120,7 @@ func TestBadInputSchemaIsRefusedAtLoad(t *testing.T) {
 		{"loop under a default", `'{"type":"object","properties":{"a":{"default":1,"allOf":[{"$ref":"#/properties/a"}]}}}'`, "validation would never end"},
 		{"applies itself twice per level", `'{"type":"object","properties":{"a":{"allOf":[{"$ref":"#"},{"$ref":"#"}]}}}'`, "more than once"},
 		{"union of recursive variants", `'{"type":"object","properties":{"e":{"$ref":"#/$defs/expr"}},"$defs":{"expr":{"oneOf":[{"$ref":"#/$defs/sum"},{"$ref":"#/$defs/product"}]},"sum":{"type":"object","properties":{"terms":{"type":"array","items":{"$ref":"#/$defs/expr"}}}},"product":{"type":"object","properties":{"terms":{"type":"array","items":{"$ref":"#/$defs/expr"}}}}}}'`, "more than once"},
+		{"definitions that double", doubling.String(), "routes"},
 		{"anchor reference", `'{"type":"object","properties":{"a":{"$ref":"#n"}},"$defs":{"n":{"$anchor":"n"}}}'`, "input_schema cannot be used"},
 		{"not a string", `{ type = "object" }`, "input_schema must be a string"},
 		{"too large", big, "input_schema is"},

@@ -63,6 +63,9 @@ type step struct {
 
 func (g *graph) checkCost() error {
 	comps := g.components()
+	if err := g.checkRoutes(comps); err != nil {
+		return err
+	}
 	recursive := map[string]bool{}
 	for _, c := range comps {
 		if c.recursive {
@@ -234,6 +237,49 @@ func (c *closures) of(n string) (map[string]int, error) {
 	}
 	c.memo[n] = m
 	return m, nil
+}
+
+// maxRoutes bounds the routes through the schema, counted below.
+const maxRoutes = 1 << 16
+
+// checkRoutes bounds what non-recursive repetition costs. Routes from the
+// root to a subschema, counted with each group of mutually recursive
+// subschemas as one step (a recursive subschema is applied at most once
+// per value, as checkCost makes sure), bound how often one value can be
+// validated against it: {"allOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}]}
+// applies a twice, and a chain of 40 such definitions would apply the last
+// one 2^40 times to every value, recursion or not. Routes to different
+// members are counted alike, so the bound errs toward refusing.
+func (g *graph) checkRoutes(comps []component) error {
+	of := map[string]int{} // subschema → its component
+	for i, c := range comps {
+		for _, n := range c.nodes {
+			of[n] = i
+		}
+	}
+	routes := make([]int, len(comps))
+	routes[of[key(nil)]] = 1
+	total := 0
+	// components lists each component after every one it reaches: walk it
+	// backwards, from the root towards what the root reaches.
+	for i := len(comps) - 1; i >= 0; i-- {
+		if routes[i] == 0 {
+			continue // not reached from the root ($defs nothing refers to)
+		}
+		if total += routes[i]; total > maxRoutes {
+			return fmt.Errorf("the schema applies its subschemas along more than %d routes (a definition reached "+
+				"through several allOf/anyOf/oneOf branches or $refs, each of which is reached through several more, "+
+				"multiplies): validation could be applied to one value that many times, so the schema is refused", maxRoutes)
+		}
+		for _, n := range comps[i].nodes {
+			for _, m := range g.next(n) {
+				if j := of[m]; j != i {
+					routes[j] = min(maxRoutes+1, routes[j]+routes[i])
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // next lists the subschemas n applies, to the same value or to its parts.

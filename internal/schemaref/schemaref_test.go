@@ -113,3 +113,23 @@ func TestCheckCostTooComplex(t *testing.T) {
 		t.Fatalf("err = %v; want it refused as too complex", err)
 	}
 }
+
+// Repetition without recursion multiplies too: each definition applies the
+// next twice, so 40 of them would apply the last 2^40 times to one value.
+func TestCheckRoutes(t *testing.T) {
+	chain := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"type":"object","allOf":[{"$ref":"#/$defs/d0"}],"$defs":{`)
+		for i := range n {
+			fmt.Fprintf(&b, `"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]},`, i, i+1, i+1)
+		}
+		fmt.Fprintf(&b, `"d%d":{"required":["x"]}}}`, n)
+		return b.String()
+	}
+	if err := Check([]byte(chain(40))); err == nil || !strings.Contains(err.Error(), "routes") {
+		t.Fatalf("err = %v; want it refused", err)
+	}
+	if err := Check([]byte(chain(4))); err != nil {
+		t.Fatalf("a short chain: %v", err)
+	}
+}
