@@ -36,7 +36,15 @@ func (s *InputSchema) JSON() json.RawMessage { return s.raw }
 
 // Validate checks a call's arguments (a JSON object; empty means {})
 // against the schema.
-func (s *InputSchema) Validate(args json.RawMessage) (err error) {
+func (s *InputSchema) Validate(args json.RawMessage) error {
+	return ValidateArguments(s.resolved, args)
+}
+
+// ValidateArguments checks a call's arguments (a JSON object; empty means
+// {}) against a compiled schema: a policy's input_schema, or an MCP tool's
+// inputSchema (internal/dispatch/mcp), so both refuse alike. Its errors
+// wrap ErrInvalidArguments.
+func ValidateArguments(schema *jsonschema.Resolved, args json.RawMessage) (err error) {
 	defer func() {
 		// A validator bug must refuse the call, not end chiod's goroutine.
 		if r := recover(); r != nil {
@@ -53,7 +61,7 @@ func (s *InputSchema) Validate(args json.RawMessage) (err error) {
 	if _, ok := v.(map[string]any); !ok {
 		return fmt.Errorf("%w: arguments must be a JSON object", ErrInvalidArguments)
 	}
-	if err := s.resolved.Validate(v); err != nil {
+	if err := schema.Validate(v); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArguments, err)
 	}
 	return nil

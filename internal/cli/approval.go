@@ -335,12 +335,7 @@ func runDecision(e *Env, args []string, decision string) int {
 		if line, ae, ok := voteUncertain(id, verb, err); ok {
 			// An error, but not "unavailable": the vote may count
 			// (vote_uncertain.go).
-			if r.output != "table" {
-				printJSON(e.Stdout, map[string]string{"error": ae.Code, "message": ae.Message}, r.output == "jsonl")
-			} else {
-				fmt.Fprintln(e.Stdout, shown(line))
-			}
-			fmt.Fprintln(e.Stderr, "chio:", shown(ae.Message))
+			printVoteAnswer(e, r, line, ae)
 			return ExitError
 		}
 		line, ae, ok := voteRecorded(id, err)
@@ -348,12 +343,7 @@ func runDecision(e *Env, args []string, decision string) int {
 			return fail(e, err)
 		}
 		// Not a refusal: the vote counts (vote_recorded.go).
-		if r.output != "table" {
-			printJSON(e.Stdout, map[string]string{"error": ae.Code, "message": ae.Message}, r.output == "jsonl")
-		} else {
-			fmt.Fprintln(e.Stdout, shown(line))
-		}
-		fmt.Fprintln(e.Stderr, "chio:", shown(ae.Message))
+		printVoteAnswer(e, r, line, ae)
 		return ExitVoteRecorded
 	}
 	line, code := respondResult(id, &res)
@@ -450,4 +440,16 @@ func bearerFromEnv(e *Env) string {
 		return t
 	}
 	return e.Getenv("CHIO_READ_TOKEN")
+}
+
+// printVoteAnswer prints chiod's answer to a vote that is not a plain
+// refusal (vote_recorded, vote_uncertain): line on stdout (the envelope
+// with --output json or jsonl), chiod's message on stderr.
+func printVoteAnswer(e *Env, r *remote, line string, ae *apiError) {
+	if r.output != "table" {
+		printJSON(e.Stdout, map[string]string{"error": ae.Code, "message": ae.Message}, r.output == "jsonl")
+	} else {
+		fmt.Fprintln(e.Stdout, shown(line))
+	}
+	fmt.Fprintln(e.Stderr, "chio:", shown(ae.Message))
 }

@@ -13,6 +13,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chiokernel/chio/internal/schemaref"
+	"github.com/chiokernel/chio/policy"
 )
 
 // Tool is one tool an upstream lists, as chio offers it: its schemas are
@@ -28,25 +29,13 @@ type Tool struct {
 	schema       *jsonschema.Resolved
 }
 
-// ErrInvalidArguments is wrapped by Validate's errors.
-var ErrInvalidArguments = errors.New("arguments do not match the tool's inputSchema")
+// ErrInvalidArguments is wrapped by Validate's errors (the policy's: a
+// declared input_schema refuses with the same error).
+var ErrInvalidArguments = policy.ErrInvalidArguments
 
 // Validate checks arguments (a JSON object) against the tool's inputSchema.
 func (t *Tool) Validate(args json.RawMessage) error {
-	var v any
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(args, &v); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArguments, err)
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return fmt.Errorf("%w: arguments must be a JSON object", ErrInvalidArguments)
-	}
-	if err := t.schema.Validate(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArguments, err)
-	}
-	return nil
+	return policy.ValidateArguments(t.schema, args)
 }
 
 // catalog is one server's tool list at one moment. It is replaced whole,
