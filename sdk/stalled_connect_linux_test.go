@@ -3,51 +3,14 @@ package chio
 import (
 	"context"
 	"errors"
-	"net"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chiokernel/chio/internal/testkit"
 )
 
-// stalledPort is the address of a loopback listener whose TCP connects
-// never complete: it listens with a backlog of 0 and never accepts, and its
-// accept queue is filled first, so Linux drops every further SYN (the
-// client keeps retransmitting it) until the listener closes at the end of
-// the test. Nothing of a request can reach it: a connect that never
-// completed wrote no byte. (Linux only: other systems answer an overflowing
-// backlog differently.)
-func stalledPort(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-	// Fill the accept queue until a connect no longer completes.
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-		if err != nil {
-			break
-		}
-		t.Cleanup(func() { c.Close() })
-		if i > 64 {
-			t.Fatal("the listener's backlog never filled")
-		}
-	}
-	return addr
-}
+// stalledPort: testkit.StalledConnectAddr.
+func stalledPort(t *testing.T) string { return testkit.StalledConnectAddr(t) }
 
 // The caller's deadline ends the call while its TCP connect is still
 // pending (the listener never completes it): nothing was sent.

@@ -2,13 +2,13 @@ package cli_test
 
 import (
 	"net"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chiokernel/chio/internal/cli"
+	"github.com/chiokernel/chio/internal/testkit"
 )
 
 // stalledHandshakeURL is an https URL whose listener accepts every TCP
@@ -34,39 +34,8 @@ func stalledHandshakeURL(t *testing.T) string {
 }
 
 // stalledConnectURL is the URL of a loopback listener whose TCP connects
-// never complete: it listens with a backlog of 0, never accepts, and its
-// accept queue is filled first, so Linux drops every further SYN until the
-// test ends (as sdk/stalled_connect_linux_test.go).
-func stalledConnectURL(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-		if err != nil {
-			break
-		}
-		t.Cleanup(func() { c.Close() })
-		if i > 64 {
-			t.Fatal("the listener's backlog never filled")
-		}
-	}
-	return "http://" + addr
-}
+// never complete (testkit.StalledConnectAddr).
+func stalledConnectURL(t *testing.T) string { return "http://" + testkit.StalledConnectAddr(t) }
 
 // wantNotSent checks chio call's report of a call no attempt sent: exit 1
 // saying it was not sent, with no request id to retry or await.
