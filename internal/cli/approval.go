@@ -98,7 +98,7 @@ func runApprovalList(e *Env, args []string) int {
 	}
 	switch r.output {
 	case "json":
-		printShownJSON(e.Stdout, list.Approvals, false)
+		printJSON(e.Stdout, list.Approvals, false)
 		return ExitOK
 	case "jsonl":
 		for _, raw := range list.Approvals {
@@ -166,7 +166,7 @@ func runApprovalShow(e *Env, args []string) int {
 	if r.output != "table" {
 		// The answer as sent (not decoded into an any, which would
 		// re-sort its members and pass its numbers through float64).
-		printShownJSON(e.Stdout, raw, r.output == "jsonl")
+		printJSON(e.Stdout, raw, r.output == "jsonl")
 		return ExitOK
 	}
 	var v approvalView

@@ -212,11 +212,11 @@ func runBatchList(e *Env, args []string) int {
 	// repaint an unlimited */* batch as a harmless row.
 	switch r.output {
 	case "json":
-		printShownJSON(e.Stdout, list.Batches, false)
+		printJSON(e.Stdout, list.Batches, false)
 		return ExitOK
 	case "jsonl":
 		for _, b := range list.Batches {
-			printShownJSON(e.Stdout, b, true)
+			printJSON(e.Stdout, b, true)
 		}
 		return ExitOK
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -73,18 +72,6 @@ func shownJSON(raw []byte) string {
 		return shown(string(raw))
 	}
 	return escapeShown(b.String(), true)
-}
-
-// printShownJSON is printJSON for what a request holds: every character
-// that is not graphic (a bidi override, a zero-width space) is written as
-// a JSON \u escape, the same value, so it cannot act on the terminal.
-func printShownJSON(w io.Writer, v any, compact bool) {
-	b, _ := marshalJSON(v, compact)
-	lines := strings.Split(string(b), "\n") // the indentation's newlines stay
-	for i, l := range lines {
-		lines[i] = escapeShown(l, true)
-	}
-	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }
 
 // shownList numbers a question's options, each shown: "1) Yes, refund

@@ -194,7 +194,7 @@ func (a *awaiter) stop(e *Env, id string, timeout time.Duration, st *httpapi.Cal
 		return fail(e, err)
 	}
 	if st != nil && a.r.output != "table" {
-		printShownJSON(e.Stdout, st, a.r.output == "jsonl")
+		printJSON(e.Stdout, st, a.r.output == "jsonl")
 	}
 	status := "unresolved"
 	if st != nil {
@@ -210,7 +210,7 @@ func (a *awaiter) stop(e *Env, id string, timeout time.Duration, st *httpapi.Cal
 // output stays JSON equal in value (shown_output.go).
 func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 	if r.output != "table" {
-		printShownJSON(e.Stdout, st, r.output == "jsonl")
+		printJSON(e.Stdout, st, r.output == "jsonl")
 		return code
 	}
 	switch st.Status {

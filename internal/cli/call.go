@@ -196,7 +196,7 @@ func trimNL(b []byte) []byte {
 // cancelled, 6 allowed but the tool failed, 1 any other status.
 func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
 	if r.output != "table" {
-		printShownJSON(e.Stdout, out, r.output == "jsonl")
+		printJSON(e.Stdout, out, r.output == "jsonl")
 	} else {
 		// Text from the tool, the agent or an approver is escaped
 		// (approval_text.go); the tool's output stays JSON equal in

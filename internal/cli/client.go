@@ -97,9 +97,21 @@ func ctxTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 }
 
 // printJSON writes v indented (json) or compact (jsonl).
+//
+// What it prints is shown: every character a terminal acts on or draws
+// invisibly (a C1 control such as U+009B, a bidi override, a zero-width
+// space, DEL) is written as a JSON \u escape, the same value. JSON encoding
+// escapes only the C0 controls, and what is printed here carries agents'
+// and tools' text: receipts' reasons and tool errors, respond results,
+// stats groups. Output that must stay byte for byte what was signed (the
+// jsonl receipt listings) does not come here.
 func printJSON(w io.Writer, v any, compact bool) {
 	b, _ := marshalJSON(v, compact)
-	fmt.Fprintln(w, string(b))
+	lines := strings.Split(string(b), "\n") // the indentation's newlines stay
+	for i, l := range lines {
+		lines[i] = escapeShown(l, true)
+	}
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
 }
 
 // marshalJSON is json.Marshal (compact) or json.MarshalIndent without HTML

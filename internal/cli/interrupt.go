@@ -124,7 +124,7 @@ func interruptedAwait(e *Env, r *remote, in interrupted, id string, st *httpapi.
 	seen := "no answer yet"
 	if st != nil {
 		if r.output != "table" {
-			printShownJSON(e.Stdout, st, r.output == "jsonl")
+			printJSON(e.Stdout, st, r.output == "jsonl")
 		}
 		seen = "last seen " + st.Status
 		if st.RequestID != id {

@@ -2,11 +2,13 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -87,5 +89,62 @@ func TestReceiptListEscapesToolErrorText(t *testing.T) {
 	}
 	if strings.ContainsAny(so, "\x1b") {
 		t.Fatalf("receipt list printed the tool's escape sequences raw:\n%q", so)
+	}
+}
+
+// `chio receipt list --output json` and `chio receipt show --output json`
+// print a receipt's text — here a tool error holding a C1 CSI (U+009B,
+// which some terminals obey like ESC [), a bidi override reordering the
+// rest of the line and a zero-width space — as JSON \u escapes: the same
+// JSON value a program parses, but nothing a terminal acts on. (The jsonl
+// listing stays byte for byte what was signed: it feeds verification.)
+func TestReceiptJSONOutputEscapesTerminalActiveText(t *testing.T) {
+	tool := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(rw, "no such account\u009b2J\u202eDE89\u200b\x7f")
+	}))
+	defer tool.Close()
+	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(failingToolPolicy, tool.URL), Grants: []string{"lookup"},
+		Serve: true, AdminToken: approvalAdminToken})
+	w.Submit(t, "lookup", `{"account":"x"}`, "")
+	env := map[string]string{"CHIO_URL": w.URL, "CHIO_ADMIN_TOKEN": approvalAdminToken}
+	jsonl, se, code := chio(env, "receipt", "list", "--output", "jsonl")
+	if code != 0 || !strings.Contains(jsonl, "\u202e") {
+		t.Fatalf("receipt list --output jsonl: %d (the signed bytes hold the tool's text as is)\n%s%s", code, jsonl, se)
+	}
+	var all []any // every receipt, as signed: the allow, then the failed call's
+	for _, l := range strings.Split(strings.TrimSpace(jsonl), "\n") {
+		var v any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, v)
+	}
+	failed := all[len(all)-1].(map[string]any)
+	if !strings.Contains(fmt.Sprint(failed["decision"]), "\u202e") {
+		t.Fatalf("the last receipt is not the failed call's: %v", failed)
+	}
+	for _, c := range []struct {
+		args   []string
+		signed any
+	}{
+		{[]string{"receipt", "list", "--output", "json"}, all},
+		{[]string{"receipt", "show", failed["id"].(string), "--output", "json"}, failed},
+	} {
+		args, signed := c.args, c.signed
+		so, se, code := chio(env, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, so, se)
+		}
+		if terminalActive(so) || strings.ContainsAny(so, "\x7f\u009b") {
+			t.Errorf("`chio %s` writes characters a terminal acts on: %q", strings.Join(args, " "), so)
+		}
+		var got any
+		if err := json.Unmarshal([]byte(so), &got); err != nil {
+			t.Fatalf("%v: not JSON: %v\n%s", args, err, so)
+		}
+		if !reflect.DeepEqual(got, signed) {
+			t.Errorf("`chio %s` is not the receipt's value:\n%v\nwant\n%v", strings.Join(args, " "), got, signed)
+		}
 	}
 }
