@@ -281,7 +281,8 @@ func (c *Client) retryRead(ctx context.Context, f func(context.Context) error) e
 		if ctx.Err() != nil {
 			return err
 		}
-		if sleepCtx(ctx, backoff) != nil {
+		d, ok := retryWait(ctx, err, backoff)
+		if !ok || sleepCtx(ctx, d) != nil {
 			return err
 		}
 		backoff = min(2*backoff, reconnectMax)

@@ -181,7 +181,15 @@ func (c *Client) CallTool(ctx context.Context, call Call) (Result, error) {
 			}
 			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
 		}
-		if sleepCtx(ctx, backoff) != nil {
+		d, ok := retryWait(ctx, err, backoff)
+		if !ok {
+			// chiod said when to ask again, and the deadline comes first.
+			if lost {
+				return nil, &OutcomeUnknownError{RequestID: tc.RequestID, Err: err}
+			}
+			return nil, fmt.Errorf("chio: call %s: %w", tc.RequestID, err)
+		}
+		if sleepCtx(ctx, d) != nil {
 			return nil, c.endedByContext(ctx, tc.RequestID, lost)
 		}
 		backoff *= 2

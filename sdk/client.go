@@ -262,7 +262,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr
 			return resp.StatusCode, nil
 		}
 	}
-	ae := &APIError{Status: resp.StatusCode}
+	ae := &APIError{Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
 	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
 		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
 		if len(ae.Message) > 200 {

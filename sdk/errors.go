@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Sentinels for conditions callers branch on (errors.Is). An [*APIError]
@@ -81,6 +84,50 @@ type APIError struct {
 	Status  int    // HTTP status
 	Code    string `json:"error"`
 	Message string `json:"message"`
+	// RetryAfter is the answer's Retry-After (delta-seconds, at most an
+	// hour; 0 if none or not a number of seconds): chiod turned the
+	// request away until a share frees up. The SDK's own retries wait at
+	// least this long, or end at once if the context's deadline is nearer.
+	RetryAfter time.Duration `json:"-"`
+}
+
+// maxRetryAfter caps the Retry-After the SDK honours: a larger value is
+// a server asking not to be retried; the caller's deadline decides.
+const maxRetryAfter = time.Hour
+
+// parseRetryAfter reads a Retry-After of delta-seconds (RFC 9110 §10.2.3),
+// capped at maxRetryAfter without overflowing. An HTTP-date or anything
+// else is 0: chiod sends seconds, and a gateway's date is not worth
+// trusting a clock for.
+func parseRetryAfter(v string) time.Duration {
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) || err == nil && n >= uint64(maxRetryAfter/time.Second):
+		return maxRetryAfter
+	case err != nil:
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// retryAfterOf is err's Retry-After, 0 if it carries none.
+func retryAfterOf(err error) time.Duration {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.RetryAfter
+	}
+	return 0
+}
+
+// retryWait is how long to wait before asking again after err: the
+// backoff, or chiod's Retry-After if longer. ok is false when ctx's
+// deadline comes first: asking again is pointless, err is the answer.
+func retryWait(ctx context.Context, err error, backoff time.Duration) (d time.Duration, ok bool) {
+	d = max(backoff, retryAfterOf(err))
+	if dl, has := ctx.Deadline(); has && time.Until(dl) < d && retryAfterOf(err) > backoff {
+		return d, false
+	}
+	return d, true
 }
 
 func (e *APIError) Error() string {

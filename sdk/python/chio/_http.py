@@ -169,12 +169,21 @@ def request(
         except urllib.error.HTTPError as e:  # a 4xx/5xx answer is still an answer
             resp = e
         with resp:
-            return resp.code, _read(resp)
+            return Answer((resp.code, _read(resp)), resp.headers.get("Retry-After"))
     except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
         reason = getattr(e, "reason", None) or e
         if isinstance(reason, _NoConnection):
             raise ConnectFailed(f"chio: cannot connect to chiod at {url}: {reason}") from None
         raise TransportError(f"chio: cannot reach chiod at {url}: {reason}") from None
+
+
+class Answer(tuple):
+    """(status, body), and the answer's Retry-After header (None if absent)."""
+
+    def __new__(cls, status_body: tuple[int, bytes], retry_after: str | None):
+        self = super().__new__(cls, status_body)
+        self.retry_after = retry_after
+        return self
 
 
 def _read(resp) -> bytes:

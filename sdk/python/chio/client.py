@@ -37,6 +37,7 @@ from .errors import (
     Unauthorized,
     VoteRecorded,
     api_error,
+    parse_retry_after,
     retryable,
 )
 from .keys import PrivateKey
@@ -251,7 +252,11 @@ class Client(_Approvals):
                 # An attempt that could not connect sent nothing: not lost.
                 not_sent = isinstance(e, _http.ConnectFailed)
                 lost = lost or isinstance(e, OutcomeUnknown) and not not_sent
-                if not retryable(e) or attempt == CALL_ATTEMPTS:
+                # Ask again no sooner than chiod's Retry-After; if it said
+                # a time past the deadline, its refusal is the answer now.
+                pause = max(backoff, e.retry_after)
+                told_past_deadline = e.retry_after > backoff and deadline is not None and loop.time() + pause >= deadline
+                if not retryable(e) or attempt == CALL_ATTEMPTS or told_past_deadline:
                     e.add_note(f"chio: call {request_id} (attempt {attempt} of {CALL_ATTEMPTS})")
                     if not_sent and not lost:
                         # The last attempt could not connect, and every
@@ -277,11 +282,11 @@ class Client(_Approvals):
                             request_id=request_id,
                         ) from e
                     raise
-            if deadline is not None and loop.time() + backoff >= deadline:
+            if deadline is not None and loop.time() + pause >= deadline:
                 # The next attempt would come after the deadline.
                 raise self._call_timed_out(request_id, timeout, lost)
             try:
-                await asyncio.sleep(backoff)
+                await asyncio.sleep(pause)
             except asyncio.CancelledError as e:
                 e.add_note(
                     f"chio: call {request_id} was cancelled; "
@@ -596,9 +601,14 @@ class Client(_Approvals):
             except ChioError as e:
                 if not retryable(e):
                     raise
-                if deadline is not None and loop.time() + backoff >= deadline:
+                # Ask again no sooner than chiod's Retry-After; if it said
+                # a time past the deadline, its refusal is the answer now.
+                pause = max(backoff, e.retry_after)
+                if deadline is not None and loop.time() + pause >= deadline:
+                    if e.retry_after > backoff:
+                        raise
                     raise TimedOut(f"chio: {what}: timed out; last error: {e}") from e
-            await asyncio.sleep(backoff)
+            await asyncio.sleep(pause)
             backoff = min(2 * backoff, RECONNECT_MAX)
 
     def _read_auth(self, id: str) -> dict[str, str]:
@@ -629,9 +639,11 @@ class Client(_Approvals):
         hdr = {"Accept": "application/json", "User-Agent": _USER_AGENT, **headers}
         if body is not None:
             hdr["Content-Type"] = "application/json"
-        status, data = await _http.in_thread(
+        answer = await _http.in_thread(
             _http.request, method, self._base + path, body, hdr, timeout, self._connect_timeout, attempt
         )
+        status, data = answer
+        retry_after = parse_retry_after(answer.retry_after)
         if status in ok:
             return status, _parse_response(data, status)
         try:
@@ -639,6 +651,6 @@ class Client(_Approvals):
         except (UnicodeDecodeError, ValueError, RecursionError):
             env = None
         if isinstance(env, dict) and isinstance(env.get("error"), str):
-            raise api_error(status, env["error"], str(env.get("message", "")))
+            raise api_error(status, env["error"], str(env.get("message", "")), retry_after)
         text = data.decode("utf-8", "replace").strip()
-        raise api_error(status, None, text[:200] or "no body")
+        raise api_error(status, None, text[:200] or "no body", retry_after)

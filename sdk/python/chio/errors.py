@@ -13,10 +13,14 @@ from __future__ import annotations
 class ChioError(Exception):
     """Base class of every error this SDK raises."""
 
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None):
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None, retry_after: float = 0.0):
         super().__init__(message)
         self.status = status
         self.code = code
+        # The answer's Retry-After in seconds (0.0 if none): chiod turned
+        # the request away until a share frees up. The SDK's own retries
+        # wait at least this long, or end at once if the deadline is nearer.
+        self.retry_after = retry_after
 
 
 class BadRequest(ChioError):
@@ -164,7 +168,19 @@ _BY_CODE = {
 }
 
 
-def api_error(status: int, code: str | None, message: str) -> ChioError:
+MAX_RETRY_AFTER = 3600.0
+
+
+def parse_retry_after(value: str | None) -> float:
+    """A Retry-After of delta-seconds (RFC 9110 section 10.2.3), capped at
+    an hour; an HTTP-date or anything else is 0.0 (chiod sends seconds)."""
+    v = (value or "").strip()
+    if not v.isascii() or not v.isdigit():
+        return 0.0
+    return min(float(int(v)), MAX_RETRY_AFTER) if len(v) < 20 else MAX_RETRY_AFTER
+
+
+def api_error(status: int, code: str | None, message: str, retry_after: float = 0.0) -> ChioError:
     """The exception for one of chiod's error answers. A body that is not
     chiod's envelope (a proxy's error page) is classified by status. A 502
     or 504, or a 5xx that is not chiod's envelope, is OutcomeUnknown: a
@@ -183,7 +199,7 @@ def api_error(status: int, code: str | None, message: str) -> ChioError:
             cls = NotFound
         else:
             cls = ChioError
-    return cls(f"chio: {code or 'http error'} ({status}): {message}", status=status, code=code)
+    return cls(f"chio: {code or 'http error'} ({status}): {message}", status=status, code=code, retry_after=retry_after)
 
 
 def retryable(err: BaseException) -> bool:

@@ -9,7 +9,7 @@
 
 import type { ApprovalRequest, Question } from "./approver.js";
 import { canonicalize, parseStrict } from "./canon.js";
-import { BadAnswerError, ChioError, ConnectFailedError, NotSentError, apiError, isAnswerLost, isRetryable, neverConnected } from "./errors.js";
+import { BadAnswerError, ChioError, ConnectFailedError, NotSentError, apiError, isAnswerLost, isRetryable, neverConnected, parseRetryAfter } from "./errors.js";
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
 import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
@@ -154,6 +154,7 @@ export class ChioClient {
     let body = "";
     let signedAt = 0;
     let backoff = CALL_FIRST_BACKOFF_MS;
+    let pause = backoff; // before the next attempt
     let lost = false; // some attempt may have reached chiod without its answer reaching us
     let state: Record<string, unknown>;
     const { timeoutMs, signal } = opts;
@@ -185,7 +186,12 @@ export class ChioClient {
           throw ended(why, lost || !watch?.neverWritten);
         }
         lost ||= isAnswerLost(e);
-        if (!isRetryable(e) || attempt === CALL_ATTEMPTS) {
+        // Ask again no sooner than chiod's Retry-After; if it said a time
+        // past the deadline, its refusal is the answer now.
+        const told = e instanceof ChioError ? e.retryAfterMs : 0;
+        pause = Math.max(backoff, told);
+        const toldPastDeadline = told > backoff && deadline !== undefined && Date.now() + pause >= deadline;
+        if (!isRetryable(e) || attempt === CALL_ATTEMPTS || toldPastDeadline) {
           const where = ` (call ${requestId}, attempt ${attempt} of ${CALL_ATTEMPTS})`;
           if (lost) {
             // Even if the last attempt met chiod's own 503, an earlier one may
@@ -211,11 +217,11 @@ export class ChioClient {
       } finally {
         watch?.close();
       }
-      if (deadline !== undefined && Date.now() + backoff >= deadline) {
+      if (deadline !== undefined && Date.now() + pause >= deadline) {
         throw ended(`timeoutMs (${timeoutMs}) passed`, lost); // before the next attempt
       }
       try {
-        await sleep(backoff, signal);
+        await sleep(pause, signal);
       } catch {
         throw ended(signal?.reason, lost);
       }
@@ -561,6 +567,7 @@ export class ChioClient {
     what: string,
   ): Promise<T> {
     let backoff = RECONNECT_FIRST_MS;
+    let pause = backoff;
     for (;;) {
       const remaining = deadline === undefined ? undefined : deadline - Date.now();
       if (remaining !== undefined && remaining <= 0) throw new ChioError("timed_out", `chio: ${what}: timed out`);
@@ -571,11 +578,16 @@ export class ChioClient {
         signal?.throwIfAborted();
         if (budget?.aborted) throw new ChioError("timed_out", `chio: ${what}: timed out`, { cause: e });
         if (!isRetryable(e)) throw e;
-        if (deadline !== undefined && Date.now() + backoff >= deadline) {
+        // Ask again no sooner than chiod's Retry-After; if it said a time
+        // past the deadline, its refusal is the answer now.
+        const told = e instanceof ChioError ? e.retryAfterMs : 0;
+        pause = Math.max(backoff, told);
+        if (deadline !== undefined && Date.now() + pause >= deadline) {
+          if (told > backoff) throw e;
           throw new ChioError("timed_out", `chio: ${what}: timed out; last error: ${(e as Error).message}`, { cause: e });
         }
       }
-      await sleep(backoff, signal);
+      await sleep(pause, signal);
       backoff = Math.min(2 * backoff, RECONNECT_MAX_MS);
     }
   }
@@ -606,12 +618,14 @@ export class ChioClient {
     const sig = anySignal(timeout, signal)!;
     let status: number;
     let text: string;
+    let retryAfterMs: number;
     try {
       // A proof or token is meant for this server: never follow a redirect.
       const init: RequestInit = { method, headers: hdr, signal: sig, redirect: "manual" };
       if (body !== undefined) init.body = body;
       const resp = await this.#fetch(url, init);
       status = resp.status;
+      retryAfterMs = parseRetryAfter(resp.headers.get("Retry-After"));
       text = await readBody(resp);
     } catch (e) {
       if (e instanceof ChioError) throw e;
@@ -634,7 +648,7 @@ export class ChioClient {
     } catch {
       env = undefined;
     }
-    if (isObject(env) && typeof env["error"] === "string") throw apiError(status, env["error"], String(env["message"] ?? ""));
-    throw apiError(status, undefined, text.trim().slice(0, 200) || "no body");
+    if (isObject(env) && typeof env["error"] === "string") throw apiError(status, env["error"], String(env["message"] ?? ""), retryAfterMs);
+    throw apiError(status, undefined, text.trim().slice(0, 200) || "no body", retryAfterMs);
   }
 }

@@ -36,18 +36,39 @@ export class ChioError extends Error {
    * once) or awaitApproval(requestId); never submit it under a new id.
    */
   readonly requestId: string | undefined;
+  /**
+   * The answer's Retry-After in milliseconds (0 if none): chiod turned the
+   * request away until a share frees up. The SDK's own retries wait at
+   * least this long, or end at once if the deadline is nearer.
+   */
+  readonly retryAfterMs: number;
 
   constructor(
     code: ChioErrorCode,
     message: string,
-    opts: { status?: number; serverCode?: string; requestId?: string; cause?: unknown } = {},
+    opts: { status?: number; serverCode?: string; requestId?: string; cause?: unknown; retryAfterMs?: number } = {},
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = code;
     this.status = opts.status;
     this.serverCode = opts.serverCode;
     this.requestId = opts.requestId;
+    this.retryAfterMs = opts.retryAfterMs ?? 0;
   }
+}
+
+/** The longest Retry-After the SDK honours; a larger one is capped. */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/**
+ * A Retry-After of delta-seconds (RFC 9110 §10.2.3) in milliseconds,
+ * capped at an hour; an HTTP-date or anything else is 0 (chiod sends
+ * seconds).
+ */
+export function parseRetryAfter(value: string | null | undefined): number {
+  const v = (value ?? "").trim();
+  if (!/^[0-9]+$/.test(v)) return 0;
+  return v.length >= 20 ? MAX_RETRY_AFTER_MS : Math.min(Number(v) * 1000, MAX_RETRY_AFTER_MS);
 }
 
 /** Why a value cannot be signed or hashed; the reasons of testdata/vectors/canonical.json. */
@@ -99,7 +120,7 @@ export class VoteRecordedError extends ChioError {
 export class VoteUncertainError extends ChioError {
   override name = "VoteUncertainError";
 
-  constructor(message: string, opts: { status: number; serverCode: string }) {
+  constructor(message: string, opts: { status: number; serverCode: string; retryAfterMs?: number }) {
     super("vote_uncertain", message, opts);
   }
 }
@@ -186,7 +207,7 @@ const byServerCode: Record<string, ChioErrorCode> = {
  * chiod's envelope (a proxy's error page), is "outcome_unknown": a gateway
  * may send it after it forwarded the request and lost the answer.
  */
-export function apiError(status: number, serverCode: string | undefined, message: string): ChioError {
+export function apiError(status: number, serverCode: string | undefined, message: string, retryAfterMs = 0): ChioError {
   let code = serverCode ? byServerCode[serverCode] : undefined;
   if (status === 502 || status === 504) code = "outcome_unknown";
   if (!code) {
@@ -198,8 +219,8 @@ export function apiError(status: number, serverCode: string | undefined, message
   }
   const text = `chio: ${serverCode ?? "http error"} (${status}): ${message}`;
   if (code === "vote_recorded") return new VoteRecordedError(text, { status, serverCode: serverCode! });
-  if (code === "vote_uncertain") return new VoteUncertainError(text, { status, serverCode: serverCode! });
-  const opts: { status: number; serverCode?: string } = { status };
+  if (code === "vote_uncertain") return new VoteUncertainError(text, { status, serverCode: serverCode!, retryAfterMs });
+  const opts: { status: number; serverCode?: string; retryAfterMs: number } = { status, retryAfterMs };
   if (serverCode) opts.serverCode = serverCode;
   return new ChioError(code, text, opts);
 }

@@ -22,7 +22,7 @@ export {
   type PendingApproval,
   type ToolDenied,
 } from "./results.js";
-export { CanonicalJSONError, ChioError, NotSentError, VoteRecordedError, VoteUncertainError, isRetryable, type CanonicalRefusal, type ChioErrorCode } from "./errors.js";
+export { CanonicalJSONError, ChioError, NotSentError, VoteRecordedError, VoteUncertainError, isRetryable, parseRetryAfter, type CanonicalRefusal, type ChioErrorCode } from "./errors.js";
 export { PrivateKey } from "./keys.js";
 export {
   DEFAULT_TOKEN_TTL,
