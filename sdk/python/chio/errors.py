@@ -199,7 +199,9 @@ def api_error(status: int, code: str | None, message: str, retry_after: float = 
             cls = NotFound
         else:
             cls = ChioError
-    return cls(f"chio: {code or 'http error'} ({status}): {message}", status=status, code=code, retry_after=retry_after)
+    err = cls(f"chio: {code or 'http error'} ({status}): {message}", status=status, code=code)
+    err.retry_after = retry_after
+    return err
 
 
 def retryable(err: BaseException) -> bool:
