@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/device"
+
+	"github.com/chiokernel/chio/kernel"
+)
+
+// unshownText is a page function: the text under the element sel that is
+// not drawn where the approver can read it. Its <details> are opened
+// first (a closed one says what it holds, and a click shows it). A text
+// is unshown when any of its line boxes lies outside an ancestor, up to
+// the card, that clips what overflows it (overflow other than visible:
+// hidden cuts it off; auto or scroll hides it until scrolled, and an
+// overlay scroll bar, as macOS and phones draw them, is not drawn until
+// then), or outside the card itself. Each entry is the start of the text.
+const unshownText = `(sel) => {
+	const root = document.querySelector(sel);
+	if (!root) return ['no element ' + sel];
+	root.querySelectorAll('details').forEach((d) => { d.open = true; });
+	const box = (e) => {
+		const r = e.getBoundingClientRect();
+		const left = r.left + e.clientLeft, top = r.top + e.clientTop;
+		return { left, top, right: left + e.clientWidth, bottom: top + e.clientHeight };
+	};
+	const out = [];
+	const w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+	for (let n = w.nextNode(); n; n = w.nextNode()) {
+		if (!n.textContent.trim() || n.parentElement.closest('[hidden], textarea')) continue;
+		const clips = [];
+		for (let e = n.parentElement; e; e = e.parentElement) {
+			const s = getComputedStyle(e);
+			if (e === root || s.overflowX !== 'visible' || s.overflowY !== 'visible') clips.push(box(e));
+			if (e === root) break;
+		}
+		const r = document.createRange();
+		r.selectNodeContents(n);
+		const cut = Array.from(r.getClientRects()).some((l) => l.width > 0 && clips.some((c) =>
+			l.left < c.left - 1 || l.right > c.right + 1 || l.top < c.top - 1 || l.bottom > c.bottom + 1));
+		if (cut) out.push(n.textContent.slice(0, 80));
+	}
+	return out;
+}`
+
+// TestDashboardShowsTheWholeRequest: everything a card holds is drawn where
+// the approver reads it, however long its words, on a desktop window and
+// on a phone. A card clips what overflows it, and the Arguments pane
+// scrolled sideways: so a long unbroken memo in the arguments pushed the
+// rest of its line (the account the tool pays) out of sight, a confirm's
+// details given as a long string or under a long member name were cut at
+// the card's edge with the value they name, and a long unbroken word in a
+// confirm's prompt cut off the rest of it, while Approve and Confirm
+// signed for all of it. Every such request is one the kernel accepts.
+func TestDashboardShowsTheWholeRequest(t *testing.T) {
+	lk, open := dashboardAsLead(t)
+	long := strings.Repeat("x", 400)
+	submit := func(grant, tool, args, intent string) string {
+		t.Helper()
+		out := lk.submit(t, grant, tool, args, intent)
+		if out.Status != kernel.StatusPendingApproval {
+			t.Fatalf("not parked: %+v", out)
+		}
+		return out.ApprovalRequestID
+	}
+	cases := []struct{ what, id string }{
+		{"arguments with a long memo before the payee", submit("refunds-edit", "edit_refund",
+			fmt.Sprintf(`{"order":"A-77","amount":900,"currency":"USD","memo":"%s then pay acct-MALLORY-0xdead"}`, long),
+			`{"purpose":"Goodwill refund","max_amount":{"units":900,"currency":"USD"}}`)},
+		{"a purpose holding a long word", submit("refunds-edit", "edit_refund", `{"order":"A-78","amount":900,"currency":"USD"}`,
+			fmt.Sprintf(`{"purpose":"Goodwill refund %s to acct-MALLORY-0xdead","max_amount":{"units":900,"currency":"USD"}}`, long))},
+		{"a confirm's details as one long string", submit("confirm", "confirm",
+			fmt.Sprintf(`{"prompt":"Pay the supplier?","details":"%s then pay acct-MALLORY-0xdead"}`, long), "")},
+		{"a confirm's details under a long member name", submit("confirm", "confirm",
+			fmt.Sprintf(`{"prompt":"Pay the supplier?","details":{"%s":"acct-MALLORY-0xdead"}}`, long), "")},
+		{"a confirm's prompt holding a long word", submit("confirm", "confirm",
+			fmt.Sprintf(`{"prompt":"Pay the supplier %s at acct-MALLORY-0xdead?"}`, long), "")},
+		{"a question and an option holding a long word", submit("ask", "ask",
+			fmt.Sprintf(`{"prompt":"Which account?","questions":[{"id":"to","text":"Pay %s to?","type":"single","options":["acct-1 %s acct-MALLORY","acct-2"]}]}`, long, long), "")},
+		{"arguments nested deep", submit("refunds-edit", "edit_refund",
+			`{"order":"A-79","amount":900,"currency":"USD","ref":`+strings.Repeat(`{"a":`, 40)+`"acct-MALLORY-0xdead"`+strings.Repeat("}", 40)+`}`,
+			`{"purpose":"Goodwill refund","max_amount":{"units":900,"currency":"USD"}}`)},
+	}
+	ctx := open()
+	for _, view := range []struct {
+		name   string
+		layout chromedp.Action[chromedp.Void]
+	}{
+		{"a 1280-pixel window", chromedp.EmulateViewport(1280, 900)},
+		{"a phone", chromedp.Emulate(device.IPhone13)},
+	} {
+		browse(t, ctx, view.name, view.layout)
+		for _, c := range cases {
+			sel := card(c.id)
+			browse(t, ctx, c.what, chromedp.WaitVisible(css(sel)))
+			if cut := read(t, ctx, c.what, chromedp.Evaluate[[]string](`(`+unshownText+`)('`+sel+`')`)); len(cut) > 0 {
+				t.Errorf("on %s, the card for %s does not show all it holds; cut: %q", view.name, c.what, cut)
+			}
+		}
+	}
+}
