@@ -183,6 +183,9 @@ func runApprovalShow(e *Env, args []string) int {
 	row("STATUS", v.Status)
 	row("SUMMARY", a.Summary)
 	row("SERVER/TOOL", a.ToolServer+"/"+a.ToolName+" ("+a.Action+")")
+	if amount := amountText(a); amount != "" {
+		row("AMOUNT", amount)
+	}
 	if a.SubjectLabel != "" {
 		row("AGENT", a.SubjectLabel+" ("+a.SubjectID+")")
 	} else {

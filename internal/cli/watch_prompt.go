@@ -233,22 +233,21 @@ func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 	fmt.Fprintf(out, "  %s\n", shownNoted(a.Summary))
 	fmt.Fprintf(out, "  tool:     %s/%s (%s)\n", shown(a.ToolServer), shown(a.ToolName), shown(a.Action))
 	fmt.Fprintf(out, "  agent:    %s\n", shown(a.SubjectID))
+	if amount := amountText(a); amount != "" {
+		fmt.Fprintf(out, "  amount:   %s\n", amount)
+	}
+	var in struct {
+		Purpose  string `json:"purpose"`
+		Category string `json:"action_category"`
+	}
 	if len(a.GovernedIntent) > 0 && string(a.GovernedIntent) != "null" {
-		var in struct {
-			Purpose   string           `json:"purpose"`
-			MaxAmount *approval.Amount `json:"max_amount"`
-			Category  string           `json:"action_category"`
-		}
 		_ = json.Unmarshal(a.GovernedIntent, &in)
-		if in.MaxAmount != nil {
-			fmt.Fprintf(out, "  amount:   %d %s\n", in.MaxAmount.Units, shown(in.MaxAmount.Currency))
-		}
-		if in.Purpose != "" {
-			fmt.Fprintf(out, "  intent:   %s\n", shownNoted(in.Purpose))
-		}
-		if in.Category != "" {
-			fmt.Fprintf(out, "  category: %s\n", shown(in.Category))
-		}
+	}
+	if in.Purpose != "" {
+		fmt.Fprintf(out, "  intent:   %s\n", shownNoted(in.Purpose))
+	}
+	if in.Category != "" {
+		fmt.Fprintf(out, "  category: %s\n", shown(in.Category))
 	}
 	fmt.Fprintf(out, "  deadline: %s (%s)\n", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339), until(now, a.ExpiresAt))
 	q := fmt.Sprintf("%d/%d approvals", approved, a.Quorum)
