@@ -103,3 +103,36 @@ func TestDashboardShowsTheWholeRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardConfirmDetailsShowWhitespace: a confirm's details are what
+// the agent acts on, so each value is drawn so that it reads back as
+// exactly that value. They were drawn as prose, and HTML collapses
+// whitespace: " acct-1" read "acct-1", "A  B" read "A B", and "line 1\n
+// line 2" read "line 1 line 2", so two different confirmations looked
+// the same. Each value's drawn text (innerText, what the approver reads)
+// must now parse as JSON to the value itself.
+func TestDashboardConfirmDetailsShowWhitespace(t *testing.T) {
+	lk, open := dashboardAsLead(t)
+	out := lk.submit(t, "confirm", "confirm",
+		`{"prompt":"Pay the supplier?","details":{"to":" acct-1","ref":"A  B","memo":"line 1\nline 2","tab":"a\tb","n":12.5,"ok":true,"list":["x  y"]}}`, "")
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("not parked: %+v", out)
+	}
+	ctx := open()
+	sel := card(out.ApprovalRequestID)
+	browse(t, ctx, "card", chromedp.WaitVisible(css(sel)))
+	misread := read(t, ctx, "details", chromedp.Evaluate[[]string](`(() => {
+		const want = {to: ' acct-1', ref: 'A  B', memo: 'line 1\nline 2', tab: 'a\tb', n: 12.5, ok: true, list: ['x  y']};
+		const out = [];
+		for (const dt of document.querySelectorAll('`+sel+` .confirm-details dt')) {
+			const drawn = dt.nextElementSibling.innerText;
+			let v;
+			try { v = JSON.parse(drawn); } catch { v = undefined; }
+			if (JSON.stringify(v) !== JSON.stringify(want[dt.innerText])) out.push(dt.innerText + ' drawn as ' + JSON.stringify(drawn));
+		}
+		return out;
+	})()`))
+	if len(misread) > 0 {
+		t.Errorf("confirm details drawn so that they read as other values: %q", misread)
+	}
+}
