@@ -12,17 +12,18 @@ import (
 )
 
 // unshownText is a page function: the text under the element sel that is
-// not drawn where the approver can read it. Its <details> are opened
-// first (a closed one says what it holds, and a click shows it). A text
-// is unshown when any of its line boxes lies outside an ancestor, up to
-// the card, that clips what overflows it (overflow other than visible:
-// hidden cuts it off; auto or scroll hides it until scrolled, and an
-// overlay scroll bar, as macOS and phones draw them, is not drawn until
-// then), or outside the card itself. Each entry is the start of the text.
+// not drawn where the approver can read it, as the card first appears
+// (text in a hidden element, such as the closed Amend box, or in a
+// textarea is left out). A text is unshown when it is not drawn at all
+// (inside a closed <details>, say), or when any of its line boxes lies
+// outside an ancestor, up to the card, that clips what overflows it
+// (overflow other than visible: hidden cuts it off; auto or scroll hides
+// it until scrolled, and an overlay scroll bar, as macOS and phones draw
+// them, is not drawn until then), or outside the card itself. Each entry
+// is the start of the text.
 const unshownText = `(sel) => {
 	const root = document.querySelector(sel);
 	if (!root) return ['no element ' + sel];
-	root.querySelectorAll('details').forEach((d) => { d.open = true; });
 	const box = (e) => {
 		const r = e.getBoundingClientRect();
 		const left = r.left + e.clientLeft, top = r.top + e.clientTop;
@@ -40,7 +41,9 @@ const unshownText = `(sel) => {
 		}
 		const r = document.createRange();
 		r.selectNodeContents(n);
-		const cut = Array.from(r.getClientRects()).some((l) => l.width > 0 && clips.some((c) =>
+		const lines = Array.from(r.getClientRects());
+		const drawn = lines.length > 0 && n.parentElement.checkVisibility({ contentVisibilityAuto: true, visibilityProperty: true, opacityProperty: true });
+		const cut = !drawn || lines.some((l) => l.width > 0 && clips.some((c) =>
 			l.left < c.left - 1 || l.right > c.right + 1 || l.top < c.top - 1 || l.bottom > c.bottom + 1));
 		if (cut) out.push(n.textContent.slice(0, 80));
 	}
@@ -55,7 +58,9 @@ const unshownText = `(sel) => {
 // details given as a long string or under a long member name were cut at
 // the card's edge with the value they name, and a long unbroken word in a
 // confirm's prompt cut off the rest of it, while Approve and Confirm
-// signed for all of it. Every such request is one the kernel accepts.
+// signed for all of it. And the Arguments pane was closed: Approve signed
+// for arguments the card did not draw until a click. Every such request is
+// one the kernel accepts.
 func TestDashboardShowsTheWholeRequest(t *testing.T) {
 	lk, open := dashboardAsLead(t)
 	long := strings.Repeat("x", 400)

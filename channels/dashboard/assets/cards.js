@@ -219,7 +219,9 @@ function renderCard(req) {
       detail('Request', el('code', { class: 'reqid', text: req.approval_id })),
     ),
     kind === 'confirm' ? confirmDetails(args) : null,
-    args !== null && kind === 'tool_call' ? el('details', { class: 'args' },
+    // Open: Approve signs for these arguments, so the card shows them
+    // without a click (the approver may fold them away).
+    args !== null && kind === 'tool_call' ? el('details', { class: 'args', open: true },
       el('summary', { text: 'Arguments' }),
       el('pre', { class: 'mono', text: JSON.stringify(args, null, 2) })) : null,
     kind === 'question' ? questionForm(req) : null,
