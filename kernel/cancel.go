@@ -20,6 +20,11 @@ const (
 // cancelled, the call cancelled, and a `cancelled` receipt is chained to
 // the incomplete one (previous_receipt_id). Only a pending request can be
 // cancelled (ErrNotPending otherwise): a decision already taken stands.
+// A cancel whose commit failed in a way that may still have reached the
+// disk is answered ErrOutcomeUnknown, never ErrUnavailable alone ("nothing
+// was written"): the request may be cancelled, or still pending and
+// about to be approved and run. Reading the request tells which; a cancel
+// sent again is refused (ErrNotPending) if the first was recorded.
 func (k *Kernel) Cancel(ctx context.Context, approvalID, reason, by string) (*Outcome, error) {
 	ctx = context.WithoutCancel(ctx)
 	reason = strings.TrimSpace(reason)
@@ -36,6 +41,10 @@ func (k *Kernel) Cancel(ctx context.Context, approvalID, reason, by string) (*Ou
 		reason: func(*approval.Request) string { return reason }, decidedBy: by,
 		meta: map[string]any{"cancelled_by": by},
 	})
+	if mayHaveCommitted(err) {
+		return nil, fmt.Errorf("%w: the cancel of %s may or may not be recorded: its commit failed and may have reached the disk "+
+			"(read the request to learn whether it is cancelled): %w", ErrOutcomeUnknown, approvalID, err)
+	}
 	if err != nil {
 		return nil, err
 	}

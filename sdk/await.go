@@ -117,7 +117,9 @@ func (r *Resolution) result() Result {
 // cancelled, with a `cancelled` receipt, and awaiters see it. The agent's
 // key signs the cancellation (a read proof cannot stand in for it); a
 // client with WithBearer(admin token) cancels as an operator instead.
-// Cancelling a request already decided is ErrConflict.
+// Cancelling a request already decided is ErrConflict. A cancel whose
+// commit failed in chiod's store but may have reached it is
+// ErrOutcomeUnknown: Await tells whether the call was cancelled.
 func (c *Client) Cancel(ctx context.Context, approvalID, reason string) (*Resolution, error) {
 	if !strings.HasPrefix(approvalID, "ar-") {
 		return nil, fmt.Errorf("%w: %q is not an approval id (ar-…)", ErrBadRequest, approvalID)
