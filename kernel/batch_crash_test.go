@@ -404,3 +404,56 @@ func TestCrashAtEachCommitOfARaceForTheLastBatchCall(t *testing.T) {
 		}
 	}
 }
+
+// Creating and revoking a standing approval, crashed at its commit before
+// and after the commit is durable. An answer of "unavailable" tells the
+// approver nothing was written: an approver told so about a create signs
+// another batch, and the agent then holds both. Whatever the answer says
+// must be what the store holds after the restart.
+func TestCrashAtTheCommitOfABatchCreateOrRevoke(t *testing.T) {
+	for _, op := range []string{"create", "revoke"} {
+		for _, durable := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/durable=%v", op, durable), func(t *testing.T) {
+				r := newCrashRig(t, "deny", 0, durable)
+				ctx := context.Background()
+				max := int64(2)
+				var id string
+				raw := revSignBatch(t, r.w.Kernel, r.clock.Now(), time.Hour, func(bt *approval.BatchToken) { bt.MaxCalls, id = &max, bt.ID })
+				var err error
+				if op == "revoke" {
+					if _, err := r.w.Kernel.CreateBatch(ctx, raw); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r.cs.n.Store(0)
+				r.cs.crashAt = 1
+				if op == "create" {
+					_, err = r.w.Kernel.CreateBatch(ctx, raw)
+				} else {
+					err = r.w.Kernel.RevokeBatch(ctx, id)
+				}
+				r.restart(t)
+				var stored *approval.Batch
+				if err := r.w.Store.View(func(tx kernel.ReadTx) error {
+					var err error
+					stored, err = tx.Batch(id)
+					return err
+				}); err != nil && !errors.Is(err, kernel.ErrNotFound) {
+					t.Fatal(err)
+				}
+				changed := stored != nil
+				if op == "revoke" {
+					changed = stored.Revoked
+				}
+				switch {
+				case err == nil:
+					t.Fatalf("the crashed %s was answered success", op)
+				case errors.Is(err, kernel.ErrOutcomeUnknown):
+					// may or may not: either end is truthful
+				case errors.Is(err, kernel.ErrUnavailable) && changed:
+					t.Errorf("the %s was answered %q (nothing written), yet it is durable (batch %+v)", op, err, stored.Usage)
+				}
+			})
+		}
+	}
+}
