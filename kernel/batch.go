@@ -100,7 +100,8 @@ var ErrTooManyBatches = errors.New("too many live standing approvals")
 // MaxLiveBatchesPerApprover live batches (unexpired, unrevoked, not used
 // up: approval.Batch.Live) is refused with ErrTooManyBatches: batches are
 // never deleted, but every allow reads the live ones, so their number is
-// what must stay bounded.
+// what must stay bounded. A commit that failed but may have reached the
+// disk is ErrOutcomeUnknown: the batch may be stored and live.
 func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, error) {
 	now := k.clock.Now()
 	p := k.Policy()
@@ -140,6 +141,12 @@ func (k *Kernel) CreateBatch(ctx context.Context, raw []byte) (*approval.Batch, 
 		}
 		return tx.PutBatch(b)
 	})
+	if mayHaveCommitted(err) {
+		// Never "nothing was written": an approver told so signs another
+		// batch, and the agent then holds both.
+		return nil, fmt.Errorf("%w: standing approval %s may or may not be stored: its commit failed and may have reached the disk "+
+			"(list the batches to learn which; creating it again is refused as existing if it was): %w", ErrOutcomeUnknown, tok.ID, err)
+	}
 	return b, err
 }
 
@@ -162,11 +169,13 @@ func (k *Kernel) ListBatches(after string, limit int) ([]*approval.Batch, bool, 
 	return out, more, err
 }
 
-// RevokeBatch durably revokes a standing approval.
+// RevokeBatch durably revokes a standing approval. A commit that failed
+// but may have reached the disk is ErrOutcomeUnknown (the batch may be
+// revoked); revoking again is safe.
 func (k *Kernel) RevokeBatch(ctx context.Context, id string) error {
 	now := k.clock.Now()
 	// Like a capability's revocation, it waits out a full commit queue.
-	return k.updateAfterVote(ctx, func(tx Tx) error {
+	err := k.updateAfterVote(ctx, func(tx Tx) error {
 		b, err := tx.Batch(id)
 		if err != nil {
 			return err
@@ -176,6 +185,11 @@ func (k *Kernel) RevokeBatch(ctx context.Context, id string) error {
 		}
 		return tx.PutBatch(b)
 	})
+	if mayHaveCommitted(err) {
+		return fmt.Errorf("%w: standing approval %s may or may not be revoked: its commit failed and may have reached the disk "+
+			"(revoke it again): %w", ErrOutcomeUnknown, id, err)
+	}
+	return err
 }
 
 // errNoBatch aborts a batch claim's transaction when no standing approval
