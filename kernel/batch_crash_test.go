@@ -217,43 +217,62 @@ func resubmit(t *testing.T, r *crashRig, k *kernel.Kernel, c *kernel.ToolCall) *
 // A sequence of refunds under a standing approval for 2 calls and $8.00,
 // crashed at each of its commits: a $5 refund (covered), a $5 refund
 // (over the money left: parked), a $3 refund (covered: the last call and
-// the last of the money), a $0.50 refund (no call left: parked).
+// the last of the money), a $0.50 refund (no call left: parked). With
+// "restart" chiod dies at the crash and restarts; with "heal" only that
+// commit fails (an fsync error), chiod lives on, the store heals
+// (RecoverAfterHeal) and the agents retry on the same kernel, whose
+// memory (delivering marks, answers kept, in-flight ids) is still there.
 func TestCrashAtEachCommitOfABatchClaim(t *testing.T) {
 	amounts := []int64{500, 500, 300, 50}
 	// claim+settle; a claim finding no batch (an empty commit), park,
 	// told; claim+settle; no batch, park, told.
 	const updates = 10
-	for crashAt := int64(1); crashAt <= updates+1; crashAt++ {
-		for _, durable := range []bool{false, true} {
-			t.Run(fmt.Sprintf("update%d/durable=%v", crashAt, durable), func(t *testing.T) {
-				r := newCrashRig(t, "deny", 0, durable)
-				b := createRefundBatch(t, r, 2, 800)
-				r.cs.n.Store(0)
-				r.cs.crashAt = crashAt
-				ctx := context.Background()
-				var calls []*batchCall
-				for _, a := range amounts {
-					c := &batchCall{amount: a, call: r.w.Call(t, "issue_refund", refundArgs(a), "")}
-					c.out, c.err = r.w.Kernel.Submit(ctx, c.call)
-					calls = append(calls, c)
-				}
-				r.w.Kernel.WaitSettles()
-				if crashAt > updates && r.cs.n.Load() != updates {
-					t.Fatalf("the scenario made %d updates, not %d: the crash points are off", r.cs.n.Load(), updates)
-				}
-				r.clock.Advance(time.Second)
-				restartedAt := r.clock.Now().UnixMilli()
-				k := r.restart(t)
-				retries := map[string]*kernel.Outcome{}
-				for _, c := range calls {
-					retries[c.call.RequestID] = resubmit(t, r, k, c.call)
-				}
-				// One more $3 refund: the batch must not cover it.
-				extra := &batchCall{amount: 300, call: r.w.Call(t, "issue_refund", refundArgs(300), "")}
-				extra.out, extra.err = k.Submit(ctx, extra.call)
-				k.WaitSettles()
-				checkBatchInvariants(t, r, k, b, append(calls, extra), retries, restartedAt)
-			})
+	for _, mode := range []string{"restart", "heal"} {
+		for crashAt := int64(1); crashAt <= updates+1; crashAt++ {
+			for _, durable := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/update%d/durable=%v", mode, crashAt, durable), func(t *testing.T) {
+					r := newCrashRig(t, "deny", 0, durable)
+					b := createRefundBatch(t, r, 2, 800)
+					r.cs.n.Store(0)
+					r.cs.crashAt, r.cs.heals = crashAt, mode == "heal"
+					ctx := context.Background()
+					var calls []*batchCall
+					for _, a := range amounts {
+						c := &batchCall{amount: a, call: r.w.Call(t, "issue_refund", refundArgs(a), "")}
+						c.out, c.err = r.w.Kernel.Submit(ctx, c.call)
+						calls = append(calls, c)
+					}
+					r.w.Kernel.WaitSettles()
+					if crashAt > updates && r.cs.n.Load() != updates {
+						t.Fatalf("the scenario made %d updates, not %d: the crash points are off", r.cs.n.Load(), updates)
+					}
+					r.clock.Advance(time.Second)
+					restartedAt := r.clock.Now().UnixMilli()
+					k := r.w.Kernel
+					if mode == "restart" {
+						k = r.restart(t)
+					} else {
+						r.cs.crashAt = 0 // healed: the retries' commits go through
+						if err := k.RecoverAfterHeal(ctx); err != nil {
+							t.Fatal(err)
+						}
+						wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+						defer cancel()
+						if err := k.WaitRecovery(wctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					retries := map[string]*kernel.Outcome{}
+					for _, c := range calls {
+						retries[c.call.RequestID] = resubmit(t, r, k, c.call)
+					}
+					// One more $3 refund: the batch must not cover it.
+					extra := &batchCall{amount: 300, call: r.w.Call(t, "issue_refund", refundArgs(300), "")}
+					extra.out, extra.err = k.Submit(ctx, extra.call)
+					k.WaitSettles()
+					checkBatchInvariants(t, r, k, b, append(calls, extra), retries, restartedAt)
+				})
+			}
 		}
 	}
 }
