@@ -476,3 +476,34 @@ func TestCrashAtTheCommitOfABatchCreateOrRevoke(t *testing.T) {
 		}
 	}
 }
+
+// Revoking a capability, crashed at its commit before and after the commit
+// is durable: as for a standing approval's revocation, "unavailable" (nothing
+// written) is never the answer when the revocation is stored.
+func TestCrashAtTheCommitOfACapabilityRevoke(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			r := newCrashRig(t, "deny", 0, durable)
+			r.cs.n.Store(0)
+			r.cs.crashAt = 1
+			err := r.w.Kernel.Revoke(context.Background(), "cap-crashed")
+			r.restart(t)
+			var revoked bool
+			if err := r.w.Store.View(func(tx kernel.ReadTx) error {
+				var err error
+				revoked, err = tx.Revoked("cap-crashed")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case err == nil:
+				t.Fatal("the crashed revoke was answered success")
+			case errors.Is(err, kernel.ErrOutcomeUnknown):
+				// may or may not: either end is truthful
+			case errors.Is(err, kernel.ErrUnavailable) && revoked:
+				t.Errorf("the revoke was answered %q (nothing written), yet the capability is revoked", err)
+			}
+		})
+	}
+}

@@ -251,7 +251,14 @@ func (k *Kernel) Revoke(ctx context.Context, capabilityID string) error {
 	now := k.clock.Now().UnixMilli()
 	// An operator's revocation is the answer to a flooding agent: it waits
 	// out a full commit queue (back-pressure) rather than being refused.
-	return k.updateAfterVote(ctx, func(tx Tx) error { return tx.Revoke(capabilityID, now) })
+	err := k.updateAfterVote(ctx, func(tx Tx) error { return tx.Revoke(capabilityID, now) })
+	if mayHaveCommitted(err) {
+		// Never "nothing was written" when it may be: revoking again is
+		// safe (the first revocation time stands).
+		return fmt.Errorf("%w: capability %s may or may not be revoked: its commit failed and may have reached the disk "+
+			"(revoke it again): %w", ErrOutcomeUnknown, capabilityID, err)
+	}
+	return err
 }
 
 // firstSubmit is the first Submit of a request id while it runs: done
