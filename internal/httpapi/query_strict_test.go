@@ -2,9 +2,11 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chiokernel/chio/internal/httpapi"
 )
@@ -58,4 +60,72 @@ func TestListQueriesRefuseWhatTheyWouldIgnore(t *testing.T) {
 			t.Errorf("GET %s: %d %s; want 200", path, code, body)
 		}
 	}
+}
+
+// A route that takes no query refuses one, before it does anything: it
+// used to answer as if the query were not there. GET /v1/export?since=24h
+// or ?decision=deny answered the whole log (and signed a checkpoint first);
+// GET /v1/receipts/{id}/proof?size=3 a proof against a new checkpoint, not
+// the one at size 3; GET /approvals/stream?approver=… every approver's
+// events. An auditor's script believed it had what it asked for.
+func TestRoutesWithoutQueryRefuseOne(t *testing.T) {
+	f := newAuditFixture(t)
+	f.populate(t)
+	pending := f.call(t, "refund")
+	code, body := f.get(t, "/v1/receipts?order=desc&limit=1", "reader")
+	var page httpapi.ReceiptPage
+	if code != http.StatusOK || json.Unmarshal(body, &page) != nil || page.Count != 1 {
+		t.Fatalf("list: %d %s", code, body)
+	}
+	var newest struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(page.Receipts[0], &newest); err != nil || newest.ID == "" {
+		t.Fatalf("receipt id of %s: %v", page.Receipts[0], err)
+	}
+	before, _, beforeErr := f.log.Latest()
+
+	for _, c := range []struct{ path, want string }{
+		{"/v1/export?decision=deny", `"decision"`},
+		{"/v1/export?since=24h", `"since"`},
+		{"/v1/receipts/" + newest.ID + "/proof?size=3", `"size"`},
+		{"/v1/receipts/" + newest.ID + "?format=json", `"format"`},
+		{"/approvals/" + pending.ApprovalRequestID + "?approver=ed25519:x", `"approver"`},
+		{"/approvals/stream?approver=ed25519:x", `"approver"`},
+		{"/v1/export?%zz", "malformed"},
+	} {
+		code, body := getWithin(t, f.srv.URL+c.path, "reader")
+		var e struct{ Error, Message string }
+		_ = json.Unmarshal(body, &e)
+		if code != http.StatusBadRequest || e.Error != "bad_request" || !strings.Contains(e.Message, c.want) ||
+			!strings.Contains(e.Message, "takes no query parameters") && !strings.Contains(c.want, "malformed") {
+			t.Errorf("GET %s: %d %.300s; want 400 bad_request naming %s", c.path, code, body, c.want)
+		}
+	}
+	// Nothing was done for them: no checkpoint was signed.
+	after, _, afterErr := f.log.Latest()
+	if string(after) != string(before) || (beforeErr == nil) != (afterErr == nil) {
+		t.Errorf("a refused request signed a checkpoint: latest was %s (%v), is %s (%v)", before, beforeErr, after, afterErr)
+	}
+	// Without a query they answer.
+	for _, path := range []string{"/v1/receipts/" + newest.ID, "/v1/receipts/" + newest.ID + "/proof", "/approvals/" + pending.ApprovalRequestID} {
+		if code, body := f.get(t, path, "reader"); code != http.StatusOK {
+			t.Errorf("GET %s: %d %s; want 200", path, code, body)
+		}
+	}
+}
+
+// getWithin is a GET with the reader token that gives up after a few
+// seconds: a stream opened where a refusal was due never ends by itself.
+func getWithin(t *testing.T, url, token string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
 }
