@@ -146,6 +146,9 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errNeedAuth)
 		return
 	}
+	if !noQuery(w, r) {
+		return
+	}
 	req, err := s.cfg.Kernel.Approval(id)
 	if err != nil && (bearer || !errors.Is(err, kernel.ErrNotFound)) {
 		writeErr(w, notFoundAs(err, "approval request", id))

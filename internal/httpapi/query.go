@@ -6,7 +6,8 @@ package httpapi
 // GET /v1/receipts?decison=deny answered with every receipt, and an
 // auditor's script counting denies counted them all. Every route that
 // takes a query now parses it here, and anything it would ignore is a 400
-// naming it.
+// naming it; the reading routes that take none (an export, a receipt and
+// its proof, an approval, the event stream) refuse any (noQuery).
 
 import (
 	"fmt"
@@ -43,6 +44,18 @@ func strictQuery(r *http.Request, single []string, multi ...string) (url.Values,
 		}
 	}
 	return q, nil
+}
+
+// noQuery refuses any query on a route that takes none, before the route
+// does anything (an export signs a checkpoint first): answered as if it
+// were not there, ?since= or ?decision= on an export, ?size= on a proof or
+// ?approver= on the event stream would look applied.
+func noQuery(w http.ResponseWriter, r *http.Request) bool {
+	if _, err := strictQuery(r, nil); err != nil {
+		writeErr(w, err)
+		return false
+	}
+	return true
 }
 
 // quoteParam quotes a client's parameter name for a message, cut to a

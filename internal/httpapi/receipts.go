@@ -59,6 +59,9 @@ func (s *Server) receiptLog() (*receipt.Log, error) {
 }
 
 func (s *Server) getReceipt(w http.ResponseWriter, r *http.Request) {
+	if !noQuery(w, r) {
+		return
+	}
 	raw, err := s.storedReceipt(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
@@ -227,6 +230,9 @@ type ProofResponse struct {
 }
 
 func (s *Server) receiptProof(w http.ResponseWriter, r *http.Request) {
+	if !noQuery(w, r) {
+		return
+	}
 	log, err := s.receiptLog()
 	if err != nil {
 		writeErr(w, err)
@@ -353,6 +359,9 @@ func (s *Server) consistencyProof(w http.ResponseWriter, r *http.Request) {
 // of the body fails instead of ending cleanly. `chio receipt export` and
 // `verify --all` then refuse the file rather than verify a truncated one.
 func (s *Server) export(w http.ResponseWriter, r *http.Request) {
+	if !noQuery(w, r) {
+		return
+	}
 	exp, ok := s.cfg.Store.(receipt.Exporter)
 	if !ok {
 		writeErr(w, apiErr(http.StatusServiceUnavailable, CodeUnavailable, "this store cannot export"))

@@ -45,6 +45,9 @@ type StreamTruncated struct {
 // replays the pending requests, so a (re)connecting client misses nothing;
 // an event in between may arrive twice, and clients key on approval_id.
 func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
+	if !noQuery(w, r) {
+		return
+	}
 	g, ok := s.streamGrantOf(r)
 	if !ok {
 		// The session ended between requireRole and here.
