@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	htmltemplate "html/template"
 	"io"
 	"net/http"
@@ -131,6 +132,11 @@ func (c *Channel) mayStillDecide(req *approval.Request, key string) bool {
 	return false
 }
 
+// linkBody is POST /email/a/{link}'s body.
+type linkBody struct {
+	Token json.RawMessage `json:"token"`
+}
+
 // decide presents the approver's signed token, spending the link on success.
 func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link string) {
 	cl, id, err := c.parseLink(link)
@@ -138,9 +144,7 @@ func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link 
 		httpapi.WriteError(w, linkErr(err))
 		return
 	}
-	var body struct {
-		Token json.RawMessage `json:"token"`
-	}
+	var body linkBody
 	// Bound the read in time as well as in size, as the API's routes do
 	// (chiod's server has no ReadTimeout: it would cut SSE streams). A
 	// socket deadline is wall-clock time, not the injected clock's.
@@ -150,13 +154,8 @@ func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link 
 		httpapi.WriteError(w, httpapi.Error(http.StatusServiceUnavailable, httpapi.CodeUnavailable, "cannot bound the body read"))
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxPostBody)
-	raw, err := io.ReadAll(r.Body)
-	if err == nil {
-		err = canon.Unmarshal(raw, &body)
-	}
-	if err != nil || len(body.Token) == 0 || string(body.Token) == "null" {
-		httpapi.WriteError(w, httpapi.Error(http.StatusBadRequest, httpapi.CodeBadRequest, `body must be {"token": <signed approval token>}`))
+	if err := readBody(w, r, &body); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	var head struct {
@@ -189,6 +188,29 @@ func (c *Channel) decide(w http.ResponseWriter, r *http.Request, k Kernel, link 
 	}
 	c.spend(id)
 	httpapi.WriteJSON(w, http.StatusOK, res)
+}
+
+// readBody reads a POST's body, at most MaxPostBody bytes, strictly into
+// body, and says what is wrong with one it cannot take: over the limit
+// (413, as chiod's API routes answer), malformed (naming the fault), or
+// without a token.
+func readBody(w http.ResponseWriter, r *http.Request, body *linkBody) error {
+	const want = `body must be {"token": <signed approval token>}`
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPostBody))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return httpapi.Error(http.StatusRequestEntityTooLarge, httpapi.CodeBadRequest, fmt.Sprintf("request body larger than %d bytes", MaxPostBody))
+	case err != nil:
+		return httpapi.Error(http.StatusBadRequest, httpapi.CodeBadRequest, "reading body: "+err.Error())
+	}
+	if err := canon.Unmarshal(raw, body); err != nil {
+		return httpapi.Error(http.StatusBadRequest, httpapi.CodeBadRequest, want+": "+err.Error())
+	}
+	if len(body.Token) == 0 || string(body.Token) == "null" {
+		return httpapi.Error(http.StatusBadRequest, httpapi.CodeBadRequest, want+`: "token" is missing`)
+	}
+	return nil
 }
 
 var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Funcs(htmltemplate.FuncMap{"stored": storedOrderHTML}).Parse(`<!doctype html>
