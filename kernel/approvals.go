@@ -321,6 +321,19 @@ type RespondOptions struct {
 	Custodial bool
 }
 
+// tokenID reads a checked token's "id" as its verifier will (canon's
+// exact member names): encoding/json would also take "ID" or "Id", and a
+// token the verifier refuses as malformed would be answered as a replay of
+// whichever spent token's id it carried.
+func tokenID(tokenRaw []byte) (string, error) {
+	var members map[string]json.RawMessage // map keys match exactly
+	var id string
+	if json.Unmarshal(tokenRaw, &members) != nil || json.Unmarshal(members["id"], &id) != nil || id == "" {
+		return "", fmt.Errorf("%w: not a token object with an \"id\"", approval.ErrMalformedToken)
+	}
+	return id, nil
+}
+
 // RespondWith is Respond with options.
 func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []byte, o RespondOptions) (*RespondResult, error) {
 	outcome, channel := o.Outcome, o.Channel
@@ -331,9 +344,6 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	if channel == "" {
 		channel = ChannelAPI
 	}
-	var head struct {
-		ID string `json:"id"`
-	}
 	// Untrusted input meets its size limit before anything parses it.
 	if len(tokenRaw) > approval.MaxTokenBytes {
 		return nil, fmt.Errorf("%w: token larger than %d bytes", approval.ErrMalformedToken, approval.MaxTokenBytes)
@@ -341,20 +351,21 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	if err := canon.Check(tokenRaw); err != nil {
 		return nil, fmt.Errorf("%w: %v", approval.ErrMalformedToken, err)
 	}
-	if json.Unmarshal(tokenRaw, &head) != nil || head.ID == "" {
-		return nil, fmt.Errorf("%w: not a token object", approval.ErrMalformedToken)
+	presentedID, err := tokenID(tokenRaw)
+	if err != nil {
+		return nil, err
 	}
-	if _, seen := k.consumed.Get(head.ID); seen {
+	if _, seen := k.consumed.Get(presentedID); seen {
 		return nil, approval.ErrReplay
 	}
 	var req *approval.Request
 	var used bool
-	err := k.store.View(func(tx ReadTx) error {
+	err = k.store.View(func(tx ReadTx) error {
 		var err error
 		if req, err = tx.Approval(approvalID); err != nil {
 			return err
 		}
-		used, err = tx.Consumed(head.ID)
+		used, err = tx.Consumed(presentedID)
 		return err
 	})
 	if err != nil {
@@ -367,7 +378,7 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 		k.tellLostVotesOn(approvalID)
 	}
 	if used {
-		k.consumed.Add(head.ID, struct{}{})
+		k.consumed.Add(presentedID, struct{}{})
 		return nil, approval.ErrReplay
 	}
 	p := k.Policy()
