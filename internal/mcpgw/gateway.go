@@ -120,7 +120,7 @@ func New(o Options) (*Gateway, error) {
 		w := httpapi.NewDeadlineWriter(rw, g.o.WriteTimeout)
 		defer w.Finish()
 		if err := withRawIntent(w, r, g.o.BodyReadTimeout); err != nil {
-			http.Error(w, "cannot read the request body", http.StatusBadRequest)
+			http.Error(w, err.Error(), http.StatusBadRequest) // nothing was served for it
 			return
 		}
 		if opensSession(r) {

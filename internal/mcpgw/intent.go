@@ -28,8 +28,9 @@ const intentHeader = "Chio-Internal-Governed-Intent"
 // whatever the client sent, and set to the base64url of
 // _meta["chio/governed_intent"] when the body is one tools/call carrying
 // one. The body is read (up to MaxRequestBytes; a longer one is left for
-// the SDK to refuse) and replaced by the same bytes. Only an authenticated
-// request comes here (Gateway.New).
+// the SDK to refuse) and replaced by the same bytes; one with data after
+// its JSON value is refused (errTrailingData). Only an authenticated
+// request comes here (Gateway.New), and an error is a 400 with its text.
 func withRawIntent(w http.ResponseWriter, r *http.Request, timeout time.Duration) error {
 	r.Header.Del(intentHeader)
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
@@ -49,7 +50,7 @@ func withRawIntent(w http.ResponseWriter, r *http.Request, timeout time.Duration
 	data, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
 	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot read the request body: %w", err)
 	}
 	if len(data) > MaxRequestBytes {
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(data), r.Body))
@@ -57,6 +58,9 @@ func withRawIntent(w http.ResponseWriter, r *http.Request, timeout time.Duration
 	}
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(data))
+	if trailingData(data) {
+		return errTrailingData
+	}
 	// A cheap test first: most calls carry no intent. (One whose member
 	// name is escaped is not read here, and is refused by rawIntent.)
 	if !bytes.Contains(data, []byte(MetaIntent)) {
@@ -66,6 +70,24 @@ func withRawIntent(w http.ResponseWriter, r *http.Request, timeout time.Duration
 		r.Header.Set(intentHeader, base64.RawURLEncoding.EncodeToString(raw))
 	}
 	return nil
+}
+
+// errTrailingData refuses a body that holds more than its one message.
+var errTrailingData = errors.New("trailing data after the JSON-RPC message: send one message per POST")
+
+// trailingData reports whether data holds anything but white space after
+// its first JSON value. The SDK's decoder reads that value and ignores the
+// rest, so garbage or a second message after it would go unanswered and
+// unnoticed. Only the framing is judged here: a body that is not JSON at
+// all, or holds duplicate names or invalid UTF-8, is left to the SDK and
+// the handlers, which refuse it with their own reasons.
+func trailingData(data []byte) bool {
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if _, err := dec.ReadValue(); err != nil {
+		return false
+	}
+	_, err := dec.ReadToken()
+	return err != io.EOF
 }
 
 // intentMember returns params._meta["chio/governed_intent"] of a single
