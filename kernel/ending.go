@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -63,6 +64,15 @@ func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, no
 		final = req
 		return tx.PutApproval(req)
 	})
+	switch {
+	case err != nil && mayHaveCommitted(err) && final != nil:
+		// The ending may be durable with its answer lost: it is told by
+		// whichever path first reads it recorded (lost_endings.go).
+		k.keepLostEnding(id, final.Resolution.ReceiptID)
+	case errors.Is(err, approval.ErrNotPending):
+		// The store moved on: a lost ending may be why.
+		k.tellLostEndingOn(id)
+	}
 	if err != nil {
 		return nil, err
 	}

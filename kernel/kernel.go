@@ -99,6 +99,10 @@ type Kernel struct {
 	// token id → lostVote, until a read tells them told or never recorded
 	// (lost_votes.go).
 	lostVotes sync.Map
+	// lostEndings holds endings (a cancel, a deadline's denial, a reload's
+	// end) whose commit was reported failed but may be durable: approval
+	// id → the receipt id that commit chained (lost_endings.go).
+	lostEndings sync.Map
 	// lostClaimUntil: until then (unix ns, the kernel's clock) each sweep
 	// also looks through this kernel's own calls in flight, because a
 	// ClaimOrphans failed and may have committed (recover.go ownStranded).

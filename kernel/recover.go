@@ -109,9 +109,10 @@ func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
 			k.armTimer(r.ApprovalID, r.ExpiresAt)
 		}
 	}
-	// A denial or counted vote reported failed may be durable too: told
-	// now if it is (lost_votes.go).
+	// A denial, counted vote or ending reported failed may be durable
+	// too: told now if it is (lost_votes.go, lost_endings.go).
 	k.tellLostVotes()
+	k.tellLostEndings()
 	return k.RecoverInFlight(ctx)
 }
 

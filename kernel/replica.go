@@ -103,6 +103,7 @@ func (k *Kernel) sweep(r Replicated) {
 		slog.Warn("replica sweep: claiming calls of replicas that are gone failed; retrying next sweep", "err", err)
 	}
 	k.tellLostVotes()
+	k.tellLostEndings()
 }
 
 // claimDeadline asks a shared store for the right to fire id's deadline.

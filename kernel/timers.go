@@ -104,6 +104,7 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 		return err
 	}
 	if req.Status != approval.StatusPending {
+		k.tellLostEndingOn(id) // a deadline's denial whose answer was lost, say
 		return approval.ErrNotPending
 	}
 	if now.Unix() < req.ExpiresAt {
