@@ -31,13 +31,13 @@ func (s *Server) registerApprovals() {
 	s.mux.HandleFunc("GET /approvals/pending", s.requireRole(roleReader, s.listPending))
 	s.mux.HandleFunc("GET /approvals/stream", s.requireRole(roleReader, s.streamApprovals))
 	s.mux.HandleFunc("GET /approvals/batch", s.requireRole(roleReader, s.listBatches))
-	s.mux.HandleFunc("POST /approvals/batch", s.createBatch)
-	s.mux.HandleFunc("DELETE /approvals/batch/{id}", s.requireRole(roleAdmin, s.revokeBatch))
+	s.mux.HandleFunc("POST /approvals/batch", queryless(s.createBatch))
+	s.mux.HandleFunc("DELETE /approvals/batch/{id}", queryless(s.requireRole(roleAdmin, s.revokeBatch)))
 	s.mux.HandleFunc("DELETE /approvals/batch", s.requireRole(roleAdmin, s.revokeBatchByQuery))
-	s.mux.HandleFunc("POST /approvals/batch/respond", s.batchRespond)
+	s.mux.HandleFunc("POST /approvals/batch/respond", queryless(s.batchRespond))
 	s.mux.HandleFunc("GET /approvals/{id}", s.getApproval)
-	s.mux.HandleFunc("POST /approvals/{id}/respond", s.respond)
-	s.mux.HandleFunc("POST /approvals/{id}/cancel", s.cancelApproval) // cancel.go
+	s.mux.HandleFunc("POST /approvals/{id}/respond", queryless(s.respond))
+	s.mux.HandleFunc("POST /approvals/{id}/cancel", queryless(s.cancelApproval)) // cancel.go
 	s.mux.HandleFunc("GET /v1/calls/{id}", s.getCall)
 }
 

@@ -16,8 +16,9 @@ import (
 // A POST route took any query and ignored it: POST /v1/calls?wait=60
 // answered at once with the call parked (the script believed it had
 // waited), /approvals/{id}/cancel?reason=… cancelled with the body's reason.
-// Each POST now refuses a query before it does anything, as the reading
-// routes do (query.go).
+// Each POST (and the session's and a batch revoke's other methods) now
+// refuses a query before it does anything, as the reading routes do
+// (query.go).
 func TestPostRoutesRefuseAQuery(t *testing.T) {
 	f := newAuditFixture(t)
 	pending := f.call(t, "refund")
@@ -63,6 +64,22 @@ func TestPostRoutesRefuseAQuery(t *testing.T) {
 	refused("/v1/capabilities?ttl=1h", "admin", map[string]any{}, `"ttl"`)
 	refused("/v1/capabilities/cap-x/revoke?now=1", "admin", map[string]any{}, `"now"`)
 	refused("/v1/session?x", "", map[string]any{}, `"x"`)
+	for _, c := range []struct{ method, path string }{
+		{"DELETE", "/approvals/batch/b-1?force=1"}, {"GET", "/v1/session/challenge?x=1"},
+		{"GET", "/v1/session?x=1"}, {"DELETE", "/v1/session?x=1"},
+	} {
+		req, _ := http.NewRequest(c.method, f.srv.URL+c.path, nil)
+		req.Header.Set("Authorization", "Bearer admin")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "takes no query parameters") {
+			t.Errorf("%s %s: %d %.200s; want 400 refusing the query", c.method, c.path, resp.StatusCode, out)
+		}
+	}
 
 	// Without the query the same call and vote go through.
 	if code, out := post("/v1/calls", "", call); code != http.StatusOK {

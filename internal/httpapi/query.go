@@ -7,7 +7,10 @@ package httpapi
 // auditor's script counting denies counted them all. Every route that
 // takes a query now parses it here, and anything it would ignore is a 400
 // naming it; the reading routes that take none (an export, a receipt and
-// its proof, an approval, the event stream) refuse any (noQuery).
+// its proof, an approval, the event stream) refuse any (noQuery), and so
+// does every route that acts (queryless): POST /v1/calls?wait=60 answered
+// at once with the call parked, and a cancel or vote with a query looked
+// as if the query applied.
 
 import (
 	"fmt"
@@ -56,6 +59,16 @@ func noQuery(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// queryless wraps a route that takes no query: one given is refused
+// (noQuery) before the route reads its body, authenticates or acts.
+func queryless(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if noQuery(w, r) {
+			h(w, r)
+		}
+	}
 }
 
 // quoteParam quotes a client's parameter name for a message, cut to a

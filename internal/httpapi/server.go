@@ -72,12 +72,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{}), sessions: newSessions(),
 		exports: make(chan struct{}, MaxConcurrentExports)}
-	s.mux.HandleFunc("POST /v1/calls", s.postCall)
+	s.mux.HandleFunc("POST /v1/calls", queryless(s.postCall))
 	s.registerApprovals()
 	s.receiptRoutes() // receipts.go
 	s.sessionRoutes() // session.go
-	s.mux.HandleFunc("POST /v1/capabilities", s.requireRole(roleAdmin, s.issueCapability))
-	s.mux.HandleFunc("POST /v1/capabilities/{id}/revoke", s.requireRole(roleAdmin, s.revokeCapability))
+	s.mux.HandleFunc("POST /v1/capabilities", queryless(s.requireRole(roleAdmin, s.issueCapability)))
+	s.mux.HandleFunc("POST /v1/capabilities/{id}/revoke", queryless(s.requireRole(roleAdmin, s.revokeCapability)))
 	s.healthRoutes() // health.go
 	if cfg.MetricsPublic {
 		s.mux.Handle("GET /metrics", bounded(cfg.Metrics.Handler()))

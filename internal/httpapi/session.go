@@ -177,10 +177,10 @@ func (ss *sessions) end(id string) {
 
 // sessionRoutes registers the routes of this file.
 func (s *Server) sessionRoutes() {
-	s.mux.HandleFunc("GET /v1/session/challenge", s.sessionChallenge)
-	s.mux.HandleFunc("POST /v1/session", s.sessionLogin)
-	s.mux.HandleFunc("GET /v1/session", s.sessionInfo)
-	s.mux.HandleFunc("DELETE /v1/session", s.sessionLogout)
+	s.mux.HandleFunc("GET /v1/session/challenge", queryless(s.sessionChallenge))
+	s.mux.HandleFunc("POST /v1/session", queryless(s.sessionLogin))
+	s.mux.HandleFunc("GET /v1/session", queryless(s.sessionInfo))
+	s.mux.HandleFunc("DELETE /v1/session", queryless(s.sessionLogout))
 }
 
 // SessionApprover returns the approver key of r's valid session cookie, if
