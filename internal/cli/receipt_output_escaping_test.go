@@ -148,3 +148,28 @@ func TestReceiptJSONOutputEscapesTerminalActiveText(t *testing.T) {
 		}
 	}
 }
+
+// `chio receipt stats` prints its group keys escaped. Grouped by a
+// metadata value (--group-by metadata.tool_error) a key is the tool's own
+// error text, and any key is chiod's unverified word: raw, "\x1b[8m"
+// (concealed text) in a key hid the table's last line,
+// "UNVERIFIED: chiod's own count", and a cursor move could rewrite the
+// counts above it.
+func TestReceiptStatsEscapesGroupKeys(t *testing.T) {
+	tool := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(rw, "no such account\x1b[8m\u202e")
+	}))
+	defer tool.Close()
+	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(failingToolPolicy, tool.URL), Grants: []string{"lookup"},
+		Serve: true, AdminToken: approvalAdminToken})
+	w.Submit(t, "lookup", `{"account":"x"}`, "")
+	env := map[string]string{"CHIO_URL": w.URL, "CHIO_ADMIN_TOKEN": approvalAdminToken}
+	so, se, code := chio(env, "receipt", "stats", "--group-by", "metadata.tool_error")
+	if code != 0 || !strings.Contains(so, "no such account") || !strings.Contains(so, "UNVERIFIED") {
+		t.Fatalf("receipt stats: %d\n%s%s", code, so, se)
+	}
+	if terminalActive(so) {
+		t.Fatalf("receipt stats printed the tool's text raw in a group key:\n%q", so)
+	}
+}
