@@ -116,7 +116,9 @@ func (o *statsOutput) split(auto receipt.StatsResult) {
 
 func statsRows(tw io.Writer, groups []receipt.StatsGroup) {
 	for _, g := range groups {
-		key := g.Key
+		// Escaped as every table is: a key is chiod's word, and grouped by
+		// metadata it is often the tool's own text (tool_error, reason).
+		key := shown(g.Key)
 		if key == "" {
 			key = "(none)"
 		}
