@@ -3,8 +3,9 @@
 //
 // Conventions every command keeps: help (`chio help CMD`, `CMD --help`)
 // goes to stdout with exit 0; a usage mistake is one line on stderr naming
-// the problem, exit 2; the global flags --url and --output may come before
-// or after the command.
+// the problem, exit 2 (so is a flag that takes one value given twice,
+// flag_once.go); the global flags --url and --output may come before or
+// after the command.
 package cli
 
 import (
@@ -320,9 +321,12 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	defer func() { fs.SetOutput(out); fs.Usage = help }()
+	restore := refuseRepeats(fs)
+	defer restore()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			restore()
 			if errors.Is(err, flag.ErrHelp) {
 				help()
 			} else {
@@ -351,6 +355,9 @@ func flagError(err error) string {
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return "flag --" + strings.TrimLeft(name, "-") + " needs a value"
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid boolean flag "); ok {
+		return "invalid boolean flag --" + rest
 	}
 	return strings.Replace(msg, " for flag -", " for flag --", 1)
 }
