@@ -157,7 +157,7 @@ func checkLine(it *item, key keys.PublicKey) {
 func checkReceipt(it *item, key keys.PublicKey) {
 	it.kind = kindReceipt
 	it.leaf = LeafHash(it.raw)
-	it.rc, it.err = verifyExported(it.raw, key)
+	it.rc, it.err = VerifyCanonical(it.raw, key)
 	if it.err != nil {
 		it.rc, _ = Decode(it.raw) // for seq and id in the report, if it decodes at all
 		return
@@ -167,14 +167,21 @@ func checkReceipt(it *item, key keys.PublicKey) {
 	}
 }
 
-// verifyExported is VerifyStored for a receipt line of an export, which
-// must also be byte for byte the canonical form the kernel stored. The
-// signature alone does not say so: it is over the canonical form, so any
-// re-encoding (whitespace, member order, escapes, 1.5e3 for 1500) verifies
-// too, yet it is not the kernel's Merkle leaf, and its values can read
-// differently (a metadata number's literal). Covered by a checkpoint, the
-// root would catch it; after the latest checkpoint only this does.
-func verifyExported(raw []byte, key keys.PublicKey) (*Receipt, error) {
+// ErrNotCanonical marks a receipt whose signature verifies but whose bytes
+// are not the canonical form the kernel signed, stored and logged.
+var ErrNotCanonical = errors.New("not in canonical form (RFC 8785)")
+
+// VerifyCanonical is VerifyStored for receipt bytes that must also be byte
+// for byte the canonical form the kernel stored: a receipt line of an
+// export, or one chiod serves (chio receipt list and show print them as
+// they are). The signature alone does not say so: it is over the canonical
+// form, so any re-encoding (whitespace, member order, escapes, 1.5e3 for
+// 1500) verifies too, yet it is not the kernel's Merkle leaf, and its
+// values can read differently (a metadata number's literal). Covered by a
+// checkpoint, the root would catch it; after the latest checkpoint (and
+// for a receipt listed or shown, whose inclusion is not checked) only
+// this does.
+func VerifyCanonical(raw []byte, key keys.PublicKey) (*Receipt, error) {
 	if r := verifyCanonical(raw, key); r != nil {
 		return r, nil // the fast path accepts only canonical bytes
 	}
@@ -184,7 +191,7 @@ func verifyExported(raw []byte, key keys.PublicKey) (*Receipt, error) {
 	}
 	c := jsontext.Value(bytes.Clone(raw))
 	if err := c.Canonicalize(); err != nil || !bytes.Equal(c, raw) {
-		return nil, fmt.Errorf("%w: receipt %s is not in canonical form (RFC 8785): its signature verifies, but these are not the bytes the kernel stored and logged", ErrInvalid, r.ID)
+		return nil, fmt.Errorf("%w: receipt %s is %w: its signature verifies, but these are not the bytes the kernel stored and logged", ErrInvalid, r.ID, ErrNotCanonical)
 	}
 	return r, nil
 }
