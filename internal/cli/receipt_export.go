@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,14 +88,29 @@ func exportInterrupted(e *Env, in interrupted, out string) int {
 	return in.exitCode()
 }
 
-// copyLines copies the export and reads its header on the way.
+// receiptStart is how every receipt line of an export begins: the
+// canonical form the kernel stores, members sorted, "action" first (the
+// verifier reads receipts by it too, receipt/verify_line.go).
+var receiptStart = []byte(`{"action":`)
+
+// copyLines copies the export and reads its header on the way. The
+// header's receipt count is not signed: the command reports it only if
+// the file holds that many receipt lines, and refuses the export otherwise
+// (chiod announces N and writes seq 1..N: a file that disagrees was cut or
+// edited on its way, or chiod's answer is not whole).
 func copyLines(w io.Writer, r io.Reader) (receipt.ExportHeader, int, error) {
 	var head receipt.ExportHeader
 	br := bufio.NewReaderSize(r, 1<<20)
 	bw := bufio.NewWriterSize(w, 1<<20)
 	n := 0
+	var receipts uint64
+	lineStart := true
 	for {
 		line, err := br.ReadSlice('\n')
+		if lineStart && n > 0 && bytes.HasPrefix(line, receiptStart) {
+			receipts++
+		}
+		lineStart = err != bufio.ErrBufferFull
 		if err == bufio.ErrBufferFull { // a long line: copy it in pieces
 			if _, werr := bw.Write(line); werr != nil {
 				return head, n, werr
@@ -113,6 +129,9 @@ func copyLines(w io.Writer, r io.Reader) (receipt.ExportHeader, int, error) {
 		if err == io.EOF {
 			if head.Format != receipt.ExportFormat {
 				return head, n, fmt.Errorf("the server's answer is not a %s export", receipt.ExportFormat)
+			}
+			if receipts != head.Receipts {
+				return head, n, fmt.Errorf("the server's export is not whole: its header announces %d receipts, it holds %d receipts", head.Receipts, receipts)
 			}
 			return head, n, bw.Flush()
 		}
