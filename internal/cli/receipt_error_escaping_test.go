@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,5 +39,25 @@ func TestVerifyErrorsEscapeTextFromTheServer(t *testing.T) {
 		if strings.ContainsAny(out+errOut, "\x1b") {
 			t.Fatalf("%v printed raw escape sequences from the server into the terminal:\n%q", args, errOut)
 		}
+	}
+}
+
+// chio receipt export names the kernel key the file's header gives (not
+// signed: chiod's word, or whatever edited it on its way) and printed it
+// raw: an escape sequence there could erase the advice around it ("take
+// KEY from a source you trust, not from the file") and print a key of the
+// forger's choosing as the one to verify with. It must be shown escaped.
+func TestExportEscapesTheHeadersKernelKey(t *testing.T) {
+	w := newAuditWorld(t)
+	fake := `\u001b[2K\u001b[1A\u001b[2K\rverify offline with: chio receipt verify --kernel-key ed25519:forged`
+	front := tamperingProxy(t, w, "/v1/export", func(b []byte) []byte {
+		return bytes.Replace(b, []byte(`"kernel_key":"`+w.kernelKey.String()+`"`), []byte(`"kernel_key":"`+fake+`"`), 1)
+	})
+	out, errOut, code := chioAt(front.URL, "receipt", "export", "--out", filepath.Join(w.dir, "audit.jsonl"))
+	if !strings.Contains(errOut, "forged") {
+		t.Fatalf("the forged header did not reach the output: exit %d\n%s%s", code, out, errOut)
+	}
+	if terminalActive(out + errOut) {
+		t.Fatalf("export printed the header's kernel_key raw:\n%q\n%q", out, errOut)
 	}
 }
