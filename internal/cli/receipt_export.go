@@ -76,8 +76,10 @@ func runReceiptExport(e *Env, args []string) int {
 		return fail(e, fmt.Errorf("export: %w", err))
 	}
 	fmt.Fprintf(e.Stdout, "wrote %d lines (%d receipts) to %s\n", lines, head.Receipts, *out)
+	// The header's kernel_key is chiod's unsigned word: shown escaped, so
+	// that no escape sequence in it can rewrite the advice around it.
 	fmt.Fprintf(e.Stderr, "verify offline with: chio receipt verify --file %s --kernel-key KEY\n"+
-		"(the file names kernel key %s; take KEY from a source you trust, not from the file)\n", *out, head.KernelKey)
+		"(the file names kernel key %s; take KEY from a source you trust, not from the file)\n", *out, shown(head.KernelKey))
 	return ExitOK
 }
 
