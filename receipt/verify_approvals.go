@@ -9,11 +9,13 @@ import (
 // deciding token, its evidence, and standing (batch) approvals.
 
 // The kernel's limits on an approval token's time fields (approval/limits.go
-// MaxApprovalTTL and MaxSkew; approval imports receipt, so they are
-// repeated here and must move together).
+// MaxApprovalTTL and MaxSkew) and on a standing approval's window
+// (approval.MaxBatchWindow); approval imports receipt, so they are
+// repeated here and must move together.
 const (
-	maxTokenLifetime = 3600 // s
-	maxTokenSkew     = 60   // s
+	maxTokenLifetime = 3600           // s
+	maxTokenSkew     = 60             // s
+	maxBatchWindow   = 30 * 24 * 3600 // s
 )
 
 // tokenTime says why a token's time fields could not have passed
@@ -177,12 +179,15 @@ func (v *verifier) batch(f *final, ev *evidenceItem) {
 // batchCovers says why batch token t could not have covered receipt rc
 // (approval.Batch.Covers: subject if set, server and tool patterns, the
 // window; approval.VerifyBatch: an audience, when the token has one, that
-// is the kernel which signed rc), or "". The kernel judges the window when the allow commits, at
+// is the kernel which signed rc; a window in (0, 30 days]), or "". The kernel judges the window when the allow commits, at
 // or after the receipt's timestamp (kernel/batch.go): so ts < not_after,
 // and not_before may lie a little after ts (maxTokenSkew allows for it).
 func batchCovers(t tokenView, rc *Receipt) string {
 	ts := rc.Timestamp / 1000
 	switch {
+	case t.NotAfter <= t.NotBefore || t.NotAfter-t.NotBefore > maxBatchWindow:
+		// VerifyBatch refuses such a window when the batch is created.
+		return fmt.Sprintf("its window [%d, %d) is %d s, not in (0, %d]", t.NotBefore, t.NotAfter, t.NotAfter-t.NotBefore, maxBatchWindow)
 	case t.Audience != "" && t.Audience != rc.KernelKey:
 		return fmt.Sprintf("it was signed for kernel %s, the receipt's is %s", t.Audience, rc.KernelKey)
 	case t.Subject != "" && t.Subject != rc.Subject:
