@@ -2,6 +2,7 @@ package receipt
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -31,6 +32,29 @@ func tokenTime(t tokenView, link *chainLink) string {
 		return fmt.Sprintf("expired (expires_at %d) before the call was parked (incomplete receipt %s at %d ms)", t.ExpiresAt, link.id, link.rc.Timestamp)
 	case link.final != "" && t.IssuedAt*1000 > link.finalAt+maxTokenSkew*1000:
 		return fmt.Sprintf("was issued (issued_at %d) more than %d s after the final receipt %s (%d ms)", t.IssuedAt, maxTokenSkew, link.final, link.finalAt)
+	}
+	return ""
+}
+
+// autoTime says why final receipt rc, decided by the kernel's own
+// advisory vote (auto), could not have been decided at the deadline of
+// suspension link, or "". The kernel casts that vote only once the
+// request's deadline has passed, and a deadline only moves later than the
+// one the suspension records (escalations, approvers told late), so rc's
+// timestamp is at or after it; maxTokenSkew allows for a replica whose
+// clock lags resuming the call. A suspension with no readable deadline is
+// not judged.
+func autoTime(auto bool, rc *Receipt, link *chainLink) string {
+	if !auto {
+		return ""
+	}
+	deadline, err := strconv.ParseInt(metaStr(link.rc, "deadline"), 10, 64)
+	if err != nil || deadline < -ijsonMax || deadline > ijsonMax { // ms of ±2^53 s still fit an int64
+		return ""
+	}
+	if rc.Timestamp < (deadline-maxTokenSkew)*1000 {
+		return fmt.Sprintf("auto_approved at %d ms, before the deadline (%d) its suspension %s recorded: the kernel's advisory vote comes only after it",
+			rc.Timestamp, deadline, link.id)
 	}
 	return ""
 }

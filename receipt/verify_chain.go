@@ -93,6 +93,9 @@ func (v *verifier) chain(line int, rc *Receipt, call callKey) {
 			f.link = l
 			v.rep.Chains++
 			v.sameCall(line, rc, l)
+			if why := autoTime(f.auto, rc, l); why != "" {
+				v.problem(line, rc, "%s", why)
+			}
 		}
 	}
 	if f.tokenID != "" || f.batchID != "" {
