@@ -340,7 +340,10 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	// A vote leads to a commit and maybe a dispatch; neither may be cut off
 	// by the presenter going away.
 	ctx = context.WithoutCancel(ctx)
-	now := k.clock.Now()
+	// The vote is judged at now, its arrival: a deadline firing before it
+	// is recorded or refused waits for it (arrivals.go).
+	now, arrived := k.arrivals.add(approvalID, k.clock)
+	defer arrived()
 	if channel == "" {
 		channel = ChannelAPI
 	}

@@ -88,7 +88,9 @@ func (s *gateStore) Update(ctx context.Context, fn func(kernel.Tx) error) error 
 
 // A human denial that commits between advisoryMayDecide (which checks "no human
 // denied") and the kernel's advisory vote is not overridden: the vote's
-// own transaction checks again, and the deadline denies.
+// own transaction checks again, and the deadline denies. One kernel waits
+// for the votes that arrived before the deadline (arrivals.go), so the
+// denial here is another replica's, committed to the shared store.
 func TestHumanDenialLandingBeforeTheAdvisoryVoteStands(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	gs := &gateStore{gates: map[int64]chan struct{}{}, seen: map[int64]chan struct{}{}}
@@ -121,22 +123,33 @@ display_name = "CFO"
 		t.Fatalf("%+v", out)
 	}
 	id := out.ApprovalRequestID
-	base := gs.n.Load()
-	humanAt, humanGo := gs.gate(base + 1)   // the human's deny vote commit
-	kernelAt, kernelGo := gs.gate(base + 3) // the kernel's advisory vote commit (after advisoryMayDecide, base+2)
-	clk.Advance(599 * time.Second)          // the human verifies just before the deadline
+	kernelAt, kernelGo := gs.gate(gs.n.Load() + 2) // the kernel's advisory vote commit (after advisoryMayDecide)
+	clk.Advance(599 * time.Second)                 // the human signs just before the deadline
 	deny := w.Token(t, id, financeLead, approval.DecisionDenied, nil)
-	done := make(chan error, 1)
-	go func() { _, err := w.Kernel.Respond(context.Background(), id, deny, "", ""); done <- err }()
-	<-humanAt
+	var tok approval.Token
+	if err := json.Unmarshal(deny, &tok); err != nil {
+		t.Fatal(err)
+	}
 	clk.Advance(time.Second) // the deadline: advisoryMayDecide checks (no denial yet)
 	select {
 	case <-kernelAt:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the advisory vote never reached its commit")
 	}
-	close(humanGo) // the human's denial lands now
-	if err := <-done; err != nil {
+	// The human's denial lands now, recorded by another replica.
+	err := gs.Store.Update(context.Background(), func(tx kernel.Tx) error {
+		req, err := tx.Approval(id)
+		if err != nil {
+			return err
+		}
+		if err := tx.Consume(tok.ID, id); err != nil {
+			return err
+		}
+		req.Votes = append(req.Votes, approval.Vote{Approver: tok.Approver, DisplayName: "Finance Lead", TokenID: tok.ID,
+			Decision: tok.Decision, Channel: kernel.ChannelAPI, At: clk.Now().Unix() - 1, Token: deny})
+		return tx.PutApproval(req)
+	})
+	if err != nil {
 		t.Fatalf("the human's denial: %v", err)
 	}
 	close(kernelGo)

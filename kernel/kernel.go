@@ -111,6 +111,10 @@ type Kernel struct {
 	// right now, so recovery never takes an approved call a live resume
 	// is about to decide (live_votes.go).
 	voting liveVotes
+	// arrivals holds the votes being presented right now with the time
+	// they are judged at, so a deadline's action waits for those that
+	// arrived before it (arrivals.go).
+	arrivals arrivals
 	// settling holds calls answered before their settle commit finished
 	// (request id → settled *CallRecord); settles counts those commits
 	// (settling.go).

@@ -120,6 +120,16 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 		// before they are, and have had the tier's time.
 		return nil
 	}
+	if wait := k.arrivals.before(id, req.ExpiresAt); wait != nil {
+		// Votes that arrived before the deadline are recorded (or
+		// refused) first, as they came first (arrivals.go); the deadline
+		// fires again once they are.
+		go func() {
+			wait()
+			k.armTimer(id, req.ExpiresAt)
+		}()
+		return nil
+	}
 	err = k.expire(ctx, req, now)
 	switch {
 	case errors.Is(err, errNotDue):
