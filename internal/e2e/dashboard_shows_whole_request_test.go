@@ -141,3 +141,32 @@ func TestDashboardConfirmDetailsShowWhitespace(t *testing.T) {
 		t.Errorf("confirm details drawn so that they read as other values: %q", misread)
 	}
 }
+
+// A confirm's detail names were drawn as prose: "amount" and "amount "
+// (or " to" and "to") read the same, so an agent could show an approver two
+// details that look alike and act on the one they did not read. Names are
+// drawn as JSON strings, as the values are; each must read as itself.
+func TestDashboardConfirmDetailNamesAreDistinct(t *testing.T) {
+	lk, open := dashboardAsLead(t)
+	out := lk.submit(t, "confirm", "confirm",
+		`{"prompt":"Pay the supplier?","details":{"amount":5,"amount ":5000,"to":"acct-1"," to":"acct-2","a  b":1,"a b":2}}`, "")
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("not parked: %+v", out)
+	}
+	ctx := open()
+	sel := card(out.ApprovalRequestID)
+	browse(t, ctx, "card", chromedp.WaitVisible(css(sel)))
+	misread := read(t, ctx, "detail names", chromedp.Evaluate[[]string](`(() => {
+		const want = ['amount', 'amount ', 'to', ' to', 'a  b', 'a b'];
+		const drawn = [...document.querySelectorAll('`+sel+` .confirm-details dt')].map(dt => dt.innerText);
+		const out = [];
+		for (const name of want) {
+			const as = drawn.filter(d => { try { return JSON.parse(d) === name; } catch { return false; } });
+			if (as.length !== 1) out.push(JSON.stringify(name) + ' is read ' + as.length + ' times in ' + JSON.stringify(drawn));
+		}
+		return out;
+	})()`))
+	if len(misread) > 0 {
+		t.Errorf("confirm detail names drawn so that they do not read as themselves: %q", misread)
+	}
+}
