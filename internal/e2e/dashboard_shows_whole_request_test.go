@@ -133,7 +133,9 @@ func TestDashboardConfirmDetailsShowWhitespace(t *testing.T) {
 			const drawn = dt.nextElementSibling.innerText;
 			let v;
 			try { v = JSON.parse(drawn); } catch { v = undefined; }
-			if (JSON.stringify(v) !== JSON.stringify(want[dt.innerText])) out.push(dt.innerText + ' drawn as ' + JSON.stringify(drawn));
+			let name;
+			try { name = JSON.parse(dt.innerText); } catch { name = dt.innerText; }
+			if (JSON.stringify(v) !== JSON.stringify(want[name])) out.push(dt.innerText + ' drawn as ' + JSON.stringify(drawn));
 		}
 		return out;
 	})()`))

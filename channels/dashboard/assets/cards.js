@@ -36,7 +36,8 @@ function askedBy(req) {
 // agent's details, as a list when they are an object. The agent acts on
 // them, so each value is drawn as JSON, with its whitespace kept (CSS):
 // as prose, " acct-1" would read "acct-1" and "line 1\nline 2" as
-// "line 1 line 2".
+// "line 1 line 2". Names are drawn as JSON strings too: as prose,
+// "amount" and "amount " (a trailing space) read the same.
 function confirmDetails(args) {
   const d = args && args.details;
   if (d === undefined || d === null) return null;
@@ -44,7 +45,7 @@ function confirmDetails(args) {
     return el('div', { class: 'confirm-details' }, el('pre', { class: 'mono', text: JSON.stringify(d, null, 2) }));
   }
   return el('dl', { class: 'confirm-details kv' }, Object.entries(d).flatMap(([k, v]) => [
-    el('dt', { text: k }), el('dd', { class: 'mono', text: JSON.stringify(v) }),
+    el('dt', { class: 'mono', text: JSON.stringify(k) }), el('dd', { class: 'mono', text: JSON.stringify(v) }),
   ]));
 }
 
