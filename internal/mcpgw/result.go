@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,7 +100,25 @@ func allowed(out *kernel.Outcome, fromMCP bool) *mcpsdk.CallToolResult {
 	if len(sc.StructuredContent) > 0 {
 		r.StructuredContent = sc.StructuredContent
 	}
+	dropChioMeta(r.Meta)
 	return &r
+}
+
+// chioMetaPrefix is chio's namespace in _meta: the members chio writes on
+// the results it makes (MetaStatus, MetaRequestID, …).
+const chioMetaPrefix = "chio/"
+
+// dropChioMeta removes chio's members from an upstream's result _meta
+// (the record keeps the upstream's bytes as sent). Only chio speaks in its
+// namespace: an upstream that ran a call and answered "chio/status":
+// "denied" would tell a program that reads it that the tool did not run,
+// and invite it to call again.
+func dropChioMeta(meta mcpsdk.Meta) {
+	for k := range meta {
+		if strings.HasPrefix(k, chioMetaPrefix) {
+			delete(meta, k)
+		}
+	}
 }
 
 // noOutputText describes an allowed call that has no result to return, by
