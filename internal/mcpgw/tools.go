@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,9 +169,14 @@ func (as *agentServer) add(name string, t *mcp.Tool) (err error) {
 	return nil
 }
 
+// sameTool reports whether a is offered exactly as b would be. The
+// annotations count too: they are hints clients act on (one may run a
+// readOnlyHint tool without asking), so a tool the upstream now calls
+// destructive must not stay offered as read only.
 func sameTool(a, b *mcp.Tool) bool {
 	return a.Description == b.Description && a.Title == b.Title &&
-		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema)
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		reflect.DeepEqual(a.Annotations, b.Annotations)
 }
 
 // exposedTool is t as agents see it: the upstream's description and
