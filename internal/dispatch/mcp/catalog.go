@@ -56,10 +56,15 @@ func (c *catalog) list() []*Tool {
 // listTools reads the whole tool list of cs. A list over MaxTools is
 // refused whole; a tool that cannot be offered safely (bad name, a schema
 // that is too large or does not compile) is left out and reported through
-// skip, so it can be neither listed to agents nor called.
+// skip, so it can be neither listed to agents nor called; so is every
+// definition of a name listed more than once.
 func listTools(ctx context.Context, cs *mcpsdk.ClientSession, server string, skip func(name string, err error)) (*catalog, error) {
 	c := &catalog{tools: map[string]*Tool{}}
 	probe := newAddProbe()
+	// listed counts each name's definitions, valid or not: a name listed
+	// twice is ambiguous (which schema and description hold is the
+	// upstream's guess), so neither definition is offered.
+	listed := map[string]int{}
 	var params mcpsdk.ListToolsParams
 	for page := 0; ; page++ {
 		if page == MaxListPages {
@@ -73,6 +78,12 @@ func listTools(ctx context.Context, cs *mcpsdk.ClientSession, server string, ski
 			if len(c.names) == MaxTools {
 				return nil, fmt.Errorf("the server lists more than %d tools", MaxTools)
 			}
+			if listed[t.Name]++; listed[t.Name] > 1 {
+				if listed[t.Name] == 2 {
+					skip(t.Name, errors.New("listed more than once; no definition of it is offered"))
+				}
+				continue
+			}
 			tool, err := compileTool(server, t)
 			if err == nil {
 				err = probe.check(tool)
@@ -81,18 +92,29 @@ func listTools(ctx context.Context, cs *mcpsdk.ClientSession, server string, ski
 				skip(t.Name, err)
 				continue
 			}
-			if c.tools[tool.Name] != nil {
-				skip(t.Name, errors.New("listed twice"))
-				continue
-			}
 			c.tools[tool.Name] = tool
 			c.names = append(c.names, tool.Name)
 		}
 		if res.NextCursor == "" {
+			c.dropListedTwice(listed)
 			return c, nil
 		}
 		params.Cursor = res.NextCursor
 	}
+}
+
+// dropListedTwice removes every tool whose name was listed more than once
+// (a later page may repeat a name an earlier one offered).
+func (c *catalog) dropListedTwice(listed map[string]int) {
+	names := c.names[:0]
+	for _, n := range c.names {
+		if listed[n] > 1 {
+			delete(c.tools, n)
+			continue
+		}
+		names = append(names, n)
+	}
+	c.names = names
 }
 
 func compileTool(server string, t *mcpsdk.Tool) (*Tool, error) {
