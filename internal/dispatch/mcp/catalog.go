@@ -65,6 +65,7 @@ func listTools(ctx context.Context, cs *mcpsdk.ClientSession, server string, ski
 	// twice is ambiguous (which schema and description hold is the
 	// upstream's guess), so neither definition is offered.
 	listed := map[string]int{}
+	n := 0 // tools listed so far
 	var params mcpsdk.ListToolsParams
 	for page := 0; ; page++ {
 		if page == MaxListPages {
@@ -75,7 +76,9 @@ func listTools(ctx context.Context, cs *mcpsdk.ClientSession, server string, ski
 			return nil, err
 		}
 		for _, t := range res.Tools {
-			if len(c.names) == MaxTools {
+			// Every tool listed counts, offered or not: the limit bounds
+			// what one list makes chio compile and log.
+			if n++; n > MaxTools {
 				return nil, fmt.Errorf("the server lists more than %d tools", MaxTools)
 			}
 			if listed[t.Name]++; listed[t.Name] > 1 {
