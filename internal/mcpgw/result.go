@@ -78,7 +78,7 @@ func allowed(out *kernel.Outcome, fromMCP bool) *mcpsdk.CallToolResult {
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: noOutputText(out)}},
 			Meta: mcpsdk.Meta{MetaStatus: out.Status, MetaRequestID: out.RequestID, MetaExecution: out.Execution}}
 	}
-	if len(output) == 0 || string(output) == "null" {
+	if len(output) == 0 || string(output) == "null" || fromMCP && needsInput(output) {
 		return chioResult(noOutputText(out), mcpsdk.Meta{MetaStatus: StatusToolError, MetaRequestID: out.RequestID,
 			MetaReceiptID: out.ReceiptID, MetaToolError: out.ToolError, MetaExecution: out.Execution})
 	}
@@ -102,6 +102,17 @@ func allowed(out *kernel.Outcome, fromMCP bool) *mcpsdk.CallToolResult {
 	}
 	dropChioMeta(r.Meta)
 	return &r
+}
+
+// needsInput reports whether an MCP server's recorded result is an
+// "input required" one (an elicitation or other request for the client to
+// fulfil, then retry), read as the MCP SDK reads it. chio recorded it as a
+// tool error (it never answers an upstream's question); passed on, the
+// agent's MCP client would put the upstream's question to its user as if
+// chio asked it, so the agent is told what chio recorded instead.
+func needsInput(output json.RawMessage) bool {
+	var r mcpsdk.CallToolResult
+	return json.Unmarshal(output, &r) == nil && r.NeedsInput()
 }
 
 // chioMetaPrefix is chio's namespace in _meta: the members chio writes on
