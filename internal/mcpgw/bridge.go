@@ -206,6 +206,11 @@ func (b *Bridge) reset(cs *mcpsdk.ClientSession) {
 	}
 }
 
+// afterBridgeListed, when set, runs in syncTools once it has chiod's
+// list: a test's hook, to land a newer list there. (Atomic: the syncs
+// list_changed starts may still run when a test resets it.)
+var afterBridgeListed atomic.Pointer[func(context.Context)]
+
 // syncTools mirrors chiod's list for this agent.
 func (b *Bridge) syncTools(ctx context.Context) error {
 	cs, err := b.session(ctx)
@@ -218,6 +223,9 @@ func (b *Bridge) syncTools(ctx context.Context) error {
 			return fmt.Errorf("mcp bridge: tools/list: %w", err)
 		}
 		want[t.Name] = t
+	}
+	if hook := afterBridgeListed.Load(); hook != nil {
+		(*hook)(ctx)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
