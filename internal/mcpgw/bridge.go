@@ -54,6 +54,10 @@ type Bridge struct {
 	progress sync.Map              // upstream progress token → progressTarget
 	bearer   atomic.Pointer[signedBearer]
 	nextTok  atomic.Int64
+	// syncs counts syncTools runs as they start; applied (under mu) is
+	// the newest run whose list is offered (syncTools).
+	syncs   atomic.Int64
+	applied int64
 }
 
 // target is an upstream tool; the zero value is chio_await (no proof).
@@ -211,8 +215,13 @@ func (b *Bridge) reset(cs *mcpsdk.ClientSession) {
 // list_changed starts may still run when a test resets it.)
 var afterBridgeListed atomic.Pointer[func(context.Context)]
 
-// syncTools mirrors chiod's list for this agent.
+// syncTools mirrors chiod's list for this agent. Syncs run concurrently
+// (one per list_changed), and one that fetched its list earlier may finish
+// later: a list is applied only if no sync started after this one has
+// applied its own, so an older list never replaces a newer one (a tool
+// chiod withdrew is not offered again).
 func (b *Bridge) syncTools(ctx context.Context) error {
+	seq := b.syncs.Add(1)
 	cs, err := b.session(ctx)
 	if err != nil {
 		return err
@@ -229,6 +238,10 @@ func (b *Bridge) syncTools(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if seq < b.applied {
+		return nil // a newer list is offered already
+	}
+	b.applied = seq
 	var gone []string
 	for name := range b.targets {
 		if want[name] == nil {
