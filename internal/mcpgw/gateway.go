@@ -66,6 +66,9 @@ type Gateway struct {
 	// client sends the same one with every request, and checking it costs
 	// two signature verifications. Expiry is re-checked on every hit.
 	verified *lru.Cache[[32]byte, *agent]
+	// syncing is set (under mu) while a goroutine re-offers every agent's
+	// tools (ToolsChanged); resync asks it for one more pass.
+	syncing, resync bool
 }
 
 // New builds the gateway.
@@ -139,19 +142,42 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ToolsChanged re-offers a server's tools to every connected agent (wire
-// it to the catalogue's OnToolsChanged). It does not block.
+// it to the catalogue's OnToolsChanged). It does not block. One goroutine
+// does it; changes that arrive while it runs make it run one more pass,
+// which starts after them: an upstream that keeps changing its list, or
+// reloads in a row, cannot pile up goroutines behind a slow sync.
 func (g *Gateway) ToolsChanged(string) {
 	g.mu.Lock()
-	list := make([]*agentServer, 0, len(g.agents))
-	for _, a := range g.agents {
-		list = append(list, a)
+	defer g.mu.Unlock()
+	if g.syncing {
+		g.resync = true
+		return
 	}
-	g.mu.Unlock()
-	go func() {
+	g.syncing = true
+	go g.syncAgents()
+}
+
+// syncAgents syncs every agent's tools until no change came during a pass.
+func (g *Gateway) syncAgents() {
+	for {
+		g.mu.Lock()
+		g.resync = false
+		list := make([]*agentServer, 0, len(g.agents))
+		for _, a := range g.agents {
+			list = append(list, a)
+		}
+		g.mu.Unlock()
 		for _, a := range list {
 			a.sync()
 		}
-	}()
+		g.mu.Lock()
+		if !g.resync {
+			g.syncing = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+	}
 }
 
 // trusted are the keys whose capabilities the kernel accepts.
