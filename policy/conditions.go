@@ -39,6 +39,8 @@ type Condition struct {
 	Index int    // position in the grant's list
 	Expr  string // the source text
 	prg   cel.Program
+	// names are the member names the expression reads (conditions_names.go).
+	names []string
 }
 
 // GrantConditions are a grant's compiled conditions, in file order.
@@ -56,6 +58,10 @@ type ConditionInput struct {
 	Tool    string
 	Server  string
 	Subject string
+
+	// folded indexes the names in Args by case-folded form, built on first
+	// use (conditions_names.go); an input is used by one goroutine at a time.
+	folded map[string][]string
 }
 
 // ErrConditionNotBoolean is returned when an expression yields something
@@ -70,11 +76,15 @@ func (p *Policy) Conditions(grantID string) *GrantConditions {
 }
 
 // Eval runs the condition. Any error — a missing key, a type mismatch (also
-// in ==, != and `in`: see comparisons.go), the cost limit — is returned,
-// and callers must treat it as a deny.
+// in ==, != and `in`: see comparisons.go), an argument named as one the
+// condition reads but in another letter case (conditions_names.go), the
+// cost limit — is returned, and callers must treat it as a deny.
 func (c *Condition) Eval(in *ConditionInput) (bool, error) {
 	if c.prg == nil {
 		return false, fmt.Errorf("condition %s was not compiled", c)
+	}
+	if err := c.otherCase(in); err != nil {
+		return false, err
 	}
 	args := in.Args
 	if args == nil {
@@ -169,7 +179,7 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 	if err != nil {
 		return nil, err
 	}
-	return &Condition{Kind: kind, Index: index, Expr: expr, prg: prg}, nil
+	return &Condition{Kind: kind, Index: index, Expr: expr, prg: prg, names: readNames(ast.NativeRep().Expr())}, nil
 }
 
 // conditions validates and compiles a grant's expressions, keeping the

@@ -1,0 +1,112 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+
+	"github.com/chiokernel/chio/internal/canon"
+)
+
+// Argument names in another letter case. A condition reads member names
+// exactly, as CEL maps do: `has(args.note)` is false for {"Note": …}. Many
+// tools do not: Go's encoding/json, and other frameworks, fill a field
+// named note from "Note" or "NOTE". Such a call would pass
+// `has(args.note) && args.note.contains('DROP TABLE')` by the note's
+// absence while the tool read it. (canon already refuses one object
+// holding both spellings.) So a condition that reads a name (a field
+// selected or tested with has(), a constant key in args["…"] or `'…' in
+// args`; not a field of the intent, which no tool receives) cannot be decided when the arguments hold, at any depth, a member
+// name equal to it under case folding but spelled otherwise (and not read
+// by the condition itself): Eval returns an error, which denies.
+
+// readNames returns the member names a compiled expression reads, sorted
+// and without repeats.
+func readNames(expr celast.Expr) []string {
+	var names []string
+	celast.PostOrderVisit(expr, celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.SelectKind:
+			if !underIntent(e) {
+				names = append(names, e.AsSelect().FieldName())
+			}
+		case celast.CallKind:
+			call := e.AsCall()
+			args := call.Args()
+			switch {
+			case call.FunctionName() == operators.Index && len(args) == 2:
+				names = appendConstString(names, args[1])
+			case call.FunctionName() == operators.In && len(args) == 2:
+				names = appendConstString(names, args[0])
+			}
+		}
+	}))
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// underIntent reports a selection from the intent (intent.purpose,
+// intent.max_amount.units): the kernel decodes the intent by exact names,
+// and no tool receives it.
+func underIntent(e celast.Expr) bool {
+	for e.Kind() == celast.SelectKind {
+		e = e.AsSelect().Operand()
+	}
+	return e.Kind() == celast.IdentKind && e.AsIdent() == VarIntent
+}
+
+func appendConstString(names []string, e celast.Expr) []string {
+	if e.Kind() == celast.LiteralKind {
+		if s, ok := e.AsLiteral().(types.String); ok {
+			names = append(names, string(s))
+		}
+	}
+	return names
+}
+
+// argNames returns the member names of the arguments, at every depth, by
+// their case-folded form (canon.FoldKey), built once per input.
+func (in *ConditionInput) argNames() map[string][]string {
+	if in.folded == nil {
+		in.folded = map[string][]string{}
+		collectNames(in.Args, in.folded)
+	}
+	return in.folded
+}
+
+func collectNames(v any, out map[string][]string) {
+	switch t := v.(type) {
+	case map[string]any:
+		for name, e := range t {
+			if k := canon.FoldKey(name); !slices.Contains(out[k], name) {
+				out[k] = append(out[k], name)
+			}
+			collectNames(e, out)
+		}
+	case []any:
+		for _, e := range t {
+			collectNames(e, out)
+		}
+	}
+}
+
+// otherCase returns an error naming an argument whose name is one c reads
+// in another letter case, or nil when there is none.
+func (c *Condition) otherCase(in *ConditionInput) error {
+	if len(c.names) == 0 || len(in.Args) == 0 {
+		return nil
+	}
+	sent := in.argNames()
+	for _, name := range c.names {
+		for _, s := range sent[canon.FoldKey(name)] {
+			if s != name && !slices.Contains(c.names, s) {
+				return fmt.Errorf("the arguments name %q, which differs only in letter case from %q that the condition reads: "+
+					"a tool may read one as the other", shorten(s, MaxConditionQuote), shorten(name, MaxConditionQuote))
+			}
+		}
+	}
+	return nil
+}
