@@ -33,7 +33,7 @@ func (p *Pipeline) Evaluate(r *Request, approvals bool) Decision {
 		if g.Approval() && !approvals {
 			continue
 		}
-		res := p.run(g, r)
+		res, failed := p.run(g, r)
 		switch res.Verdict {
 		case Allow:
 		case PendingApproval:
@@ -46,7 +46,10 @@ func (p *Pipeline) Evaluate(r *Request, approvals bool) Decision {
 		case Deny:
 			// A non-approval guard may be routed to a human instead of a deny;
 			// on resume, the human who answered that trigger has decided it.
-			routed := !g.Approval() && r.Grant != nil && r.Grant.Constraints.OnTrigger[g.Name()] == "require_approval"
+			// A guard that failed (erred, panicked, overran) decided nothing
+			// a human could answer: it denies, routed or not, as an
+			// undecidable condition does.
+			routed := !failed && !g.Approval() && r.Grant != nil && r.Grant.Constraints.OnTrigger[g.Name()] == "require_approval"
 			if routed && !approvals && slices.Contains(r.HumanAnswered, g.Name()) {
 				continue
 			}
@@ -71,23 +74,24 @@ func (p *Pipeline) Evaluate(r *Request, approvals bool) Decision {
 }
 
 // run executes one guard, turning an error, panic, overrun or unlabeled deny
-// into a Deny by that guard: every failure path fails closed.
-func (p *Pipeline) run(g Guard, r *Request) (res Result) {
+// into a Deny by that guard: every failure path fails closed. failed
+// reports a Deny that is the guard's failure rather than its verdict.
+func (p *Pipeline) run(g Guard, r *Request) (res Result, failed bool) {
 	defer func() {
 		if x := recover(); x != nil {
-			res = Result{Verdict: Deny, Guard: g.Name(), Reason: fmt.Sprintf("guard panicked: %v", x)}
+			res, failed = Result{Verdict: Deny, Guard: g.Name(), Reason: fmt.Sprintf("guard panicked: %v", x)}, true
 		}
 	}()
 	start := p.Stopwatch()
 	res, err := g.Check(r)
 	if err != nil {
-		return Result{Verdict: Deny, Guard: g.Name(), Reason: "guard error: " + err.Error()}
+		return Result{Verdict: Deny, Guard: g.Name(), Reason: "guard error: " + err.Error()}, true
 	}
 	if p.Budget > 0 && p.Stopwatch()-start > p.Budget {
-		return Result{Verdict: Deny, Guard: g.Name(), Reason: fmt.Sprintf("guard overran its %s budget", p.Budget)}
+		return Result{Verdict: Deny, Guard: g.Name(), Reason: fmt.Sprintf("guard overran its %s budget", p.Budget)}, true
 	}
 	if res.Verdict != Allow && res.Guard == "" {
 		res.Guard = g.Name()
 	}
-	return res
+	return res, false
 }
