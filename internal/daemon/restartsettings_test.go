@@ -155,3 +155,44 @@ func TestKeepRestartSettingsRefusesServerReachChanges(t *testing.T) {
 		t.Fatalf("servers reordered: %v", err)
 	}
 }
+
+// authority_key says whose capabilities the kernel honours besides its
+// own, and the kernel's trust is built at start. A reload that changed
+// it was put in force with the key kept: a leaked authority key removed
+// from the file went on authorising calls, and their receipts named, as
+// policy_hash, a policy that does not trust it (and an added key was
+// named while refused). Like a change of how servers are reached, it is
+// refused whole, naming the restart it needs.
+func TestKeepRestartSettingsRefusesAuthorityKeyChange(t *testing.T) {
+	const key1 = `authority_key = "ed25519:392eda50f5c5dd24f3fef6c0f1f44a598b4b6e293b407a39b1d9aa3193b875ed"`
+	const key2 = `authority_key = "ed25519:264f3c00fa147d83e3a89432b2385a42a28b76f2f685838a111c86d28d5d7588"`
+	withKey := func(line string) func(string) string {
+		return func(s string) string {
+			out := strings.Replace(s, `data_dir = "./chio-data"`, `data_dir = "./chio-data"`+"\n"+line, 1)
+			if out == s {
+				t.Fatal("the quickstart's data_dir line moved; update this test")
+			}
+			return out
+		}
+	}
+	for _, c := range []struct{ name, running, next string }{
+		{"removed", key1, ""},
+		{"added", "", key1},
+		{"replaced", key1, key2},
+	} {
+		running := parseQuickstart(t, withKey(c.running))
+		started := restartSettingsOf(running)
+		next := parseQuickstart(t, withKey(c.next))
+		_, err := keepRestartSettings(next, running, started)
+		if err == nil || !strings.Contains(err.Error(), "authority_key") || !strings.Contains(err.Error(), "restart chiod") {
+			t.Fatalf("authority_key %s: err = %v, want the reload refused", c.name, err)
+		}
+	}
+	// The same key, and none on either side, reload as before.
+	for _, line := range []string{key1, ""} {
+		running := parseQuickstart(t, withKey(line))
+		if _, err := keepRestartSettings(parseQuickstart(t, withKey(line)), running, restartSettingsOf(running)); err != nil {
+			t.Fatalf("unchanged authority_key %q: %v", line, err)
+		}
+	}
+}
