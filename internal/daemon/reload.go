@@ -32,9 +32,10 @@ func restartSettingsOf(p *policy.Policy) restartSettings {
 // policy in force (later decisions, and approvals resumed later, use it);
 // an invalid one is logged and changes nothing. [kernel], [channels],
 // [receipts] and [store] settings need a restart: they are kept from the
-// running policy. A change to how [[servers]] are reached refuses the
-// reload (serversReachedAlike). reloaded runs after each reload that put
-// a new policy in force.
+// running policy. A change to how [[servers]] are reached, or to
+// authority_key, refuses the reload (serversReachedAlike,
+// authorityKeptAlike). reloaded runs after each reload that put a new
+// policy in force.
 func watchReload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger, reloaded func()) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -90,7 +91,8 @@ func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Lo
 // A grant that names a channel the running chiod has not configured is an
 // error (nothing changes): its requests would reach nobody on that channel
 // until a restart. So is a [[servers]] change the dispatcher cannot take
-// (serversReachedAlike): calls would keep going where they went before.
+// (serversReachedAlike): calls would keep going where they went before;
+// and a changed authority_key (authorityKeptAlike).
 // next.Hash stays the hash of the file as read, as at start (where -listen
 // and -data-dir are not hashed either), so receipts match `chio policy
 // check` of the file.
@@ -98,6 +100,9 @@ func keepRestartSettings(next, running *policy.Policy, started restartSettings) 
 	changed = !reflect.DeepEqual(next.Kernel, started.kernel) || !reflect.DeepEqual(next.Channels, started.channels) ||
 		next.Receipts != started.receipts || next.Store != started.store
 	if err := serversReachedAlike(next.Servers, running.Servers); err != nil {
+		return changed, err
+	}
+	if err := authorityKeptAlike(next.Kernel, running.Kernel); err != nil {
 		return changed, err
 	}
 	if err := channelsConfigured(next, running.Channels); err != nil {
@@ -138,4 +143,28 @@ func channelsConfigured(next *policy.Policy, c policy.Channels) error {
 		}
 	}
 	return nil
+}
+
+// authorityKeptAlike refuses a reload whose [kernel] authority_key differs
+// from the one in force. The kernel's trusted keys are fixed at start, so
+// such a policy would be in force (its policy_hash on every receipt) while
+// the kernel honoured the capabilities of a key it does not name (a leaked
+// key removed from the file), or refused those of one it names. Unlike
+// the rest of [kernel] (where chiod listens, stores, links), the key is
+// who may authorise calls: kept silently, the file would say something
+// other than what is enforced.
+func authorityKeptAlike(next, running policy.Kernel) error {
+	if next.AuthorityKey == running.AuthorityKey {
+		return nil
+	}
+	return fmt.Errorf("[kernel] authority_key changed (%s → %s), but chiod fixes the keys it trusts at start: "+
+		"capabilities would still be accepted as before under the new policy's hash; restart chiod to apply this policy",
+		orNone(running.AuthorityKey), orNone(next.AuthorityKey))
+}
+
+func orNone(key string) string {
+	if key == "" {
+		return "none"
+	}
+	return key
 }
