@@ -14,8 +14,8 @@ import (
 type Index struct {
 	servers map[string]*Server
 	tools   map[serverTool]*Tool
-	// foldedTools holds the same tools under (server, canon.FoldKey(name)):
-	// a call naming a tool in another letter case is found by it
+	// foldedTools holds the same tools under (server, caseKey(name)): a
+	// call naming a tool in another letter case is found by it
 	// (ToolInOtherCase).
 	foldedTools map[serverTool]*Tool
 	grants      map[string]*Grant
@@ -121,7 +121,7 @@ func buildIndex(p *Policy) *Index {
 		}
 	}
 	for key, t := range ix.tools {
-		ix.foldedTools[serverTool{key.server, canon.FoldKey(key.tool)}] = t
+		ix.foldedTools[serverTool{key.server, caseKey(key.tool)}] = t
 	}
 	for i := range p.Grants {
 		g := &p.Grants[i]
@@ -159,13 +159,15 @@ func (p *Policy) Tool(server, tool string) (*Tool, bool) {
 	return t, ok
 }
 
-// ToolInOtherCase returns the tool of server whose name equals tool under
-// Unicode case folding (strings.EqualFold) but is spelled otherwise, when
-// server has no tool spelled exactly so. Grants match tool names exactly,
-// but a tool server may not: one that reads "Issue_Refund" as issue_refund
-// would run the declared tool under whichever grant matched the other
-// spelling (a catch-all "*"), skipping the declared tool's own grant.
-// (Two declared tools that differ only in case are each found exactly.)
+// ToolInOtherCase returns the tool of server whose name equals tool in
+// another letter case (caseKey: under Unicode case folding, or once
+// lower- or upper-cased) but is spelled otherwise, when server has no tool
+// spelled exactly so. Grants match tool names exactly, but a tool server
+// may not: one that reads "Issue_Refund" (or, lower-casing in Go,
+// "İssue_refund") as issue_refund would run the declared tool under
+// whichever grant matched the other spelling (a catch-all "*"), skipping
+// the declared tool's own grant. (Two declared tools that differ only in
+// case are each found exactly.)
 func (p *Policy) ToolInOtherCase(server, tool string) (*Tool, bool) {
 	if p.index == nil {
 		return nil, false
@@ -173,8 +175,18 @@ func (p *Policy) ToolInOtherCase(server, tool string) (*Tool, bool) {
 	if _, exact := p.index.tools[serverTool{server, tool}]; exact {
 		return nil, false
 	}
-	t, ok := p.index.foldedTools[serverTool{server, canon.FoldKey(tool)}]
+	t, ok := p.index.foldedTools[serverTool{server, caseKey(tool)}]
 	return t, ok
+}
+
+// caseKey maps a tool name to a key shared by the names a tool server
+// comparing names case-insensitively may take for one another: each rune
+// is lower-cased, then upper-cased, then folded (canon.FoldKey). Folding
+// alone (strings.EqualFold) keeps "İ" (U+0130) and "ı" (U+0131) apart
+// from i, yet Go's ToLower maps İ to i, and ToUpper (Go, Python,
+// JavaScript) maps ı to I.
+func caseKey(name string) string {
+	return canon.FoldKey(strings.ToUpper(strings.ToLower(name)))
 }
 
 // Tools returns the tools the policy knows on server: the declared ones in
