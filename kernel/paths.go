@@ -459,10 +459,14 @@ func checkAllowedPaths(r *Request) (Result, error) {
 }
 
 // foldCase maps every rune to the smallest rune of its Unicode case-folding
-// orbit, so two strings fold alike exactly when strings.EqualFold says they
-// are equal. Lower-casing is not enough: U+017F "ſ" is already lower case,
+// orbit, so two strings fold alike when strings.EqualFold says they are
+// equal. Lower-casing is not enough: U+017F "ſ" is already lower case,
 // yet folds to "s" (and "/etc/paſswd" passed a case-insensitive
-// "/etc/passwd").
+// "/etc/passwd"). Folding is not enough either: it keeps "ı" (U+0131)
+// and "İ" (U+0130) apart from i, yet NTFS compares names upper-cased,
+// which takes ı to I ("/srv/prıvate" is /srv/private there), and Go's
+// ToLower takes İ to i. So each rune is first lower-cased, then
+// upper-cased (only those two change orbit so).
 func foldCase(s string) string {
 	return strings.Map(foldRune, s)
 }
@@ -475,6 +479,10 @@ func foldRune(r rune) rune {
 			r -= 'a' - 'A'
 		}
 		return r
+	}
+	r = unicode.ToUpper(unicode.ToLower(r))
+	if r < utf8.RuneSelf {
+		return r // ı and İ: I, the least of i's orbit
 	}
 	least := r
 	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {

@@ -29,7 +29,7 @@ var pathDiffTokens = []string{
 	"proc", "self", "1", "root", "task", "cwd", "fd", "exe", "map_files", "dev", "stdin", "null", "/proc/self/root",
 	"/proc/1/task/2/root", "file:", "FILE:", "file://", "localhost", "host", "?", "#", "%", "%2F", "%2f", "%25",
 	"%252F", "%2e", "%2E", "%00", "%zz", "%5C", "25", "2F", " ", "\t", "\n", "\r\n", "\u2028", "\u0085", "\v",
-	"\x00", "\x07", "\x1b", "ſ", "K", "K", "s", "é", "Ω", "a", "x.pem", ".env", ".ssh", "home", "u", "reports",
+	"\x00", "\x07", "\x1b", "ſ", "K", "K", "s", "ı", "İ", "i", "é", "Ω", "a", "x.pem", ".env", ".ssh", "home", "u", "reports",
 	"q1.csv", "*", "hello world", ":", "@",
 }
 

@@ -446,13 +446,14 @@ func refCheckAllowedPaths(r *Request) (Result, error) {
 	return allow()
 }
 
-// refFoldCase maps every rune to the smallest rune of its Unicode case-folding
-// orbit, so two strings fold alike exactly when strings.EqualFold says they
-// are equal. Lower-casing is not enough: U+017F "ſ" is already lower case,
-// yet folds to "s" (and "/etc/paſswd" passed a case-insensitive
-// "/etc/passwd").
+// refFoldCase maps every rune, lower- then upper-cased, to the smallest
+// rune of its Unicode case-folding orbit. Lower-casing alone is not
+// enough: U+017F "ſ" is already lower case, yet folds to "s" (and
+// "/etc/paſswd" passed a case-insensitive "/etc/passwd"); folding alone
+// keeps "ı" and "İ" apart from i, which NTFS and Go's ToLower do not.
 func refFoldCase(s string) string {
 	return strings.Map(func(r rune) rune {
+		r = unicode.ToUpper(unicode.ToLower(r))
 		least := r
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 			least = min(least, f)
