@@ -29,7 +29,8 @@ func TestIntentMemberCaseVariantsCannotSplitCELFromEnvelope(t *testing.T) {
 	approver := keys.FromSeed([]byte("approver-approver-approver-32byt"))
 	text := strings.Replace(fmt.Sprintf(testPolicy, approver.Public()),
 		`require_approval_above = { threshold_units = 200, currency = "USD" }`,
-		`deny_when = ["has(intent.max_amount) && has(intent.max_amount.units) && intent.max_amount.units > 50000"]`, 1)
+		`deny_when = ["has(intent.max_amount) && has(intent.max_amount.units) && intent.max_amount.units > 50000"]`+
+			"\nrequire_approval_when = \"args.amount > 9000000\"", 1) // the approval table's trigger, not met here
 	p, err := policy.Parse([]byte(text), "fold.toml")
 	if err != nil {
 		t.Fatal(err)

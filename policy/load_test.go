@@ -101,6 +101,8 @@ transport = "builtin"
 id = "g"
 server = "s"
 tool = "echo"
+[grants.constraints]
+require_approval_always = true
 [grants.approval]
 channels = ["poll", "terminal"]
 timeout_action = "escalate"

@@ -322,9 +322,28 @@ func (v *validator) grantList() {
 				g.ID, strings.Join(trigger, "."))
 		}
 		if g.Approval != nil {
+			if approvalTrigger(&g.Constraints) == nil && !v.coversHITL(g) {
+				// The table reads as "these approvers decide", but nothing
+				// would ever ask them: every call would run unasked.
+				v.at(base, k("approval"), "grant %q has [grants.approval] but nothing asks for approval, so every call it covers would run "+
+					"with no human asked: add a trigger to [grants.constraints] (require_approval_always = true, require_approval_above, "+
+					"require_approval_first_n, require_approval_for_actions, require_approval_when, or on_trigger), or remove the table", g.ID)
+			}
 			v.approval(sub(base, "approval"), g)
 		}
 	}
+}
+
+// coversHITL reports whether grant g covers a builtin confirm or ask,
+// which always asks a human: its approval table is used without a trigger.
+func (v *validator) coversHITL(g *Grant) bool {
+	s := v.servers[g.Server]
+	if s == nil || s.Transport != TransportBuiltin || !validToolPattern(g.Tool) {
+		return s == nil // an unknown server is reported already
+	}
+	return slices.ContainsFunc(coveredTools(s, g.Tool), func(t *Tool) bool {
+		return t.Name == ToolConfirm || t.Name == ToolAsk || t.IsHITL()
+	})
 }
 
 // grantTarget checks server and tool: the grant must be able to match
