@@ -41,7 +41,7 @@ id = "who"
 server = "pay"
 tool = "refund"
 [grants.constraints]
-deny_when = "server != 'pay' || tool != 'refund' || subject == 'ed25519:bad'"
+deny_when = "server != 'pay' || tool != 'refund' || subject == 'ed25519:264f3c00fa147d83e3a89432b2385a42a28b76f2f685838a111c86d28d5d7588'"
 
 [[grants]]
 id = "strict"

@@ -41,6 +41,9 @@ type Condition struct {
 	prg   cel.Program
 	// names are the member names the expression reads (conditions_names.go).
 	names []string
+	// compares are its comparisons of tool, server and subject with
+	// literals (conditions_literals.go).
+	compares []nameComparison
 }
 
 // GrantConditions are a grant's compiled conditions, in file order.
@@ -179,7 +182,8 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 	if err != nil {
 		return nil, err
 	}
-	return &Condition{Kind: kind, Index: index, Expr: expr, prg: prg, names: readNames(ast.NativeRep().Expr())}, nil
+	return &Condition{Kind: kind, Index: index, Expr: expr, prg: prg,
+		names: readNames(ast.NativeRep().Expr()), compares: nameComparisons(ast.NativeRep().Expr())}, nil
 }
 
 // conditions validates and compiles a grant's expressions, keeping the
@@ -214,6 +218,10 @@ func (v *validator) conditions(base []string, g *Grant) {
 				cond, err := compileCondition(list.kind, j, expr)
 				if err != nil {
 					v.at(base, at, "%s[%d] `%s`: %v", list.kind, j, shorten(expr, MaxConditionQuote), err)
+					break
+				}
+				if why := v.impossibleComparison(g, cond); why != "" {
+					v.at(base, at, "%s[%d] `%s`: %s", list.kind, j, shorten(expr, MaxConditionQuote), why)
 					break
 				}
 				*list.out = append(*list.out, cond)
