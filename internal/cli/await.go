@@ -224,14 +224,22 @@ func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 	default:
 		fmt.Fprintf(e.Stdout, "%s by %s: %s\n", shown(st.Status), shown(dash(st.Guard)), shown(st.Reason))
 	}
-	if ap := st.Approval; ap != nil && ap.Approver != "" {
-		fmt.Fprintf(e.Stderr, "%s by %s\n", shown(ap.Status), shown(nameOr(ap.ApproverDisplayName, ap.Approver)))
-		if ap.Note != "" {
-			fmt.Fprintf(e.Stderr, "note: %s\n", shown(ap.Note))
-		}
-		if ap.Amended {
-			fmt.Fprintf(e.Stderr, "amended arguments: %s\n", shownJSON(ap.AmendedArguments))
-		}
-	}
+	printApproval(e, st.Approval)
 	return code
+}
+
+// printApproval says on stderr who decided a call, their note, and the
+// arguments they amended (chio await, and chio call's retry of a decided
+// call): the output on stdout is the amended call's.
+func printApproval(e *Env, ap *httpapi.CallApproval) {
+	if ap == nil || ap.Approver == "" {
+		return
+	}
+	fmt.Fprintf(e.Stderr, "%s by %s\n", shown(ap.Status), shown(nameOr(ap.ApproverDisplayName, ap.Approver)))
+	if ap.Note != "" {
+		fmt.Fprintf(e.Stderr, "note: %s\n", shown(ap.Note))
+	}
+	if ap.Amended {
+		fmt.Fprintf(e.Stderr, "amended arguments: %s\n", shownJSON(ap.AmendedArguments))
+	}
 }

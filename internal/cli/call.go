@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
@@ -88,9 +89,9 @@ func runCall(e *Env, args []string) int {
 		if err != nil {
 			return a.stop(e, call.RequestID, callSettleWait, st, err)
 		}
-		out = st.Outcome
+		out = *st
 	}
-	if err := knownOutcome(call.RequestID, &out); err != nil {
+	if err := knownOutcome(call.RequestID, &out.Outcome); err != nil {
 		// Not an answer chiod sends: it says nothing of the call, which
 		// may have run. Name the id, as for a lost answer.
 		return lostAnswer(e, call, err)
@@ -193,8 +194,10 @@ func trimNL(b []byte) []byte {
 
 // printOutcome prints a call outcome and maps it to the exit code: 0
 // allowed, 3 pending (or approved and still executing), 4 denied or
-// cancelled, 6 allowed but the tool failed, 1 any other status.
-func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
+// cancelled, 6 allowed but the tool failed, 1 any other status. The
+// approval chiod adds to a retry of a call a human decided is printed as
+// chio await prints it: an amendment must never go unsaid.
+func printOutcome(e *Env, r *remote, out *httpapi.CallStatus) int {
 	if r.output != "table" {
 		printJSON(e.Stdout, out, r.output == "jsonl")
 	} else {
@@ -220,8 +223,9 @@ func printOutcome(e *Env, r *remote, out *kernel.Outcome) int {
 		case kernel.StatusDenied:
 			fmt.Fprintf(e.Stdout, "denied by %s: %s\n", shown(out.Guard), shown(out.Reason))
 		}
+		printApproval(e, out.Approval)
 	}
-	code := outcomeCode(out)
+	code := outcomeCode(&out.Outcome)
 	if code == ExitError {
 		fmt.Fprintf(e.Stderr, "chio: unexpected call status %q from chiod (request %s)\n", out.Status, out.RequestID)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/internal/connect"
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -39,18 +40,21 @@ const (
 // A signal (ctx cancelled, onInterrupt) stops it at once with an
 // interrupted error: no attempt starts after it, and sc.sent tells whether
 // any attempt could have reached chiod.
-func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out kernel.Outcome, lost bool, err error) {
+//
+// The outcome carries the approval when chiod adds it (a retry of a call a
+// human decided): the approver, their note and any amended arguments.
+func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out httpapi.CallStatus, lost bool, err error) {
 	backoff := callFirstBackoff
 	for attempt := 1; ; attempt++ {
 		if in, ok := interruption(ctx); ok {
-			return kernel.Outcome{}, lost, in
+			return httpapi.CallStatus{}, lost, in
 		}
 		if time.Since(sc.signedAt) > callProofRefresh {
 			if err := sc.sign(time.Now()); err != nil {
-				return kernel.Outcome{}, lost, err
+				return httpapi.CallStatus{}, lost, err
 			}
 		}
-		out = kernel.Outcome{}
+		out = httpapi.CallStatus{}
 		// A request's bytes are written only once it has a connection
 		// (after the TLS handshake, for https): until then, nothing of this
 		// attempt was sent.
@@ -66,7 +70,7 @@ func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out kerne
 		}
 		cancel()
 		if in, ok := interruptedAttempt(ctx, err); ok {
-			return kernel.Outcome{}, lost, in
+			return httpapi.CallStatus{}, lost, in
 		}
 		if err == nil && callHTTPStatus(out.Status) != code {
 			// Not chiod's answer (a 403 saying "allowed", a 200 saying
@@ -82,7 +86,7 @@ func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out kerne
 		// The error may quote the server (a proxy's page): escaped.
 		fmt.Fprintf(e.Stderr, "chio: %s; retrying request %s\n", shown(err.Error()), shown(sc.call.RequestID))
 		if !sleepCtx(ctx, backoff) {
-			return kernel.Outcome{}, lost, context.Cause(ctx)
+			return httpapi.CallStatus{}, lost, context.Cause(ctx)
 		}
 		backoff *= 2
 	}
