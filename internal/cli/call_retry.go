@@ -72,6 +72,13 @@ func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out httpa
 		if in, ok := interruptedAttempt(ctx, err); ok {
 			return httpapi.CallStatus{}, lost, in
 		}
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status >= 200 && ae.Status < 300 {
+			// A success chiod never answers a call with (a transforming
+			// proxy's 203 for chiod's 200, a 201, a 204): something says
+			// the request went through, so the call may have run.
+			err = fmt.Errorf("%w: a %d answer", errBadResponse, ae.Status)
+		}
 		if err == nil && callHTTPStatus(out.Status) != code {
 			// Not chiod's answer (a 403 saying "allowed", a 200 saying
 			// "denied"): neither success nor a decision, so unknown.
