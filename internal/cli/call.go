@@ -106,6 +106,11 @@ func knownOutcome(requestID string, out *kernel.Outcome) error {
 	if outcomeCode(out) == ExitError {
 		return fmt.Errorf("%w: unexpected call status %q", errBadResponse, out.Status)
 	}
+	if out.Status == kernel.StatusPendingApproval && out.ApprovalRequestID == "" {
+		// chiod parks a call under an approval id: without one, exit 3
+		// would hand the script nothing to await, and no request id.
+		return fmt.Errorf("%w: a pending answer without an approval id", errBadResponse)
+	}
 	if out.RequestID != "" && out.RequestID != requestID {
 		return fmt.Errorf("%w: an answer for request %q", errBadResponse, out.RequestID)
 	}
