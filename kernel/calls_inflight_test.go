@@ -3,10 +3,14 @@ package kernel_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
@@ -90,8 +94,14 @@ func TestOneAgentsCallsInFlightAreBounded(t *testing.T) {
 		t.Fatalf("%d calls of one agent are running in chiod at once and none was refused: "+
 			"one agent can hold an unbounded number of calls", held)
 	}
-	if !strings.Contains(refusal.Error(), "in flight") {
+	if !errors.Is(refusal, kernel.ErrTooManyCalls) || !strings.Contains(refusal.Error(), "in flight") {
 		t.Fatalf("refusal after %d calls does not say why: %v", held, refusal)
+	}
+	// Over HTTP the refusal is a 429 with Retry-After: nothing was decided.
+	rr := httptest.NewRecorder()
+	httpapi.WriteError(rr, refusal)
+	if rr.Code != http.StatusTooManyRequests || rr.Header().Get("Retry-After") == "" {
+		t.Fatalf("the refusal answers %d (Retry-After %q): %s", rr.Code, rr.Header().Get("Retry-After"), rr.Body)
 	}
 
 	// Another agent still gets its call to the tool.

@@ -51,6 +51,9 @@ type Config struct {
 	// Relay carries events to the other replicas sharing Store (bus.go);
 	// nil: the store is this kernel's alone.
 	Relay EventRelay
+	// MaxCallsInFlightPerAgent bounds one agent's calls running at once
+	// (calls_inflight.go); 0 = DefaultMaxCallsInFlightPerAgent.
+	MaxCallsInFlightPerAgent int
 }
 
 // Kernel decides tool calls. It is safe for concurrent use.
@@ -75,6 +78,10 @@ type Kernel struct {
 	// (verify.go), by public key.
 	verifyKeys *lru.Cache[[32]byte, verifyKey]
 	inflight   sync.Map // request_id → *firstSubmit, while its first Submit runs
+	// calls counts each agent's Submits running, at most maxCalls
+	// (calls_inflight.go).
+	calls      callsInFlight
+	maxCalls   int
 	announcing sync.Map // approval id → tier: announceDurably is telling that tier's approvers
 	rate       *rateWindow
 	events     *broker
@@ -183,11 +190,15 @@ func New(cfg Config) (*Kernel, error) {
 		cfg.ReplayCacheSize = ConsumedCacheSize
 	}
 	consumed, _ := lru.New[string, struct{}](cfg.ReplayCacheSize)
+	if cfg.MaxCallsInFlightPerAgent <= 0 {
+		cfg.MaxCallsInFlightPerAgent = DefaultMaxCallsInFlightPerAgent
+	}
 	k := &Kernel{
 		key: cfg.Key, pub: cfg.Key.Public(), pubText: cfg.Key.Public().String(), store: cfg.Store, dispatcher: cfg.Dispatcher,
 		clock: cfg.Clock, observer: cfg.Observer, caps: caps, verifyKeys: verifyKeys, rate: newRateWindow(),
 		events: newBroker(), notifier: cfg.Notifier, timers: map[string]clock.Timer{}, consumed: consumed, schemas: cfg.Schemas, stop: make(chan struct{}),
-		trusted: append([]keys.PublicKey{cfg.Key.Public()}, cfg.Authorities...),
+		maxCalls: cfg.MaxCallsInFlightPerAgent,
+		trusted:  append([]keys.PublicKey{cfg.Key.Public()}, cfg.Authorities...),
 		pipeline: &Pipeline{
 			Guards: append(BuiltinGuards(), cfg.Guards...), Budget: GuardBudget, Stopwatch: cfg.Stopwatch,
 		},
@@ -324,6 +335,12 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The agent's share of the calls chiod runs at once, counted from
+	// here until this Submit returns (calls_inflight.go).
+	if err := k.calls.acquire(vc.subject, k.maxCalls); err != nil {
+		return nil, err
+	}
+	defer k.calls.release(vc.subject)
 	// One decision per request_id: concurrent duplicates wait for the
 	// first — until it ends, or its allow decision is durable: a tool that
 	// runs for minutes must not hold a retry (whose client may give up and

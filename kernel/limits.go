@@ -39,6 +39,13 @@ const (
 	// count. (On PostgreSQL, replicas creating batches for one key at the
 	// same instant may each pass the check once.)
 	MaxLiveBatchesPerApprover = 100
+	// DefaultMaxCallsInFlightPerAgent bounds one agent's calls running in
+	// chiod at once (Config.MaxCallsInFlightPerAgent, calls_inflight.go):
+	// each holds its arguments (up to MaxArgumentsBytes, with the request
+	// body that carried them) and a goroutine until its tool answers, even
+	// after its client has gone. Four times an agent's long-polls; over
+	// it a call is refused with nothing decided (HTTP 429).
+	DefaultMaxCallsInFlightPerAgent = 256
 	// MaxToolOutputBytes bounds a tool output kept in the call record.
 	MaxToolOutputBytes = 1 << 20
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -135,7 +136,9 @@ func NewAllowRig(dir string, n int, o Options) (*AllowRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Kernel, err = kernel.New(kernel.Config{Key: kkey, Policy: p, Store: r.Store, Dispatcher: nopTool{}, Clock: clock.Real{}})
+	r.Kernel, err = kernel.New(kernel.Config{Key: kkey, Policy: p, Store: r.Store, Dispatcher: nopTool{}, Clock: clock.Real{},
+		// One agent drives every caller of the bench, at any concurrency.
+		MaxCallsInFlightPerAgent: math.MaxInt})
 	if err != nil {
 		r.Store.Close()
 		return nil, err

@@ -98,6 +98,10 @@ func classify(err error) *APIError {
 		return apiErr(http.StatusConflict, CodeConflict, err.Error())
 	case isApprovalRejection(err):
 		return apiErr(http.StatusForbidden, CodeApprovalRejected, err.Error())
+	// The agent's share of the calls chiod runs at once is taken: nothing
+	// was decided, and the call may be sent again once one has ended.
+	case errors.Is(err, kernel.ErrTooManyCalls):
+		return retryLater(http.StatusTooManyRequests, err.Error(), CallRetryAfter)
 	case errors.Is(err, kernel.ErrBadProof), errors.Is(err, kernel.ErrStaleProof),
 		errors.Is(err, kernel.ErrCapabilityInvalid):
 		return apiErr(http.StatusUnauthorized, CodeUnauthorized, err.Error())

@@ -72,6 +72,10 @@ const (
 	MaxWaitsPerToken = kernel.MaxWaitSubscribers / 16
 	// WaitRetryAfter is the Retry-After sent with a refused long-poll.
 	WaitRetryAfter = 10 * time.Second
+	// CallRetryAfter is the Retry-After sent with a call refused because
+	// its agent has kernel.DefaultMaxCallsInFlightPerAgent calls running:
+	// most calls end in a second or two.
+	CallRetryAfter = 1 * time.Second
 )
 
 // The SSE stream (stream.go). Every connect costs a replay and every live

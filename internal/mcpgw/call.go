@@ -159,7 +159,7 @@ func submitError(requestID string, err error) *mcpsdk.CallToolResult {
 	// A call that may have run is never a refusal, whatever store error
 	// (a conflict) its failure also carries.
 	for _, refusal := range []error{kernel.ErrBadProof, kernel.ErrStaleProof, kernel.ErrCapabilityInvalid,
-		kernel.ErrBadCall, kernel.ErrRequestUsed, kernel.ErrConflict, canon.ErrInvalid, canon.ErrDuplicateKey,
+		kernel.ErrBadCall, kernel.ErrRequestUsed, kernel.ErrConflict, kernel.ErrTooManyCalls, canon.ErrInvalid, canon.ErrDuplicateKey,
 		canon.ErrUnsafeInteger, canon.ErrTooDeep, canon.ErrNumberRange, canon.ErrTrailingData} {
 		if errors.Is(err, refusal) && !errors.Is(err, kernel.ErrOutcomeUnknown) {
 			return refused(err.Error())
