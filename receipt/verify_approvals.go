@@ -98,6 +98,14 @@ func (v *verifier) batchRecord(ev *evidenceItem) {
 			v.batch(f, ev)
 			f.checked = true
 		}
+		// The kernel counts each call against max_calls in the commit of
+		// its allow, so it never writes more receipts naming a batch than
+		// the calls its approver signed for. An export holds every
+		// receipt up to its last (or fewer), so more here is a call no
+		// one approved.
+		if ct := ev.tokens[0]; ct.err == nil && ct.tok.MaxCalls != nil && int64(len(u.finals)) > *ct.tok.MaxCalls {
+			v.problem(ev.line, nil, "batch %s: %d receipts name it, more than its max_calls of %d", ev.id, len(u.finals), *ct.tok.MaxCalls)
+		}
 	}
 }
 

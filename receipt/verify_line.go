@@ -60,6 +60,8 @@ type tokenView struct {
 	ToolPattern   string `json:"tool_pattern"`
 	NotBefore     int64  `json:"not_before"` // unix s
 	NotAfter      int64  `json:"not_after"`  // unix s
+	// MaxCalls is how many calls the batch may approve (nil: no limit).
+	MaxCalls *int64 `json:"max_calls"`
 	// AmendedArguments is set when the approver changed the call's
 	// arguments (only its presence is read: see sameCall).
 	AmendedArguments jsontext.Value `json:"amended_arguments"`
