@@ -210,7 +210,7 @@ func (v *verifier) batch(f *final, ev *evidenceItem) {
 
 // batchCovers says why batch token t could not have covered receipt rc
 // (approval.Batch.Covers: subject if set, server and tool patterns, the
-// window; approval.VerifyBatch: an audience, when the token has one, that
+// window; kernel.batchSigners: an approver that is not the subject; approval.VerifyBatch: an audience, when the token has one, that
 // is the kernel which signed rc; a window in (0, 30 days]), or "". The kernel judges the window when the allow commits, at
 // or after the receipt's timestamp (kernel/batch.go): so ts < not_after,
 // and not_before may lie a little after ts (maxTokenSkew allows for it).
@@ -224,6 +224,9 @@ func batchCovers(t tokenView, rc *Receipt) string {
 		return fmt.Sprintf("it was signed for kernel %s, the receipt's is %s", t.Audience, rc.KernelKey)
 	case t.Subject != "" && t.Subject != rc.Subject:
 		return fmt.Sprintf("it is for subject %s, the receipt's is %s", t.Subject, rc.Subject)
+	case t.Approver == rc.Subject:
+		// kernel.batchSigners: never the calling agent's own key.
+		return fmt.Sprintf("its approver is the receipt's subject %s: an agent cannot approve its own calls", rc.Subject)
 	case !matchPattern(t.ServerPattern, rc.ToolServer) || !matchPattern(t.ToolPattern, rc.ToolName):
 		return fmt.Sprintf("its patterns %q/%q do not match %s/%s", t.ServerPattern, t.ToolPattern, rc.ToolServer, rc.ToolName)
 	case ts >= t.NotAfter || ts+maxTokenSkew < t.NotBefore:
