@@ -26,8 +26,8 @@ func runBatchCreate(e *Env, args []string) int {
 	tool := fs.String("tool", "", "tool pattern: exact, * or prefix*")
 	subject := fs.String("subject", "", "only calls by this agent key (default: any agent)")
 	maxCalls := fs.Int64("max-calls", 0, "at most this many calls (0: no count limit)")
-	perCall := fs.String("max-amount-per-call", "", "UNITS:CURRENCY cap on each call's max_amount")
-	total := fs.String("max-total", "", "UNITS:CURRENCY cap on the sum of max_amounts")
+	perCall := fs.String("max-amount-per-call", "", "UNITS:CURRENCY cap on the amount each call's arguments move (its tool's declared amount; a call with none, or in another currency, is not covered)")
+	total := fs.String("max-total", "", "UNITS:CURRENCY cap on the sum of the amounts the covered calls move")
 	window := fs.Duration("for", 0, "how long the standing approval lasts, from now (required, max 720h)")
 	kernelKey := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) the approval is for; refused if the server's differs (default: ask the server)")
 	pos, err := parse(fs, args)
@@ -113,8 +113,8 @@ func runBatchCreate(e *Env, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintln(e.Stdout, shown(res.ID))
-	fmt.Fprintf(e.Stderr, "standing approval for %s/%s at kernel %s until %s; revoke with: chio approval batch revoke %s\n",
-		*server, *tool, audience, time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), shown(res.ID))
+	fmt.Fprintf(e.Stderr, "standing approval for %s/%s at kernel %s until %s; it covers:\n%srevoke with: chio approval batch revoke %s\n",
+		*server, *tool, audience, time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), batchScope(b), shown(res.ID))
 	return ExitOK
 }
 
