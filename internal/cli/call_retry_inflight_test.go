@@ -131,3 +131,14 @@ func TestCallWithAnUnknownStatusIsAnErrorNotADenialOrSuccess(t *testing.T) {
 		}
 	}
 }
+
+// chio call printed "allowed, but the tool failed: outcome unknown: …" for
+// a call that may have run: the script's author reads a failure.
+func TestCallWhoseOutcomeIsUnknownDoesNotSayTheToolFailed(t *testing.T) {
+	srv, _ := inflightChiod(t, inflightPost,
+		`{"status":"allowed","request_id":"run-42:refund","receipt_id":"rc-1","tool_error":"outcome unknown: connection reset","execution":"unknown"}`)
+	so, se, code := retryRefund(inflightAgent(t, srv.URL))
+	if code != cli.ExitToolFailed || strings.Contains(se, "the tool failed") || !strings.Contains(se, "allowed, but its outcome is unknown: the tool may have run it") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 6 saying the outcome is unknown", code, so, se)
+	}
+}

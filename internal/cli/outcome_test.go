@@ -50,3 +50,37 @@ func TestRespondResultCodes(t *testing.T) {
 		}
 	}
 }
+
+// An allowed call without a result was said to have "failed" whatever
+// became of it: "executed, but the tool failed: outcome unknown: …" for a
+// call that may have run (at_most_once after a crash) and "… not
+// delivered: …" for one the tool never received. A script or a person
+// reading "the tool failed" may send it again under a new id.
+func TestAllowedWithoutAResultSaysWhatBecameOfIt(t *testing.T) {
+	for _, c := range []struct {
+		call kernel.Outcome
+		want string
+	}{
+		{kernel.Outcome{Status: kernel.StatusAllowed, Execution: kernel.ExecutionToolError, ToolError: "HTTP 500"}, "approved ar-1: executed, but the tool failed: HTTP 500"},
+		{kernel.Outcome{Status: kernel.StatusAllowed, Execution: kernel.ExecutionUnknown, ToolError: "outcome unknown: connection reset"},
+			"approved ar-1: its outcome is unknown: the tool may have run it (do not send it again under a new request id): connection reset"},
+		{kernel.Outcome{Status: kernel.StatusAllowed, Execution: kernel.ExecutionNotDelivered, ToolError: "not delivered: connection refused"},
+			"approved ar-1: not delivered: the tool never received it: connection refused"},
+	} {
+		line, code := respondResult("ar-1", &kernel.RespondResult{Outcome: "approved", Call: &c.call})
+		if line != c.want || code != ExitToolFailed {
+			t.Errorf("%+v:\n got %q %d\nwant %q %d", c.call, line, code, c.want, ExitToolFailed)
+		}
+	}
+	for _, c := range []struct {
+		toolError, want string
+	}{
+		{"outcome unknown: connection reset", "approved by CFO: its outcome is unknown: the tool may have run it (do not send it again under a new request id): connection reset"},
+		{"not delivered: connection refused", "approved by CFO: not delivered: the tool never received it: connection refused"},
+	} {
+		res := approval.Resolution{Outcome: "approved", DecidedBy: "CFO", CallStatus: kernel.StatusAllowed, ToolError: c.toolError}
+		if got := resolutionText(&res); got != c.want {
+			t.Errorf("%q:\n got %q\nwant %q", c.toolError, got, c.want)
+		}
+	}
+}
