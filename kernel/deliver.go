@@ -351,9 +351,9 @@ func (k *Kernel) settlementOf(rec *CallRecord, res DispatchResult, derr error) s
 	case derr == nil:
 		rec.Execution = ExecutionSucceeded
 	case errors.Is(derr, ErrUnknownServer) || errors.As(derr, &de) && de.NotDelivered:
-		rec.Execution, rec.ToolError, rec.Output = ExecutionNotDelivered, "not delivered: "+derr.Error(), nil
+		rec.Execution, rec.ToolError, rec.Output = ExecutionNotDelivered, ToolErrorNotDelivered+derr.Error(), nil
 	default:
-		rec.Execution, rec.ToolError, rec.Output = ExecutionUnknown, "outcome unknown: "+derr.Error(), nil
+		rec.Execution, rec.ToolError, rec.Output = ExecutionUnknown, ToolErrorUnknown+derr.Error(), nil
 	}
 	rec.ToolError = clip(rec.ToolError, MaxToolErrorLen)
 	rec.Status, rec.UpdatedAt = StatusAllowed, now.UnixMilli()

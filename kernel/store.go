@@ -55,6 +55,15 @@ const (
 	ExecutionUnknown      = "unknown"       // the tool may or may not have run it
 )
 
+// The tool_error of a call without a result that the tool did not give:
+// these prefixes, then why (kernel/deliver.go settlementOf). Readers of a
+// record that carries no execution field (an approval's resolution) tell
+// the three cases apart by them.
+const (
+	ToolErrorNotDelivered = "not delivered: "
+	ToolErrorUnknown      = "outcome unknown: "
+)
+
 // CallRecord is the durable state of one tool call, keyed by request_id. It
 // is what makes request ids single-use and what long-pollers read.
 type CallRecord struct {

@@ -216,7 +216,7 @@ func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 	switch st.Status {
 	case kernel.StatusAllowed:
 		if st.ToolError != "" {
-			fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", shown(st.ToolError))
+			fmt.Fprintf(e.Stderr, "allowed, but %s\n", shown(noResult(st.Execution, st.ToolError, "the tool failed: ")))
 		}
 		fmt.Fprintln(e.Stdout, shownOutput(st.Output))
 	case kernel.StatusCancelled:

@@ -199,7 +199,7 @@ func trimNL(b []byte) []byte {
 
 // printOutcome prints a call outcome and maps it to the exit code: 0
 // allowed, 3 pending (or approved and still executing), 4 denied or
-// cancelled, 6 allowed but the tool failed, 1 any other status. The
+// cancelled, 6 allowed without a result (noResult), 1 any other status. The
 // approval chiod adds to a retry of a call a human decided is printed as
 // chio await prints it: an amendment must never go unsaid.
 func printOutcome(e *Env, r *remote, out *httpapi.CallStatus) int {
@@ -212,7 +212,7 @@ func printOutcome(e *Env, r *remote, out *httpapi.CallStatus) int {
 		switch out.Status {
 		case kernel.StatusAllowed:
 			if out.ToolError != "" {
-				fmt.Fprintf(e.Stderr, "allowed, but the tool failed: %s\n", shown(out.ToolError))
+				fmt.Fprintf(e.Stderr, "allowed, but %s\n", shown(noResult(out.Execution, out.ToolError, "the tool failed: ")))
 			}
 			fmt.Fprintln(e.Stdout, shownOutput(out.Output))
 		case kernel.StatusPendingApproval:

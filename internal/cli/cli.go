@@ -36,7 +36,7 @@ const (
 	ExitVoteRecorded = 7
 )
 
-const exitCodesHelp = "exit codes: 0 ok/allowed, 1 error, 2 usage, 3 pending approval, 4 denied, 5 timed out, 6 allowed but the tool failed, 7 vote recorded but the approved call not finished (approval approve/deny), 130/143 interrupted by SIGINT/SIGTERM (call, await: stderr names the request and how to resume)"
+const exitCodesHelp = "exit codes: 0 ok/allowed, 1 error, 2 usage, 3 pending approval, 4 denied, 5 timed out, 6 allowed but no result (the tool failed, not delivered, or outcome unknown), 7 vote recorded but the approved call not finished (approval approve/deny), 130/143 interrupted by SIGINT/SIGTERM (call, await: stderr names the request and how to resume)"
 
 // Env is the command's world: arguments, streams and environment.
 type Env struct {

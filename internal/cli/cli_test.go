@@ -26,7 +26,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"--url", "http://x", "--help"}} {
 		so, se, code := chio(nil, args...)
 		if code != cli.ExitOK || se != "" || !strings.Contains(so, "usage: chio [--url URL]") ||
-			!strings.Contains(so, "policy explain FILE") || !strings.Contains(so, "6 allowed but the tool failed") {
+			!strings.Contains(so, "policy explain FILE") || !strings.Contains(so, "6 allowed but no result (the tool failed, not delivered, or outcome unknown)") {
 			t.Fatalf("%q: exit %d\nstdout %s\nstderr %s", args, code, so, se)
 		}
 	}

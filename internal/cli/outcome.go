@@ -31,7 +31,7 @@ func callResult(c *kernel.Outcome, who string) (string, int) {
 	switch c.Status {
 	case kernel.StatusAllowed:
 		if c.ToolError != "" {
-			return "executed, but the tool failed: " + c.ToolError, ExitToolFailed
+			return noResult(c.Execution, c.ToolError, "executed, but the tool failed: "), ExitToolFailed
 		}
 		return "executed", ExitOK
 	case kernel.StatusDenied:
@@ -85,7 +85,7 @@ func resolutionText(res *approval.Resolution) string {
 		}
 		switch {
 		case res.CallStatus == kernel.StatusAllowed && res.ToolError != "":
-			s += ": executed, but the tool failed: " + res.ToolError
+			s += ": " + noResult("", res.ToolError, "executed, but the tool failed: ")
 		case res.CallStatus == kernel.StatusAllowed:
 			s += ": executed"
 		case res.CallStatus == kernel.StatusDenied:
@@ -137,4 +137,22 @@ func triggerText(req *approval.Request) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// noResult says what became of an allowed call that has no result (exit
+// 6), by its execution or, where none is carried (an approval's
+// resolution), the kernel's prefix of its tool_error: the tool failed
+// (failed: then this text), the call never reached it, or nobody knows
+// whether it ran. "the tool failed" for all three told a script or a
+// person that a call which may have run had failed, and invited sending
+// it again under a new request id.
+func noResult(execution, toolError, failed string) string {
+	switch {
+	case execution == kernel.ExecutionUnknown || execution == "" && strings.HasPrefix(toolError, kernel.ToolErrorUnknown):
+		return "its outcome is unknown: the tool may have run it (do not send it again under a new request id): " +
+			strings.TrimPrefix(toolError, kernel.ToolErrorUnknown)
+	case execution == kernel.ExecutionNotDelivered || execution == "" && strings.HasPrefix(toolError, kernel.ToolErrorNotDelivered):
+		return "not delivered: the tool never received it: " + strings.TrimPrefix(toolError, kernel.ToolErrorNotDelivered)
+	}
+	return failed + toolError
 }
