@@ -25,7 +25,7 @@ import (
 func init() {
 	register("approval list", "pending approvals, oldest first", runApprovalList)
 	register("approval show ID", "one approval request: summary, intent, deadline, approvers, votes, outcome", runApprovalShow)
-	register("approval approve ID", "sign and post an approval with --key (exit 0 executed, 3 more votes needed, 4 not executed, 6 tool failed, 7 vote recorded but the call not finished)", runApprovalApprove)
+	register("approval approve ID", "sign and post an approval with --key (exit 0 executed, 3 more votes needed, 4 not executed, 6 no result (tool failed, not delivered or outcome unknown), 7 vote recorded but the call not finished)", runApprovalApprove)
 	register("approval deny ID", "sign and post a denial with --key and --reason", runApprovalDeny)
 	register("approval batch create", "sign a standing approval: --key FILE --server PATTERN --tool PATTERN --for 1h", runBatchCreate)
 	register("approval batch list", "standing approvals and their usage", runBatchList)

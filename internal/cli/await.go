@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("await ID", "wait for an approval (ar-…) or call (request id): exit 0 executed, 4 denied or cancelled, 5 timed out, 6 the tool failed", runAwait)
+	register("await ID", "wait for an approval (ar-…) or call (request id): exit 0 executed, 4 denied or cancelled, 5 timed out, 6 no result (tool failed, not delivered or outcome unknown)", runAwait)
 }
 
 const (

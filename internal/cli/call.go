@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("call SERVER TOOL", "call a tool with --args JSON: exit 0 allowed, 3 pending, 4 denied, 5 still executing (a retry), 6 the tool failed", runCall)
+	register("call SERVER TOOL", "call a tool with --args JSON: exit 0 allowed, 3 pending, 4 denied, 5 still executing (a retry), 6 no result (tool failed, not delivered or outcome unknown)", runCall)
 }
 
 func runCall(e *Env, args []string) int {

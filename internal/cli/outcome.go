@@ -26,7 +26,7 @@ func deniedBy(guard, who string) string {
 }
 
 // callResult is what became of a call, in words, and the exit code that
-// says the same to a script: 0 executed, 4 did not run, 6 the tool failed.
+// says the same to a script: 0 executed, 4 did not run, 6 no result (noResult).
 func callResult(c *kernel.Outcome, who string) (string, int) {
 	switch c.Status {
 	case kernel.StatusAllowed:
@@ -48,7 +48,7 @@ func callResult(c *kernel.Outcome, who string) (string, int) {
 // `deny`, the terminal watcher) and maps it to an exit code. An approval
 // exits non-zero unless the call then ran: 3 while more votes are needed,
 // 4 when the call did not run after all (a guard re-run at resume, e.g. the
-// capability was revoked during the wait), 6 when the tool failed.
+// capability was revoked during the wait), 6 when it has no result (noResult).
 func respondResult(id string, res *kernel.RespondResult) (string, int) {
 	receipt := ""
 	if res.ReceiptID != "" {
