@@ -363,6 +363,8 @@ func (c *Channel) recipients(req *approval.Request) []recipient {
 
 // Deliver sends one message per trusted approver with an email address on
 // approval.requested and approval.escalated; other events need no mail.
+// When no trusted approver has an address it fails (permanently) rather
+// than report a delivery that told nobody.
 // Recipients already served by an earlier attempt of the same delivery are
 // skipped, so the hub's retries never send twice.
 func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Request) error {
@@ -376,9 +378,17 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 	if !c.o.Now().Before(deadline) {
 		return nil // nothing left to decide
 	}
+	rcpts := c.recipients(req)
+	if len(rcpts) == 0 {
+		// Nobody to mail is a failure, not a delivery: the hub records it
+		// on the request (notify_errors), where the operator sees that
+		// this channel told no one. No retry can find an address.
+		return fmt.Errorf("%w: no approver who may decide this request has a contact.email: nobody was emailed "+
+			"(the request is on the dashboard and GET /approvals/pending)", channels.ErrPermanent)
+	}
 	did := channels.DeliveryID(ctx)
 	var errs []error
-	for _, r := range c.recipients(req) {
+	for _, r := range rcpts {
 		// By approver, not by address alone: approvers who share a
 		// mailbox each need their own link (a link is bound to one key).
 		key := did + "|" + r.key + "|" + r.addr
