@@ -365,6 +365,8 @@ func (c *Channel) recipients(req *approval.Request) []recipient {
 // approval.requested and approval.escalated; other events need no mail.
 // When no trusted approver has an address it fails (permanently) rather
 // than report a delivery that told nobody.
+// Each recipient gets its own SMTP transaction, up to maxParallelSends at
+// once, so a mailbox the relay stalls on delays only its own message.
 // Recipients already served by an earlier attempt of the same delivery are
 // skipped, so the hub's retries never send twice.
 func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Request) error {
@@ -387,7 +389,11 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 			"(the request is on the dashboard and GET /approvals/pending)", channels.ErrPermanent)
 	}
 	did := channels.DeliveryID(ctx)
-	var errs []error
+	type outgoing struct {
+		key, addr, to string
+		msg           []byte
+	}
+	var todo []outgoing
 	for _, r := range rcpts {
 		// By approver, not by address alone: approvers who share a
 		// mailbox each need their own link (a link is bound to one key).
@@ -408,23 +414,57 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 		if err != nil {
 			return fmt.Errorf("%w: contact.email %q: %v", channels.ErrPermanent, r.addr, err)
 		}
-		if err := c.send(ctx, rcpt.Address, msg); err != nil {
-			errs = append(errs, fmt.Errorf("to %s: %w", r.addr, err))
-			continue
-		}
-		if did != "" {
-			c.mu.Lock()
-			now := c.o.Now()
-			for k, at := range c.sent {
-				if now.Sub(at) > time.Hour {
-					delete(c.sent, k)
-				}
+		todo = append(todo, outgoing{key: key, addr: r.addr, to: rcpt.Address, msg: msg})
+	}
+	// Each recipient has its own SMTP transaction, a few at a time, each
+	// bounded by ctx: one mailbox the relay stalls on (a recipient check
+	// that hangs) takes its own transaction's time, not the others'. Sent
+	// one after another, the first recipient used the whole attempt on
+	// every retry and those after it were never mailed.
+	errs := make([]error, len(todo))
+	slots := make(chan struct{}, maxParallelSends)
+	var wg sync.WaitGroup
+	for i, o := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			case <-ctx.Done():
+				errs[i] = fmt.Errorf("to %s: %w", o.addr, ctx.Err())
+				return
 			}
-			c.sent[key] = now
-			c.mu.Unlock()
+			if err := c.send(ctx, o.to, o.msg); err != nil {
+				errs[i] = fmt.Errorf("to %s: %w", o.addr, err)
+				return
+			}
+			if did != "" {
+				c.markSent(o.key)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// maxParallelSends bounds the SMTP connections one delivery opens at once
+// (relays limit connections per client).
+const maxParallelSends = 4
+
+// markSent remembers that key (delivery id|approver key|address) was
+// mailed, so a retry of the delivery skips it; entries older than an hour
+// are forgotten.
+func (c *Channel) markSent(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.o.Now()
+	for k, at := range c.sent {
+		if now.Sub(at) > time.Hour {
+			delete(c.sent, k)
 		}
 	}
-	return errors.Join(errs...)
+	c.sent[key] = now
 }
 
 // send runs one SMTP transaction, bounded by ctx.
