@@ -225,15 +225,18 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
+	// The status line's reason phrase is the receiver's text, like its
+	// body: recorded printable and bounded, never as sent.
+	status := printable(resp.Status, 100)
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return nil
 	case code >= 500, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
-		return fmt.Errorf("receiver answered %s%s", resp.Status, excerpt(answer))
+		return fmt.Errorf("receiver answered %s%s", status, excerpt(answer))
 	case code >= 300 && code < 400:
-		return fmt.Errorf("%w: receiver answered %s (redirects are not followed)", channels.ErrPermanent, resp.Status)
+		return fmt.Errorf("%w: receiver answered %s (redirects are not followed)", channels.ErrPermanent, status)
 	default:
-		return fmt.Errorf("%w: receiver answered %s%s", channels.ErrPermanent, resp.Status, excerpt(answer))
+		return fmt.Errorf("%w: receiver answered %s%s", channels.ErrPermanent, status, excerpt(answer))
 	}
 }
 
@@ -247,11 +250,18 @@ func SecretSignature(secret, body []byte) string {
 // excerpt is a short, printable start of a receiver's answer for the
 // failure recorded on the request.
 func excerpt(b []byte) string {
-	const limit = 200
-	s := strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
+	s := printable(string(b), 200)
 	if s == "" {
 		return ""
 	}
+	return ": " + s
+}
+
+// printable is s from a receiver, trimmed, with invalid UTF-8 as "?" and
+// every unprintable character (controls, terminal escapes, bidi
+// overrides) as a space, cut to limit bytes at a rune boundary.
+func printable(s string, limit int) string {
+	s = strings.TrimSpace(strings.ToValidUTF8(s, "?"))
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
 			return r
@@ -261,5 +271,5 @@ func excerpt(b []byte) string {
 	if len(s) > limit {
 		s = strings.ToValidUTF8(s[:limit], "") + "…"
 	}
-	return ": " + s
+	return s
 }
