@@ -149,6 +149,14 @@ func New(cfg *policy.Email, o Options) (*Channel, error) {
 	if (cfg.UsernameEnv != "") != (cfg.PasswordEnv != "") {
 		return nil, errors.New("email: set both username_env and password_env, or neither")
 	}
+	// Named secrets must be set now, as the other channels' are: a start
+	// that succeeded would fail (or send an empty password for) every
+	// message later.
+	for _, env := range []string{cfg.UsernameEnv, cfg.PasswordEnv} {
+		if env != "" && o.Getenv(env) == "" {
+			return nil, fmt.Errorf("email: %s is not set", env)
+		}
+	}
 	secret := o.Secret
 	if secret == nil {
 		if o.DataDir == "" {
