@@ -26,8 +26,9 @@ func TestUnsetCredentialVariablesRefuseToStart(t *testing.T) {
 			t.Fatalf("with %v set: New = %v, want a refusal naming the unset variable", keysOf(env), err)
 		}
 	}
+	both := map[string]string{"CHIO_SMTP_USER": "chio", "CHIO_SMTP_PASSWORD": "pw"}
 	if _, err := New(cfg, Options{PublicURL: "http://x", Policy: func() *policy.Policy { return nil }, Secret: make([]byte, 32),
-		Getenv: func(k string) string { return map[string]string{"CHIO_SMTP_USER": "chio", "CHIO_SMTP_PASSWORD": "pw"}[k] }}); err != nil {
+		Getenv: func(k string) string { return both[k] }}); err != nil {
 		t.Fatalf("both set: %v", err)
 	}
 }
