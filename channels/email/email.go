@@ -349,28 +349,35 @@ type recipient struct {
 	key, name, addr string
 }
 
-func (c *Channel) recipients(req *approval.Request) []recipient {
+// recipients are req's trusted approvers with an address who have not
+// voted; voted counts those left out only because they have (the kernel
+// refuses a second vote: "waiting for your decision" would be untrue).
+func (c *Channel) recipients(req *approval.Request) (out []recipient, voted int) {
 	p := c.o.Policy()
 	if p == nil {
-		return nil
+		return nil, 0
 	}
 	g, ok := p.Grant(req.PolicyID)
 	if !ok || g.Approval == nil {
-		return nil
+		return nil, 0
 	}
-	var out []recipient
 	for _, ap := range g.Approval.Approvers {
 		key := ap.PublicKey.String()
 		if ap.Contact.Email == "" || !req.Trusts(key) {
 			continue
 		}
+		if req.HasVoted(key) {
+			voted++
+			continue
+		}
 		out = append(out, recipient{key: key, name: ap.DisplayName, addr: ap.Contact.Email})
 	}
-	return out
+	return out, voted
 }
 
 // Deliver sends one message per trusted approver with an email address on
-// approval.requested and approval.escalated; other events need no mail.
+// approval.requested and approval.escalated, except to those who have
+// voted already; other events need no mail.
 // When no trusted approver has an address it fails (permanently) rather
 // than report a delivery that told nobody.
 // Each recipient gets its own SMTP transaction, up to maxParallelSends at
@@ -388,7 +395,10 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 	if !c.o.Now().Before(deadline) {
 		return nil // nothing left to decide
 	}
-	rcpts := c.recipients(req)
+	rcpts, voted := c.recipients(req)
+	if len(rcpts) == 0 && voted > 0 {
+		return nil // everyone this channel reaches has decided already
+	}
 	if len(rcpts) == 0 {
 		// Nobody to mail is a failure, not a delivery: the hub records it
 		// on the request (notify_errors), where the operator sees that
