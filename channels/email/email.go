@@ -549,7 +549,11 @@ func (c *Channel) send(ctx context.Context, to string, msg []byte) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
-	return cl.Quit()
+	// The server's 250 to the data (w.Close) is its acceptance: the
+	// message is sent. A QUIT that fails after it unsends nothing, and
+	// reporting a failure would have the hub mail the approver again.
+	_ = cl.Quit()
+	return nil
 }
 
 // message renders the MIME message (multipart/alternative: text, HTML).
