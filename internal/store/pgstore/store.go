@@ -108,7 +108,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(opts.DSN)
 	if err != nil {
-		return nil, keyNotRecorded{fmt.Errorf("pgstore: DSN: %w", err)}
+		return nil, keyNotRecorded{fmt.Errorf("pgstore: DSN: %w", dsnParseError(err))}
 	}
 	// A replica that vanishes mid-transaction must not hold its locks for
 	// hours: the server ends its session (session.go).
