@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,22 +39,30 @@ const OutcomeHeader = "Chio-Outcome"
 
 // classifyTransportError describes an error from http.Client.Do.
 func classifyTransportError(err error) error {
+	// The error becomes the receipt's tool_error, and url.Error repeats the
+	// URL, which may hold a credential: keep its cause. (The checks below
+	// look through url.Error, so they classify err the same either way.)
+	cause := err
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		cause = uerr.Err
+	}
 	var op *net.OpError
 	var dns *net.DNSError
 	switch {
 	case errors.As(err, &op) && op.Op == "dial", errors.As(err, &dns), errors.Is(err, syscall.ECONNREFUSED):
 		// No connection was made: the request never left.
-		return &kernel.DeliveryError{Err: err, NotDelivered: true, Retryable: true}
+		return &kernel.DeliveryError{Err: cause, NotDelivered: true, Retryable: true}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		strings.Contains(err.Error(), "EOF"):
 		// The request may have been read and acted on before the failure.
-		return &kernel.DeliveryError{Err: err, Retryable: true}
+		return &kernel.DeliveryError{Err: cause, Retryable: true}
 	}
 	var ue interface{ Timeout() bool }
 	if errors.As(err, &ue) && ue.Timeout() {
-		return &kernel.DeliveryError{Err: err, Retryable: true}
+		return &kernel.DeliveryError{Err: cause, Retryable: true}
 	}
-	return &kernel.DeliveryError{Err: err}
+	return &kernel.DeliveryError{Err: cause}
 }
 
 // classifyStatus turns the statuses that mean "not run (yet)" into a

@@ -128,7 +128,8 @@ func (r *Router) dispatchHTTP(ctx context.Context, rt route, req kernel.Dispatch
 	// json.Valid does not check UTF-8 inside strings; receipts are
 	// canonical JSON, so reject invalid UTF-8 here rather than later.
 	if !json.Valid(data) || !utf8.Valid(data) {
-		return kernel.DispatchResult{}, fmt.Errorf("response from %s is not valid JSON", rt.url)
+		// Not the URL: it may hold a credential, and this error is kept in the receipt.
+		return kernel.DispatchResult{}, errors.New("the tool server's response is not valid JSON")
 	}
 	return kernel.DispatchResult{Output: json.RawMessage(data)}, nil
 }
