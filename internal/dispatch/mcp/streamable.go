@@ -36,13 +36,14 @@ func (u *Upstream) dialHTTP(endpoint string, base http.RoundTripper) (func(ctx c
 	}
 	return func(ctx context.Context) (*conn, error) {
 		t := newTap()
+		shown, rt := withoutCredentials(p, &httpTap{base: base, tap: t})
 		hc := &http.Client{
-			Transport: &httpTap{base: base, tap: t},
+			Transport: rt,
 			// A redirect would re-POST the arguments to a URL the policy
 			// does not name.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-		tr := &mcpsdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc,
+		tr := &mcpsdk.StreamableClientTransport{Endpoint: shown, HTTPClient: hc,
 			MaxRetries: 2, MaxEventSize: MaxMessageBytes}
 		cs, err := u.client.Connect(ctx, tr, nil)
 		if err != nil {
