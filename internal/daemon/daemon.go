@@ -75,6 +75,11 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("refusing to start: -metrics-auth must be %s or %s, not %q", MetricsAuthToken, MetricsAuthNone, o.MetricsAuth)
 	}
 	log := slog.New(slog.NewTextHandler(o.Out, nil))
+	// Before anything is started: the stdio MCP servers must not read
+	// chiod's environment or memory through /proc (nodump_linux.go).
+	if err := hideProcess(); err != nil {
+		return err
+	}
 	p, err := policy.Load(o.ConfigPath)
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
