@@ -173,6 +173,10 @@ func (v *verifier) evidence(ev *evidenceItem) {
 		if t.Subject != link.subject {
 			v.problem(ev.line, nil, "approval %s: token %s is for subject %s, the call's subject is %s", ev.id, t.ID, t.Subject, link.subject)
 		}
+		if t.Approver == link.subject {
+			// approval.Verify: ErrSelfApproval, never counted by the kernel.
+			v.problem(ev.line, nil, "approval %s: token %s is signed by the call's own agent %s: an agent cannot approve its own call", ev.id, t.ID, t.Approver)
+		}
 		if why := tokenTime(t, link); why != "" {
 			v.problem(ev.line, nil, "approval %s: token %s %s", ev.id, t.ID, why)
 		}
