@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
 	"net/http"
@@ -137,12 +138,19 @@ display_name = "DBA on call"
 %[3]s`
 
 // echoDispatcher answers every call with its arguments, so an amendment
-// shows in the output; arguments with "fail":true make the tool fail.
+// shows in the output; arguments with "fail":true make the tool fail,
+// "lose":true lose the tool's answer after the call was sent (outcome
+// unknown), "unreachable":true keep the call from reaching the tool.
 type echoDispatcher struct{}
 
 func (echoDispatcher) Dispatch(ctx context.Context, r kernel.DispatchRequest) (kernel.DispatchResult, error) {
-	if strings.Contains(string(r.Arguments), `"fail":true`) {
+	switch args := string(r.Arguments); {
+	case strings.Contains(args, `"fail":true`):
 		return kernel.DispatchResult{ToolError: "card network timeout"}, nil
+	case strings.Contains(args, `"lose":true`):
+		return kernel.DispatchResult{}, &kernel.DeliveryError{Err: errors.New("connection reset after the call was sent")}
+	case strings.Contains(args, `"unreachable":true`):
+		return kernel.DispatchResult{}, &kernel.DeliveryError{Err: errors.New("connection refused"), NotDelivered: true}
 	}
 	return kernel.DispatchResult{Output: json.RawMessage(`{"done":` + string(r.Arguments) + `}`)}, nil
 }
