@@ -27,12 +27,12 @@ func TestDashboardSaysWhatBecameOfACallWithoutAResult(t *testing.T) {
 	}
 	ctx := open()
 	for _, c := range []struct {
-		id, card, history string
+		id, card, history, pill string
 	}{
 		{lost.ApprovalRequestID, "Approved — its outcome is unknown: the tool may have run it: delivery failed: connection reset after the call was sent",
-			"Approved by Finance Lead — its outcome is unknown: the tool may have run it: delivery failed: connection reset after the call was sent"},
+			"Approved by Finance Lead — its outcome is unknown: the tool may have run it: delivery failed: connection reset after the call was sent", "outcome unknown"},
 		{unreachable.ApprovalRequestID, "Approved — not delivered: the tool never received it: not delivered: connection refused",
-			"Approved by Finance Lead — not delivered: the tool never received it: not delivered: connection refused"},
+			"Approved by Finance Lead — not delivered: the tool never received it: not delivered: connection refused", "not delivered"},
 	} {
 		sel := card(c.id)
 		browse(t, ctx, "approve", chromedp.WaitVisible(css(sel)), press(sel+` button[data-action="approve"]`), chromedp.WaitVisible(css(sel+" .card-error")))
@@ -43,6 +43,9 @@ func TestDashboardSaysWhatBecameOfACallWithoutAResult(t *testing.T) {
 		browse(t, ctx, "history", press("#tab-history"), chromedp.WaitVisible(css(row)))
 		if got := read(t, ctx, "history outcome", chromedp.Text(css(row+" .h-outcome"))); got != c.history {
 			t.Errorf("history of %s says %q; want %q", c.id, got, c.history)
+		}
+		if got := read(t, ctx, "history pill", chromedp.Text(css(row+" .pill"))); got != c.pill {
+			t.Errorf("history pill of %s says %q; want %q", c.id, got, c.pill)
 		}
 		browse(t, ctx, "back", press("#tab-pending"))
 	}

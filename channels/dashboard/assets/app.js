@@ -306,7 +306,7 @@ function outcomeOf(r, req) {
     // The allow receipt is signed before the call is sent (write-ahead);
     // what the tool did is on the request's resolution once it settled.
     const toolError = m.tool_error || res.tool_error;
-    if (toolError) return { label: 'tool failed', by: person, person: true, text: `${how} — the tool failed: ${toolError}` };
+    if (toolError) return { label: noResultLabel(toolError), by: person, person: true, text: `${how} — ${noResultText(toolError)}` };
     if (res.call_status !== 'allowed') return { label: 'approved', by: person, person: true, text: how + ' — running' };
     return { label: 'approved', by: person, person: true, text: how + ' — executed' };
   }

@@ -32,6 +32,28 @@ function askedBy(req) {
     el('code', { class: 'agent-key', title: `${req.subject_id}\ncapability ${req.capability_id || ''}`, text: shortKey(req.subject_id) }));
 }
 
+// What became of an approved call without a result, from its tool_error
+// and the kernel's prefixes for the two cases where the tool gave no
+// answer (kernel.ToolErrorNotDelivered, ToolErrorUnknown): "the tool
+// failed" for all three told an approver that a call which may have run
+// had failed, or that one the tool never received had run.
+function noResultText(toolError) {
+  if (toolError.startsWith('outcome unknown: ')) {
+    return 'its outcome is unknown: the tool may have run it: ' + toolError.slice('outcome unknown: '.length);
+  }
+  if (toolError.startsWith('not delivered: ')) {
+    return 'not delivered: the tool never received it: ' + toolError.slice('not delivered: '.length);
+  }
+  return 'the tool failed: ' + toolError;
+}
+
+// noResultLabel is the history's one-word outcome for noResultText.
+function noResultLabel(toolError) {
+  if (toolError.startsWith('outcome unknown: ')) return 'outcome unknown';
+  if (toolError.startsWith('not delivered: ')) return 'not delivered';
+  return 'tool failed';
+}
+
 // What a confirm request shows besides its prompt (the summary): the
 // agent's details, as a list when they are an object. The agent acts on
 // them, so each value is drawn as JSON, with its whitespace kept (CSS):
@@ -244,7 +266,7 @@ function decisionResult(res, kind, mode) {
   const c = res.call || {};
   if (c.status === 'denied') return { text: `Approved, but the call did not run: denied by the ${c.guard} guard: ${c.reason}`, failed: true };
   if (c.status === 'cancelled') return { text: `Approved, but the call was cancelled: ${c.reason}`, failed: true };
-  if (c.tool_error) return { text: `Approved — the tool failed: ${c.tool_error}`, failed: true };
+  if (c.tool_error) return { text: `Approved — ${noResultText(c.tool_error)}`, failed: true };
   if (kind === 'confirm') return { text: 'Confirmed' };
   if (kind === 'question') return { text: 'Answers sent' };
   return { text: mode === 'amend' ? 'Approved with amendments — executed' : 'Approved — executed' };
