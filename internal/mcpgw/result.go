@@ -20,7 +20,7 @@ import (
 func (g *Gateway) render(server string, out *kernel.Outcome) (*mcpsdk.CallToolResult, error) {
 	switch out.Status {
 	case kernel.StatusAllowed:
-		return allowed(out, g.isMCPServer(server)), nil
+		return g.tellAmended(out, allowed(out, g.isMCPServer(server)))
 	case kernel.StatusDenied, kernel.StatusCancelled:
 		what := "denied"
 		if out.Status == kernel.StatusCancelled {
