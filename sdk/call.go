@@ -50,7 +50,10 @@ type Allowed struct {
 	ReceiptID string
 	Output    json.RawMessage
 	ToolError string
-	// Execution: "succeeded", "tool_error", "not_delivered" or "unknown".
+	// Execution: "succeeded"; "tool_error" (the tool ran and failed);
+	// "not_delivered" (the tool never saw it); "unknown" (it MAY HAVE RUN:
+	// retry with the same RequestID or Await it, never under a new id).
+	// "" if chiod did not say.
 	Execution string
 	// ApprovalID: the approval a human granted, when the call waited for one.
 	ApprovalID string
@@ -60,8 +63,14 @@ type Allowed struct {
 	AmendedArguments json.RawMessage
 }
 
-// Failed reports whether the tool did not succeed.
-func (a *Allowed) Failed() bool { return a.ToolError != "" }
+// Failed reports whether the tool did not succeed: a ToolError, or an
+// Execution other than "succeeded" (as the Python and TypeScript SDKs'
+// failed). An execution this SDK does not know (a newer chiod's) counts as
+// failed, even without a ToolError: never a success whose Output is used.
+// Check Execution before sending it again: "unknown" may have run.
+func (a *Allowed) Failed() bool {
+	return a.ToolError != "" || a.Execution != "" && a.Execution != kernel.ExecutionSucceeded
+}
 
 // PendingApproval: the call has not ended yet. Usually it is parked until a
 // human decides; keep RequestID (or ApprovalID) and pass it to
