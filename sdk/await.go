@@ -117,7 +117,8 @@ func (r *Resolution) result() Result {
 // cancelled, with a `cancelled` receipt, and awaiters see it. The agent's
 // key signs the cancellation (a read proof cannot stand in for it); a
 // client with WithBearer(admin token) cancels as an operator instead.
-// Cancelling a request already decided is ErrConflict. A cancel whose
+// Cancelling a request already decided is ErrConflict; an answer that is
+// not the cancelled call is an error, never a Resolution. A cancel whose
 // commit failed in chiod's store but may have reached it is
 // ErrOutcomeUnknown: Await tells whether the call was cancelled.
 func (c *Client) Cancel(ctx context.Context, approvalID, reason string) (*Resolution, error) {
@@ -143,6 +144,12 @@ func (c *Client) Cancel(ctx context.Context, approvalID, reason string) (*Resolu
 	var st callState
 	if _, err := c.send(ctx, http.MethodPost, "/approvals/"+url.PathEscape(approvalID)+"/cancel", body, hdr, &st, http.StatusOK); err != nil {
 		return nil, err
+	}
+	if st.Status != StatusCancelled {
+		// chiod answers a cancel with the cancelled call, or an error. An
+		// allowed or denied call, or a status this SDK does not know, is
+		// not a withdrawal: fail closed, as the Python and TypeScript SDKs.
+		return nil, fmt.Errorf("chio: cancel %s: unexpected answer from chiod: status %q", approvalID, st.Status)
 	}
 	return st.resolution(), nil
 }
