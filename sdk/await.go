@@ -90,7 +90,7 @@ func (s *callState) result() (Result, error) {
 		}
 		return p, nil
 	case StatusDenied, StatusCancelled:
-		return &Denied{Status: s.Status, RequestID: s.RequestID, ReceiptID: s.ReceiptID, Reason: s.Reason, Guard: s.Guard}, nil
+		return s.resolution().result(), nil
 	}
 	return nil, fmt.Errorf("chio: call %s: unknown status %q from chiod", s.RequestID, s.Status)
 }
@@ -110,7 +110,8 @@ func (r *Resolution) result() Result {
 		return &Allowed{RequestID: r.RequestID, ReceiptID: r.ReceiptID, Output: r.Output, ToolError: r.ToolError, Execution: r.Execution,
 			ApprovalID: r.ApprovalID, AmendedArguments: r.AmendedArguments}
 	}
-	return &Denied{Status: r.Status, RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard}
+	return &Denied{Status: r.Status, RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard,
+		ApprovalID: r.ApprovalID, AmendedArguments: r.AmendedArguments}
 }
 
 // Cancel withdraws a parked call before a human decided it: the call ends

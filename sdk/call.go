@@ -101,6 +101,13 @@ type Denied struct {
 	ReceiptID string
 	Reason    string
 	Guard     string // e.g. "forbidden_paths", "human-approval", "approval-timeout"
+	// ApprovalID: the approval the call waited for, when it waited for one.
+	ApprovalID string
+	// AmendedArguments: set when a human approved an edited call and a
+	// guard then denied it: the arguments denied were these, not the
+	// call's Arguments (as the Python and TypeScript SDKs'
+	// approval.amended_arguments).
+	AmendedArguments json.RawMessage
 }
 
 func (*Allowed) isResult()         {}
