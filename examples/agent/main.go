@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -44,7 +45,7 @@ func main() {
 	}
 	switch r := res.(type) {
 	case *chio.Allowed:
-		fmt.Printf("refund issued: %s\n", r.Output)
+		fmt.Println(refund(r.Execution, r.ToolError, r.Output, r.AmendedArguments))
 		return
 	case *chio.Denied:
 		fmt.Printf("denied by %s: %s\n", r.Guard, r.Reason)
@@ -64,8 +65,23 @@ func main() {
 			fmt.Printf("%s by %s: %s\n", done.Status, done.Guard, done.Reason)
 			return
 		}
-		fmt.Printf("approved by %s (%q): refund issued: %s\n", done.ApproverName, done.Note, done.Output)
+		fmt.Printf("approved by %s (%q): %s\n", done.ApproverName, done.Note, refund(done.Execution, done.ToolError, done.Output, done.AmendedArguments))
 	}
+}
+
+// refund says what became of an allowed refund: issued (with the
+// approver's arguments, when a human amended it), failed, never delivered,
+// or unknown — it may have run, so it is never sent again under a new id.
+func refund(execution, toolError string, output, amended json.RawMessage) string {
+	switch {
+	case execution == "unknown":
+		return "the refund may have run (outcome unknown; check before retrying, never under a new request id): " + toolError
+	case toolError != "" || execution != "" && execution != "succeeded": // as Allowed.Failed
+		return fmt.Sprintf("the refund failed (%s): %s", execution, toolError)
+	case amended != nil:
+		return fmt.Sprintf("refund issued with the approver's amended arguments %s: %s", amended, output)
+	}
+	return fmt.Sprintf("refund issued: %s", output)
 }
 
 func envOr(name, def string) string {
