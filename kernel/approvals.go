@@ -342,7 +342,10 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	ctx = context.WithoutCancel(ctx)
 	// The vote is judged at now, its arrival: a deadline firing before it
 	// is recorded or refused waits for it (arrivals.go).
-	now, arrived := k.arrivals.add(approvalID, k.clock)
+	now, arrived, err := k.arrive(ctx, approvalID)
+	if err != nil {
+		return nil, err
+	}
 	defer arrived()
 	if channel == "" {
 		channel = ChannelAPI

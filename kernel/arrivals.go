@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -19,9 +20,18 @@ import (
 // deadline (Expire). One registered later read the clock after the
 // deadline's own reading, so approval.Verify refuses it as late: the wait
 // is for votes already on their way, and a stream of late tokens cannot
-// hold a deadline off. Only this kernel's votes are seen; on a shared
-// store, a vote on another replica racing the deadline is judged by its
-// commit (advisoryApplies, due).
+// hold a deadline off.
+//
+// On a store shared by replicas (SharedArrivals), a vote presented to
+// another replica is one this kernel cannot see in memory: its deadline
+// once auto-approved (advisory) a call whose denial another replica had
+// verified in time and was about to commit. So each vote is also recorded
+// in the store before its clock is read, and its reading after; a
+// deadline's action first asks the store, after its own clock reading,
+// whether a live replica is presenting a vote that arrived before the
+// deadline (or whose reading is not recorded yet), and fires again a
+// second later while one is. A vote recorded after that question read
+// its clock after the deadline's reading: late, as above.
 
 // arrivals holds the votes being presented now, per approval id.
 type arrivals struct {
@@ -80,4 +90,59 @@ func (a *arrivals) before(approvalID string, deadline int64) func() {
 			<-w
 		}
 	}
+}
+
+// SharedArrivals is implemented by a store that several kernels share: the
+// votes being presented to each, as the others' deadlines see them.
+type SharedArrivals interface {
+	// ArriveVote durably records that a vote on approvalID is being
+	// presented to this kernel, its clock not read yet, and returns the
+	// record's id.
+	ArriveVote(ctx context.Context, approvalID string) (int64, error)
+	// ArrivedAt records the clock reading (unix seconds) the vote is
+	// judged at.
+	ArrivedAt(ctx context.Context, arrival, at int64) error
+	// EndArrival removes the record: the vote was recorded or refused.
+	EndArrival(ctx context.Context, arrival int64)
+	// VotesArriving reports whether a live kernel is presenting a vote on
+	// approvalID that arrived before deadline (unix seconds), or whose
+	// reading is not recorded yet. A record left behind (its kernel gone,
+	// or its removal failed) counts for a bounded time only.
+	VotesArriving(ctx context.Context, approvalID string, deadline int64) (bool, error)
+}
+
+// arrive registers a vote on approvalID (add), first in a shared store:
+// the clock is read after the store holds the record. A store that cannot
+// record it refuses the vote (nothing else changes); end must follow a
+// nil error.
+func (k *Kernel) arrive(ctx context.Context, approvalID string) (now time.Time, end func(), err error) {
+	sa, ok := k.store.(SharedArrivals)
+	if !ok {
+		now, end = k.arrivals.add(approvalID, k.clock)
+		return now, end, nil
+	}
+	id, err := sa.ArriveVote(ctx, approvalID)
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	now, endLocal := k.arrivals.add(approvalID, k.clock)
+	end = func() {
+		endLocal()
+		sa.EndArrival(context.WithoutCancel(ctx), id)
+	}
+	if err := sa.ArrivedAt(ctx, id, now.Unix()); err != nil {
+		end()
+		return time.Time{}, nil, err
+	}
+	return now, end, nil
+}
+
+// votesArrivingElsewhere reports whether a replica sharing the store is
+// presenting a vote on approvalID that arrived before deadline.
+func (k *Kernel) votesArrivingElsewhere(ctx context.Context, approvalID string, deadline int64) (bool, error) {
+	sa, ok := k.store.(SharedArrivals)
+	if !ok {
+		return false, nil
+	}
+	return sa.VotesArriving(ctx, approvalID, deadline)
 }

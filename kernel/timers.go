@@ -130,6 +130,25 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 		}()
 		return nil
 	}
+	// Asked after now was read: a vote another replica records later is
+	// judged at a later reading, late (arrivals.go).
+	arriving, err := k.votesArrivingElsewhere(ctx, id, req.ExpiresAt)
+	if err != nil {
+		return err // onDeadline retries: the deadline is never dropped
+	}
+	if arriving {
+		// A vote that arrived in time on another replica is recorded (or
+		// refused) first; the deadline fires again a second later.
+		k.timersMu.Lock()
+		if !k.stopping() {
+			if old, ok := k.timers[id]; ok {
+				old.Stop()
+			}
+			k.timers[id] = k.clock.AfterFunc(time.Second, func() { k.onDeadline(id) })
+		}
+		k.timersMu.Unlock()
+		return nil
+	}
 	err = k.expire(ctx, req, now)
 	switch {
 	case errors.Is(err, errNotDue):

@@ -106,6 +106,7 @@ func TestBatchesVisitIDsInByteOrderWhateverTheCollation(t *testing.T) {
 
 	s.Close()
 	exec(t, dsn, `ALTER TABLE chio_batches ALTER COLUMN id TYPE text COLLATE "default"`)
+	exec(t, dsn, "DROP TABLE chio_vote_arrivals") // schema 4
 	exec(t, dsn, "DELETE FROM chio_schema WHERE version >= 3")
 	openPG(t, dsn).View(func(tx kernel.ReadTx) error {
 		check("View Batches(\"ba-B\") after the upgrade", visit(func(fn func(*approval.Batch) bool) error { return tx.Batches("ba-B", fn) }),

@@ -25,8 +25,10 @@
 //
 // What replicas need besides: claims on deadlines and on calls of replicas
 // that are gone (replica.go, kernel.Replicated), events relayed between
-// replicas (bus.go, kernel.EventRelay), and max_calls_per_minute counted in
-// the database (rate.go, kernel.RateCounter). The audit side — queries,
+// replicas (bus.go, kernel.EventRelay), max_calls_per_minute counted in
+// the database (rate.go, kernel.RateCounter), and the votes each replica is
+// presenting, which the others' deadlines wait for (arrivals.go,
+// kernel.SharedArrivals). The audit side — queries,
 // stats, export, checkpoints — is answered from indexed columns
 // (query.go, stats.go, export.go, checkpoints.go).
 //

@@ -11,6 +11,7 @@ import (
 func TestLiveBatchColumnsFilledOnUpgrade(t *testing.T) {
 	storetest.LiveBatchesAfterUpgrade(t, backend(), func(t *testing.T, dsn string) {
 		exec(t, dsn, "ALTER TABLE chio_batches DROP COLUMN not_after, DROP COLUMN retired")
+		exec(t, dsn, "DROP TABLE chio_vote_arrivals") // schema 4
 		exec(t, dsn, "DELETE FROM chio_schema WHERE version >= 2")
 	})
 }

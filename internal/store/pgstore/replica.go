@@ -135,6 +135,7 @@ func (s *Store) prune(ctx context.Context) {
 	_, _ = s.pool.Exec(ctx, `DELETE FROM chio_replicas r WHERE r.heartbeat_ms < `+dbNowMS+` - 86400000
 		AND NOT EXISTS (SELECT 1 FROM chio_calls c WHERE c.status = 'dispatching' AND c.owner = r.id)`)
 	_, _ = s.pool.Exec(ctx, `DELETE FROM chio_rate WHERE sec < (`+dbNowMS+` / 1000) - 300`)
+	_, _ = s.pool.Exec(ctx, `DELETE FROM chio_vote_arrivals WHERE created_ms < `+dbNowMS+` - $1`, ArrivalBound.Milliseconds())
 }
 
 // ClaimDeadlines implements kernel.Replicated: pending requests due at now

@@ -75,9 +75,10 @@ type Store struct {
 }
 
 var (
-	_ kernel.Store       = (*Store)(nil)
-	_ kernel.Replicated  = (*Store)(nil)
-	_ kernel.RateCounter = (*Store)(nil)
+	_ kernel.Store          = (*Store)(nil)
+	_ kernel.Replicated     = (*Store)(nil)
+	_ kernel.RateCounter    = (*Store)(nil)
+	_ kernel.SharedArrivals = (*Store)(nil)
 )
 
 type op struct {
