@@ -340,13 +340,6 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	// A vote leads to a commit and maybe a dispatch; neither may be cut off
 	// by the presenter going away.
 	ctx = context.WithoutCancel(ctx)
-	// The vote is judged at now, its arrival: a deadline firing before it
-	// is recorded or refused waits for it (arrivals.go).
-	now, arrived, err := k.arrive(ctx, approvalID)
-	if err != nil {
-		return nil, err
-	}
-	defer arrived()
 	if channel == "" {
 		channel = ChannelAPI
 	}
@@ -387,6 +380,17 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 		k.consumed.Add(presentedID, struct{}{})
 		return nil, approval.ErrReplay
 	}
+	// The vote is judged at now, its arrival: a deadline firing before it
+	// is recorded or refused waits for it (arrivals.go). Registered only
+	// here, after the checks that need no clock (size, form, a request
+	// that exists, a token not spent): on a shared store an arrival is
+	// written to the database, and junk must not cost writes. A request
+	// decided meanwhile is caught by the vote's commit, as a late vote.
+	now, arrived, err := k.arrive(ctx, approvalID)
+	if err != nil {
+		return nil, err
+	}
+	defer arrived()
 	p := k.Policy()
 	// The approvers are the policy's now, not those copied at parking time.
 	req, _ = withApproversNow(p, req)
