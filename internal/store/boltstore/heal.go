@@ -104,6 +104,9 @@ func (s *Store) reopen() error {
 		if _, err := btx.CreateBucketIfNotExists(bucketMeta); err != nil {
 			return err
 		}
+		if err := checkFormat(btx, s.path); err != nil {
+			return err
+		}
 		if err := checkKernelKey(btx, s.path, s.key.Public()); err != nil {
 			return err
 		}

@@ -130,6 +130,13 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 		done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
 		unindexedBatches := tx.Bucket(bucketLiveBatches) == nil
+		if _, err := tx.CreateBucketIfNotExists(bucketMeta); err != nil {
+			return err
+		}
+		// Before anything else is read or written (format.go).
+		if err := checkFormat(tx, path); err != nil {
+			return err
+		}
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -162,7 +169,7 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		db.Close()
-		if errors.Is(err, ErrKeyMismatch) {
+		if errors.Is(err, ErrKeyMismatch) || errors.Is(err, ErrFormatTooNew) {
 			return nil, err // says what it is and what to do
 		}
 		return nil, fmt.Errorf("boltstore: init: %w", err)
