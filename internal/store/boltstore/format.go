@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -47,6 +48,23 @@ func checkFormat(tx *bolt.Tx, path string) error {
 		return fmt.Errorf("%w: %s is format %d, and this chiod knows formats up to %d; "+
 			"start the chiod that wrote it (or a newer one): a chio.db is never downgraded",
 			ErrFormatTooNew, path, n, formatVersion)
+	}
+	return checkBuckets(tx, path, n)
+}
+
+// checkBuckets refuses a file of a recorded format that lacks one of its
+// buckets. They were all created in the transaction that recorded the
+// format, so one missing was lost since (an edit, damage), not left by an
+// older build; recreated empty, it would forget what it held (consumed:
+// every used approval token accepted again; dispatching: calls recovery
+// must finish). Only batches_live, which Open rebuilds whole from batches,
+// may be missing. A bucket added later comes with a new format version.
+func checkBuckets(tx *bolt.Tx, path string, format int) error {
+	for _, b := range allBuckets {
+		if tx.Bucket(b) == nil && !bytes.Equal(b, bucketLiveBatches) {
+			return fmt.Errorf("boltstore: %s has no %q bucket, which every chio.db of format %d has: "+
+				"the file was damaged or edited; restore it from a backup", path, b, format)
+		}
 	}
 	return nil
 }
