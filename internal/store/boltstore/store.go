@@ -179,6 +179,9 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 }
 
 func openDB(path string, opts Options) (*bolt.DB, error) {
+	if err := checkLength(path); err != nil { // truncated.go
+		return nil, err
+	}
 	return bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: 2 * time.Second, // another chiod holds the lock: say so, don't hang
 		// A large initial mmap means audit reads rarely hold up the writer
