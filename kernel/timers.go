@@ -85,12 +85,23 @@ func (k *Kernel) onDeadline(id string) {
 	if err != nil && !errors.Is(err, approval.ErrNotPending) && !errors.Is(err, ErrNotFound) {
 		// The request stays pending and durable; retry rather than lose it.
 		slog.Error("approval deadline handling failed; retrying", "approval_id", id, "err", err)
-		k.timersMu.Lock()
-		if !k.stopping() {
-			k.timers[id] = k.clock.AfterFunc(time.Second, func() { k.onDeadline(id) })
-		}
-		k.timersMu.Unlock()
+		k.fireAgainIn(id, time.Second)
 	}
+}
+
+// fireAgainIn re-arms the deadline of id to fire after d (a retry, or a
+// wait for votes on their way), replacing one armed; a closed kernel arms
+// nothing (the next start re-arms it).
+func (k *Kernel) fireAgainIn(id string, d time.Duration) {
+	k.timersMu.Lock()
+	defer k.timersMu.Unlock()
+	if k.stopping() {
+		return
+	}
+	if old, ok := k.timers[id]; ok {
+		old.Stop()
+	}
+	k.timers[id] = k.clock.AfterFunc(d, func() { k.onDeadline(id) })
 }
 
 // Expire applies the timeout action of a pending request whose deadline has
@@ -139,14 +150,7 @@ func (k *Kernel) Expire(ctx context.Context, id string) error {
 	if arriving {
 		// A vote that arrived in time on another replica is recorded (or
 		// refused) first; the deadline fires again a second later.
-		k.timersMu.Lock()
-		if !k.stopping() {
-			if old, ok := k.timers[id]; ok {
-				old.Stop()
-			}
-			k.timers[id] = k.clock.AfterFunc(time.Second, func() { k.onDeadline(id) })
-		}
-		k.timersMu.Unlock()
+		k.fireAgainIn(id, time.Second)
 		return nil
 	}
 	err = k.expire(ctx, req, now)

@@ -89,13 +89,19 @@ type evidenceItem struct {
 	signedOrder []string
 }
 
+// IsReceiptLine reports whether an export line is a receipt's: stored
+// receipts are canonical, members sorted, so each begins with its first,
+// "action" (checkpoints and evidence begin otherwise). The verifier reads
+// lines by it, and `chio receipt export` counts an answer's receipts by it.
+func IsReceiptLine(line []byte) bool { return bytes.HasPrefix(line, []byte(`{"action":`)) }
+
 // checkLine classifies a line and checks what needs no context: signatures.
 func checkLine(it *item, key keys.PublicKey) {
 	// Stored receipts are canonical, so they begin with their first member
 	// in sorted order; that skips one decoding pass for nearly every line.
 	// Anything else that starts this way and is not a valid receipt is
 	// reported as a malformed receipt, which it is.
-	if bytes.HasPrefix(it.raw, []byte(`{"action":`)) {
+	if IsReceiptLine(it.raw) {
 		checkReceipt(it, key)
 		return
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -90,11 +89,6 @@ func exportInterrupted(e *Env, in interrupted, out string) int {
 	return in.exitCode()
 }
 
-// receiptStart is how every receipt line of an export begins: the
-// canonical form the kernel stores, members sorted, "action" first (the
-// verifier reads receipts by it too, receipt/verify_line.go).
-var receiptStart = []byte(`{"action":`)
-
 // copyLines copies the export and reads its header on the way. The
 // header's receipt count is not signed: the command reports it only if
 // the file holds that many receipt lines, and refuses the export otherwise
@@ -109,7 +103,7 @@ func copyLines(w io.Writer, r io.Reader) (receipt.ExportHeader, int, error) {
 	lineStart := true
 	for {
 		line, err := br.ReadSlice('\n')
-		if lineStart && n > 0 && bytes.HasPrefix(line, receiptStart) {
+		if lineStart && n > 0 && receipt.IsReceiptLine(line) {
 			receipts++
 		}
 		lineStart = err != bufio.ErrBufferFull
