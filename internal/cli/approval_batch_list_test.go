@@ -47,3 +47,27 @@ func TestBatchListReadsEveryPage(t *testing.T) {
 		t.Fatalf("batch list printed %d batches, want all %d in id order", len(lines), n)
 	}
 }
+
+// A standing approval signed to start later covers nothing until then: the
+// table says from when it applies, not only until when, so an auditor does
+// not read a batch that starts next week as live now (or the reverse).
+func TestBatchListShowsNotBefore(t *testing.T) {
+	w := newApprovalWorld(t)
+	lead, err := keys.LoadPrivateKey(w.key("lead"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
+	raw := signBatchToken(t, lead, func(b *approval.BatchToken) {
+		b.ID = "ba-later"
+		b.NotBefore, b.NotAfter = from.Unix(), from.Add(24*time.Hour).Unix()
+	})
+	storeLegacyBatch(t, w, raw)
+	so, se, code := w.run(adminEnv(), "approval", "batch", "list")
+	if code != 0 {
+		t.Fatalf("list: %d %s", code, se)
+	}
+	if !strings.Contains(so, "FROM") || !strings.Contains(so, "2031-03-04T05:06:07Z") {
+		t.Fatalf("batch list does not show when the batch starts (2031-03-04T05:06:07Z):\n%s", so)
+	}
+}
