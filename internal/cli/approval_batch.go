@@ -221,7 +221,7 @@ func runBatchList(e *Env, args []string) int {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAPPROVER\tSERVER/TOOL\tSUBJECT\tUSED\tLIMITS\tUNTIL\tREVOKED")
+	fmt.Fprintln(tw, "ID\tAPPROVER\tSERVER/TOOL\tSUBJECT\tUSED\tLIMITS\tFROM\tUNTIL\tREVOKED")
 	for _, bv := range list.Batches {
 		var b approval.BatchToken
 		if err := json.Unmarshal(bv.Token, &b); err != nil {
@@ -237,9 +237,10 @@ func runBatchList(e *Env, args []string) int {
 		if a := b.MaxTotalAmount; a != nil {
 			limits = append(limits, fmt.Sprintf("total≤%d %s", a.Units, shown(a.Currency)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%d calls, %d units\t%s\t%s\t%t\n", shown(b.ID), shown(clip(b.Approver, 20)),
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%d calls, %d units\t%s\t%s\t%s\t%t\n", shown(b.ID), shown(clip(b.Approver, 20)),
 			shown(b.ServerPattern), shown(b.ToolPattern), shown(dash(clip(b.Subject, 20))), bv.Usage.Calls, bv.Usage.TotalAmount,
-			dash(strings.Join(limits, ", ")), time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), bv.Revoked)
+			dash(strings.Join(limits, ", ")), time.Unix(b.NotBefore, 0).UTC().Format(time.RFC3339),
+			time.Unix(b.NotAfter, 0).UTC().Format(time.RFC3339), bv.Revoked)
 	}
 	tw.Flush()
 	return ExitOK
