@@ -96,6 +96,14 @@ type Options struct {
 	// BodyReadTimeout bounds reading a POST body (default
 	// httpapi.BodyReadTimeout, as the API's own routes).
 	BodyReadTimeout time.Duration
+	// Current reads a request's stored state (chiod: the kernel's
+	// Approval). A job carries the request as it was announced, and may
+	// wait in the hub's queue or between retries while the request is
+	// decided or voted on elsewhere: Deliver mails only what the stored
+	// state still asks. Optional; when nil, or when the read fails, the
+	// announced state is used (the kernel refuses any vote it no longer
+	// takes, so a stale message misleads but decides nothing).
+	Current func(approvalID string) (*approval.Request, error)
 }
 
 // Channel implements channels.Channel.
@@ -387,6 +395,11 @@ func (c *Channel) recipients(req *approval.Request) (out []recipient, voted int)
 func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Request) error {
 	if event != "approval.requested" && event != "approval.escalated" {
 		return nil
+	}
+	if c.o.Current != nil {
+		if cur, err := c.o.Current(req.ApprovalID); err == nil && cur != nil && cur.ApprovalID == req.ApprovalID {
+			req = cur
+		}
 	}
 	if req.Status != approval.StatusPending {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/channels"
 	"github.com/chiokernel/chio/channels/email"
 	"github.com/chiokernel/chio/channels/poll"
@@ -28,7 +29,7 @@ type pushChannels struct {
 // whose secrets are missing stops start-up: a misconfigured channel would
 // otherwise fail silently later.
 func buildChannels(p *policy.Policy, key keys.PrivateKey, dataDir string, clk clock.Clock, log *slog.Logger,
-	current func() *policy.Policy) (*pushChannels, error) {
+	current func() *policy.Policy, stored func(approvalID string) (*approval.Request, error)) (*pushChannels, error) {
 	pc := &pushChannels{list: []channels.Channel{poll.New()}}
 	if cfg := p.Channels.Webhook; cfg != nil {
 		signer := func(domain string, body []byte) []byte { return key.SignRaw(signed.Message(domain, body)) }
@@ -48,8 +49,10 @@ func buildChannels(p *policy.Policy, key keys.PrivateKey, dataDir string, clk cl
 		pc.list = append(pc.list, sc)
 	}
 	if cfg := p.Channels.Email; cfg != nil {
-		// Links expire at the request's deadline, on the kernel's clock.
-		ec, err := email.New(cfg, email.Options{PublicURL: p.Kernel.PublicURL, DataDir: dataDir, Policy: current, Now: clk.Now})
+		// Links expire at the request's deadline, on the kernel's clock;
+		// a message goes out only while the stored request still asks it.
+		ec, err := email.New(cfg, email.Options{PublicURL: p.Kernel.PublicURL, DataDir: dataDir, Policy: current, Now: clk.Now,
+			Current: stored})
 		if err != nil {
 			return nil, fmt.Errorf("channels.email: %w", err)
 		}

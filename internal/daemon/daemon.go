@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/channels"
 	"github.com/chiokernel/chio/channels/dashboard"
 	"github.com/chiokernel/chio/channels/email"
@@ -169,7 +170,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	// missing refuses the start before a database records a new kernel key.
 	// (Nothing runs in them until chiod serves: push.close is deferred
 	// below, where it runs before store.Close.)
-	push, err := buildChannels(p, key, dataDir, o.Clock, log, func() *policy.Policy { return k.Policy() })
+	push, err := buildChannels(p, key, dataDir, o.Clock, log, func() *policy.Policy { return k.Policy() },
+		func(id string) (*approval.Request, error) { return k.Approval(id) })
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}

@@ -44,7 +44,7 @@ func TestEmailLinkExpiryComesFromInjectedClock(t *testing.T) {
 	// The kernel's clock is a day ahead of the wall clock.
 	clk := clock.NewFake(time.Now().Add(24 * time.Hour))
 	pc, err := buildChannels(p, keys.FromSeed(make([]byte, 32)), t.TempDir(), clk, slog.New(slog.DiscardHandler),
-		func() *policy.Policy { return p })
+		func() *policy.Policy { return p }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

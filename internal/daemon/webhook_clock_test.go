@@ -33,7 +33,7 @@ func TestWebhookSentAtComesFromInjectedClock(t *testing.T) {
 	}
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	key := keys.FromSeed(make([]byte, 32))
-	pc, err := buildChannels(p, key, t.TempDir(), clk, slog.New(slog.DiscardHandler), func() *policy.Policy { return p })
+	pc, err := buildChannels(p, key, t.TempDir(), clk, slog.New(slog.DiscardHandler), func() *policy.Policy { return p }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
