@@ -92,6 +92,13 @@ func ParseCapability(raw []byte, trusted ...keys.PublicKey) (*Capability, keys.P
 	if c.Schema != CapabilitySchema || c.ID == "" || len(c.Grants) == 0 || len(c.Grants) > MaxCapabilityGrants {
 		return nil, keys.PublicKey{}, fmt.Errorf("%w: missing schema, id or grants", ErrCapabilityInvalid)
 	}
+	// chio issues capabilities for at most MaxCapabilityTTL; one signed by
+	// an authority key is held to the same lifetime (its issued_at to its
+	// expires_at), so no issuer can mint a capability that never needs
+	// renewing. One that expires before it is issued is malformed.
+	if c.ExpiresAt <= c.IssuedAt || c.ExpiresAt-c.IssuedAt > int64(MaxCapabilityTTL/time.Second) {
+		return nil, keys.PublicKey{}, fmt.Errorf("%w: lifetime (issued_at to expires_at) must be in (0, %s]", ErrCapabilityInvalid, MaxCapabilityTTL)
+	}
 	if !validCapabilityID(c.ID) {
 		// An authority key may sign any id; one a store cannot key (longer
 		// than Revoke takes, or a NUL or invalid UTF-8, which PostgreSQL
