@@ -143,6 +143,18 @@ func (r *Request) CountsAmong(trusted []string) (approved, denied int) {
 	return
 }
 
+// Progress counts approvals and denials as the kernel does, for showing
+// "N of M": while the request is pending, only the votes of approvers it
+// trusts now (a reload that removes an approver keeps their vote on the
+// request but stops counting it, and rewrites TrustedApprovers); once it
+// is resolved, every recorded vote (the kernel's advisory vote included).
+func (r *Request) Progress() (approved, denied int) {
+	if r.Status == StatusPending {
+		return r.CountsAmong(r.TrustedApprovers)
+	}
+	return r.Counts()
+}
+
 // HasVoted reports whether approver already has a counted vote.
 func (r *Request) HasVoted(approver string) bool {
 	for _, v := range r.Votes {

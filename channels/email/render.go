@@ -53,7 +53,7 @@ func newView(req *approval.Request, now time.Time) view {
 		ApprovalID: req.ApprovalID, Tier: req.Tier + 1,
 	}
 	v.Left = fmtLeft(time.Unix(req.ExpiresAt, 0).Sub(now))
-	approved, _ := req.Counts()
+	approved, _ := req.Progress()
 	v.Quorum = fmt.Sprintf("%d of %d approvals", approved, max(req.Quorum, 1))
 	var intent struct {
 		Purpose   string `json:"purpose"`

@@ -30,7 +30,7 @@ const (
 // a message offers no Approve button, and a click on one is refused (see
 // click), because the approver would sign for what they were not shown.
 func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text string, complete bool) {
-	approved, denied := req.Counts()
+	approved, denied := req.Progress()
 	var title string
 	switch req.Status {
 	case approval.StatusPending:

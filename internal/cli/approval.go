@@ -114,7 +114,7 @@ func runApprovalList(e *Env, args []string) int {
 		if err := json.Unmarshal(raw, &a); err != nil {
 			return fail(e, fmt.Errorf("bad response from chiod: %w", err))
 		}
-		approved, _ := a.Counts()
+		approved, _ := a.Progress()
 		// Agent-written text is escaped (approval_text.go), then clipped.
 		// The note, if any, ends the row: the summary's column is clipped.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d%s\n", shown(a.ApprovalID), ago(now, a.CreatedAt), until(now, a.ExpiresAt),
@@ -174,7 +174,7 @@ func runApprovalShow(e *Env, args []string) int {
 		return fail(e, fmt.Errorf("bad response from chiod: %w", err))
 	}
 	a := &v.Request
-	approved, denied := a.Counts()
+	approved, denied := a.Progress()
 	tw := tabwriter.NewWriter(e.Stdout, 0, 2, 2, ' ', 0)
 	// Every value is escaped (approval_text.go): most of it comes from the
 	// agent, the tool or the request's store.

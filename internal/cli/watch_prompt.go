@@ -228,7 +228,7 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 // printRequest shows what an approver needs to decide. Every string from
 // the request is escaped (approval_text.go): most come from the agent.
 func printRequest(out io.Writer, a *approval.Request, now time.Time) {
-	approved, denied := a.Counts()
+	approved, denied := a.Progress()
 	fmt.Fprintf(out, "── %s ── %s\n", shown(a.ApprovalID), shown(a.Kind))
 	fmt.Fprintf(out, "  %s\n", shownNoted(a.Summary))
 	fmt.Fprintf(out, "  tool:     %s/%s (%s)\n", shown(a.ToolServer), shown(a.ToolName), shown(a.Action))

@@ -184,7 +184,7 @@ func (s *Server) callStatus(rec *kernel.CallRecord) (*CallStatus, error) {
 		// kernel is unwell rather than 404 for a call that exists.
 		return nil, fmt.Errorf("%w: approval %s of call %s: %v", kernel.ErrUnavailable, rec.ApprovalID, rec.RequestID, err)
 	}
-	approved, _ := req.Counts()
+	approved, _ := req.Progress()
 	ca := &CallApproval{Status: req.Status, Approvals: approved, Quorum: req.Quorum}
 	if rec.Status == kernel.StatusPendingApproval {
 		st.Deadline, st.Summary = req.ExpiresAt, req.Summary

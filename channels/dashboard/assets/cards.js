@@ -132,7 +132,11 @@ function collectAnswers(card) {
 function renderCard(req) {
   const intent = parseJSON(req.governed_intent);
   const args = parseJSON(req.arguments);
-  const approved = (req.votes || []).filter((v) => v.decision === 'approved').length;
+  // Counted as the kernel counts (approval.Request.Progress): while pending,
+  // only votes of approvers the request trusts now (a reload that removed
+  // an approver keeps their vote but no longer counts it).
+  const counted = (v) => req.status !== 'pending' || (req.trusted_approvers || []).includes(v.approver);
+  const approved = (req.votes || []).filter((v) => v.decision === 'approved' && counted(v)).length;
   const kind = req.kind || 'tool_call';
   const canAmend = kind === 'tool_call' && req.arguments !== undefined && req.arguments !== null && (req.quorum || 1) <= 1;
   const trusted = !state.key || (req.trusted_approvers || []).includes(state.key.publicKey);
