@@ -55,9 +55,9 @@ func TestAllowedReportsAmendedArguments(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: want *Allowed, got %#v", name, r)
 		}
-		if !bytes.Equal(a.AmendedArguments, []byte(amended)) || a.ApprovalID != p.ApprovalID {
-			t.Errorf("%s: Allowed{Output: %s} does not say it ran with the amended arguments %s: AmendedArguments %q, ApprovalID %q",
-				name, a.Output, amended, a.AmendedArguments, a.ApprovalID)
+		if !a.Amended || !bytes.Equal(a.AmendedArguments, []byte(amended)) || a.ApprovalID != p.ApprovalID {
+			t.Errorf("%s: Allowed{Output: %s} does not say it ran with the amended arguments %s: Amended %v, AmendedArguments %q, ApprovalID %q",
+				name, a.Output, amended, a.Amended, a.AmendedArguments, a.ApprovalID)
 		}
 	}
 }

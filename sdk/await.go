@@ -42,7 +42,8 @@ type Resolution struct {
 	Approver         string // ed25519:… key
 	ApproverName     string // display name from the policy
 	Note             string
-	AmendedArguments json.RawMessage // the human approved an edited call
+	Amended          bool            // the human approved an edited call: the tool got AmendedArguments
+	AmendedArguments json.RawMessage // the arguments the human approved
 }
 
 // callState is GET /v1/calls/{id}'s (and POST /v1/calls') answer.
@@ -62,6 +63,7 @@ type callState struct {
 		Approver            string          `json:"approver"`
 		ApproverDisplayName string          `json:"approver_display_name"`
 		Note                string          `json:"note"`
+		Amended             bool            `json:"amended"`
 		AmendedArguments    json.RawMessage `json:"amended_arguments"`
 	} `json:"approval"`
 	// An error envelope, when a 403 carries one instead of an outcome.
@@ -100,6 +102,8 @@ func (s *callState) resolution() *Resolution {
 		Output: s.Output, ToolError: s.ToolError, Execution: s.Execution, Reason: s.Reason, Guard: s.Guard}
 	if a := s.Approval; a != nil {
 		r.Approver, r.ApproverName, r.Note, r.AmendedArguments = a.Approver, a.ApproverDisplayName, a.Note, a.AmendedArguments
+		// Arguments present mean an amendment whatever the flag says.
+		r.Amended = a.Amended || len(a.AmendedArguments) > 0 && string(a.AmendedArguments) != "null"
 	}
 	return r
 }
@@ -108,10 +112,10 @@ func (s *callState) resolution() *Resolution {
 func (r *Resolution) result() Result {
 	if r.Status == StatusAllowed {
 		return &Allowed{RequestID: r.RequestID, ReceiptID: r.ReceiptID, Output: r.Output, ToolError: r.ToolError, Execution: r.Execution,
-			ApprovalID: r.ApprovalID, AmendedArguments: r.AmendedArguments}
+			ApprovalID: r.ApprovalID, Amended: r.Amended, AmendedArguments: r.AmendedArguments}
 	}
 	return &Denied{Status: r.Status, RequestID: r.RequestID, ReceiptID: r.ReceiptID, Reason: r.Reason, Guard: r.Guard,
-		ApprovalID: r.ApprovalID, AmendedArguments: r.AmendedArguments}
+		ApprovalID: r.ApprovalID, Amended: r.Amended, AmendedArguments: r.AmendedArguments}
 }
 
 // Cancel withdraws a parked call before a human decided it: the call ends

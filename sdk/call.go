@@ -57,9 +57,11 @@ type Allowed struct {
 	Execution string
 	// ApprovalID: the approval a human granted, when the call waited for one.
 	ApprovalID string
-	// AmendedArguments: set when the human approved an edited call. The
-	// tool ran with these, not with the call's Arguments, and Output is
-	// theirs (as the Python and TypeScript SDKs' approval.amended_arguments).
+	// Amended: the human approved an edited call. The tool ran with
+	// AmendedArguments, not with the call's Arguments, and Output is
+	// theirs (as the Python and TypeScript SDKs' approval.amended and
+	// approval.amended_arguments).
+	Amended          bool
 	AmendedArguments json.RawMessage
 }
 
@@ -103,10 +105,11 @@ type Denied struct {
 	Guard     string // e.g. "forbidden_paths", "human-approval", "approval-timeout"
 	// ApprovalID: the approval the call waited for, when it waited for one.
 	ApprovalID string
-	// AmendedArguments: set when a human approved an edited call and a
-	// guard then denied it: the arguments denied were these, not the
-	// call's Arguments (as the Python and TypeScript SDKs'
+	// Amended: a human approved an edited call and a guard then denied
+	// it: the arguments denied were AmendedArguments, not the call's
+	// Arguments (as the Python and TypeScript SDKs' approval.amended and
 	// approval.amended_arguments).
+	Amended          bool
 	AmendedArguments json.RawMessage
 }
 

@@ -198,7 +198,7 @@ func TestAwaitReconnectsAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Resolution{Status: StatusAllowed, RequestID: "req-1", ApprovalID: "ar-1", ReceiptID: "rc-2", Output: json.RawMessage(`{"refund":1}`),
-		Approver: "ed25519:aa", ApproverName: "Finance Lead", Note: "ok", AmendedArguments: json.RawMessage(`{"amount":300}`)}
+		Approver: "ed25519:aa", ApproverName: "Finance Lead", Note: "ok", Amended: true, AmendedArguments: json.RawMessage(`{"amount":300}`)}
 	got, _ := json.Marshal(res)
 	if w, _ := json.Marshal(want); string(got) != string(w) {
 		t.Fatalf("resolution\n got %s\nwant %s", got, w)
@@ -285,5 +285,28 @@ func TestAPIErrorVoteUncertain(t *testing.T) {
 	unknown := &APIError{Status: 503, Code: "some_future_code", Message: "…"}
 	if !errors.Is(unknown, ErrOutcomeUnknown) || errors.Is(unknown, ErrUnavailable) {
 		t.Fatalf("%v: an unknown 5xx code must read as outcome unknown", unknown)
+	}
+}
+
+// An approver may amend a call to {} (every argument removed): Amended says
+// so, and a call approved as sent has Amended false.
+func TestAwaitAmendedFlag(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"status":"allowed","request_id":"req-1","receipt_id":"rc-2","output":{},"approval_request_id":"ar-1",` +
+			`"approval":{"status":"approved","approver":"ed25519:aa","amended":true,"amended_arguments":{}}}`: true,
+		`{"status":"allowed","request_id":"req-1","receipt_id":"rc-2","output":{},"approval_request_id":"ar-1",` +
+			`"approval":{"status":"approved","approver":"ed25519:aa","amended":false}}`: false,
+	} {
+		c := testClient(t, &fakeChiod{handlers: []http.HandlerFunc{reply(200, body)}})
+		res, err := c.Await(context.Background(), "req-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Amended != want {
+			t.Fatalf("Amended %v, want %v for %s", res.Amended, want, body)
+		}
+		if a, ok := res.result().(*Allowed); !ok || a.Amended != want {
+			t.Fatalf("Allowed %#v: Amended want %v", res.result(), want)
+		}
 	}
 }

@@ -18,6 +18,9 @@ class Approval:
     approver_name: str  #: display name from the policy ("" if none)
     note: str  #: the approver's signed note
     amended_arguments: Any  #: the edited arguments, when a human approved an amended call
+    #: whether the human amended the call: check this, not whether
+    #: amended_arguments is truthy (an amendment to ``{}`` is falsy)
+    amended: bool = False
 
 
 #: What became of an allowed call at its tool (Allowed.execution).
@@ -150,4 +153,6 @@ def _approval(a: Any) -> Approval | None:
         approver_name=_str(a, "approver_display_name"),
         note=_str(a, "note"),
         amended_arguments=a.get("amended_arguments"),
+        # Arguments present mean an amendment whatever the flag says.
+        amended=a.get("amended") is True or a.get("amended_arguments") is not None,
     )

@@ -79,6 +79,7 @@ class Waiting(unittest.IsolatedAsyncioTestCase):
         self.assertIsInstance(done, Allowed)
         self.assertEqual(done.output["amount"], 450)
         self.assertEqual((done.approval.approver_name, done.approval.note), ("Finance Lead", "ok"))
+        self.assertFalse(done.approval.amended)
         # Awaiting a call that already ended answers at once, by either id.
         again = await c.await_approval(r.request_id, timeout=5)
         self.assertEqual(again.output, done.output)
@@ -102,6 +103,7 @@ class Waiting(unittest.IsolatedAsyncioTestCase):
         done = await c.await_approval(r.request_id, timeout=30)
         self.assertEqual(done.output["amount"], 300)
         self.assertEqual(done.approval.amended_arguments, json.loads(amend))
+        self.assertTrue(done.approval.amended)
 
     async def test_await_across_a_chiod_restart(self):
         d = harness.Chiod().start()

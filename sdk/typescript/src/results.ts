@@ -16,6 +16,12 @@ export interface ApprovalInfo {
   note: string;
   /** The edited arguments, when a human approved an amended call. */
   amendedArguments?: unknown;
+  /**
+   * Whether the human amended the call (chiod's `amended`; as the Go SDK's
+   * Amended and Python's approval.amended): the tool ran, or was denied,
+   * with `amendedArguments`, not the arguments the call sent.
+   */
+  amended: boolean;
 }
 
 /**
@@ -161,6 +167,8 @@ function approvalInfo(a: unknown): ApprovalInfo | undefined {
     approver: str("approver"),
     approverName: str("approver_display_name"),
     note: str("note"),
+    // Arguments present mean an amendment whatever the flag says.
+    amended: o["amended"] === true || (o["amended_arguments"] !== undefined && o["amended_arguments"] !== null),
     ...(o["amended_arguments"] !== undefined ? { amendedArguments: o["amended_arguments"] } : {}),
   };
 }
