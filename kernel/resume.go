@@ -93,6 +93,16 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	if vote != nil && vote.Approver != k.pub.String() {
 		rq.HumanAnswered = req.TriggeredBy
 	}
+	// The rate window is not counted again on resume (the call counted
+	// when it arrived), so the rate guard would see no calls and allow. A
+	// call parked for being over max_calls_per_minute that no person
+	// answered is still over it: like any routed guard, the kernel's own
+	// advisory vote does not lift it (it ran every call an agent had
+	// parked over the limit, at one moment, at the deadline).
+	if limit := grant.Constraints.MaxCallsPerMinute; limit > 0 && slices.Contains(req.TriggeredBy, GuardRateLimit) &&
+		!slices.Contains(rq.HumanAnswered, GuardRateLimit) {
+		return deny(GuardRateLimit, fmt.Sprintf("the call was over max_calls_per_minute = %d when it arrived, and no person approved it", limit))
+	}
 	if d := k.pipeline.Evaluate(rq, false); d.Verdict == Deny {
 		return deny(d.Guard, d.Reason)
 	}
