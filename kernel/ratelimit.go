@@ -17,7 +17,10 @@ type rateWindow struct {
 func newRateWindow() *rateWindow { return &rateWindow{hits: map[string][]time.Time{}} }
 
 // hit records a call at now and returns how many calls (this one included)
-// fall in the last minute. At most max+1 timestamps are kept per key.
+// fall in the last minute. A hit keeps at most max+1 timestamps per key,
+// but never drops more than the one it adds: a reload that lowers max for
+// a moment must not forget the minute's earlier calls, or restoring it
+// would give the agent a fresh allowance within the minute.
 func (w *rateWindow) hit(key string, now time.Time, max int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -28,7 +31,7 @@ func (w *rateWindow) hit(key string, now time.Time, max int) int {
 	}
 	ts = append(ts[cut:], now)
 	if len(ts) > max+1 {
-		ts = ts[len(ts)-(max+1):]
+		ts = ts[1:]
 	}
 	w.hits[key] = ts
 	if len(w.hits) > 1<<16 { // bound memory: drop idle keys
