@@ -221,6 +221,11 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 	}
 	link := fmt.Sprintf("<%s|Review & sign in the dashboard>", c.DashboardURL(id))
 	if req.Status != approval.StatusPending {
+		// The message may still offer its buttons: the decision's
+		// approval.resolved is lost when chiod stops after its commit (the
+		// hub's queue is in memory; a start re-announces pending requests
+		// only). Show the decision now.
+		c.refresh(req)
 		return fmt.Sprintf("This request is already %s.", req.Status)
 	}
 	g, ok := k.Policy().Grant(req.PolicyID)
@@ -289,11 +294,7 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 	// Quorum progress does not re-notify channels: show it here. A
 	// resolution arrives through the hub as well; updates are idempotent.
 	if cur, err := k.Approval(id); err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := c.sync(ctx, cur); err != nil {
-			c.log.Warn("slack message update failed", "approval_id", id, "err", err)
-		}
-		cancel()
+		c.refresh(cur)
 	}
 	switch res.Outcome {
 	case approval.StatusApproved:
@@ -302,6 +303,16 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 		return fmt.Sprintf("You denied %s (signed with your custodial key); receipt %s.", id, res.ReceiptID)
 	}
 	return fmt.Sprintf("Your approval of %s is recorded: %d of %d approvals.", id, res.Approvals, res.Quorum)
+}
+
+// refresh brings req's message up to req's state (idempotent: a message
+// already showing it is left alone), logging a failure.
+func (c *Channel) refresh(req *approval.Request) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.sync(ctx, req); err != nil {
+		c.log.Warn("slack message update failed", "approval_id", req.ApprovalID, "err", err)
+	}
 }
 
 // matchApprover finds the grant approver the Slack user is, among those

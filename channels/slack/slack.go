@@ -18,7 +18,9 @@
 // on Approve for it is refused (see click), so nobody signs what they were
 // not shown. Deny stays.
 // approval.escalated and approval.resolved update that message in place
-// (chat.update): the new tier, or who decided what and the receipt.
+// (chat.update): the new tier, or who decided what and the receipt. A click
+// on a request already decided updates the message too: its
+// approval.resolved is lost when chiod stops right after the decision.
 //
 // Where a message is remembered: each request's (channel, ts) is kept in
 // memory and written to <data_dir>/slack/messages/<approval_id>.json
