@@ -75,7 +75,14 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 	boundField("Amount", escape(amountText(req.Amount, in.MaxAmount)))
 	boundField("Intent", escape(in.Purpose))
 	if req.SubjectID != "" {
-		field("Agent", "`"+ShortKey(req.SubjectID)+"`")
+		// Named as the dashboard names it: by the label of its signed
+		// capability, which 8 hex digits of a key (32 bits, another agent
+		// can find a key that starts the same) cannot replace.
+		agent := "`" + ShortKey(req.SubjectID) + "`"
+		if req.SubjectLabel != "" {
+			agent = escape(req.SubjectLabel) + " " + agent
+		}
+		field("Agent", agent)
 	}
 	if req.ToolServer != "" {
 		tool := fmt.Sprintf("`%s/%s`", escape(req.ToolServer), escape(req.ToolName))
@@ -300,7 +307,7 @@ const rtlNotice = "_Right-to-left text is written as \\uXXXX escapes, in the ord
 // holdsRTL reports whether any request text the message shows holds a
 // right-to-left letter.
 func holdsRTL(req *approval.Request, in intent) bool {
-	texts := []string{req.Summary, in.Purpose, string(req.Arguments), string(req.Questions)}
+	texts := []string{req.Summary, in.Purpose, req.SubjectLabel, string(req.Arguments), string(req.Questions)}
 	for _, v := range req.Votes {
 		texts = append(texts, v.Note)
 	}

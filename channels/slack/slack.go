@@ -9,7 +9,7 @@
 // summary, the amount (the one the kernel derived from the arguments, else
 // the intent's max_amount marked "declared by the agent", as the dashboard
 // shows it), the purpose from the governed intent, the requesting agent
-// (short key), the tool, the deadline, quorum progress and the kind, with
+// (its capability's label, and its short key), the tool, the deadline, quorum progress and the kind, with
 // Approve / Deny buttons (value = the approval id) and a "Review & sign"
 // link button to PUBLIC_URL/dashboard/#request=<id>. A question request has
 // no Approve button: its answers are given in the dashboard. Nor has a
