@@ -63,3 +63,46 @@ func TestClickOnDecidedRequestUpdatesItsMessage(t *testing.T) {
 		t.Fatalf("changed: %+v", req)
 	}
 }
+
+// The same on a quorum of two: the Finance Lead's custodial vote committed
+// and chiod stopped before updating the message (quorum progress is shown
+// by the click itself, no event carries it). The message kept "0/2
+// approvals"; a second click answered "You have already voted" and left it
+// so, telling the CFO that nobody had approved yet. It must show the vote.
+func TestClickAlreadyVotedUpdatesItsMessage(t *testing.T) {
+	text := strings.Replace(testPolicy, "slack_custodial = true\n", "slack_custodial = true\nquorum = 2\n", 1)
+	w := worldWith(t, text, []string{"refunds", "echo"}, "req-slack-q2-")
+	out := w.refund(t)
+	id := out.ApprovalRequestID
+	w.posted(t, id)
+
+	// The vote a custodial click signs, recorded; Slack never hears of it.
+	req := w.approval(t, id)
+	if req.Quorum != 2 {
+		t.Fatalf("quorum %d", req.Quorum)
+	}
+	tok := approval.NewToken(req, w.lead.Public(), approval.DecisionApproved, w.clk.Now(), time.Minute)
+	raw, err := tok.Sign(w.lead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.k.RespondWith(context.Background(), id, raw,
+		kernel.RespondOptions{Outcome: approval.DecisionApproved, Channel: slack.Name, Custodial: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	if code := w.click(lead, slack.ActionApprove, id); code != 200 {
+		t.Fatalf("click: %d", code)
+	}
+	if e := w.ephemeralTo(leadID); len(e) != 1 || !strings.Contains(e[0], "already voted") {
+		t.Fatalf("ephemeral: %v", e)
+	}
+	w.ch.Close() // the click's work is done
+	upd := w.updated(t, "1700000000.000001", "1/2 approvals")
+	if !strings.Contains(upd.Get("blocks"), "Finance Lead *approved* via slack") || !strings.Contains(upd.Get("blocks"), slack.ActionApprove) {
+		t.Fatalf("update: %s", upd.Get("blocks"))
+	}
+	if req := w.approval(t, id); req.Status != approval.StatusPending || len(req.Votes) != 1 {
+		t.Fatalf("changed: %+v", req)
+	}
+}
