@@ -285,6 +285,11 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 		c.log.Warn("slack custodial vote refused", "approval_id", id, "approver", ap.DisplayName, "err", err)
 		switch {
 		case errors.Is(err, approval.ErrDuplicateVote):
+			// The message may not show that vote: chiod may have stopped
+			// between its commit and the update below.
+			if cur, err := k.Approval(id); err == nil {
+				c.refresh(cur)
+			}
 			return "You have already voted on this request."
 		case errors.Is(err, kernel.ErrConflict), errors.Is(err, approval.ErrNotPending):
 			return "This request was resolved before your vote arrived."

@@ -19,8 +19,9 @@
 // not shown. Deny stays.
 // approval.escalated and approval.resolved update that message in place
 // (chat.update): the new tier, or who decided what and the receipt. A click
-// on a request already decided updates the message too: its
-// approval.resolved is lost when chiod stops right after the decision.
+// on a request already decided, or by an approver who already voted,
+// updates the message too: what it did not show is lost when chiod stops
+// right after the decision or the vote's commit.
 //
 // Where a message is remembered: each request's (channel, ts) is kept in
 // memory and written to <data_dir>/slack/messages/<approval_id>.json
