@@ -109,6 +109,14 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 	if len(req.Arguments) > 0 && req.Kind == approval.KindToolCall {
 		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Arguments*\n"+codeBlock(req.Arguments), maxSectionText)), nil, nil))
 	}
+	// An approval with amended arguments decides the request (quorum 1):
+	// what the tool receives is shown under what the agent asked for.
+	for _, v := range req.Votes {
+		if a := amendedArguments(v); a != nil {
+			blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(clip(fmt.Sprintf("*Amended by %s: the tool receives these arguments instead*\n%s",
+				escape(who(v)), codeBlock(a)), maxSectionText)), nil, nil))
+		}
+	}
 	if req.Kind == approval.KindConfirm {
 		// A confirmation binds its details (they are in the arguments the
 		// token covers, and the agent acts on them): they are shown, or the
@@ -143,6 +151,9 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 			line := fmt.Sprintf("%s %s *%s* via %s", icon, escape(who(v)), v.Decision, escape(v.Channel))
 			if v.Custodial {
 				line += " (custodial key)"
+			}
+			if amendedArguments(v) != nil {
+				line += " with amended arguments"
 			}
 			if v.Note != "" {
 				line += ": " + escape(v.Note)
@@ -309,7 +320,7 @@ const rtlNotice = "_Right-to-left text is written as \\uXXXX escapes, in the ord
 func holdsRTL(req *approval.Request, in intent) bool {
 	texts := []string{req.Summary, in.Purpose, req.SubjectLabel, string(req.Arguments), string(req.Questions)}
 	for _, v := range req.Votes {
-		texts = append(texts, v.Note)
+		texts = append(texts, v.Note, string(amendedArguments(v)))
 	}
 	if req.Resolution != nil {
 		texts = append(texts, req.Resolution.Reason)
