@@ -195,7 +195,11 @@ func (k *Kernel) announce(event string, req *approval.Request) {
 	snap := *req
 	k.events.publish(Event{Type: event, Approval: &snap})
 	if k.notifier != nil && (event == EventApprovalRequested || event == EventApprovalEscalated || event == EventApprovalResolved) {
-		k.notifier.Notify(event, &snap)
+		told := snap // snap is the subscribers' now
+		if event == EventApprovalResolved {
+			told.Channels = k.endChannels(&told)
+		}
+		k.notifier.Notify(event, &told)
 	}
 }
 
