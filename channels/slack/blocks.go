@@ -110,10 +110,11 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Arguments*\n"+codeBlock(req.Arguments), maxSectionText)), nil, nil))
 	}
 	// An approval with amended arguments decides the request (quorum 1):
-	// what the tool receives is shown under what the agent asked for.
+	// the call it approved, the one sent to the tool, is shown under what
+	// the agent asked for.
 	for _, v := range req.Votes {
 		if a := amendedArguments(v); a != nil {
-			blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(clip(fmt.Sprintf("*Amended by %s: the tool receives these arguments instead*\n%s",
+			blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(clip(fmt.Sprintf("*Amended by %s: approved with these arguments instead of the ones above*\n%s",
 				escape(who(v)), codeBlock(a)), maxSectionText)), nil, nil))
 		}
 	}

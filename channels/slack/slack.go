@@ -19,8 +19,7 @@
 // not shown. Deny stays.
 // approval.escalated and approval.resolved update that message in place
 // (chat.update): the new tier, or who decided what and the receipt (and,
-// when an approver amended the call, the arguments the tool receives
-// instead). A click
+// when an approver amended the call, the arguments approved instead). A click
 // on a request already decided, or by an approver who already voted,
 // updates the message too: what it did not show is lost when chiod stops
 // right after the decision or the vote's commit.
