@@ -445,9 +445,20 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 // (409 conflict) means to them that their vote came too late and was not
 // recorded. The token is judged as on a pending request (approval.Verify
 // answers ErrDuplicateVote for a recorded approver there too).
+//
+// Only a token signed by one of the request's approvers learns its status
+// (even if the token is stale: its signer may know). Any other (unsigned,
+// badly signed, or signed by a key that may not decide the request) gets
+// Verify's refusal, as on a pending request: the token is the route's
+// only credential, and how a request ended is read with a reader token,
+// an approver session or the agent's own proof (SPEC §6).
 func notPending(tokenRaw []byte, req *approval.Request, now time.Time, outcome string) error {
-	if _, err := approval.Verify(tokenRaw, req, now, outcome); errors.Is(err, approval.ErrDuplicateVote) {
+	_, err := approval.Verify(tokenRaw, req, now, outcome)
+	switch {
+	case errors.Is(err, approval.ErrDuplicateVote):
 		return fmt.Errorf("%w; the request is %s", err, req.Status)
+	case err != nil && !approval.SignedByTrusted(tokenRaw, req):
+		return err
 	}
 	return fmt.Errorf("%w: request is %s", ErrConflict, req.Status)
 }
