@@ -21,7 +21,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
-	"strings"
+	"net/url"
 	"sync"
 	"time"
 
@@ -324,7 +324,13 @@ func (s *Server) sessionLogout(w http.ResponseWriter, r *http.Request) {
 }
 
 // secureCookie: Secure when this request is TLS, or when chiod is published
-// over HTTPS behind a TLS-terminating proxy.
+// over HTTPS behind a TLS-terminating proxy. A URL's scheme is
+// case-insensitive and the policy accepts "HTTPS://…", so it is compared
+// as url.Parse reads it (lowercased), not by its spelling.
 func (s *Server) secureCookie(r *http.Request) bool {
-	return r.TLS != nil || strings.HasPrefix(s.cfg.Kernel.Policy().Kernel.PublicURL, "https://")
+	if r.TLS != nil {
+		return true
+	}
+	u, err := url.Parse(s.cfg.Kernel.Policy().Kernel.PublicURL)
+	return err == nil && u.Scheme == "https"
 }
