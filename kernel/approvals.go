@@ -39,7 +39,8 @@ type RespondResult struct {
 	Quorum     int    `json:"quorum"`
 	// Call is what became of the parked call once the request resolved:
 	// an approval does not mean the call ran (the capability may have been
-	// revoked during the wait, or the tool may have failed).
+	// revoked during the wait, or the tool may have failed). It never
+	// carries the tool's output, which is the agent's (votes.go).
 	Call *Outcome `json:"call,omitempty"`
 }
 

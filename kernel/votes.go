@@ -286,7 +286,13 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			// recorded and the channel must say so (vote_recorded.go).
 			return nil, &VoteRecordedError{ApprovalID: approvalID, Err: err}
 		}
-		res.Outcome, res.ResolvedAt, res.ReceiptID, res.Call = approval.StatusApproved, now.Unix(), out.ReceiptID, out
+		// How the call ended, never what the tool returned: the output
+		// belongs to the agent and to token holders (GET /v1/calls/{id}),
+		// and the approver whose vote completed the quorum is no more
+		// entitled to it than any other approver.
+		call := *out
+		call.Output = nil
+		res.Outcome, res.ResolvedAt, res.ReceiptID, res.Call = approval.StatusApproved, now.Unix(), out.ReceiptID, &call
 	default:
 		// Progress (quorum not yet met) updates live views only: channels
 		// were told about the request once and are not re-notified.

@@ -11,7 +11,7 @@ import (
 
 // The API answers with the bytes the kernel holds: what an approver is
 // shown of a call's arguments (GET /approvals/{id}) is what the tool
-// receives, and the output an agent is given (the respond answer) is the
+// receives, and the output an agent is given (GET /v1/calls/{id}) is the
 // tool's. encoding/json's default HTML escaping would write '<', '>' and
 // '&' inside these json.RawMessage members as \u003c, \u003e and \u0026:
 // `chio approval show` then prints "\u003crefund\u003e" where the tool
@@ -45,8 +45,11 @@ func TestAnswersKeepRawBytes(t *testing.T) {
 		t.Errorf("GET /approvals/{id} shows the arguments and intent re-encoded, not as the tool receives them (%s):\n%s", args, shown)
 	}
 	tok := f.token(t, keyAlice, out.ApprovalRequestID, "approved", nil)
-	answer := get("POST", "/approvals/"+out.ApprovalRequestID+"/respond", respondBody(tok, ""), nil)
+	get("POST", "/approvals/"+out.ApprovalRequestID+"/respond", respondBody(tok, ""), nil)
+	// The output is the agent's and token holders' (the respond answer
+	// carries none: respond_output_test.go).
+	answer := get("GET", "/v1/calls/"+out.RequestID, "", withBearer(approvalsReader))
 	if want := `"output":{"done":` + args + `}`; !strings.Contains(answer, want) {
-		t.Errorf("the respond answer re-encodes the tool's output; want %s in:\n%s", want, answer)
+		t.Errorf("the call status re-encodes the tool's output; want %s in:\n%s", want, answer)
 	}
 }
