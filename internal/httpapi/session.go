@@ -305,13 +305,13 @@ func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
-	key, ok := s.SessionApprover(r)
+	_, sess, ok := s.session(r)
 	if !ok {
 		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "no approver session"))
 		return
 	}
-	name, _ := s.approverName(key)
-	writeJSON(w, http.StatusOK, map[string]any{"approver": key, "display_name": name})
+	name, _ := s.approverName(sess.approver)
+	writeJSON(w, http.StatusOK, map[string]any{"approver": sess.approver, "display_name": name, "expires_at": sess.expiresAt.Unix()})
 }
 
 func (s *Server) sessionLogout(w http.ResponseWriter, r *http.Request) {
