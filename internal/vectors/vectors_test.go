@@ -229,6 +229,10 @@ var canonCases = []canonCase{
 	{name: "underflow to zero", input: `[1e-400]`, refused: refInexact},
 	{name: "rounds to zero", input: `[2e-324]`, refused: refInexact},
 	{name: "not the shortest spelling of 5e-324", input: `[4.9406564584124654e-324]`, refused: refInexact},
+	// Exponents beyond any decimal library's range: the rule only moves
+	// characters, so these are judged like 0e10 and 1e-400.
+	{name: "zero with an exponent beyond 10^18", input: `[0e99999999999999999999, -0.0E-99999999999999999999]`},
+	{name: "underflow with an exponent beyond 10^18", input: `[1e-99999999999999999999]`, refused: refInexact},
 	{name: "number literal of 101 characters", input: "[1." + strings.Repeat("0", 98) + "1]", refused: refNumberRange},
 	{name: "overflow", input: `[1e400]`, refused: refNumberRange},
 	{name: "negative overflow", input: `[-1e400]`, refused: refNumberRange},
