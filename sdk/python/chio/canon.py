@@ -29,7 +29,6 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any
 
 from .casefold import check_member_case
@@ -174,12 +173,30 @@ def _float_literal(lit: str) -> float:
     # double (repr: the shortest that reads back): 1.50 is, but
     # 9007199254740993.0 (which reads as 2^53), 1e-400 (0) and
     # 0.1000000000000000055511151231257827 (the double 0.1) are not.
-    # Decimal compares exactly.
-    if Decimal(lit) != Decimal(repr(f)):
+    if _decimal_of(lit) != _decimal_of(repr(f)):
         raise CanonicalJSONError(
             "inexact_number", f"number {_clip(lit)} is not exactly the double it denotes ({repr(f)}); send that, or a string"
         )
     return f
+
+
+def _decimal_of(lit: str) -> str:
+    """A number literal (or a float's repr) normalized to "sign digits e
+    exponent", value = 0.digits × 10^exponent, digits without leading or
+    trailing zeros; every zero is "0" (as chiod's decimalOf). It only moves
+    characters: decimal.Decimal raises InvalidOperation for exponents beyond
+    ±10^18, which JSON allows (0e99999999999999999999 is 0)."""
+    neg = lit.startswith("-")
+    mant, _, exp = lit.lstrip("-").lower().partition("e")
+    whole, _, frac = mant.partition(".")
+    digits = whole + frac
+    trimmed = digits.lstrip("0")
+    n = len(whole) - (len(digits) - len(trimmed))
+    trimmed = trimmed.rstrip("0")
+    if not trimmed:
+        return "0"
+    # The literal is at most MAX_NUMBER_LEN characters, so int() is cheap.
+    return ("-" if neg else "+") + trimmed + "e" + str(n + (int(exp) if exp else 0))
 
 
 def _check_length(lit: str) -> None:
