@@ -64,6 +64,11 @@ test("strings", () => {
 test("only plain JSON values", () => {
   assert.equal(canonicalize({ a: undefined, b: 1 }), '{"b":1}'); // as JSON.stringify
   refused(() => canonicalize([undefined]), "invalid");
+  // A hole reads as undefined (JSON.stringify writes null): refused too, never
+  // dropped. [,] would otherwise be signed and sent as [], and [1,,2] as
+  // that text, which is not JSON.
+  refused(() => canonicalize([1, , 2]), "invalid");
+  refused(() => canonicalize({ a: new Array(1) }), "invalid");
   refused(() => canonicalize({ d: new Date(0) }), "invalid");
   refused(() => canonicalize({ m: new Map() }), "invalid");
   refused(() => canonicalize(() => 1), "invalid");
