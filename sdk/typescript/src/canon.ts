@@ -92,10 +92,15 @@ function encode(v: unknown, depth: number, strict: boolean): string {
       if (v === null) return "null";
       if (strict && ++depth > MAX_DEPTH) throw new CanonicalJSONError("too_deep", `JSON nested deeper than ${MAX_DEPTH}`);
       if (Array.isArray(v)) {
-        return "[" + v.map((x) => {
-          if (x === undefined) throw new CanonicalJSONError("invalid", "undefined is not a JSON value");
-          return encode(x, depth, strict);
-        }).join(",") + "]";
+        // By index, not map: map skips holes, so [,] would come out as []
+        // and [1,,2] as "[1,,2]". A hole reads as undefined and is refused.
+        const items: string[] = [];
+        for (let i = 0; i < v.length; i++) {
+          const x: unknown = v[i];
+          if (x === undefined) throw new CanonicalJSONError("invalid", "undefined (or an array hole) is not a JSON value");
+          items.push(encode(x, depth, strict));
+        }
+        return "[" + items.join(",") + "]";
       }
       const proto = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) {
