@@ -96,6 +96,9 @@ func CheckCallShape(call *ToolCall) error {
 	if args[0] != '{' {
 		return fmt.Errorf("%w: arguments must be a JSON object", ErrBadCall)
 	}
+	if err := checkHashedDepth("arguments", args); err != nil {
+		return err
+	}
 	call.Arguments = args
 	if len(call.GovernedIntent) > 0 {
 		// The size limit meets the intent as sent, before any parser does.
@@ -105,6 +108,9 @@ func CheckCallShape(call *ToolCall) error {
 		intent, err := canon.Canonicalize(call.GovernedIntent)
 		if err != nil {
 			return fmt.Errorf("%w: governed_intent: %w", ErrBadCall, err)
+		}
+		if err := checkHashedDepth("governed_intent", intent); err != nil {
+			return err
 		}
 		call.GovernedIntent = intent
 	}

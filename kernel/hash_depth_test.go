@@ -59,3 +59,28 @@ func TestCallShapeKeepsTheHashedObjectWithinMaxDepth(t *testing.T) {
 		})
 	}
 }
+
+// nesting counts containers only outside strings, whatever the strings
+// hold (brackets, escaped quotes, a trailing backslash), and agrees with
+// canon's depth rule on the value one level down.
+func TestNestingIgnoresStrings(t *testing.T) {
+	for in, want := range map[string]int{
+		`{}`:                         1,
+		`"x"`:                        0,
+		`{"a":"[[[{{{"}`:             1,
+		`{"a":"\"[[[","b":[]}`:       2,
+		`{"a":"\\","b":[[]]}`:        3,
+		`{"[":{"]":["}",{"{":1}]}}`:  4,
+		`[{"a":[]},[[[]]]]`:          4,
+		nestedObject(canon.MaxDepth): canon.MaxDepth,
+		`{"s":"` + strings.Repeat("[", 2*canon.MaxDepth) + `"}`: 1,
+	} {
+		if got := nesting([]byte(in)); got != want {
+			t.Errorf("nesting(%.40s…) = %d, want %d", in, got, want)
+		}
+		wrapped := errors.Is(canon.Check([]byte(`[`+in+`]`)), canon.ErrTooDeep)
+		if refused := checkHashedDepth("arguments", []byte(in)) != nil; refused != wrapped {
+			t.Errorf("%.40s…: checkHashedDepth refuses %v, canon one level down %v", in, refused, wrapped)
+		}
+	}
+}
