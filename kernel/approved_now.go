@@ -1,0 +1,41 @@
+package kernel
+
+// An approved call is run only while its approvals still approve it under
+// the policy in force when it is decided. The vote that approved it was
+// judged by the policy in force at the vote's commit (votes.go), but the
+// allow decision commits later: at once on the live path, yet after a
+// reload that lands in between, and at the next start when chiod died
+// between the vote and the decision (recoverApproved). A reload that
+// removed an approver's key (a compromised key) stops that key's votes
+// counting, and one that raised the quorum applies to calls already
+// parked (approvers.go): both hold for an approved call not yet decided,
+// which is denied rather than run on votes the policy no longer counts.
+
+import (
+	"fmt"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/policy"
+)
+
+// approvedNow checks that the votes recorded on approved req still resolve
+// it as approved under policy p, as they would a pending request
+// (approvingVoteNow): some approver of the grant may still decide it, the
+// denials counted do not meet the deny_quorum in force, and the approvals
+// counted meet the quorum in force (never looser than req's). It returns
+// the guard and reason of the deny otherwise.
+func approvedNow(p *policy.Policy, req *approval.Request) (guard, reason string, ok bool) {
+	now, ok := withApproversNow(p, req)
+	if !ok {
+		return GuardApprovalPolicy, fmt.Sprintf("under the policy in force nobody may decide requests of grant %s; the approval no longer counts", req.PolicyID), false
+	}
+	approved, denied := now.CountsAmong(now.TrustedApprovers)
+	switch {
+	case denied >= now.DenyQuorum:
+		return GuardHumanApproval, fmt.Sprintf("under the policy in force the denials recorded meet deny_quorum %d", now.DenyQuorum), false
+	case approved < now.Quorum:
+		return GuardHumanApproval, fmt.Sprintf("under the policy in force %d of the approvals recorded count, short of quorum %d (an approver removed, or the quorum raised, since they voted)",
+			approved, now.Quorum), false
+	}
+	return "", "", true
+}
