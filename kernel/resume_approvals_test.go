@@ -97,3 +97,66 @@ func TestRecoveredApprovalIsRecountedUnderThePolicyInForce(t *testing.T) {
 		})
 	}
 }
+
+// The same for the kernel's own advisory approval: the deadline passed,
+// the policy answered it with auto_approve_advisory, and chiod died before
+// the allow decision committed. Restarted with timeout_action = "deny"
+// (the operator ending unreviewed auto-approvals), the policy in force no
+// longer approves the call: it must be denied, not run on an advisory
+// vote the new file would never cast.
+func TestRecoveredAdvisoryApprovalIsJudgedByThePolicyInForce(t *testing.T) {
+	after := quorumPolicy(t, 1, 1, "deny")
+	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
+	// The sixth update would commit the allow decision (the park, its
+	// announcement, the advisory's check and its vote come before).
+	cs := &crashStore{crashAt: 6}
+	tool := &argsDispatcher{}
+	w := testkit.NewWorld(t, testkit.Options{Policy: quorumPolicy(t, 1, 1, "auto_approve_advisory"), Dispatcher: tool, Clock: fake,
+		Server: "pay", Grants: []string{"refunds"},
+		WrapStore: func(s kernel.Store) kernel.Store { cs.Store = s; return cs }})
+	ctx := context.Background()
+	out := w.Submit(t, "issue_refund", `{"amount":500,"currency":"USD","customer_id":"c"}`, "")
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v", out)
+	}
+	fake.Advance(601 * time.Second) // the deadline fires: the kernel's advisory vote
+	stored := func() *kernel.CallRecord {
+		var rec *kernel.CallRecord
+		if err := w.Store.View(func(tx kernel.ReadTx) error { var err error; rec, err = tx.Call(out.RequestID); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	for i := 0; stored().Status == kernel.StatusPendingApproval; i++ {
+		if i == 2000 {
+			t.Fatal("the deadline never approved the call")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.Kernel.Close()
+	if left := stored(); left.Status != kernel.StatusDispatching || left.DecisionReceiptID != "" || len(tool.got(out.RequestID)) != 0 {
+		t.Fatalf("the crash did not leave the call approved and undecided: %s, decision %q", left.Status, left.DecisionReceiptID)
+	}
+
+	k, err := kernel.New(kernel.Config{Key: w.KernelKey, Policy: after, Store: w.Store, Dispatcher: tool, Clock: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	if err := k.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := k.WaitRecovery(wctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := k.Call(out.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tool.got(out.RequestID)); n != 0 || rec.Status != kernel.StatusDenied {
+		t.Fatalf("after a restart with timeout_action = \"deny\", the advisory-approved call is %s (guard %q: %s) and the tool ran %d time(s)",
+			rec.Status, rec.Guard, rec.Reason, n)
+	}
+}
