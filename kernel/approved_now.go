@@ -10,6 +10,9 @@ package kernel
 // counting, and one that raised the quorum applies to calls already
 // parked (approvers.go): both hold for an approved call not yet decided,
 // which is denied rather than run on votes the policy no longer counts.
+// The kernel's own advisory vote counts only while the policy in force
+// still answers the deadline with auto_approve_advisory: a file that now
+// denies at the deadline would never have cast it.
 
 import (
 	"fmt"
@@ -22,9 +25,18 @@ import (
 // it as approved under policy p, as they would a pending request
 // (approvingVoteNow): some approver of the grant may still decide it, the
 // denials counted do not meet the deny_quorum in force, and the approvals
-// counted meet the quorum in force (never looser than req's). It returns
-// the guard and reason of the deny otherwise.
-func approvedNow(p *policy.Policy, req *approval.Request) (guard, reason string, ok bool) {
+// counted meet the quorum in force (never looser than req's). A request
+// the kernel's advisory vote approved (byAdvisory) needs instead that p
+// still auto-approves at its deadline (advisoryInForce; no human had
+// denied it, or that vote would not have committed). It returns the guard
+// and reason of the deny otherwise.
+func approvedNow(p *policy.Policy, req *approval.Request, byAdvisory bool) (guard, reason string, ok bool) {
+	if byAdvisory {
+		if !advisoryInForce(p, req) {
+			return GuardApprovalTimeout, "under the policy in force the deadline no longer auto-approves (timeout_action); the advisory approval no longer counts", false
+		}
+		return "", "", true
+	}
 	now, ok := withApproversNow(p, req)
 	if !ok {
 		return GuardApprovalPolicy, fmt.Sprintf("under the policy in force nobody may decide requests of grant %s; the approval no longer counts", req.PolicyID), false

@@ -62,11 +62,10 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	if now.Unix() >= rec.CapabilityExpiresAt {
 		return deny(GuardCapability, "capability expired during the approval wait")
 	}
-	// The approvals must still approve the call under the policy in force
-	// (approved_now.go). The kernel's own advisory vote is not an
-	// approver's: its deadline rule was checked when it committed.
-	if vote != nil && !advisory(vote, k.pub.String()) {
-		if guard, reason, ok := approvedNow(p, req); !ok {
+	// The approvals (or the kernel's advisory vote) must still approve the
+	// call under the policy in force (approved_now.go).
+	if vote != nil {
+		if guard, reason, ok := approvedNow(p, req, advisory(vote, k.pub.String())); !ok {
 			return deny(guard, reason)
 		}
 	}
