@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,5 +159,52 @@ func TestRecoveredAdvisoryApprovalIsJudgedByThePolicyInForce(t *testing.T) {
 	if n := len(tool.got(out.RequestID)); n != 0 || rec.Status != kernel.StatusDenied {
 		t.Fatalf("after a restart with timeout_action = \"deny\", the advisory-approved call is %s (guard %q: %s) and the tool ran %d time(s)",
 			rec.Status, rec.Guard, rec.Reason, n)
+	}
+}
+
+// The live path has the same window: the vote commits under the policy
+// in force, and a reload that removes the voter's key lands before the
+// resume decides the call. The call must be judged by the approvals the
+// policy in force counts, as at a restart.
+func TestResumeRecountsApprovalsAfterAReloadBehindTheVote(t *testing.T) {
+	replacement := keys.FromSeed([]byte("replacement-approver-key-32bytes"))
+	removed, err := policy.Parse([]byte(fmt.Sprintf(voteOrderPolicy, replacement.Public(), cfo.Public(), 1, 1, "deny")), "removed.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := &gatedStore{}
+	tool := &argsDispatcher{}
+	w := testkit.NewWorld(t, testkit.Options{Policy: quorumPolicy(t, 1, 1, "deny"), Dispatcher: tool,
+		Clock: clock.NewFake(time.Unix(1_900_000_000, 0)), Server: "pay", Grants: []string{"refunds"},
+		WrapStore: func(s kernel.Store) kernel.Store { gs.Store = s; return gs }})
+	ctx := context.Background()
+	out := w.Submit(t, "issue_refund", `{"amount":500,"currency":"USD","customer_id":"c"}`, "")
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v", out)
+	}
+	tok := w.Token(t, out.ApprovalRequestID, financeLead, approval.DecisionApproved, nil)
+	// Respond reads the request (View 1), commits the vote, and the resume
+	// then reads whether the capability was revoked (View 2): the reload
+	// removing the Finance Lead's key lands there, after the vote.
+	var views atomic.Int64
+	var hook func()
+	hook = func() {
+		if views.Add(1) == 2 {
+			if err := w.Kernel.ApplyPolicy(ctx, removed); err != nil {
+				t.Error(err)
+			}
+			return
+		}
+		gs.beforeView.Store(&hook)
+	}
+	gs.beforeView.Store(&hook)
+	res, err := w.Kernel.Respond(ctx, out.ApprovalRequestID, tok, "", "")
+	if views.Load() != 2 {
+		t.Fatalf("the reload never landed (%d views)", views.Load())
+	}
+	if err != nil || res.Call == nil || res.Call.Status != kernel.StatusDenied || res.Call.Guard != kernel.GuardHumanApproval ||
+		len(tool.got(out.RequestID)) != 0 {
+		t.Fatalf("after a reload removed the only approver who voted, the approved call answered %+v (call %+v, err %v); the tool ran %d time(s)",
+			res, res.Call, err, len(tool.got(out.RequestID)))
 	}
 }
