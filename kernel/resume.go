@@ -119,8 +119,20 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 	}
 	if req.Kind != approval.KindToolCall {
 		// confirm / ask: the signed answer is the output; nothing is sent.
+		// Its commit reads the capability again, as an allow's does: a
+		// revocation (or the expiry) that lands after the checks above
+		// denies the answer.
 		rec.Output, rec.Status, rec.Execution = hitlOutput(req, tok, vote), StatusAllowed, ExecutionSucceeded
-		return k.finish(ctx, req, rec, r, now)
+		out, err := k.finish(ctx, req, rec, r, now)
+		switch {
+		case errors.Is(err, errRevokedAtDecision):
+			*rec = parked
+			return deny(GuardCapability, "capability revoked during the approval wait")
+		case errors.Is(err, errExpiredAtDecision):
+			*rec = parked
+			return deny(GuardCapability, "capability expired during the approval wait")
+		}
+		return out, err
 	}
 	// Everything above was judged by p: the allow commits only while p is
 	// in force. After a reload since p was read, the call is judged again,
@@ -189,6 +201,20 @@ func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRec
 			// The human approved; a guard refused when the call resumed. The
 			// resolution names the guard, never the approver, as the decider.
 			res.Reason, res.Guard = rec.Reason, rec.Guard
+		}
+		if rec.Status == StatusAllowed {
+			// An answer allowed (confirm / ask) is the call's effect: like
+			// commitAllow, it commits only while the capability is neither
+			// revoked nor expired, read inside this commit.
+			switch revoked, err := tx.Revoked(rec.CapabilityID); {
+			case err != nil:
+				return err
+			case revoked:
+				return errRevokedAtDecision
+			}
+			if rec.CapabilityExpiresAt != 0 && k.clock.Now().Unix() >= rec.CapabilityExpiresAt {
+				return errExpiredAtDecision
+			}
 		}
 		if count {
 			if err := bumpCounter(tx, countKey); err != nil {
