@@ -122,8 +122,19 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		// Its commit reads the capability again, as an allow's does: a
 		// revocation (or the expiry) that lands after the checks above
 		// denies the answer.
+		// And, as an allow's, only while p is in force: after a reload
+		// since p was read, the call is judged again from the start.
 		rec.Output, rec.Status, rec.Execution = hitlOutput(req, tok, vote), StatusAllowed, ExecutionSucceeded
-		out, err := k.finish(ctx, req, rec, r, now)
+		var out *Outcome
+		inForce, err := k.commitAfterVoteWhileInForce(ctx, p, func() error {
+			var err error
+			out, err = k.finishWith(ctx, req, rec, r, now, func(fn func(Tx) error) error { return k.update(ctx, fn) })
+			return err
+		})
+		if !inForce {
+			*rec = parked
+			return k.resume(ctx, req, rec, tok, vote, now)
+		}
 		switch {
 		case errors.Is(err, errRevokedAtDecision):
 			*rec = parked
@@ -177,11 +188,20 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 // the call over) can race, and the loser must neither add a second final
 // receipt nor overwrite a call that was already decided and sent.
 func (k *Kernel) finish(ctx context.Context, req *approval.Request, rec *CallRecord, r *receipt.Receipt, now time.Time) (*Outcome, error) {
+	// The vote is durable: a full queue is waited out, not failed.
+	return k.finishWith(ctx, req, rec, r, now, func(fn func(Tx) error) error { return k.updateAfterVote(ctx, fn) })
+}
+
+// finishWith is finish committing through commit: k.update for an answer
+// committed under policyMu (commitAfterVoteWhileInForce waits out a full
+// queue with the lock released).
+func (k *Kernel) finishWith(ctx context.Context, req *approval.Request, rec *CallRecord, r *receipt.Receipt, now time.Time,
+	commit func(func(Tx) error) error) (*Outcome, error) {
 	next := *rec // rec changes only if the commit succeeds
 	next.ReceiptID, next.UpdatedAt = r.ID, r.Timestamp
 	countKey := firstNKey(rec.GrantID, rec.Subject)
 	count := rec.Status == StatusAllowed && k.tracksFirstN(rec.GrantID)
-	err := k.updateAfterVote(ctx, func(tx Tx) error {
+	err := commit(func(tx Tx) error {
 		switch c, err := tx.Call(rec.RequestID); {
 		case err != nil:
 			return err
