@@ -123,6 +123,10 @@ func loadCases(path string) (*casesFile, error) {
 	if len(data) > maxCasesFile {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxCasesFile)
 	}
+	// The policy's depth gate, before the TOML parser recurses into it.
+	if line := policy.TooDeep(data); line > 0 {
+		return nil, fmt.Errorf("%s:%d: keys, tables or lists are nested more than %d levels deep", path, line, policy.MaxDepth)
+	}
 	var cf casesFile
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cf)
 	if err != nil {
