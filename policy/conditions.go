@@ -44,6 +44,8 @@ type Condition struct {
 	// compares are its comparisons of tool, server and subject with
 	// literals (conditions_literals.go).
 	compares []nameComparison
+	// subject: it reads the calling agent's key (conditions_subject.go).
+	subject bool
 }
 
 // GrantConditions are a grant's compiled conditions, in file order.
@@ -183,7 +185,8 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 		return nil, err
 	}
 	return &Condition{Kind: kind, Index: index, Expr: expr, prg: prg,
-		names: readNames(ast.NativeRep().Expr()), compares: nameComparisons(ast.NativeRep().Expr())}, nil
+		names: readNames(ast.NativeRep().Expr()), compares: nameComparisons(ast.NativeRep().Expr()),
+		subject: readsSubject(ast.NativeRep().Expr())}, nil
 }
 
 // conditions validates and compiles a grant's expressions, keeping the

@@ -121,6 +121,11 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 	x := &explanation{Policy: p.Source, PolicyHash: p.Hash,
 		Call:    explainedCall{Server: in.Server, Tool: in.Tool, Operation: in.Operation, Subject: in.Subject, Grants: in.Grants},
 		Assumes: []string{"the capability is valid: signed by a trusted key, not expired, not revoked"}}
+	if grant != nil && in.Subject == "" && p.Conditions(grant.ID).ReadsSubject() {
+		// Evaluated with no key, such a condition would answer for an
+		// agent that does not exist, under "by any agent".
+		return nil, fmt.Errorf("grant %s's conditions read subject: the outcome depends on the agent; name its key (--subject, or subject in a case)", grant.ID)
+	}
 	if grant != nil {
 		x.Grant = grant.ID
 		if grant.Constraints.RequireApprovalFirstN > 0 {
