@@ -176,7 +176,11 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 			x.Outcome.DecidedBy = append(x.Outcome.DecidedBy, "trigger "+t)
 		}
 		x.Approval = plan(grant)
-		x.Assumes = append(x.Assumes, "no standing (batch) approval covers the call (one could approve it at once)")
+		x.Assumes = append(x.Assumes, "no standing (batch) approval covers the call (one could approve it at once)",
+			// The kernel denies a call that would park one request more
+			// than the agent may have waiting (kernel/pending_cap.go).
+			fmt.Sprintf("the agent has fewer than %d approval requests waiting (max_pending_approvals_per_agent; else the call is denied)",
+				p.Kernel.PendingApprovalCap()))
 	default:
 		x.Outcome.DecidedBy = []string{"grant " + grant.ID + ": every guard allowed"}
 	}
