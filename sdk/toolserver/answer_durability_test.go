@@ -218,12 +218,14 @@ func TestUnrecordableAnswerIsNotSent(t *testing.T) {
 	}
 }
 
-// A 503 or 429 from the handler ran nothing: the key is forgotten before
-// the refusal is sent, so a repeat right after it runs the handler.
+// A 429, or a 503 with Chio-Not-Run: true, from the handler ran nothing:
+// the key is forgotten before the refusal is sent, so a repeat right after
+// it runs the handler.
 func TestRefusalForgetsTheKeyBeforeItIsSent(t *testing.T) {
 	d := openDedupe(t, filepath.Join(t.TempDir(), "keys.db"))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")
+		w.Header().Set(NotRunHeader, "true")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		writeInChunks(w, 64<<10)
 	})

@@ -202,11 +202,15 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 func (d *Dedupe) settle(key, fp string, a *answerBuffer, tooLarge bool) error {
 	status := a.finalStatus()
 	switch {
-	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
+	case status == http.StatusTooManyRequests ||
+		status == http.StatusServiceUnavailable && a.finalHeader().Get(NotRunHeader) == "true":
 		// "Not now": the handler did not run the effect; a later delivery
 		// must run it, not replay the refusal. The refusal is true either
 		// way, so it is sent even if the forget fails: the key then stays
 		// in progress and a repeat is answered 409, never run twice.
+		// A 503 without Chio-Not-Run: true may have run (chio reads it so
+		// and sends the key again): it is recorded and replayed like any
+		// other answer, so the repeat does not run the effect a second time.
 		_ = d.forget(key)
 		return nil
 	case tooLarge:

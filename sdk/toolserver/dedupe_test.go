@@ -164,7 +164,15 @@ func TestSurvivesRestartAndRefusesInterrupted(t *testing.T) {
 
 func TestRetryLaterIsNotRecorded(t *testing.T) {
 	e := &effectServer{status: http.StatusServiceUnavailable}
-	_, url := serve(t, filepath.Join(t.TempDir(), "keys.db"), toolserver.Options{}, e)
+	// The handler's 503 says it ran nothing (unmarked_503_test.go: a 503
+	// without the header is recorded).
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e.status == http.StatusServiceUnavailable {
+			w.Header().Set(toolserver.NotRunHeader, "true")
+		}
+		e.ServeHTTP(w, r)
+	})
+	_, url := serve(t, filepath.Join(t.TempDir(), "keys.db"), toolserver.Options{}, h)
 	if st, _, _ := post(t, url, "req-b", `{}`); st != http.StatusServiceUnavailable {
 		t.Fatalf("%d", st)
 	}
