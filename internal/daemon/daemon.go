@@ -213,7 +213,10 @@ func Run(ctx context.Context, o Options) (err error) {
 			if g := gateway.Load(); g != nil {
 				g.ToolsChanged(server)
 			}
-		}}))
+		}}),
+		// Calls to http tool servers carry the kernel's signature, on its
+		// clock, so a tool server can refuse anyone else's.
+		dispatch.WithCallSigner(key.SignRaw, o.Clock.Now))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/chiokernel/chio/internal/signed"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -93,6 +95,16 @@ func (r *Router) dispatchHTTP(ctx context.Context, rt route, req kernel.Dispatch
 
 	if req.Attempt > 0 {
 		hreq.Header.Set("Chio-Attempt", strconv.Itoa(req.Attempt))
+	}
+	if r.signCall != nil {
+		// The kernel's signature over this server's id, this attempt's
+		// time and the exact body: the tool server can tell chiod's
+		// calls from anyone else's (internal/signed/toolcall.go).
+		sentAt := r.now().UnixMilli()
+		sig := r.signCall(signed.Message(signed.ToolCallDomain, signed.ToolCallMessage(rt.id, sentAt, body)))
+		hreq.Header.Set(signed.ToolCallServerHeader, rt.id)
+		hreq.Header.Set(signed.ToolCallSentAtHeader, strconv.FormatInt(sentAt, 10))
+		hreq.Header.Set(signed.ToolCallSignatureHeader, hex.EncodeToString(sig))
 	}
 
 	resp, err := r.client.Do(hreq)

@@ -23,6 +23,9 @@ type Router struct {
 	builtin   *builtin // nil when no server uses the builtin transport
 	mcp       *mcp.Set // the "mcp" servers (empty when none)
 	closed    atomic.Bool
+	// signCall, when set, signs calls to http servers (WithCallSigner).
+	signCall func(msg []byte) []byte
+	now      func() time.Time
 }
 
 var _ kernel.Dispatcher = (*Router)(nil)
@@ -32,6 +35,7 @@ var ErrClosed = errors.New("dispatch: router closed")
 
 // route is one server's resolved transport settings.
 type route struct {
+	id        string
 	transport string
 	url       string
 	timeout   time.Duration
@@ -44,11 +48,21 @@ type config struct {
 	client         *http.Client
 	defaultTimeout time.Duration
 	mcp            mcp.Options
+	signCall       func(msg []byte) []byte
+	now            func() time.Time
 }
 
 // WithMCP sets how upstream MCP servers are supervised (logging, backoff,
 // the tools-changed callback the gateway listens on).
 func WithMCP(o mcp.Options) Option { return func(cf *config) { cf.mcp = o } }
+
+// WithCallSigner signs every call sent to an http server with the kernel
+// key (internal/signed/toolcall.go): sign gets the whole signed message
+// (domain included) and returns the Ed25519 signature; now is the
+// kernel's clock, for X-Chio-Sent-At.
+func WithCallSigner(sign func(msg []byte) []byte, now func() time.Time) Option {
+	return func(cf *config) { cf.signCall, cf.now = sign, now }
+}
 
 // WithHTTPClient makes the Router use c for the http transport instead of
 // its own pooled client. The caller keeps ownership: Close leaves c alone.
@@ -72,7 +86,10 @@ func New(servers []policy.Server, dataDir string, opts ...Option) (*Router, erro
 	if cf.defaultTimeout <= 0 {
 		return nil, errors.New("dispatch: default timeout must be > 0")
 	}
-	r := &Router{servers: make(map[string]route, len(servers)), client: cf.client}
+	r := &Router{servers: make(map[string]route, len(servers)), client: cf.client, signCall: cf.signCall, now: cf.now}
+	if r.signCall != nil && r.now == nil {
+		r.now = time.Now
+	}
 	needBuiltin := false
 	for _, s := range servers {
 		if s.ID == "" {
@@ -84,7 +101,7 @@ func New(servers []policy.Server, dataDir string, opts ...Option) (*Router, erro
 		if s.TimeoutSeconds < 0 {
 			return nil, fmt.Errorf("dispatch: server %q: negative timeout_seconds", s.ID)
 		}
-		rt := route{transport: s.Transport, url: s.URL, timeout: cf.defaultTimeout}
+		rt := route{id: s.ID, transport: s.Transport, url: s.URL, timeout: cf.defaultTimeout}
 		if s.TimeoutSeconds > 0 {
 			rt.timeout = time.Duration(s.TimeoutSeconds) * time.Second
 		}
