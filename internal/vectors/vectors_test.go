@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/signed"
 	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/sdk/toolserver"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/vectors from the Go implementation")
@@ -611,4 +613,53 @@ func TestApprovalToken(t *testing.T) {
 		out.Cases = append(out.Cases, c)
 	}
 	check(t, "approval_token.json", out)
+}
+
+// --- tool-call signatures (chiod → http tool servers) ---
+
+type toolCallVector struct {
+	Name      string `json:"name"`
+	Key       string `json:"key"` // the signing kernel's key (a test seed)
+	PublicKey string `json:"public_key"`
+	Server    string `json:"server"`
+	SentAtMs  int64  `json:"sent_at_ms"`
+	Body      string `json:"body"`    // the exact request body
+	Message   string `json:"message"` // server "\n" sent_at "\n" hex(SHA-256(body)), signed under the domain
+	Signature string `json:"signature"`
+}
+
+func TestToolCallSignature(t *testing.T) {
+	out := struct {
+		header
+		Cases []toolCallVector `json:"cases"`
+	}{header: header{"Headers on a call chiod sends to an http tool server: X-Chio-Server = server, X-Chio-Sent-At = sent_at_ms, " +
+		"X-Chio-Signature = hex Ed25519(kernel key, \"chio.tool-call.v1\" || 0x00 || message), message = server || \"\\n\" || sent_at_ms || \"\\n\" || hex(SHA-256(body))."}}
+	k := key(t, "approver")
+	cases := []toolCallVector{
+		{Name: "refund", Server: "payments", SentAtMs: 1_800_000_000_123,
+			Body: `{"request_id":"req-1","tool":"issue_refund","arguments":{"amount":450,"currency":"USD"}}`},
+		{Name: "non-ASCII body", Server: "db-server", SentAtMs: 1_700_000_000_001,
+			Body: `{"request_id":"odd \"quoted\" id","tool":"write_row","arguments":{"note":"é\u2028"}}`},
+	}
+	for _, c := range cases {
+		c.Key, c.PublicKey = "approver", k.Public().String()
+		msg := signed.ToolCallMessage(c.Server, c.SentAtMs, []byte(c.Body))
+		c.Message = string(msg)
+		c.Signature = hex.EncodeToString(k.SignRaw(signed.Message(signed.ToolCallDomain, msg)))
+		// The tool server's verifier is the authority on the format.
+		v, err := toolserver.NewVerifier(c.PublicKey, c.Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Now = func() time.Time { return time.UnixMilli(c.SentAtMs) }
+		h := http.Header{}
+		h.Set(signed.ToolCallServerHeader, c.Server)
+		h.Set(signed.ToolCallSentAtHeader, itoa(c.SentAtMs))
+		h.Set(signed.ToolCallSignatureHeader, c.Signature)
+		if err := v.Verify(h, []byte(c.Body)); err != nil {
+			t.Fatalf("%s: toolserver refuses the vector: %v", c.Name, err)
+		}
+		out.Cases = append(out.Cases, c)
+	}
+	check(t, "tool_call.json", out)
 }
