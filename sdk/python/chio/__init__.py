@@ -44,6 +44,7 @@ from .keys import PrivateKey
 from .results import Allowed, Approval, PendingApproval, Result, ToolDenied
 from .signing import parameter_hash
 from .sync import SyncClient
+from .toolcall import verify_tool_call
 
 __version__ = "0.1.0"
 
@@ -82,4 +83,5 @@ __all__ = [
     "parameter_hash",
     "sign_approval",
     "sign_denial",
+    "verify_tool_call",
 ]

@@ -1,0 +1,90 @@
+"""For tool servers behind chio: tell chio's calls from anyone else's.
+
+chiod signs every call it sends to an http tool server with its kernel key
+(docs/platform.md, "Only chio's calls should run"):
+
+    X-Chio-Server:    the [[servers]] id the call was routed to
+    X-Chio-Sent-At:   unix milliseconds on chiod's clock (per attempt)
+    X-Chio-Signature: 128 lowercase hex = Ed25519(kernel key,
+        "chio.tool-call.v1" || 0x00 || server || "\\n" || sent_at || "\\n" || hex(SHA-256(body)))
+
+A tool server that anything but chiod can reach calls verify_tool_call on
+every request, with the exact body bytes, before it runs anything: a call
+that did not come through chio skipped every guard, approval and receipt.
+testdata/vectors/tool_call.json pins the format (Go's toolserver.Verifier
+is the same check).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from .errors import Unauthorized
+
+TOOL_CALL_DOMAIN = "chio.tool-call.v1"
+SERVER_HEADER = "X-Chio-Server"
+SENT_AT_HEADER = "X-Chio-Sent-At"
+SIGNATURE_HEADER = "X-Chio-Signature"
+#: how far X-Chio-Sent-At may be from the tool server's clock, either way
+DEFAULT_MAX_AGE = 300.0
+#: chio's arguments are at most 256 KiB; read no more than this of a body
+MAX_CALL_BODY = 1 << 20
+
+
+def tool_call_message(server: str, sent_at_ms: int, body: bytes) -> bytes:
+    """What the kernel signs (after the domain and a 0x00 byte)."""
+    return f"{server}\n{sent_at_ms}\n{hashlib.sha256(body).hexdigest()}".encode()
+
+
+def _header(headers: Mapping[str, str], name: str) -> str:
+    for k, v in headers.items():  # header names are case-insensitive
+        if k.lower() == name.lower():
+            return v
+    return ""
+
+
+def verify_tool_call(
+    headers: Mapping[str, str],
+    body: bytes,
+    kernel_key: str,
+    server_id: str,
+    *,
+    now: float | None = None,
+    max_age: float = DEFAULT_MAX_AGE,
+) -> None:
+    """Raise Unauthorized unless chio's kernel (kernel_key, "ed25519:<hex>",
+    as chiod's GET /healthz names it) sent this call to server_id (this
+    server's [[servers]] id) within max_age seconds of now. body is the
+    request body exactly as received. A call repeated within max_age is the
+    same call (same Idempotency-Key): deduplicate it."""
+    if not isinstance(body, (bytes, bytearray)) or len(body) > MAX_CALL_BODY:
+        raise Unauthorized(f"chio: a call body is bytes of at most {MAX_CALL_BODY}")
+    if not kernel_key.startswith("ed25519:") or len(kernel_key) != 8 + 64:
+        raise ValueError("chio: kernel_key must be ed25519:<64 hex>")
+    if not server_id:
+        raise ValueError("chio: server_id is required")
+    pub = Ed25519PublicKey.from_public_bytes(bytes.fromhex(kernel_key[8:]))
+    got = _header(headers, SERVER_HEADER)
+    if got != server_id:
+        raise Unauthorized(f"chio: not a call chio sent to this tool server: {SERVER_HEADER} is {got[:64]!r}, want {server_id!r}")
+    sent = _header(headers, SENT_AT_HEADER)
+    if not sent.isascii() or not sent.lstrip("-").isdigit():
+        raise Unauthorized(f"chio: not a call chio sent to this tool server: {SENT_AT_HEADER} must be unix milliseconds")
+    sent_at = int(sent)
+    sig_hex = _header(headers, SIGNATURE_HEADER)
+    if len(sig_hex) != 128 or sig_hex.lower() != sig_hex or not all(c in "0123456789abcdef" for c in sig_hex):
+        raise Unauthorized(f"chio: not a call chio sent to this tool server: {SIGNATURE_HEADER} must be 128 lowercase hex digits")
+    msg = TOOL_CALL_DOMAIN.encode() + b"\x00" + tool_call_message(server_id, sent_at, bytes(body))
+    try:
+        pub.verify(bytes.fromhex(sig_hex), msg)
+    except InvalidSignature:
+        raise Unauthorized(f"chio: not a call chio sent to this tool server: the signature does not verify under {kernel_key}") from None
+    # Freshness after the signature: an unsigned time says nothing.
+    skew = (time.time() if now is None else now) - sent_at / 1000
+    if abs(skew) > max_age:
+        raise Unauthorized(f"chio: not a call chio sent to this tool server: sent {skew:.0f}s from this server's clock, more than {max_age:.0f}s")

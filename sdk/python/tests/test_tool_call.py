@@ -1,0 +1,57 @@
+"""verify_tool_call: a tool server runs only calls chio's kernel signed for
+it (testdata/vectors/tool_call.json, written by the Go implementation and
+checked there by toolserver.Verifier)."""
+
+import json
+import os
+import unittest
+
+from chio import Unauthorized, verify_tool_call
+from chio.toolcall import SENT_AT_HEADER, SERVER_HEADER, SIGNATURE_HEADER, tool_call_message
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+with open(os.path.join(ROOT, "testdata", "vectors", "tool_call.json"), encoding="utf-8") as f:
+    CASES = json.load(f)["cases"]
+
+
+def headers(c, **over):
+    h = {SERVER_HEADER: c["server"], SENT_AT_HEADER: str(c["sent_at_ms"]), SIGNATURE_HEADER: c["signature"]}
+    h.update(over)
+    return h
+
+
+class ToolCall(unittest.TestCase):
+    def test_vectors_verify(self):
+        for c in CASES:
+            with self.subTest(c["name"]):
+                body = c["body"].encode()
+                self.assertEqual(tool_call_message(c["server"], c["sent_at_ms"], body).decode(), c["message"])
+                # Header names in any case, as HTTP servers pass them on.
+                lower = {k.lower(): v for k, v in headers(c).items()}
+                verify_tool_call(lower, body, c["public_key"], c["server"], now=c["sent_at_ms"] / 1000)
+
+    def test_refusals(self):
+        c = CASES[0]
+        body, now = c["body"].encode(), c["sent_at_ms"] / 1000
+        bad = {
+            "no headers (an agent calling the tool directly)": ({}, body, c["server"], now),
+            "changed body": (headers(c), body.replace(b"450", b"450000"), c["server"], now),
+            "another server": (headers(c), body, "ledger", now),
+            "another server claimed": (headers(c, **{SERVER_HEADER: "ledger"}), body, "ledger", now),
+            "stale": (headers(c), body, c["server"], now + 301),
+            "from the future": (headers(c), body, c["server"], now - 301),
+            "upper-case signature": (headers(c, **{SIGNATURE_HEADER: c["signature"].upper()}), body, c["server"], now),
+            "sent_at not a number": (headers(c, **{SENT_AT_HEADER: "1e12"}), body, c["server"], now),
+        }
+        for name, (h, b, server, t) in bad.items():
+            with self.subTest(name):
+                with self.assertRaises(Unauthorized):
+                    verify_tool_call(h, b, c["public_key"], server, now=t)
+        other = "ed25519:" + "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+        with self.assertRaises(Unauthorized):
+            verify_tool_call(headers(c), body, other, c["server"], now=now)
+
+
+if __name__ == "__main__":
+    unittest.main()
