@@ -24,6 +24,7 @@ export {
 } from "./results.js";
 export { CanonicalJSONError, ChioError, NotSentError, VoteRecordedError, VoteUncertainError, isRetryable, parseRetryAfter, type CanonicalRefusal, type ChioErrorCode } from "./errors.js";
 export { PrivateKey } from "./keys.js";
+export { DEFAULT_TOOL_CALL_MAX_AGE_MS, MAX_TOOL_CALL_BODY, TOOL_CALL_DOMAIN, toolCallMessage, verifyToolCall, type VerifyToolCallOptions } from "./toolcall.js";
 export {
   DEFAULT_TOKEN_TTL,
   MAX_APPROVAL_TTL,

@@ -1,0 +1,45 @@
+// verifyToolCall: a tool server runs only calls chio's kernel signed for it
+// (testdata/vectors/tool_call.json, written by the Go implementation and
+// checked there by toolserver.Verifier).
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { ChioError, toolCallMessage, verifyToolCall } from "@chio-protocol/sdk";
+
+import { VECTORS } from "./paths.js";
+
+interface Case { name: string; public_key: string; server: string; sent_at_ms: number; body: string; message: string; signature: string }
+const CASES = (JSON.parse(readFileSync(join(VECTORS, "tool_call.json"), "utf8")) as { cases: Case[] }).cases;
+
+function headers(c: Case, over: Record<string, string> = {}): Record<string, string> {
+  return { "x-chio-server": c.server, "x-chio-sent-at": String(c.sent_at_ms), "x-chio-signature": c.signature, ...over };
+}
+
+for (const c of CASES) {
+  test(`tool-call vector verifies: ${c.name}`, () => {
+    const body = Buffer.from(c.body, "utf8");
+    assert.equal(toolCallMessage(c.server, c.sent_at_ms, body).toString("utf8"), c.message);
+    verifyToolCall(headers(c), body, c.public_key, c.server, { nowMs: c.sent_at_ms });
+  });
+}
+
+test("verifyToolCall refuses what chio did not send to this server", () => {
+  const c = CASES[0]!;
+  const body = Buffer.from(c.body, "utf8");
+  const now = c.sent_at_ms;
+  const bad: [string, Record<string, string>, Buffer, string, number, string][] = [
+    ["no headers", {}, body, c.server, now, c.public_key],
+    ["changed body", headers(c), Buffer.from(c.body.replace("450", "450000"), "utf8"), c.server, now, c.public_key],
+    ["another server", headers(c), body, "ledger", now, c.public_key],
+    ["another server claimed", headers(c, { "x-chio-server": "ledger" }), body, "ledger", now, c.public_key],
+    ["stale", headers(c), body, c.server, now + 301_000, c.public_key],
+    ["upper-case signature", headers(c, { "x-chio-signature": c.signature.toUpperCase() }), body, c.server, now, c.public_key],
+    ["another kernel", headers(c), body, c.server, now, "ed25519:d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"],
+  ];
+  for (const [name, h, b, server, t, key] of bad) {
+    assert.throws(() => verifyToolCall(h, b, key, server, { nowMs: t }), (e: unknown) => e instanceof ChioError && e.code === "unauthorized", name);
+  }
+});
