@@ -4,6 +4,7 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -129,5 +130,42 @@ func TestDaemonWritesSecretFilesOwnerOnly(t *testing.T) {
 	}
 	if err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}); err != nil {
 		t.Fatalf("second start: %v", err)
+	}
+}
+
+// The TLS private key is a secret like kernel.pem: whoever reads it can
+// pose as chiod to every client and approver, and read the bearer tokens
+// they send. One that other users may read refuses the start, before
+// anything is written, and is left as it is; at 0600 chiod serves HTTPS.
+func TestDaemonRefusesTLSKeyOthersCanRead(t *testing.T) {
+	certs := t.TempDir()
+	certFile, keyFile := filepath.Join(certs, "cert.pem"), filepath.Join(certs, "key.pem")
+	writeSelfSigned(t, certFile, keyFile)
+	b, err := os.ReadFile(quickstart())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(b), "[kernel]\n",
+		fmt.Sprintf("[kernel]\ntls_cert_file = %q\ntls_key_file = %q\n", certFile, keyFile), 1)
+	cfg := filepath.Join(t.TempDir(), "chio.toml")
+	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604} {
+		if err := os.Chmod(keyFile, mode); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		wantRefusedForMode(t, runBriefly(t, daemon.Options{ConfigPath: cfg, DataDir: dir}), keyFile)
+		wantSameContent(t, dir, map[string]string{})
+		if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != mode {
+			t.Fatalf("the refused start changed the TLS key's mode: %v %v", fi.Mode(), err)
+		}
+	}
+	if err := os.Chmod(keyFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := runBriefly(t, daemon.Options{ConfigPath: cfg, DataDir: t.TempDir()}); err != nil {
+		t.Fatalf("TLS key at 0600: %v", err)
 	}
 }
