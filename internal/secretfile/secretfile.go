@@ -15,8 +15,8 @@ const maxSecretFileBytes = 64 << 10
 
 // Read reads a file that holds a secret chiod signs or authenticates with
 // (kernel.pem, admin.token, read.token, email-link.key, custodial Slack
-// keys). Whoever can read one can mint capabilities, forge receipts or
-// approvals, or act as the admin, so on Unix a file that group or others
+// keys, the TLS key). Whoever can read one can mint capabilities, forge
+// receipts or approvals, pose as chiod, or act as the admin, so on Unix a file that group or others
 // may read or write is refused. The mode is checked on the opened file, so
 // the bytes read are the file checked; the open does not block (openFlags),
 // so anything but a regular file, a FIFO included, is refused at once.
