@@ -169,3 +169,35 @@ func TestDaemonRefusesTLSKeyOthersCanRead(t *testing.T) {
 		t.Fatalf("TLS key at 0600: %v", err)
 	}
 }
+
+// A data dir that other users may write to lets them replace kernel.pem,
+// the token files or chio.db (rename needs only the directory), or plant
+// their own before the first start: a token they chose would be the
+// admin's. chiod refuses such a dir, as sshd refuses a key under a
+// directory others can write, before it writes anything there.
+func TestDaemonRefusesDataDirOthersCanWrite(t *testing.T) {
+	for _, mode := range []os.FileMode{0o777, 0o770, os.ModeSticky | 0o777, 0o702} {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir})
+		if err == nil {
+			t.Fatalf("chiod started on a data dir of mode %#o", mode)
+		}
+		if msg := err.Error(); !strings.Contains(msg, dir) || !strings.Contains(msg, "chmod 700 "+dir) {
+			t.Fatalf("error does not name %s and the fix: %v", dir, err)
+		}
+		wantSameContent(t, dir, map[string]string{})
+	}
+	// Owner-only, or readable by others (the files in it are 0600): served.
+	for _, mode := range []os.FileMode{0o700, 0o755} {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}); err != nil {
+			t.Fatalf("data dir of mode %#o: %v", mode, err)
+		}
+	}
+}
