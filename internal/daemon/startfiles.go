@@ -34,13 +34,18 @@ type startFiles struct {
 	committed  bool
 }
 
-// noteDataDir makes dir if need be. Call noteEntries once the data dir is
-// locked: from then on only this chiod writes there.
+// noteDataDir makes dir if need be, and refuses one that other users may
+// write to (checkDataDirMode) before anything is written in it. Call
+// noteEntries once the data dir is locked: from then on only this chiod
+// writes there.
 func noteDataDir(dir string) (*startFiles, error) {
 	_, err := os.Stat(dir)
 	created := errors.Is(err, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := checkDataDirMode(dir); err != nil {
+		return nil, err
 	}
 	return &startFiles{dir: dir, createdDir: created, kept: map[string]bool{}}, nil
 }
