@@ -81,6 +81,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := hideProcess(); err != nil {
 		return err
 	}
+	// Before the pid file tells anyone where to send SIGHUP (catchHUP).
+	hup, stopHUP := catchHUP()
+	defer stopHUP()
 	p, err := policy.Load(o.ConfigPath)
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
@@ -289,7 +292,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	// A reload can change what each agent's capability grants: connected
 	// MCP clients are told (notifications/tools/list_changed), as the
 	// gateway's listChanged capability promises.
-	stopReload := watchReload(o.ConfigPath, k, started, log, func() { gw.ToolsChanged("") })
+	stopReload := watchReload(hup, o.ConfigPath, k, started, log, func() { gw.ToolsChanged("") })
 	defer stopReload()
 	// No WriteTimeout: it counts from a request's arrival, so it would cut
 	// SSE streams and long-polls. The handler bounds every write instead

@@ -35,10 +35,9 @@ func restartSettingsOf(p *policy.Policy) restartSettings {
 // running policy. A change to how [[servers]] are reached, or to
 // authority_key, refuses the reload (serversReachedAlike,
 // authorityKeptAlike). reloaded runs after each reload that put a new
-// policy in force.
-func watchReload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger, reloaded func()) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// policy in force. hup is catchHUP's: a SIGHUP that came while chiod was
+// starting is waiting there, and reloads now.
+func watchReload(hup <-chan os.Signal, path string, k *kernel.Kernel, started restartSettings, log *slog.Logger, reloaded func()) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -52,7 +51,19 @@ func watchReload(path string, k *kernel.Kernel, started restartSettings, log *sl
 			}
 		}
 	}()
-	return func() { signal.Stop(hup); close(done) }
+	return func() { close(done) }
+}
+
+// catchHUP takes SIGHUP from its default action (ending the process)
+// before chiod writes its pid file: `kill -HUP $(cat chiod.pid)` or
+// `systemctl reload` while chiod is still starting would otherwise kill
+// it halfway, leaving the key, tokens and pid file of a start it never
+// finished or undid. One signal is kept for watchReload; stop restores
+// the default once chiod returns.
+func catchHUP() (hup chan os.Signal, stop func()) {
+	hup = make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return hup, func() { signal.Stop(hup) }
 }
 
 // reload reports whether it put the file's policy in force.
