@@ -64,6 +64,22 @@ var errRevokedAtDecision = errors.New("capability revoked before the allow decis
 // checks and the commit (a loaded store, a vote waiting out back-pressure).
 var errExpiredAtDecision = errors.New("capability expired before the allow decision committed")
 
+// capabilityLiveIn checks, inside the decision's own commit, that rec's
+// capability is neither revoked (errRevokedAtDecision) nor expired on the
+// clock read there (errExpiredAtDecision).
+func (k *Kernel) capabilityLiveIn(tx Tx, rec *CallRecord) error {
+	switch revoked, err := tx.Revoked(rec.CapabilityID); {
+	case err != nil:
+		return err
+	case revoked:
+		return errRevokedAtDecision
+	}
+	if rec.CapabilityExpiresAt != 0 && k.clock.Now().Unix() >= rec.CapabilityExpiresAt {
+		return errExpiredAtDecision
+	}
+	return nil
+}
+
 // mayHaveCommitted reports whether a failed commit may nonetheless be
 // durable: a store failure other than a full queue or a refusal made
 // before anything was written.
@@ -127,14 +143,8 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 		case !fresh && (cur.Status != StatusDispatching || cur.DecisionReceiptID != ""):
 			return fmt.Errorf("%w: call %s is %s", ErrConflict, rec.RequestID, cur.Status)
 		}
-		switch revoked, err := tx.Revoked(rec.CapabilityID); {
-		case err != nil:
+		if err := k.capabilityLiveIn(tx, rec); err != nil {
 			return err
-		case revoked:
-			return errRevokedAtDecision
-		}
-		if rec.CapabilityExpiresAt != 0 && k.clock.Now().Unix() >= rec.CapabilityExpiresAt {
-			return errExpiredAtDecision // the clock read inside the decision's commit
 		}
 		if extra != nil {
 			if err := extra(tx); err != nil {

@@ -226,14 +226,8 @@ func (k *Kernel) finishWith(ctx context.Context, req *approval.Request, rec *Cal
 			// An answer allowed (confirm / ask) is the call's effect: like
 			// commitAllow, it commits only while the capability is neither
 			// revoked nor expired, read inside this commit.
-			switch revoked, err := tx.Revoked(rec.CapabilityID); {
-			case err != nil:
+			if err := k.capabilityLiveIn(tx, rec); err != nil {
 				return err
-			case revoked:
-				return errRevokedAtDecision
-			}
-			if rec.CapabilityExpiresAt != 0 && k.clock.Now().Unix() >= rec.CapabilityExpiresAt {
-				return errExpiredAtDecision
 			}
 		}
 		if count {
