@@ -656,6 +656,14 @@ func TestToolCallSignature(t *testing.T) {
 		h.Set(signed.ToolCallServerHeader, c.Server)
 		h.Set(signed.ToolCallSentAtHeader, itoa(c.SentAtMs))
 		h.Set(signed.ToolCallSignatureHeader, c.Signature)
+		// chiod sends the body's request_id as the Idempotency-Key.
+		var call struct {
+			RequestID string `json:"request_id"`
+		}
+		if err := json.Unmarshal([]byte(c.Body), &call); err != nil {
+			t.Fatal(err)
+		}
+		h.Set(toolserver.IdempotencyKeyHeader, call.RequestID)
 		if err := v.Verify(h, []byte(c.Body)); err != nil {
 			t.Fatalf("%s: toolserver refuses the vector: %v", c.Name, err)
 		}

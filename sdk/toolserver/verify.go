@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,8 @@ const DefaultMaxAge = 5 * time.Minute
 
 // ErrNotFromChio is Verify's refusal of a call chio did not send to this
 // server: no or a malformed signature, one that does not verify under the
-// pinned kernel key, another server's id, or a sent_at outside MaxAge.
+// pinned kernel key, another server's id, an Idempotency-Key other than the
+// body's signed request_id, or a sent_at outside MaxAge.
 var ErrNotFromChio = errors.New("not a call chio sent to this tool server")
 
 // Verifier checks that calls were signed by one chio kernel for one server.
@@ -80,6 +82,20 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	msg := signed.Message(signed.ToolCallDomain, signed.ToolCallMessage(v.server, sentAt, body))
 	if !ed25519.Verify(v.kernel.Ed25519(), msg, sig) {
 		return fmt.Errorf("%w: the signature does not verify under kernel key %s", ErrNotFromChio, v.kernel)
+	}
+	// The signature covers the body, not the Idempotency-Key header that
+	// Dedupe keys on: a delivery captured on its way here, sent again
+	// within MaxAge under another key, would verify and run again. chiod
+	// sends the call's request id as both, so the key must be the body's
+	// signed request_id.
+	var call struct {
+		RequestID *string `json:"request_id"`
+	}
+	if err := json.Unmarshal(body, &call); err != nil || call.RequestID == nil {
+		return fmt.Errorf("%w: the body is not a call with a request_id", ErrNotFromChio)
+	}
+	if got := h.Get(IdempotencyKeyHeader); got != *call.RequestID {
+		return fmt.Errorf("%w: %s is %q, not the signed request_id %q", ErrNotFromChio, IdempotencyKeyHeader, clipHeader(got), clipHeader(*call.RequestID))
 	}
 	// Freshness after the signature: an unsigned time says nothing.
 	maxAge := v.MaxAge
