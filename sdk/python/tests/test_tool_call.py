@@ -16,7 +16,9 @@ with open(os.path.join(ROOT, "testdata", "vectors", "tool_call.json"), encoding=
 
 
 def headers(c, **over):
-    h = {SERVER_HEADER: c["server"], SENT_AT_HEADER: str(c["sent_at_ms"]), SIGNATURE_HEADER: c["signature"]}
+    h = {SERVER_HEADER: c["server"], SENT_AT_HEADER: str(c["sent_at_ms"]), SIGNATURE_HEADER: c["signature"],
+         # chiod sends the body's request_id as the Idempotency-Key.
+         "Idempotency-Key": json.loads(c["body"])["request_id"]}
     h.update(over)
     return h
 
@@ -43,6 +45,11 @@ class ToolCall(unittest.TestCase):
             "from the future": (headers(c), body, c["server"], now - 301),
             "upper-case signature": (headers(c, **{SIGNATURE_HEADER: c["signature"].upper()}), body, c["server"], now),
             "sent_at not a number": (headers(c, **{SENT_AT_HEADER: "1e12"}), body, c["server"], now),
+            # The signature covers the body, not the key a deduplicating
+            # server keys on: a captured call re-sent under a fresh key
+            # would run again.
+            "replayed under another Idempotency-Key": (headers(c, **{"Idempotency-Key": "req-1-again"}), body, c["server"], now),
+            "no Idempotency-Key": ({k: v for k, v in headers(c).items() if k != "Idempotency-Key"}, body, c["server"], now),
         }
         for name, (h, b, server, t) in bad.items():
             with self.subTest(name):

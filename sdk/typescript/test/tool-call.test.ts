@@ -15,7 +15,9 @@ interface Case { name: string; public_key: string; server: string; sent_at_ms: n
 const CASES = (JSON.parse(readFileSync(join(VECTORS, "tool_call.json"), "utf8")) as { cases: Case[] }).cases;
 
 function headers(c: Case, over: Record<string, string> = {}): Record<string, string> {
-  return { "x-chio-server": c.server, "x-chio-sent-at": String(c.sent_at_ms), "x-chio-signature": c.signature, ...over };
+  // chiod sends the body's request_id as the Idempotency-Key.
+  const key = (JSON.parse(c.body) as { request_id: string }).request_id;
+  return { "x-chio-server": c.server, "x-chio-sent-at": String(c.sent_at_ms), "x-chio-signature": c.signature, "idempotency-key": key, ...over };
 }
 
 for (const c of CASES) {
@@ -36,6 +38,9 @@ test("verifyToolCall refuses what chio did not send to this server", () => {
     ["another server", headers(c), body, "ledger", now, c.public_key],
     ["another server claimed", headers(c, { "x-chio-server": "ledger" }), body, "ledger", now, c.public_key],
     ["stale", headers(c), body, c.server, now + 301_000, c.public_key],
+    // The signature covers the body, not the key a deduplicating server
+    // keys on: a captured call re-sent under a fresh key would run again.
+    ["replayed under another Idempotency-Key", headers(c, { "idempotency-key": "req-1-again" }), body, c.server, now, c.public_key],
     ["upper-case signature", headers(c, { "x-chio-signature": c.signature.toUpperCase() }), body, c.server, now, c.public_key],
     ["another kernel", headers(c), body, c.server, now, "ed25519:d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"],
   ];
