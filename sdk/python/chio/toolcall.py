@@ -18,6 +18,7 @@ is the same check).
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Mapping
 
@@ -30,6 +31,8 @@ TOOL_CALL_DOMAIN = "chio.tool-call.v1"
 SERVER_HEADER = "X-Chio-Server"
 SENT_AT_HEADER = "X-Chio-Sent-At"
 SIGNATURE_HEADER = "X-Chio-Signature"
+#: chiod sends the call's request id (the body's request_id) as this header
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 #: how far X-Chio-Sent-At may be from the tool server's clock, either way
 DEFAULT_MAX_AGE = 300.0
 #: chio's arguments are at most 256 KiB; read no more than this of a body
@@ -60,8 +63,9 @@ def verify_tool_call(
     """Raise Unauthorized unless chio's kernel (kernel_key, "ed25519:<hex>",
     as chiod's GET /healthz names it) sent this call to server_id (this
     server's [[servers]] id) within max_age seconds of now. body is the
-    request body exactly as received. A call repeated within max_age is the
-    same call (same Idempotency-Key): deduplicate it."""
+    request body exactly as received; its Idempotency-Key header must be the
+    body's request_id. A call repeated within max_age is the same call (same
+    Idempotency-Key): deduplicate it."""
     if not isinstance(body, (bytes, bytearray)) or len(body) > MAX_CALL_BODY:
         raise Unauthorized(f"chio: a call body is bytes of at most {MAX_CALL_BODY}")
     if not kernel_key.startswith("ed25519:") or len(kernel_key) != 8 + 64:
@@ -84,6 +88,22 @@ def verify_tool_call(
         pub.verify(bytes.fromhex(sig_hex), msg)
     except InvalidSignature:
         raise Unauthorized(f"chio: not a call chio sent to this tool server: the signature does not verify under {kernel_key}") from None
+    # The signature covers the body, not the Idempotency-Key header a
+    # deduplicating server keys on: a captured call re-sent within max_age
+    # under another key would run again. chiod sends the call's request id
+    # as both, so the key must be the body's signed request_id.
+    try:
+        call = json.loads(bytes(body))
+    except ValueError:
+        call = None
+    request_id = call.get("request_id") if isinstance(call, dict) else None
+    if not isinstance(request_id, str):
+        raise Unauthorized("chio: not a call chio sent to this tool server: the body is not a call with a request_id")
+    key = _header(headers, IDEMPOTENCY_KEY_HEADER)
+    if key != request_id:
+        raise Unauthorized(
+            f"chio: not a call chio sent to this tool server: {IDEMPOTENCY_KEY_HEADER} is {key[:64]!r}, not the signed request_id {request_id[:64]!r}"
+        )
     # Freshness after the signature: an unsigned time says nothing.
     skew = (time.time() if now is None else now) - sent_at / 1000
     if abs(skew) > max_age:

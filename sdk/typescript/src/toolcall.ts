@@ -49,8 +49,9 @@ function refuse(why: string): never {
  * "ed25519:<hex>", as chiod's GET /healthz names it) sent this call to
  * serverId (this server's [[servers]] id) within maxAgeMs. headers is a
  * lookup by lower-case name (Node's IncomingMessage.headers is one); body
- * is the request body exactly as received. A call repeated within the
- * window is the same call (same Idempotency-Key): deduplicate it.
+ * is the request body exactly as received; its Idempotency-Key header must
+ * be the body's request_id. A call repeated within the window is the same
+ * call (same Idempotency-Key): deduplicate it.
  */
 export function verifyToolCall(
   headers: Record<string, string | string[] | undefined>,
@@ -76,6 +77,20 @@ export function verifyToolCall(
   const pub = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(kernelKey.slice(8), "hex")]), format: "der", type: "spki" });
   const msg = Buffer.concat([Buffer.from(TOOL_CALL_DOMAIN + "\0", "utf8"), toolCallMessage(serverId, sentAt, body)]);
   if (!verify(null, msg, pub, Buffer.from(sig, "hex"))) refuse(`the signature does not verify under ${kernelKey}`);
+  // The signature covers the body, not the Idempotency-Key header a
+  // deduplicating server keys on: a captured call re-sent within the window
+  // under another key would run again. chiod sends the call's request id as
+  // both, so the key must be the body's signed request_id.
+  let call: unknown;
+  try {
+    call = JSON.parse(Buffer.from(body).toString("utf8"));
+  } catch {
+    call = undefined;
+  }
+  const requestId = typeof call === "object" && call !== null && !Array.isArray(call) ? (call as { request_id?: unknown }).request_id : undefined;
+  if (typeof requestId !== "string") refuse("the body is not a call with a request_id");
+  const key = one("idempotency-key");
+  if (key !== requestId) refuse(`Idempotency-Key is ${JSON.stringify(key.slice(0, 64))}, not the signed request_id ${JSON.stringify(requestId.slice(0, 64))}`);
   // Freshness after the signature: an unsigned time says nothing.
   const skew = (opts.nowMs ?? Date.now()) - sentAt;
   const maxAge = opts.maxAgeMs ?? DEFAULT_TOOL_CALL_MAX_AGE_MS;
