@@ -45,6 +45,9 @@ class ToolCall(unittest.TestCase):
             "from the future": (headers(c), body, c["server"], now - 301),
             "upper-case signature": (headers(c, **{SIGNATURE_HEADER: c["signature"].upper()}), body, c["server"], now),
             "sent_at not a number": (headers(c, **{SENT_AT_HEADER: "1e12"}), body, c["server"], now),
+            # Not a number either: int() raised ValueError, not Unauthorized
+            # (a server answering Unauthorized with 401 answered 500).
+            "sent_at with two minus signs": (headers(c, **{SENT_AT_HEADER: "--" + str(c["sent_at_ms"])}), body, c["server"], now),
             # The signature covers the body, not the key a deduplicating
             # server keys on: a captured call re-sent under a fresh key
             # would run again.
