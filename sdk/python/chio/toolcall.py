@@ -77,7 +77,9 @@ def verify_tool_call(
     if got != server_id:
         raise Unauthorized(f"chio: not a call chio sent to this tool server: {SERVER_HEADER} is {got[:64]!r}, want {server_id!r}")
     sent = _header(headers, SENT_AT_HEADER)
-    if not sent.isascii() or not sent.lstrip("-").isdigit():
+    # At most one leading minus: lstrip("-") let "--1" through to int(),
+    # which raised ValueError instead of refusing.
+    if not sent.isascii() or not sent.removeprefix("-").isdigit():
         raise Unauthorized(f"chio: not a call chio sent to this tool server: {SENT_AT_HEADER} must be unix milliseconds")
     sent_at = int(sent)
     sig_hex = _header(headers, SIGNATURE_HEADER)
