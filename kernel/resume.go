@@ -63,11 +63,11 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		return deny(GuardCapability, "capability expired during the approval wait")
 	}
 	// The approvals (or the kernel's advisory vote) must still approve the
-	// call under the policy in force (approved_now.go).
-	if vote != nil {
-		if guard, reason, ok := approvedNow(p, req, advisory(vote, k.pub.String())); !ok {
-			return deny(guard, reason)
-		}
+	// call under the policy in force (approved_now.go). An approved request
+	// with no recorded vote (only a damaged store holds one) counts no
+	// approval, and is denied rather than run.
+	if guard, reason, ok := approvedNow(p, req, vote != nil && advisory(vote, k.pub.String())); !ok {
+		return deny(guard, reason)
 	}
 	var amended map[string]any
 	if tok != nil && len(tok.AmendedArguments) > 0 {
