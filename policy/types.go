@@ -228,7 +228,12 @@ type Slack struct {
 	BotTokenEnv      string `toml:"bot_token_env" json:"bot_token_env"`
 	SigningSecretEnv string `toml:"signing_secret_env" json:"signing_secret_env"`
 	Channel          string `toml:"channel" json:"channel"`
-	APIURL           string `toml:"api_url" json:"api_url"` // tests point this at slacktest
+	// TeamID pins the Slack workspace ("T…") whose users' clicks may
+	// decide. Unset, any
+	// workspace the app reaches (Slack Connect shares channels across
+	// organisations) is trusted on its user ids.
+	TeamID string `toml:"team_id" json:"team_id,omitempty"`
+	APIURL string `toml:"api_url" json:"api_url"` // tests point this at slacktest
 }
 
 // Email is [channels.email].

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/mail"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,10 @@ import (
 // and, where it is not obvious, what to write instead.
 
 // Channels an approval may name.
+// slackTeamID is a Slack workspace id ("T…"): what a click's payload
+// names as its team and its user's team_id.
+var slackTeamID = regexp.MustCompile(`^T[A-Z0-9]{2,20}$`)
+
 var channelNames = []string{"webhook", "slack", "email", "dashboard", "poll", "terminal"}
 
 // Guards that on_trigger may route to approval instead of denial. The
@@ -125,6 +130,9 @@ func (v *validator) channelConfigs() {
 		v.envName(base, "signing_secret_env", s.SigningSecretEnv, true)
 		if strings.TrimSpace(s.Channel) == "" {
 			v.at(base, k("channel"), "[channels.slack] needs a channel to post approval requests to (like \"#approvals\")")
+		}
+		if s.TeamID != "" && !slackTeamID.MatchString(s.TeamID) {
+			v.at(base, k("team_id"), "team_id = %q is not a Slack workspace id (like \"T0123ABCD\"; an Enterprise Grid organisation's \"E…\" id is not accepted: pin the workspace)", s.TeamID)
 		}
 		if s.APIURL != "" {
 			if err := checkURL(s.APIURL); err != nil {

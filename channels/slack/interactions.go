@@ -111,8 +111,11 @@ func (r *replayCache) add(sig string, until, now time.Time) error {
 
 // payload is the part of a block_actions interaction chiod reads.
 type payload struct {
-	Type    string    `json:"type"`
-	User    SlackUser `json:"user"`
+	Type string    `json:"type"`
+	User SlackUser `json:"user"`
+	Team struct {
+		ID string `json:"id"`
+	} `json:"team"`
 	Channel struct {
 		ID string `json:"id"`
 	} `json:"channel"`
@@ -215,6 +218,11 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 	if !validApprovalID(id) {
 		return "This button does not name an approval request."
 	}
+	if !c.fromPinnedTeam(p) {
+		c.log.Warn("slack click refused: not from the pinned workspace", "approval_id", id,
+			"user", p.User.ID, "user_team", p.User.TeamID, "team", p.Team.ID, "team_id", c.teamID)
+		return "Clicks from this Slack workspace do not decide chio requests; ask an approver of your organisation."
+	}
 	req, err := k.Approval(id)
 	if err != nil {
 		return "Approval request " + id + " was not found."
@@ -308,6 +316,18 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 		return fmt.Sprintf("You denied %s (signed with your custodial key); receipt %s.", id, res.ReceiptID)
 	}
 	return fmt.Sprintf("Your approval of %s is recorded: %d of %d approvals.", id, res.Approvals, res.Quorum)
+}
+
+// fromPinnedTeam reports whether the click may be taken at its user id's
+// word: always when no team_id is pinned; else only when both the
+// workspace the click came from (team.id) and the clicker's own
+// workspace (user.team_id, another organisation's for a Slack Connect
+// guest) are the pinned one. A payload that names neither is refused.
+func (c *Channel) fromPinnedTeam(p *payload) bool {
+	if c.teamID == "" {
+		return true
+	}
+	return p.Team.ID == c.teamID && p.User.TeamID == c.teamID
 }
 
 // refresh brings req's message up to req's state (idempotent: a message

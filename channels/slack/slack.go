@@ -118,6 +118,7 @@ type Options struct {
 type Channel struct {
 	api        *slackapi.Client
 	channel    string
+	teamID     string // [channels.slack] team_id: "" trusts any workspace
 	secret     []byte
 	publicURL  string
 	clock      clock.Clock
@@ -171,6 +172,7 @@ func New(cfg policy.Slack, o Options) (*Channel, error) {
 	c := &Channel{
 		api:        slackapi.New(o.Getenv(cfg.BotTokenEnv), apiOpts...),
 		channel:    cfg.Channel,
+		teamID:     cfg.TeamID,
 		secret:     []byte(o.Getenv(cfg.SigningSecretEnv)),
 		publicURL:  strings.TrimRight(o.PublicURL, "/"),
 		clock:      o.Clock,
@@ -187,6 +189,10 @@ func New(cfg policy.Slack, o Options) (*Channel, error) {
 	if o.DataDir != "" && o.Policy != nil {
 		if c.custodial, err = LoadCustodialKeys(o.DataDir, o.Policy); err != nil {
 			return nil, err
+		}
+		if c.teamID == "" && len(c.custodial) > 0 {
+			c.log.Warn("[channels.slack] team_id is not set: a custodial click is trusted on its Slack user id from any workspace the app reaches " +
+				"(Slack Connect shares channels across organisations); set team_id to your workspace's id")
 		}
 		for _, missing := range custodialMissing(o.Policy, c.custodial) {
 			c.log.Warn("slack_custodial approver has no custodial key: Slack clicks will send them to the dashboard",

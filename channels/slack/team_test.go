@@ -80,12 +80,12 @@ func TestSlackTeamIDIsChecked(t *testing.T) {
 		_, err := policy.Parse([]byte(fmt.Sprintf(text, a.Public(), b.Public(), "http://127.0.0.1:1/api/")), "slack.toml")
 		return err
 	}
-	for _, good := range []string{"T0TEAM", "E0GRID42"} {
+	for _, good := range []string{"T0TEAM", "T024BE7LH"} {
 		if err := parse(good); err != nil {
 			t.Fatalf("team_id %q refused: %v", good, err)
 		}
 	}
-	for _, bad := range []string{"team-1", "t0team", "U0LEAD", "T", " T0TEAM", "T0TEAM\\n"} {
+	for _, bad := range []string{"team-1", "t0team", "U0LEAD", "T", " T0TEAM", "T0TEAM\\n", "E0GRID42"} {
 		if err := parse(bad); err == nil || !strings.Contains(err.Error(), "team_id") {
 			t.Fatalf("team_id %q: got %v", bad, err)
 		}
