@@ -200,6 +200,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	store = st.store
 	defer store.Close()
+	// kernel.pem, the token files and chio.db are fsynced as written;
+	// their names in the data dir (and the data dir's own, when this start
+	// made it) are made durable before anything is served: a power cut
+	// must not leave the store's decisions without their file, nor a
+	// database bound to a key file that vanished.
+	if err := files.syncEntries(); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
 	if st.phases {
 		metrics.ExpectCommitPhases()
 	}

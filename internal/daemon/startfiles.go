@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/chiokernel/chio/internal/atomicfile"
 )
 
 // KeyFile is the kernel key's name in the data dir.
@@ -59,6 +61,20 @@ func (s *startFiles) noteEntries() error {
 	s.before = make(map[string]bool, len(ents))
 	for _, e := range ents {
 		s.before[e.Name()] = true
+	}
+	return nil
+}
+
+// syncEntries makes the data dir's entries durable, and the data dir's
+// own entry in its parent when this start created it.
+func (s *startFiles) syncEntries() error {
+	if err := atomicfile.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if s.createdDir {
+		if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(s.dir))); err != nil {
+			return fmt.Errorf("data dir's parent: %w", err)
+		}
 	}
 	return nil
 }
