@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,7 +52,7 @@ func (u *Upstream) dialStdio(argv []string) func(ctx context.Context) (*conn, er
 	return func(ctx context.Context) (*conn, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = childEnv(os.Environ())
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = ownProcessGroup()
 		// Our own pipe, not cmd.StdinPipe: its write end must take a
 		// deadline (see stdinWriter).
 		stdinR, stdinW, err := os.Pipe()
@@ -159,8 +158,7 @@ func (p *process) terminate() { p.once.Do(p.kill) }
 
 func (p *process) kill() {
 	cmd := p.cmd
-	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	signalGroup(cmd, false)
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
@@ -169,11 +167,11 @@ func (p *process) kill() {
 	select {
 	case <-done:
 	case <-time.After(killGrace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		signalGroup(cmd, true)
 		<-done
 	}
 	// Whatever the group left behind (a grandchild that ignored SIGTERM).
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	signalGroup(cmd, true)
 }
 
 // logStderr forwards the server's stderr to the log, line by line, each
