@@ -82,6 +82,9 @@ type approvalPlan struct {
 	TimeoutAction  string   `json:"timeout_action"`
 	Channels       []string `json:"channels"`
 	Tiers          int      `json:"tiers,omitempty"`
+	// Uncounted are the grant's approvers (of this tier) whose vote the
+	// kernel would refuse: the calling agent's own key (--subject).
+	Uncounted []string `json:"uncounted,omitempty"`
 }
 
 // errBadCall is a call the kernel would refuse before deciding (400, no
@@ -175,7 +178,7 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 		for _, t := range d.TriggeredBy {
 			x.Outcome.DecidedBy = append(x.Outcome.DecidedBy, "trigger "+t)
 		}
-		x.Approval = plan(grant)
+		x.Approval = plan(grant, in.Subject)
 		x.Assumes = append(x.Assumes, "no standing (batch) approval covers the call (one could approve it at once)",
 			// The kernel denies a call that would park one request more
 			// than the agent may have waiting (kernel/pending_cap.go).
@@ -188,8 +191,10 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 }
 
 // plan is who the request would go to first: with escalation, the first
-// tier; otherwise every approver of the grant.
-func plan(g *policy.Grant) *approvalPlan {
+// tier; otherwise every approver of the grant. An approver whose key is
+// the calling agent's (subject) is listed as uncounted: the kernel never
+// counts an agent's vote on its own call (kernel/approvers.go).
+func plan(g *policy.Grant, subject string) *approvalPlan {
 	a := g.Approval
 	if a == nil {
 		return &approvalPlan{}
@@ -197,7 +202,11 @@ func plan(g *policy.Grant) *approvalPlan {
 	pl := &approvalPlan{Quorum: max(a.Quorum, 1), TimeoutSeconds: a.TimeoutSeconds, TimeoutAction: a.TimeoutAction, Channels: a.Channels}
 	if a.TimeoutAction == "escalate" && a.Escalation != nil && len(a.Escalation.Tiers) > 0 {
 		t := a.Escalation.Tiers[0]
-		pl.Approvers, pl.Tiers = t.Approvers, len(a.Escalation.Tiers)
+		pl.Tiers = len(a.Escalation.Tiers)
+		for _, name := range t.Approvers {
+			ap, ok := a.ApproverByName(name)
+			pl.add(name, ok && subject != "" && ap.PublicKey.String() == subject)
+		}
 		if len(t.Channels) > 0 {
 			pl.Channels = t.Channels
 		}
@@ -207,9 +216,18 @@ func plan(g *policy.Grant) *approvalPlan {
 		return pl
 	}
 	for _, ap := range a.Approvers {
-		pl.Approvers = append(pl.Approvers, cmp.Or(ap.DisplayName, ap.PublicKey.String()))
+		pl.add(cmp.Or(ap.DisplayName, ap.PublicKey.String()), subject != "" && ap.PublicKey.String() == subject)
 	}
 	return pl
+}
+
+// add lists an approver as asked, or as uncounted when it is the agent.
+func (pl *approvalPlan) add(name string, isAgent bool) {
+	if isAgent {
+		pl.Uncounted = append(pl.Uncounted, name)
+		return
+	}
+	pl.Approvers = append(pl.Approvers, name)
 }
 
 func runPolicyExplain(e *Env, args []string) int {
@@ -297,12 +315,19 @@ func printExplanation(w io.Writer, x *explanation) {
 	}
 	fmt.Fprintf(w, "\ndecided:  %s\n", strings.Join(o.DecidedBy, "; "))
 	if a := x.Approval; a != nil {
-		fmt.Fprintf(w, "asks:     %s (quorum %d) via %s; after %ds: %s", strings.Join(a.Approvers, ", "), a.Quorum,
+		asks := strings.Join(a.Approvers, ", ")
+		if asks == "" {
+			asks = "nobody whose vote counts"
+		}
+		fmt.Fprintf(w, "asks:     %s (quorum %d) via %s; after %ds: %s", asks, a.Quorum,
 			strings.Join(a.Channels, ", "), a.TimeoutSeconds, a.TimeoutAction)
 		if a.Tiers > 0 {
 			fmt.Fprintf(w, " (tier 1 of %d)", a.Tiers)
 		}
 		fmt.Fprintln(w)
+		if len(a.Uncounted) > 0 {
+			fmt.Fprintf(w, "uncounted: %s (the calling agent: the kernel refuses its vote on its own call)\n", strings.Join(a.Uncounted, ", "))
+		}
 	}
 	for _, s := range x.Assumes {
 		fmt.Fprintf(w, "assumes:  %s\n", s)

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/chiokernel/chio/internal/cli"
 	"github.com/chiokernel/chio/internal/keys"
 )
 
@@ -63,5 +65,10 @@ func TestPolicyExplainAsksOnlyWhoseVoteCounts(t *testing.T) {
 	x = explain(t, pf, "--server", "api", "--tool", "deploy", "--subject", k[1].Public().String())
 	if !slices.Equal(x.Approval.Approvers, []string{"Ops Bot"}) {
 		t.Fatalf("asks %q for the SRE Lead's own call", x.Approval.Approvers)
+	}
+	// The table says who is left out and why.
+	so, se, code := chio(nil, "policy", "explain", pf, "--server", "api", "--tool", "deploy", "--subject", k[0].Public().String())
+	if code != cli.ExitOK || !strings.Contains(so, "asks:     SRE Lead (quorum 1)") || !strings.Contains(so, "uncounted: Ops Bot (the calling agent") {
+		t.Fatalf("exit %d\n%s%s", code, so, se)
 	}
 }
