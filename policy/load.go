@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"reflect"
 
@@ -14,12 +15,26 @@ import (
 // Load reads and parses a policy file. A file that cannot be read is a
 // wrapped I/O error (errors.Is(err, fs.ErrNotExist) works); a file that is
 // wrong in any way is a *Errors listing every problem.
-func Load(path string) (*Policy, error) {
+func Load(path string) (*Policy, error) { return LoadChecked(path, nil) }
+
+// LoadChecked is Load with check run on the opened file's FileInfo before
+// anything is read (chiod refuses a policy file other users may write); a
+// check's error is returned as is.
+func LoadChecked(path string, check func(fs.FileInfo) error) (*Policy, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	defer f.Close()
+	if check != nil {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		if err := check(fi); err != nil {
+			return nil, err
+		}
+	}
 	// Read one byte past the limit, so an oversized file is refused without
 	// being read whole.
 	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))

@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	// Before the pid file tells anyone where to send SIGHUP (catchHUP).
 	hup, stopHUP := catchHUP()
 	defer stopHUP()
-	p, err := policy.Load(o.ConfigPath)
+	p, err := loadPolicy(o.ConfigPath)
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}

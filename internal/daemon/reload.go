@@ -68,7 +68,7 @@ func catchHUP() (hup chan os.Signal, stop func()) {
 
 // reload reports whether it put the file's policy in force.
 func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Logger) bool {
-	next, err := policy.Load(path)
+	next, err := loadPolicy(path)
 	if err != nil {
 		log.Error("policy reload refused; keeping the policy in force", "err", err)
 		return false
