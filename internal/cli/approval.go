@@ -18,7 +18,6 @@ import (
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/connect"
 	"github.com/chiokernel/chio/internal/httpapi"
-	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -279,7 +278,7 @@ func runDecision(e *Env, args []string, decision string) int {
 		}
 		amended = json.RawMessage(*amend)
 	}
-	key, err := keys.LoadPrivateKey(*keyFile)
+	key, err := e.loadKey(*keyFile)
 	if err != nil {
 		return fail(e, err)
 	}

@@ -68,7 +68,7 @@ func runBatchCreate(e *Env, args []string) int {
 		}
 		pinned = &k
 	}
-	key, err := keys.LoadPrivateKey(*keyFile)
+	key, err := e.loadKey(*keyFile)
 	if err != nil {
 		return fail(e, err)
 	}

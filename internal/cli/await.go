@@ -102,7 +102,7 @@ func newAwaiter(ctx context.Context, e *Env, r *remote, keyFile, cmd string) (*a
 	if kf == "" {
 		return nil, usageErr(cmd, "needs CHIO_READ_TOKEN / CHIO_ADMIN_TOKEN, or the agent's --key (CHIO_KEY)")
 	}
-	k, err := keys.LoadPrivateKey(kf)
+	k, err := e.loadKey(kf)
 	if err != nil {
 		return nil, err
 	}

@@ -160,7 +160,7 @@ func buildCall(e *Env, server, tool, op, args, intent, capFile, keyFile, reqID s
 	if err := json.Unmarshal(capRaw, &capHead); err != nil || capHead.ID == "" {
 		return nil, fmt.Errorf("%s is not a capability file", capFile)
 	}
-	key, err := keys.LoadPrivateKey(keyFile)
+	key, err := e.loadKey(keyFile)
 	if err != nil {
 		return nil, err
 	}

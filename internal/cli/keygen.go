@@ -26,7 +26,7 @@ func runKeygen(e *Env, args []string) int {
 		return fail(e, err)
 	}
 	if *show != "" {
-		k, err := keys.LoadPrivateKey(*show)
+		k, err := e.loadKey(*show)
 		if err != nil {
 			return fail(e, err)
 		}

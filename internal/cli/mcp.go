@@ -15,7 +15,6 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/mcpgw"
 )
 
@@ -49,7 +48,7 @@ func runMCPServe(e *Env, args []string) int {
 	if err != nil {
 		return fail(e, err)
 	}
-	key, err := keys.LoadPrivateKey(keyPath)
+	key, err := e.loadKey(keyPath)
 	if err != nil {
 		return fail(e, err)
 	}

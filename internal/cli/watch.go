@@ -67,7 +67,7 @@ func runApprovalWatch(e *Env, args []string) int {
 	if *ttl <= 0 || *ttl > approval.MaxApprovalTTL {
 		return fail(e, usageError("--ttl must be in (0, 1h]"))
 	}
-	key, err := keys.LoadPrivateKey(*keyFile)
+	key, err := e.loadKey(*keyFile)
 	if err != nil {
 		return fail(e, err)
 	}
