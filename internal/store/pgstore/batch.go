@@ -28,6 +28,7 @@ type batchTx struct {
 	conn      *pgxpool.Conn
 	begun     bool   // BEGIN was sent
 	committed bool   // COMMIT succeeded
+	schema    int    // the database's schema version, read with BEGIN (schema_fence.go)
 	base      *layer // the functions kept so far
 
 	mu         sync.Mutex // the caches and the failure, written by the pipeline
@@ -175,11 +176,13 @@ func (b *batchTx) aborted() error {
 	return b.dbErr
 }
 
-// send runs a pipeline, opening the transaction with it the first time.
+// send runs a pipeline, opening the transaction with it the first time:
+// BEGIN, then the schema fence's lock and version read (schema_fence.go).
 func (b *batchTx) send(batch *pgx.Batch) error {
 	if !b.begun {
 		b.begun = true
-		batch.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: "BEGIN ISOLATION LEVEL READ COMMITTED"}}, batch.QueuedQueries...)
+		open := append([]*pgx.QueuedQuery{{SQL: "BEGIN ISOLATION LEVEL READ COMMITTED"}}, schemaGuard(&b.schema)...)
+		batch.QueuedQueries = append(open, batch.QueuedQueries...)
 	}
 	return b.conn.SendBatch(b.ctx, batch).Close()
 }

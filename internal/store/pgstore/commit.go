@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,6 +54,14 @@ func (s *Store) commitGroup(live []*op) {
 		case retryable(res.err) && len(live) > 1:
 			for _, o := range live {
 				s.commitGroup([]*op{o})
+			}
+			return
+		case errors.Is(res.err, ErrSchemaTooNew):
+			// Nothing of it was sent past the version read: certainly not
+			// committed, and no retry can help.
+			err := fmt.Errorf("%w (%w): %w", kernel.ErrUnavailable, kernel.ErrNotCommitted, res.err)
+			for _, o := range live {
+				o.done <- err
 			}
 			return
 		case res.culprit >= 0 && pgCode(res.err) != "" && !retryable(res.err):
@@ -140,6 +149,10 @@ func (s *Store) runBatch(live []*op) batchResult {
 			return res
 		}
 		keep(i, f, err)
+	}
+	if err := b.checkSchema(); err != nil {
+		res.err = err // a newer build migrated the database: write nothing
+		return res
 	}
 	if b.base.empty() {
 		return res // nothing to write: the rollback releases the row locks

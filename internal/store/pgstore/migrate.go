@@ -16,7 +16,10 @@ import (
 
 // Migrations are embedded, numbered NNNN_name.sql, and applied in order,
 // each at most once, recorded in chio_schema. They run in one transaction
-// under an advisory lock, so replicas starting together migrate once.
+// under an advisory lock, so replicas starting together migrate once; every
+// commit transaction takes that lock shared, so a migration waits for the
+// commits in flight, and older replicas running then commit nothing after
+// it (schema_fence.go).
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS

@@ -110,7 +110,7 @@ func (s *Store) heartbeat() {
 }
 
 // beat records this replica's heartbeat on conn, and learns whether any
-// other replica is alive.
+// other replica is alive and whether a newer build migrated the database.
 func (s *Store) beat(ctx context.Context, conn *pgx.Conn) error {
 	tag, err := conn.Exec(ctx, `UPDATE chio_replicas SET heartbeat_ms = `+dbNowMS+` WHERE id = $1`, s.id)
 	if err == nil && tag.RowsAffected() == 0 {
@@ -122,12 +122,15 @@ func (s *Store) beat(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
-	var others int
-	err = conn.QueryRow(ctx, `SELECT count(*) FROM chio_replicas WHERE id <> $1 AND heartbeat_ms >= `+dbNowMS+` - $2`,
-		s.id, s.opts.Lease.Milliseconds()).Scan(&others)
+	var others, schema int
+	err = conn.QueryRow(ctx, `SELECT count(*), (`+schemaRead+`) FROM chio_replicas WHERE id <> $1 AND heartbeat_ms >= `+dbNowMS+` - $2`,
+		s.id, s.opts.Lease.Milliseconds()).Scan(&others, &schema)
 	// A replica that starts now is told nothing until the next beat:
 	// its waiters started after this check, and they re-read state.
 	s.alone.Store(err == nil && others == 0)
+	if err == nil {
+		s.checkSchema(schema) // a newer build migrated: fenced, unready (schema_fence.go)
+	}
 	return err
 }
 

@@ -55,6 +55,10 @@ type Store struct {
 	key  keys.PrivateKey
 	opts Options
 	id   string // this process's replica id (replica.go)
+	// schema is the version this build migrated the database to; stale,
+	// once set, why it commits nothing more (schema_fence.go).
+	schema int
+	stale  atomic.Pointer[error]
 
 	queue  *commitq.Queue[*op]
 	wg     sync.WaitGroup        // committers
@@ -164,7 +168,8 @@ func (s *Store) init(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return keyNotRecorded{fmt.Errorf("pgstore: connect: %w", err)}
 	}
-	if _, err := migrate(ctx, s.pool); err != nil {
+	var err error
+	if s.schema, err = migrate(ctx, s.pool); err != nil {
 		return keyNotRecorded{err} // its transaction holds no kernel key
 	}
 	if err := s.checkKey(ctx); err != nil {
@@ -192,6 +197,9 @@ func (s *Store) Ready() error {
 	if s.queue.Closed() {
 		return errors.New("store closed")
 	}
+	if err := s.fenced(); err != nil {
+		return err
+	}
 	if e := s.health.Load(); e != nil {
 		return fmt.Errorf("database unreachable or failing: %w", *e)
 	}
@@ -207,8 +215,11 @@ func (s *Store) setHealth(err error) {
 }
 
 // Update queues fn and waits until the transaction carrying it commits (or
-// fails).
+// fails). A store fenced by a newer schema refuses at once (schema_fence.go).
 func (s *Store) Update(ctx context.Context, fn func(kernel.Tx) error) error {
+	if err := s.fenced(); err != nil {
+		return fmt.Errorf("%w (%w): %w", kernel.ErrUnavailable, kernel.ErrNotCommitted, err)
+	}
 	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	if err := s.queue.Put(o); err != nil {
 		return err
