@@ -199,3 +199,31 @@ func TestMigrationWaitsForAnOlderReplicasCommitInFlight(t *testing.T) {
 		t.Fatalf("a commit after the migration: %v, want ErrSchemaTooNew", err)
 	}
 }
+
+// A fenced replica claims nothing either: neither the calls in flight of
+// a replica that is gone (it could not finish them, and while it lives no
+// upgraded replica could take them over) nor due deadlines (it cannot
+// fire them; the upgraded replicas would wait out its claim).
+func TestOlderReplicaClaimsNothingOnceTheSchemaMovedOn(t *testing.T) {
+	dsn := pgtest.Database(t)
+	old, gone := openPG(t, dsn), openPG(t, dsn)
+	if err := gone.Update(context.Background(), func(tx kernel.Tx) error {
+		return tx.PutCall(&kernel.CallRecord{RequestID: "orphan", Status: kernel.StatusDispatching, DecisionReceiptID: "rc-x"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gone.Close() // its calls in flight are orphans at once
+	due := parkDue(t, old, 1, time.Now().Unix()-1)
+	if err := migrateNewer(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the older replica to report unready", func() bool { return old.Ready() != nil })
+	orphans, err := old.ClaimOrphans(context.Background(), 10)
+	if len(orphans) != 0 || countRows(t, dsn, "SELECT count(*) FROM chio_calls WHERE owner = $1", old.ID()) != 0 {
+		t.Errorf("a replica older than the database's schema took over %d calls in flight of a replica that is gone (%v)", len(orphans), err)
+	}
+	claimed, err := old.ClaimDeadlines(context.Background(), time.Now(), "", 10)
+	if len(claimed) != 0 || countRows(t, dsn, "SELECT count(*) FROM chio_approvals WHERE claimed_by = $1", old.ID()) != 0 {
+		t.Errorf("a replica older than the database's schema claimed deadlines %v of %v (%v)", claimed, due, err)
+	}
+}
