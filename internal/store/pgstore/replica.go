@@ -148,7 +148,9 @@ func (s *Store) prune(ctx context.Context) {
 // now). SKIP LOCKED passes over requests another transaction is changing
 // right now; a later sweep sees them.
 func (s *Store) ClaimDeadlines(ctx context.Context, now time.Time, id string, limit int) ([]string, error) {
-	if limit <= 0 {
+	if limit <= 0 || s.fenced() != nil {
+		// A fenced replica cannot fire a deadline: it claims none, and the
+		// upgraded replicas need not wait out its claims (schema_fence.go).
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
@@ -183,7 +185,9 @@ func (s *Store) ClaimDeadlines(ctx context.Context, now time.Time, id string, li
 // replica whose heartbeat is older than the lease (or that is gone from
 // chio_replicas) become this replica's.
 func (s *Store) ClaimOrphans(ctx context.Context, limit int) ([]*kernel.CallRecord, error) {
-	if limit <= 0 {
+	if limit <= 0 || s.fenced() != nil {
+		// A fenced replica cannot finish a call: it takes over none, and
+		// leaves them to the upgraded replicas (schema_fence.go).
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)

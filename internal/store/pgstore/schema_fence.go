@@ -21,9 +21,11 @@ import (
 // migration waits for it, then reads the new version. A transaction whose
 // version is newer than this build's sends nothing more and rolls back:
 // every function in it gets ErrSchemaTooNew (certainly not committed), the
-// store is fenced for good (Update refuses at once, Ready reports it) and
-// the log says why. The heartbeat reads the version too, so an idle replica
-// turns unready within a beat.
+// store is fenced for good (Update refuses at once, Ready reports it, it
+// claims no orphaned call and no deadline) and the log says why. The
+// heartbeat reads the version too, so an idle replica turns unready within
+// a beat. Its own calls in flight stay its own while it lives (it still
+// heartbeats): they are taken over once it stops.
 
 // schemaLock and schemaRead open every commit transaction (batch.go send).
 const (
