@@ -40,7 +40,7 @@ from .errors import (
     VoteRecorded,
     VoteUncertain,
 )
-from .keys import PrivateKey
+from .keys import KeyFileModeWarning, PrivateKey
 from .results import Allowed, Approval, PendingApproval, Result, ToolDenied
 from .signing import parameter_hash
 from .sync import SyncClient
@@ -67,6 +67,7 @@ __all__ = [
     "NotSent",
     "OutcomeUnknown",
     "PendingApproval",
+    "KeyFileModeWarning",
     "PrivateKey",
     "RawJSON",
     "Result",

@@ -4,6 +4,8 @@ form of public keys."""
 from __future__ import annotations
 
 import os
+import stat
+import warnings
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -13,6 +15,31 @@ from .errors import BadRequest
 
 # A PEM key file is ~120 bytes; anything much larger is not one.
 MAX_KEY_FILE_BYTES = 64 << 10
+
+
+class KeyFileModeWarning(UserWarning):
+    """A private key file that group or others may read (any bit of mode
+    0o077): whoever reads it signs as its holder."""
+
+
+def _warn_if_open_to_others(path: str | os.PathLike, public_key: str) -> None:
+    """Warn (KeyFileModeWarning) when others may read or write the key file
+    at path. A warning, not a refusal: keys are copied between machines
+    whose modes the SDK does not control, and the repository's demo keys
+    check out 0644. Outside POSIX, modes say nothing (access is by ACL)."""
+    if os.name != "posix":
+        return
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return
+    if mode & 0o077:
+        warnings.warn(
+            f"chio: key file {os.fspath(path)} has mode {oct(mode)}: other users may read it and sign as "
+            f"{public_key}; run `chmod 600 {os.fspath(path)}`",
+            KeyFileModeWarning,
+            stacklevel=3,
+        )
 
 
 class PrivateKey:
@@ -52,8 +79,11 @@ class PrivateKey:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "PrivateKey":
-        """Read a PKCS#8 PEM key file."""
-        return cls.from_pem(_read_file(path, MAX_KEY_FILE_BYTES, "key"))
+        """Read a PKCS#8 PEM key file. One that group or others may read
+        draws a KeyFileModeWarning (it still loads)."""
+        key = cls.from_pem(_read_file(path, MAX_KEY_FILE_BYTES, "key"))
+        _warn_if_open_to_others(path, key.public_key)
+        return key
 
     def sign(self, message: bytes) -> bytes:
         """The raw 64-byte Ed25519 signature of message. Callers sign

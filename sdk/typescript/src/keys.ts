@@ -52,7 +52,9 @@ export class PrivateKey {
       if (e instanceof ChioError) throw e;
       throw new ChioError("bad_request", `chio: key file: ${(e as Error).message}`);
     }
-    return PrivateKey.fromPEM(data);
+    const key = PrivateKey.fromPEM(data);
+    warnIfOpenToOthers(path, key.publicKey);
+    return key;
   }
 
   /** The raw 64-byte Ed25519 signature of message (callers sign domain-separated messages). */
@@ -66,5 +68,28 @@ export class PrivateKey {
 
   toJSON(): string {
     return this.toString();
+  }
+}
+
+/**
+ * Emit a warning (code CHIO_KEY_FILE_MODE) when group or others may read or
+ * write the key file at path (any bit of 0o077): whoever reads it signs as
+ * its holder. A warning, not a refusal: keys are copied between machines
+ * whose modes the SDK does not control, and the repository's demo keys
+ * check out 0644. On Windows modes say nothing (access is by ACL).
+ */
+function warnIfOpenToOthers(path: string, publicKey: string): void {
+  if (process.platform === "win32") return;
+  let mode: number;
+  try {
+    mode = statSync(path).mode & 0o777;
+  } catch {
+    return;
+  }
+  if ((mode & 0o077) !== 0) {
+    process.emitWarning(
+      `chio: key file ${path} has mode 0${mode.toString(8)}: other users may read it and sign as ${publicKey}; run \`chmod 600 ${path}\``,
+      { code: "CHIO_KEY_FILE_MODE" },
+    );
   }
 }
