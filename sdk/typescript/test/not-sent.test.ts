@@ -47,6 +47,17 @@ test("a call refused on every attempt is not sent", async () => {
   assert.match(e.message, /not sent/);
 });
 
+// Node's fetch refuses a port the Fetch standard blocks (6000, 6665–6669,
+// 10080, …) before it connects: a chiod listening there is never reached,
+// and no call to it can have run.
+test("a call to a port Node's fetch blocks is not sent, and says why", async () => {
+  const e = await callError(clientAt("http://127.0.0.1:6000"), "req-bad-port");
+  assert.equal(e.name, "NotSentError", `a call fetch never sent reads as ${e.code}: ${e.message}`);
+  assert.equal(e.code, "unavailable");
+  assert.equal(e.requestId, "req-bad-port");
+  assert.match(e.message, /blocks port 6000/);
+});
+
 test("a lost answer followed by refused connections is outcome unknown", async () => {
   let reached = false;
   const server = createServer((sock: Socket) => {
