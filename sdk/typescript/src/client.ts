@@ -9,7 +9,7 @@
 
 import type { ApprovalRequest, Question } from "./approver.js";
 import { canonicalize, parseStrict } from "./canon.js";
-import { BadAnswerError, ChioError, ConnectFailedError, NotSentError, apiError, isAnswerLost, isRetryable, neverConnected, parseRetryAfter } from "./errors.js";
+import { BadAnswerError, ChioError, ConnectFailedError, NotSentError, apiError, blockedPort, isAnswerLost, isRetryable, neverConnected, parseRetryAfter } from "./errors.js";
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
 import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
@@ -631,7 +631,10 @@ export class ChioClient {
       if (e instanceof ChioError) throw e;
       signal?.throwIfAborted();
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : (cause?.code ?? cause?.message ?? (e as Error).message);
+      let why = timeout.aborted ? `no answer within ${timeoutMs} ms` : (cause?.code ?? cause?.message ?? (e as Error).message);
+      if (!timeout.aborted && blockedPort(e)) {
+        why = `Node's fetch blocks port ${new URL(url).port} (the Fetch standard's "bad port" list): run chiod on another port`;
+      }
       if (!timeout.aborted && neverConnected(e)) throw new ConnectFailedError(`chio: cannot connect to chiod at ${url}: ${why}`, e);
       throw new ChioError("transport", `chio: cannot reach chiod at ${url}: ${why}`, { cause: e });
     }

@@ -177,7 +177,8 @@ export class ConnectFailedError extends ChioError {
  * request only after; with several addresses tried, every one failed so.
  * Errors after connecting carry "read"/"write" or undici's other codes, and
  * a TLS handshake that failed (rather than ran out of time) has no syscall
- * "connect": never this.
+ * "connect": never this. Nor is a port the Fetch standard blocks (see
+ * blockedPort) ever connected to: fetch refuses it first.
  */
 export function neverConnected(fetchError: unknown): boolean {
   const dialFailed = (c: unknown): boolean => {
@@ -185,7 +186,17 @@ export function neverConnected(fetchError: unknown): boolean {
     const { syscall, code } = (c ?? {}) as { syscall?: unknown; code?: unknown };
     return syscall === "connect" || syscall === "getaddrinfo" || code === "UND_ERR_CONNECT_TIMEOUT";
   };
-  return dialFailed((fetchError as { cause?: unknown } | null | undefined)?.cause);
+  return blockedPort(fetchError) || dialFailed((fetchError as { cause?: unknown } | null | undefined)?.cause);
+}
+
+/**
+ * Whether fetch refused the URL's port before connecting: the Fetch
+ * standard's "bad port" list (6000, 6665–6669, 10080, …), which Node's
+ * fetch enforces with a network error whose cause reads "bad port".
+ */
+export function blockedPort(fetchError: unknown): boolean {
+  const cause = (fetchError as { cause?: unknown } | null | undefined)?.cause;
+  return cause instanceof Error && cause.message === "bad port";
 }
 
 const byServerCode: Record<string, ChioErrorCode> = {
