@@ -31,6 +31,12 @@ var ErrStaleDelivery = errors.New("webhook delivery is not fresh")
 // (no event or delivery id).
 var ErrBadDelivery = errors.New("webhook delivery is malformed")
 
+// ParseKernelKey parses the kernel key a receiver pins, as chiod logs it at
+// start and GET /healthz names it ("ed25519:…"), for VerifyDelivery and
+// VerifySignature. The key's type is chio's internal one: code outside this
+// module cannot name it, so this is how a receiver gets one.
+func ParseKernelKey(s string) (keys.PublicKey, error) { return keys.ParsePublicKey(s) }
+
 // VerifyDelivery checks a delivery as a receiver gets it — the exact body
 // bytes and the X-Chio-Signature header — against the kernel key the
 // receiver pinned, and returns its payload. It refuses a bad signature
