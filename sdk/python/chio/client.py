@@ -407,7 +407,8 @@ class Client(_Approvals):
         process that made the call may be gone. A call that already ended
         answers at once with its stored output. Reconnects through network
         errors and chiod restarts; timeout (seconds, None = no limit) passing
-        raises TimedOut, and the call may still be pending.
+        raises TimedOut naming the call (request_id), which may still be
+        pending.
         """
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -416,8 +417,15 @@ class Client(_Approvals):
         while True:
             wait = LONG_POLL if deadline is None else min(LONG_POLL, deadline - loop.time())
             if wait <= 0:
-                raise TimedOut(f"chio: await {id}: timed out (still {status})")
-            state = await self._retrying(lambda: self._get_call(rid, wait), deadline, f"await {id} (still {status})")
+                raise TimedOut(f"chio: await {id}: timed out (still {status})", request_id=rid)
+            try:
+                state = await self._retrying(lambda: self._get_call(rid, wait), deadline, f"await {id} (still {status})")
+            except TimedOut as e:
+                # The call may still be pending: name it, so a caller who let
+                # the SDK choose its id (confirm, ask) can await or cancel it.
+                if e.request_id is None:
+                    e.request_id = rid
+                raise
             status = state.get("status", "")
             if status in _FINAL:
                 result = from_state(state)

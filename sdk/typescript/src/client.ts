@@ -336,7 +336,8 @@ export class ChioClient {
    * agent key (or a bearer) are needed: the process that made the call may
    * be gone. A call that already ended answers at once with its stored
    * output. Reconnects through network errors and chiod restarts; after
-   * timeoutMs, throws code "timed_out" (the call may still be pending).
+   * timeoutMs, throws code "timed_out" naming the call (requestId), which
+   * may still be pending.
    */
   async awaitApproval(id: string, opts: WaitOptions = {}): Promise<Allowed | ToolDenied> {
     const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
@@ -344,8 +345,18 @@ export class ChioClient {
     let status = "unresolved";
     for (;;) {
       const wait = deadline === undefined ? LONG_POLL_MS : Math.min(LONG_POLL_MS, deadline - Date.now());
-      if (wait <= 0) throw new ChioError("timed_out", `chio: await ${id}: timed out (still ${status})`);
-      const state = await this.#retrying((sig) => this.#getCall(rid, wait, sig), deadline, opts.signal, `await ${id} (still ${status})`);
+      if (wait <= 0) throw new ChioError("timed_out", `chio: await ${id}: timed out (still ${status})`, { requestId: rid });
+      let state: Record<string, unknown>;
+      try {
+        state = await this.#retrying((sig) => this.#getCall(rid, wait, sig), deadline, opts.signal, `await ${id} (still ${status})`);
+      } catch (e) {
+        // The call may still be pending: name it, so a caller who let the
+        // SDK choose its id (confirm, ask) can await or cancel it.
+        if (e instanceof ChioError && e.code === "timed_out" && e.requestId === undefined) {
+          throw new ChioError("timed_out", e.message, { requestId: rid, cause: e.cause });
+        }
+        throw e;
+      }
       status = String(state["status"] ?? "");
       if (FINAL.has(status)) return fromState(state) as Allowed | ToolDenied;
       if (status !== "pending_approval" && status !== "dispatching") {
