@@ -213,6 +213,11 @@ func runApprovalShow(e *Env, args []string) int {
 	if res := v.Resolution; res != nil {
 		row("RESOLUTION", resolutionText(res)+" ("+time.Unix(res.At, 0).UTC().Format(time.RFC3339)+")")
 	}
+	// A channel that failed to tell the approvers: they may not know the
+	// request waits (the channel's own error text, escaped like the rest).
+	for _, failed := range a.NotifyErrors {
+		row("NOT DELIVERED", failed)
+	}
 	tw.Flush()
 	return ExitOK
 }
