@@ -456,7 +456,7 @@ func (k *Kernel) decideOnce(ctx context.Context, call *ToolCall, vc verifiedCap,
 			req.PriorCalls = k.firstNCount(firstNKey(grant.ID, rec.Subject))
 		}
 		if grant.Constraints.MaxCallsPerMinute > 0 {
-			req.RecentCalls = rate.recentCalls(k, grant.ID+"\x00"+rec.Subject, now, grant.Constraints.MaxCallsPerMinute)
+			req.RecentCalls = rate.recentCalls(k, rateKey(grant.ID, rec.Subject), now, grant.Constraints.MaxCallsPerMinute)
 		}
 	}
 	d := k.pipeline.Evaluate(req, true)

@@ -5,10 +5,9 @@ import (
 	"time"
 )
 
-// rateWindow counts calls per key over a sliding minute. It is in memory:
-// after a restart the window starts empty (documented), which errs toward
-// the limit being reached later, never toward a call being allowed that the
-// other guards would deny.
+// rateWindow counts calls per key over a sliding minute. It is in memory;
+// at start-up Recover counts the last minute's calls in it again from the
+// store (ratelimit_rebuild.go), so a restart gives no fresh allowance.
 type rateWindow struct {
 	mu   sync.Mutex
 	hits map[string][]time.Time

@@ -50,12 +50,18 @@ func (k *Kernel) WaitRecovery(ctx context.Context) error {
 	}
 }
 
-// Recover is called once at start-up. It re-arms every pending request's
-// deadline (one that passed while the kernel was down fires now) and
-// announces any its approvers were never told of (Notified), then
-// finishes calls left in flight IN THE BACKGROUND: chiod serves at once,
-// and a hanging tool server cannot hold start-up.
+// Recover is called once at start-up, before any call. It counts the last
+// minute's calls in the max_calls_per_minute window again, re-arms every
+// pending request's deadline (one that passed while the kernel was down
+// fires now) and announces any its approvers were never told of
+// (Notified), then finishes calls left in flight IN THE BACKGROUND: chiod
+// serves at once, and a hanging tool server cannot hold start-up.
 func (k *Kernel) Recover(ctx context.Context) error {
+	// Before any call is judged: the minute's calls still count
+	// (ratelimit_rebuild.go).
+	if err := k.rebuildRateWindow(); err != nil {
+		return fmt.Errorf("rebuild the max_calls_per_minute window: %w", err)
+	}
 	if err := k.recountPending(ctx); err != nil {
 		return fmt.Errorf("count waiting approval requests: %w", err)
 	}

@@ -12,12 +12,11 @@ import (
 // the database, so the limit holds for all replicas together rather than
 // for each. Calls are counted per second; the window is the 60 seconds
 // ending at now. The count is not worth an fsync (a crash forgets at most
-// the last moment of it, as a restart forgets the in-memory window), so
-// its transaction commits asynchronously. Seconds after now count too: a
-// replica whose clock lags must still see the calls of one whose clock
-// runs ahead, or together they would pass up to twice the limit; but only
-// up to a minute ahead, so that one replica's runaway clock cannot use up
-// the limit for all of them.
+// the last moment of it), so its transaction commits asynchronously.
+// Seconds after now count too: a replica whose clock lags must still see
+// the calls of one whose clock runs ahead, or together they would pass up
+// to twice the limit; but only up to a minute ahead, so that one
+// replica's runaway clock cannot use up the limit for all of them.
 //
 // Hits of one key are serialized by a transaction-scoped advisory lock
 // taken in a statement of its own: the counting statement that follows

@@ -1,0 +1,103 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/chiokernel/chio/receipt"
+)
+
+// rateKey is the max_calls_per_minute window a grant's calls by subject
+// count in.
+func rateKey(grantID, subject string) string { return grantID + "\x00" + subject }
+
+// rebuildRateWindow, at start-up, counts again in the in-memory window the
+// calls of the last minute that the store holds, so that a restart (a
+// crash loop, a deploy, an OOM kill) hands no agent a fresh allowance
+// within the minute. A store that counts the calls itself (RateCounter)
+// needs none; one whose receipts cannot be queried by time is not rebuilt
+// (its window starts empty).
+//
+// The window counts every call judged under a grant with a limit, once,
+// whatever became of it (allowed, parked, denied by any guard, the rate
+// included), at the moment it was judged. Each such call is a record made
+// durable by that decision, with its grant, subject and that moment
+// (CreatedAt), and its first receipt is stamped at the same moment. So the
+// calls to count are the records behind the receipts stamped in the last
+// minute, each once, if created in that minute: later receipts of older
+// calls (a resume, a settlement) count nothing. The receipts are found by
+// the store's time index (bbolt: one time span per block of 1024
+// receipts, then only the receipts of the blocks that meet the minute),
+// never by reading the whole log. The calls are replayed in time order
+// into the window, under the limits of the policy in force, as they hit it
+// (at the millisecond the record keeps).
+//
+// Not rebuilt: calls whose decision never became durable (a failed commit,
+// a call refused with an error), which had no effect, and the second count
+// of a call a reload re-judged under another grant or limit
+// (decisionRate). A grant given its limit by the policy chiod restarts
+// with counts its calls of the minute before (toward a deny, for that
+// minute only).
+func (k *Kernel) rebuildRateWindow() error {
+	if _, ok := k.store.(RateCounter); ok {
+		return nil
+	}
+	ix, ok := k.store.(receipt.Index)
+	if !ok {
+		return nil
+	}
+	since := k.clock.Now().Add(-time.Minute).UnixMilli()
+	seen := map[string]bool{}
+	var ids []string
+	err := ix.QueryReceipts(receipt.Query{Filter: receipt.Filter{Since: since}, Decode: true},
+		func(_ uint64, _ []byte, r *receipt.Receipt) bool {
+			if r.RequestID != "" && !seen[r.RequestID] {
+				seen[r.RequestID] = true
+				ids = append(ids, r.RequestID)
+			}
+			return true
+		})
+	if err != nil {
+		return fmt.Errorf("read the last minute's receipts: %w", err)
+	}
+	type hit struct {
+		key   string
+		at    int64
+		limit int
+	}
+	var hits []hit
+	p := k.Policy()
+	const chunk = 256 // records read per read transaction
+	for len(ids) > 0 {
+		n := min(len(ids), chunk)
+		err := k.store.View(func(tx ReadTx) error {
+			for _, id := range ids[:n] {
+				rec, err := tx.Call(id)
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if rec.GrantID == "" || rec.CreatedAt < since {
+					continue // judged by no grant, or before the minute
+				}
+				if g, ok := p.Grant(rec.GrantID); ok && g.Constraints.MaxCallsPerMinute > 0 {
+					hits = append(hits, hit{rateKey(rec.GrantID, rec.Subject), rec.CreatedAt, g.Constraints.MaxCallsPerMinute})
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read the last minute's calls: %w", err)
+		}
+		ids = ids[n:]
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at < hits[j].at })
+	for _, h := range hits {
+		k.rate.hit(h.key, time.UnixMilli(h.at), h.limit)
+	}
+	return nil
+}
