@@ -10,6 +10,7 @@ import (
 	"github.com/chiokernel/chio/internal/store/boltstore"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/policy"
 )
 
 const rateRestartPolicy = `
@@ -59,6 +60,13 @@ func rateWorld(t *testing.T, fake *clock.Fake) *testkit.World {
 // again, and a new kernel starts on it and recovers.
 func restartChiod(t *testing.T, w *testkit.World) {
 	t.Helper()
+	restartChiodWith(t, w, w.Policy)
+}
+
+// restartChiodWith restarts chiod with policy p.
+func restartChiodWith(t *testing.T, w *testkit.World, p *policy.Policy) {
+	t.Helper()
+	w.Policy = p
 	w.Kernel.Close()
 	if err := w.Store.Close(); err != nil {
 		t.Fatal(err)
@@ -153,5 +161,52 @@ func TestRateWindowAfterARestartIsTheWindowWithout(t *testing.T) {
 					at, i, script[i].tool, script[i].args, got[i], want[i])
 			}
 		}
+	}
+}
+
+// An operator restarts chiod with max_calls_per_minute lowered (reining an
+// agent in) and reloads the old limit within the minute: as with a reload
+// alone (TestRateLimitLoweredThenRestoredStillHoldsForTheMinute), the
+// minute's earlier calls must still count. Replayed under the lowered
+// limit, the rebuilt window kept only limit+1 of them.
+func TestRateLimitRestartedLoweredThenRestoredStillHoldsForTheMinute(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_800_000_000, 0))
+	parse := func(limit int) *policy.Policy {
+		t.Helper()
+		p, err := policy.Parse([]byte(fmt.Sprintf(rateReloadPolicy, limit)), "rate.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	w := testkit.NewWorld(t, testkit.Options{Policy: parse(3), Clock: fake, Dispatcher: &fakeDispatcher{}, Grants: []string{"echo"}})
+	ran := 0
+	submit := func(i int) string {
+		t.Helper()
+		out := w.Submit(t, "echo", fmt.Sprintf(`{"n":%d}`, i), "")
+		if out.Status == kernel.StatusAllowed {
+			ran++
+		}
+		return out.Status
+	}
+	for i := 1; i <= 3; i++ {
+		if s := submit(i); s != kernel.StatusAllowed {
+			t.Fatalf("call %d of 3 under max_calls_per_minute = 3: %s", i, s)
+		}
+	}
+	restartChiodWith(t, w, parse(1))
+	fake.Advance(5 * time.Second)
+	if s := submit(4); s != kernel.StatusDenied {
+		t.Fatalf("a fourth call under max_calls_per_minute = 1: %s", s)
+	}
+	if err := w.Kernel.ApplyPolicy(context.Background(), parse(3)); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(5 * time.Second)
+	for i := 5; i <= 8; i++ {
+		submit(i)
+	}
+	if ran > 3 {
+		t.Fatalf("max_calls_per_minute = 3, lowered to 1 by a restart and restored within one minute, let %d calls run in that minute", ran)
 	}
 }
