@@ -31,8 +31,11 @@ func rateKey(grantID, subject string) string { return grantID + "\x00" + subject
 // the store's time index (bbolt: one time span per block of 1024
 // receipts, then only the receipts of the blocks that meet the minute),
 // never by reading the whole log. The calls are replayed in time order
-// into the window, under the limits of the policy in force, as they hit it
-// (at the millisecond the record keeps).
+// into the window (at the millisecond the record keeps), all of them: a
+// replay under the limit in force would keep only limit+1 of each key,
+// and a restart that lowers the limit, then a reload that restores it
+// within the minute, would hand out a fresh allowance (rateWindow.hit
+// never drops more than the one call it adds, for the same reason).
 //
 // Not rebuilt: calls whose decision never became durable (a failed commit,
 // a call refused with an error), which had no effect, and the second count
@@ -63,9 +66,8 @@ func (k *Kernel) rebuildRateWindow() error {
 		return fmt.Errorf("read the last minute's receipts: %w", err)
 	}
 	type hit struct {
-		key   string
-		at    int64
-		limit int
+		key string
+		at  int64
 	}
 	var hits []hit
 	p := k.Policy()
@@ -85,7 +87,7 @@ func (k *Kernel) rebuildRateWindow() error {
 					continue // judged by no grant, or before the minute
 				}
 				if g, ok := p.Grant(rec.GrantID); ok && g.Constraints.MaxCallsPerMinute > 0 {
-					hits = append(hits, hit{rateKey(rec.GrantID, rec.Subject), rec.CreatedAt, g.Constraints.MaxCallsPerMinute})
+					hits = append(hits, hit{rateKey(rec.GrantID, rec.Subject), rec.CreatedAt})
 				}
 			}
 			return nil
@@ -97,7 +99,7 @@ func (k *Kernel) rebuildRateWindow() error {
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at < hits[j].at })
 	for _, h := range hits {
-		k.rate.hit(h.key, time.UnixMilli(h.at), h.limit)
+		k.rate.hit(h.key, time.UnixMilli(h.at), len(hits)) // keeps every hit
 	}
 	return nil
 }
