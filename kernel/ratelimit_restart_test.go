@@ -210,3 +210,31 @@ func TestRateLimitRestartedLoweredThenRestoredStillHoldsForTheMinute(t *testing.
 		t.Fatalf("max_calls_per_minute = 3, lowered to 1 by a restart and restored within one minute, let %d calls run in that minute", ran)
 	}
 }
+
+// The same with the limit dropped by the restart and restored by a reload
+// within the minute: the minute's earlier calls must still count.
+func TestRateLimitRestartedWithoutThenRestoredStillHoldsForTheMinute(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_800_000_000, 0))
+	parse := func(limit int) *policy.Policy {
+		t.Helper()
+		p, err := policy.Parse([]byte(fmt.Sprintf(rateReloadPolicy, limit)), "rate.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	w := testkit.NewWorld(t, testkit.Options{Policy: parse(3), Clock: fake, Dispatcher: &fakeDispatcher{}, Grants: []string{"echo"}})
+	for i := 1; i <= 3; i++ {
+		if out := w.Submit(t, "echo", fmt.Sprintf(`{"n":%d}`, i), ""); out.Status != kernel.StatusAllowed {
+			t.Fatalf("call %d of 3 under max_calls_per_minute = 3: %+v", i, out)
+		}
+	}
+	restartChiodWith(t, w, parse(0)) // no limit
+	if err := w.Kernel.ApplyPolicy(context.Background(), parse(3)); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(10 * time.Second)
+	if out := w.Submit(t, "echo", `{"n":4}`, ""); out.Status != kernel.StatusDenied {
+		t.Fatalf("max_calls_per_minute = 3, dropped by a restart and restored within one minute: a fourth call in that minute was %s", out.Status)
+	}
+}
