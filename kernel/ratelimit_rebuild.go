@@ -40,9 +40,13 @@ func rateKey(grantID, subject string) string { return grantID + "\x00" + subject
 // Not rebuilt: calls whose decision never became durable (a failed commit,
 // a call refused with an error), which had no effect, and the second count
 // of a call a reload re-judged under another grant or limit
-// (decisionRate). A grant given its limit by the policy chiod restarts
-// with counts its calls of the minute before (toward a deny, for that
-// minute only).
+// (decisionRate). Whether a call's grant had a limit when it was judged
+// the store does not say, so every call judged under a grant counts, as
+// if it had: a restart that drops a limit, then a reload that restores it
+// within the minute, must not hand out a fresh allowance either. So a
+// grant given its limit by the policy chiod restarts with (or by a reload
+// within that minute) counts its calls of the minute before, toward a
+// deny, for that minute only.
 func (k *Kernel) rebuildRateWindow() error {
 	if _, ok := k.store.(RateCounter); ok {
 		return nil
@@ -70,7 +74,6 @@ func (k *Kernel) rebuildRateWindow() error {
 		at  int64
 	}
 	var hits []hit
-	p := k.Policy()
 	const chunk = 256 // records read per read transaction
 	for len(ids) > 0 {
 		n := min(len(ids), chunk)
@@ -86,9 +89,7 @@ func (k *Kernel) rebuildRateWindow() error {
 				if rec.GrantID == "" || rec.CreatedAt < since {
 					continue // judged by no grant, or before the minute
 				}
-				if g, ok := p.Grant(rec.GrantID); ok && g.Constraints.MaxCallsPerMinute > 0 {
-					hits = append(hits, hit{rateKey(rec.GrantID, rec.Subject), rec.CreatedAt})
-				}
+				hits = append(hits, hit{rateKey(rec.GrantID, rec.Subject), rec.CreatedAt})
 			}
 			return nil
 		})
