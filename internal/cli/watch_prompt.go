@@ -6,6 +6,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -125,8 +126,13 @@ func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
 			if !ok {
 				return nil, false
 			}
-			picked, valid := pickOptions(q, a)
-			if !valid {
+			picked, err := pickOptions(q, a)
+			if errors.Is(err, errAmbiguous) {
+				fmt.Fprintf(w.e.Stdout, "%s; try again, or stop with Ctrl-D and sign exact answers with `chio approval approve %s --answers`\n",
+					shown(err.Error()), shown(req.ApprovalID))
+				continue
+			}
+			if err != nil {
 				fmt.Fprintln(w.e.Stdout, "not a valid answer; try again")
 				continue
 			}
@@ -148,39 +154,60 @@ func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
 // text where the question allows other answers; a multi-choice answer is a
 // comma-separated list of numbers or options (an option holding a comma is
 // picked by its number there). A text question takes the line as typed.
-func pickOptions(q approval.Question, a string) ([]string, bool) {
+// The agent writes the options: an answer that is one option's number and
+// another option's text ("1" under "1) 2  2) 1") reads two ways and picks
+// neither (errAmbiguous), so a token never signs the reading the approver
+// did not mean.
+func pickOptions(q approval.Question, a string) ([]string, error) {
 	if a == "" {
-		return nil, false
+		return nil, errNotAnAnswer
 	}
-	if q.Type == approval.QuestionText || contains(q.Options, a) {
-		return []string{a}, true
+	if q.Type == approval.QuestionText {
+		return []string{a}, nil
 	}
-	one := func(p string) (string, bool) {
-		if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= len(q.Options) {
-			return q.Options[n-1], true
+	one := func(p string) (string, error) {
+		n, err := strconv.Atoi(p)
+		numbered := err == nil && n >= 1 && n <= len(q.Options)
+		switch {
+		case numbered && contains(q.Options, p) && q.Options[n-1] != p:
+			return "", fmt.Errorf("%w: %q is the number of option %d and the text of another", errAmbiguous, p, n)
+		case numbered:
+			return q.Options[n-1], nil
+		case contains(q.Options, p) || q.AllowOther:
+			return p, nil
 		}
-		if contains(q.Options, p) || q.AllowOther {
-			return p, true
-		}
-		return "", false
+		return "", errNotAnAnswer
+	}
+	if contains(q.Options, a) {
+		p, err := one(a)
+		return []string{p}, err
 	}
 	if q.Type != approval.QuestionMulti {
-		p, ok := one(strings.TrimSpace(a))
-		return []string{p}, ok
+		p, err := one(strings.TrimSpace(a))
+		return []string{p}, err
 	}
 	var picks []string
 	for _, p := range strings.Split(a, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
-		o, ok := one(p)
-		if !ok {
-			return nil, false
+		o, err := one(p)
+		if err != nil {
+			return nil, err
 		}
 		picks = append(picks, o)
 	}
-	return picks, len(picks) > 0
+	if len(picks) == 0 {
+		return nil, errNotAnAnswer
+	}
+	return picks, nil
 }
+
+// Why a typed answer to a question is refused (pickOptions).
+var (
+	errNotAnAnswer = errors.New("not a valid answer")
+	errAmbiguous   = errors.New("ambiguous answer")
+)
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
