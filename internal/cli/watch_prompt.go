@@ -133,7 +133,7 @@ func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
 				continue
 			}
 			if err != nil {
-				fmt.Fprintln(w.e.Stdout, "not a valid answer; try again")
+				fmt.Fprintf(w.e.Stdout, "%s; try again\n", shown(err.Error()))
 				continue
 			}
 			if q.Type == approval.QuestionMulti {
@@ -152,8 +152,8 @@ func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
 // is that option, even if it holds a comma (options are prose: "Yes,
 // refund"). Otherwise a single-choice answer is an option's number, or free
 // text where the question allows other answers; a multi-choice answer is a
-// comma-separated list of numbers or options (an option holding a comma is
-// picked by its number there). A text question takes the line as typed.
+// comma-separated list of numbers or options, each at most once (an option
+// holding a comma is picked by its number there). A text question takes the line as typed.
 // The agent writes the options: an answer that is one option's number and
 // another option's text ("1" under "1) 2  2) 1") reads two ways and picks
 // neither (errAmbiguous), so a token never signs the reading the approver
@@ -194,6 +194,11 @@ func pickOptions(q approval.Question, a string) ([]string, error) {
 		o, err := one(p)
 		if err != nil {
 			return nil, err
+		}
+		if contains(picks, o) {
+			// "1, 1": the agent would get the option twice, and a tool
+			// acting once per pick would act twice on one choice.
+			return nil, fmt.Errorf("%w: %q is picked more than once", errNotAnAnswer, o)
 		}
 		picks = append(picks, o)
 	}
