@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
@@ -127,6 +128,9 @@ func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
 				return nil, false
 			}
 			picked, err := pickOptions(q, a)
+			if err == nil {
+				err = fitAnswers(picked)
+			}
 			if errors.Is(err, errAmbiguous) {
 				fmt.Fprintf(w.e.Stdout, "%s; try again, or stop with Ctrl-D and sign exact answers with `chio approval approve %s --answers`\n",
 					shown(err.Error()), shown(req.ApprovalID))
@@ -206,6 +210,22 @@ func pickOptions(q approval.Question, a string) ([]string, error) {
 		return nil, errNotAnAnswer
 	}
 	return picks, nil
+}
+
+// fitAnswers refuses, at the prompt, picks the kernel would refuse in the
+// signed token (approval.ValidateAnswers): a refused token would drop the
+// request from the watch, which never asks twice. Invalid UTF-8 would be
+// signed as U+FFFD, not as typed.
+func fitAnswers(picks []string) error {
+	for _, p := range picks {
+		switch {
+		case len(p) > approval.MaxAnswerText:
+			return fmt.Errorf("%w: at most %d bytes", errNotAnAnswer, approval.MaxAnswerText)
+		case !utf8.ValidString(p):
+			return fmt.Errorf("%w: not UTF-8 text", errNotAnAnswer)
+		}
+	}
+	return nil
 }
 
 // Why a typed answer to a question is refused (pickOptions).
