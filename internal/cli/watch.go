@@ -9,12 +9,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 )
@@ -312,10 +315,16 @@ func (w *watcher) stream(ctx context.Context, events chan<- kernel.Event) (got b
 						ev.Type = typ
 					}
 					got = true
-					select {
-					case events <- ev:
-					case <-ctx.Done():
-						return got, ctx.Err()
+					if ev.Type == httpapi.EventStreamTruncated {
+						if err := w.unreplayed(ctx, events); err != nil {
+							return got, err
+						}
+					} else {
+						select {
+						case events <- ev:
+						case <-ctx.Done():
+							return got, ctx.Err()
+						}
 					}
 				}
 			}
@@ -335,4 +344,33 @@ func (w *watcher) stream(ctx context.Context, events chan<- kernel.Event) (got b
 		return got, err
 	}
 	return got, io.ErrUnexpectedEOF
+}
+
+// unreplayed follows a replay cut short (stream.truncated): chiod replayed
+// only its oldest pending requests, and the rest would never be shown. It
+// lists the pending requests this key may decide, oldest first, as
+// requested events (observe drops those already queued, prompted or
+// resolved). An error ends the stream: the reconnect replays and lists
+// again.
+func (w *watcher) unreplayed(ctx context.Context, events chan<- kernel.Event) error {
+	q := url.Values{"approver": {w.pub}, "limit": {strconv.Itoa(httpapi.MaxListLimit)}}
+	var list httpapi.PendingList
+	if _, err := w.r.do(ctx, "GET", "/approvals/pending?"+q.Encode(), nil, &list); err != nil {
+		return fmt.Errorf("listing the requests its replay left out: %w", err)
+	}
+	for _, req := range list.Approvals {
+		if req == nil {
+			continue
+		}
+		select {
+		case events <- kernel.Event{Type: kernel.EventApprovalRequested, Approval: req}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if len(list.Approvals) == httpapi.MaxListLimit {
+		fmt.Fprintf(w.e.Stderr, "%d or more requests you may decide are pending: the watch shows the oldest %d and new ones; GET /approvals/pending?approver=%s lists them\n",
+			httpapi.MaxListLimit, httpapi.MaxListLimit, w.pub)
+	}
+	return nil
 }
