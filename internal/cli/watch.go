@@ -90,7 +90,7 @@ func runApprovalWatch(e *Env, args []string) int {
 	events := make(chan kernel.Event, 256)
 	fatal := make(chan error, 1)
 	following.Go(func() { w.follow(ctx, events, fatal) })
-	w.lines = readLines(e.Stdin)
+	w.lines = readLines(e.Stdin, &w.inErr)
 	fmt.Fprintf(w.e.Stderr, "watching %s for requests %s may decide (end of input or Ctrl-D stops)\n", r.base(), w.pub)
 	return w.loop(events, fatal)
 }
@@ -114,6 +114,7 @@ type watcher struct {
 	pub      string
 	ttl      time.Duration
 	lines    <-chan string // closed at end of input
+	inErr    error         // why input ended early (set before lines closes)
 	stash    []string      // lines read while no request was shown (pipes)
 	eof      bool
 	tty      bool
@@ -134,14 +135,12 @@ func (w *watcher) loop(events <-chan kernel.Event, fatal <-chan error) int {
 			}
 			w.handled[req.ApprovalID] = true
 			if !w.prompt(req) {
-				fmt.Fprintln(w.e.Stderr, "end of input: watch stopped")
-				return ExitOK
+				return w.inputEnded()
 			}
 			continue
 		}
-		if w.eof && len(w.stash) == 0 {
-			fmt.Fprintln(w.e.Stderr, "end of input: watch stopped")
-			return ExitOK
+		if w.eof && (len(w.stash) == 0 || w.inErr != nil) {
+			return w.inputEnded()
 		}
 		select {
 		case ev := <-events:
@@ -157,6 +156,17 @@ func (w *watcher) loop(events <-chan kernel.Event, fatal <-chan error) int {
 			return fail(w.e, err)
 		}
 	}
+}
+
+// inputEnded stops the watch at the end of its input: exit 0, or an error
+// when the input could not be read to its end (the answers after it are
+// not used: they would answer the wrong questions).
+func (w *watcher) inputEnded() int {
+	if w.inErr != nil {
+		return fail(w.e, w.inErr)
+	}
+	fmt.Fprintln(w.e.Stderr, "end of input: watch stopped")
+	return ExitOK
 }
 
 // observe queues a request this key may decide and notes resolutions.
@@ -189,7 +199,8 @@ func (w *watcher) observe(ev kernel.Event) {
 // line returns the next input line; false at end of input. Events that
 // arrive meanwhile are observed (so the stream never blocks).
 func (w *watcher) line() (string, bool) {
-	if len(w.stash) > 0 {
+	// inErr is read only once the closed channel was seen (w.eof).
+	if len(w.stash) > 0 && !(w.eof && w.inErr != nil) {
 		l := w.stash[0]
 		w.stash = w.stash[1:]
 		return l, true
@@ -222,8 +233,13 @@ func (w *watcher) ask(prompt string) (string, bool) {
 	return strings.TrimSpace(l), true
 }
 
-// readLines feeds stdin's lines to a channel, closed at end of input.
-func readLines(in io.Reader) <-chan string {
+// maxInputLine bounds one line of the watch's input.
+const maxInputLine = 1 << 20
+
+// readLines feeds stdin's lines to a channel, closed at end of input. An
+// input that cannot be read to its end (a line over maxInputLine, a read
+// error) sets *errp before the channel closes: it is not an end of input.
+func readLines(in io.Reader, errp *error) <-chan string {
 	ch := make(chan string)
 	go func() {
 		defer close(ch)
@@ -231,9 +247,15 @@ func readLines(in io.Reader) <-chan string {
 			return
 		}
 		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sc.Buffer(make([]byte, 64<<10), maxInputLine)
 		for sc.Scan() {
 			ch <- sc.Text()
+		}
+		switch err := sc.Err(); {
+		case errors.Is(err, bufio.ErrTooLong):
+			*errp = fmt.Errorf("input: a line longer than %d bytes: watch stopped; nothing was signed for it", maxInputLine)
+		case err != nil:
+			*errp = fmt.Errorf("reading input: %w: watch stopped", err)
 		}
 	}()
 	return ch
