@@ -115,6 +115,7 @@ type watcher struct {
 	ttl      time.Duration
 	lines    <-chan string // closed at end of input
 	inErr    error         // why input ended early (set before lines closes)
+	sig      *interrupted  // a signal stopped a vote's post (decide)
 	stash    []string      // lines read while no request was shown (pipes)
 	eof      bool
 	tty      bool
@@ -160,8 +161,13 @@ func (w *watcher) loop(events <-chan kernel.Event, fatal <-chan error) int {
 
 // inputEnded stops the watch at the end of its input: exit 0, or an error
 // when the input could not be read to its end (the answers after it are
-// not used: they would answer the wrong questions).
+// not used: they would answer the wrong questions). A signal during a
+// vote's post (w.sig) stops it too, with the shell's code for the signal.
 func (w *watcher) inputEnded() int {
+	if w.sig != nil {
+		fmt.Fprintf(w.e.Stderr, "chio: %s while posting a vote: watch stopped\n", w.sig)
+		return w.sig.exitCode()
+	}
 	if w.inErr != nil {
 		return fail(w.e, w.inErr)
 	}

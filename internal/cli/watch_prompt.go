@@ -5,6 +5,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,7 +107,7 @@ func (w *watcher) prompt(req *approval.Request) bool {
 	}
 	w.decide(req, decision, note, amended, answers)
 	fmt.Fprintln(w.e.Stdout)
-	return true
+	return w.sig == nil
 }
 
 // answer asks each question of a question request.
@@ -256,16 +257,32 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 	body.WriteString(`{"token":`)
 	body.Write(raw)
 	fmt.Fprintf(&body, `,"outcome":%q,"channel":"terminal"}`, decision)
-	ctx, cancel := ctxTimeout(2 * time.Minute)
+	// A signal while the token is posted stops the watch (w.sig), and says
+	// what may have become of the vote: chiod records a vote whatever
+	// becomes of the connection. Outside a post, a signal kills the watch:
+	// nothing is being signed then.
+	sigCtx, stop := onInterrupt()
+	defer stop()
+	ctx, cancel := context.WithTimeout(sigCtx, 2*time.Minute)
 	defer cancel()
 	var res kernel.RespondResult
 	id := req.ApprovalID
-	if _, err := w.r.send(ctx, "POST", "/approvals/"+url.PathEscape(id)+"/respond", body.Bytes(), nil, &res); err != nil {
+	verb := map[string]string{approval.DecisionApproved: "approve", approval.DecisionDenied: "deny"}[decision]
+	_, err = w.r.send(ctx, "POST", "/approvals/"+url.PathEscape(id)+"/respond", body.Bytes(), nil, &res)
+	if in, ok := interruption(sigCtx); ok {
+		w.sig = &in
+	}
+	if in, ok := interruptedAttempt(ctx, err); ok {
+		fmt.Fprintf(w.e.Stdout, "your vote on %s may or may not be recorded (%s before chiod answered): `chio approval show %s` tells; "+
+			"`chio approval %s %s%s` again is refused as already cast if it is, never counted twice\n",
+			shown(id), in, shown(id), verb, shown(id), map[string]string{"deny": " --reason …"}[verb])
+		return
+	}
+	if err != nil {
 		if line, ae, ok := voteRecorded(id, err); ok {
 			fmt.Fprintf(w.e.Stdout, "%s\n  %s\n", shown(line), shown(ae.Message))
 			return
 		}
-		verb := map[string]string{approval.DecisionApproved: "approve", approval.DecisionDenied: "deny"}[decision]
 		if line, ae, ok := voteUncertain(id, verb, err); ok {
 			fmt.Fprintf(w.e.Stdout, "%s\n  %s\n", shown(line), shown(ae.Message))
 			return
