@@ -246,6 +246,9 @@ func contains(list []string, s string) bool {
 
 // decide signs and posts the token and prints the server's answer.
 func (w *watcher) decide(req *approval.Request, decision, note string, amended, answers json.RawMessage) {
+	if !w.stillOpen(req.ApprovalID) {
+		return
+	}
 	tok := approval.NewToken(req, w.key.Public(), decision, time.Now(), w.ttl)
 	tok.Note, tok.AmendedArguments, tok.Answers = note, amended, answers
 	raw, err := tok.Sign(w.key)
@@ -292,6 +295,34 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 	}
 	line, _ := respondResult(id, &res)
 	fmt.Fprintln(w.e.Stdout, shown(line)) // may quote the tool's error
+}
+
+// stillOpen reads the request again once the approver has answered, and
+// says why not when this key can no longer decide it: the prompt may have
+// waited long, and another approver, a deadline or an escalation may have
+// settled it meanwhile. Then nothing is signed, as `chio approval approve`
+// signs nothing for a request that is not pending (chiod would refuse the
+// token; the approver hears what happened instead of a 409).
+func (w *watcher) stillOpen(id string) bool {
+	ctx, cancel := ctxTimeout(30 * time.Second)
+	defer cancel()
+	var v approvalView
+	_, err := w.r.do(ctx, "GET", "/approvals/"+url.PathEscape(id), nil, &v)
+	switch {
+	case err != nil:
+		fmt.Fprintf(w.e.Stdout, "error: %s: reading it again before signing: %s; nothing signed\n", shown(id), shown(err.Error()))
+	case v.Request.ApprovalID != id:
+		fmt.Fprintf(w.e.Stdout, "error: %s: %v: the answer is about %q; nothing signed\n", shown(id), errBadResponse, shown(v.Request.ApprovalID))
+	case v.Status != approval.StatusPending:
+		fmt.Fprintf(w.e.Stdout, "%s was decided while you answered: it is %s; nothing signed\n", shown(id), shown(v.Status))
+	case v.Request.HasVoted(w.pub):
+		fmt.Fprintf(w.e.Stdout, "your vote on %s is already recorded; nothing signed\n", shown(id))
+	case !v.Request.Trusts(w.pub):
+		fmt.Fprintf(w.e.Stdout, "%s no longer lists your key as an approver (escalated or the policy changed while you answered); nothing signed\n", shown(id))
+	default:
+		return true
+	}
+	return false
 }
 
 // printRequest shows what an approver needs to decide. Every string from
