@@ -74,17 +74,6 @@ func shownJSON(raw []byte) string {
 	return escapeShown(b.String(), true)
 }
 
-// shownList numbers a question's options, each shown: "1) Yes, refund
-// 2) No". Options are prose and may hold a comma, so a list joined with
-// commas would not say where one ends; `watch` takes the numbers.
-func shownList(opts []string) string {
-	out := make([]string, len(opts))
-	for i, o := range opts {
-		out[i] = fmt.Sprintf("%d) %s", i+1, shown(o))
-	}
-	return strings.Join(out, "  ")
-}
-
 func escapeShown(s string, jsonEscapes bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {

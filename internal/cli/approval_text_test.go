@@ -121,7 +121,8 @@ func TestWatchEscapesQuestionText(t *testing.T) {
 		t.Fatal(err)
 	}
 	wo, _, _ := w.watch(t, adminEnv(), strings.NewReader("a\nDHL\n\n"), "--key", w.key("lead"))
-	if terminalActive(wo) || !strings.Contains(wo, `Carrier\u001b[8m [one of: 1) UPS\u202e  2) DHL; its number or its text]: `) {
+	if terminalActive(wo) || !strings.Contains(wo, "question 1: Carrier\\u001b[8m\n    1) UPS\\u202e\n    2) DHL\n") ||
+		!strings.Contains(wo, `Carrier\u001b[8m [one of options 1-2 above: its number or its text]: `) {
 		t.Errorf("`chio approval watch` writes control or format characters to the terminal: %q", wo)
 	}
 }

@@ -26,7 +26,7 @@ func TestWatchPicksAnOptionHoldingAComma(t *testing.T) {
 			out := w.submit(t, "ask", `{"prompt":"Refund?","questions":[{"id":"q","text":"Which",`+c.question+`}]}`, "")
 			so, se, _ := w.watch(t, adminEnv(), strings.NewReader("a\n"+c.typed+"\n\n"), "--key", w.key("lead"))
 			rec, _ := w.k.Call(out.RequestID)
-			if rec == nil || !strings.Contains(string(rec.Output), c.want) || !strings.Contains(so, "1) Yes, refund  2) ") {
+			if rec == nil || !strings.Contains(string(rec.Output), c.want) || !strings.Contains(so, "    1) Yes, refund\n    2) ") {
 				t.Fatalf("typed %q; the call got %s\n%s\n%s", c.typed, outputOf(rec), so, se)
 			}
 		})

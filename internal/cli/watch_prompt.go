@@ -120,9 +120,9 @@ func (w *watcher) answer(req *approval.Request) (json.RawMessage, bool) {
 			hint := ""
 			switch q.Type {
 			case approval.QuestionSingle:
-				hint = " [one of: " + shownList(q.Options) + "; its number or its text]"
+				hint = fmt.Sprintf(" [one of options 1-%d above: its number or its text]", len(q.Options))
 			case approval.QuestionMulti:
-				hint = " [of: " + shownList(q.Options) + "; numbers or texts, comma-separated]"
+				hint = fmt.Sprintf(" [of options 1-%d above: numbers or texts, comma-separated]", len(q.Options))
 			}
 			a, ok := w.ask(shown(q.Text) + hint + ": ")
 			if !ok {
@@ -365,11 +365,20 @@ func printRequest(out io.Writer, a *approval.Request, now time.Time) {
 		var qs []approval.Question
 		_ = json.Unmarshal(a.Questions, &qs)
 		for i, qq := range qs {
-			fmt.Fprintf(out, "  question %d: %s", i+1, shownNoted(qq.Text))
-			if len(qq.Options) > 0 {
-				fmt.Fprintf(out, " [%s]%s", shownList(qq.Options), storedOrderNote(strings.Join(qq.Options, " ")))
-			}
-			fmt.Fprintln(out)
+			fmt.Fprintf(out, "  question %d: %s\n", i+1, shownNoted(qq.Text))
+			printOptions(out, qq.Options)
 		}
+	}
+}
+
+// printOptions lists a question's options, one a line, each led by its
+// number and shown: `watch` takes the numbers. Options are prose written by
+// the agent: on one line ("1) A  2) B") a label inside an option ("A  2)
+// C") would stand where a number does and read as an option of its own; an
+// option cannot hold a line break (it is shown escaped), so a line's
+// leading number is always the option's own.
+func printOptions(out io.Writer, opts []string) {
+	for i, o := range opts {
+		fmt.Fprintf(out, "    %d) %s\n", i+1, shownNoted(o))
 	}
 }
