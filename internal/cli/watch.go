@@ -113,12 +113,13 @@ type watcher struct {
 	key      keys.PrivateKey
 	pub      string
 	ttl      time.Duration
-	lines    <-chan string // closed at end of input
-	inErr    error         // why input ended early (set before lines closes)
-	sig      *interrupted  // a signal stopped a vote's post (decide)
-	stash    []string      // lines read while no request was shown (pipes)
+	lines    <-chan inputLine // closed at end of input
+	inErr    error            // why input ended early (set before lines closes)
+	sig      *interrupted     // a signal stopped a vote's post (decide)
+	stash    []string         // lines read while no request was shown (pipes)
 	eof      bool
 	tty      bool
+	shownAt  time.Time // when the request being prompted was shown
 	queue    []*approval.Request
 	handled  map[string]bool // prompted (decided or skipped): never again
 	resolved map[string]bool
@@ -151,7 +152,7 @@ func (w *watcher) loop(events <-chan kernel.Event, fatal <-chan error) int {
 			case !ok:
 				w.eof, w.lines = true, nil
 			case !w.tty:
-				w.stash = append(w.stash, l)
+				w.stash = append(w.stash, l.text)
 			}
 		case err := <-fatal:
 			return fail(w.e, err)
@@ -218,7 +219,12 @@ func (w *watcher) line() (string, bool) {
 				w.eof, w.lines = true, nil
 				return "", false
 			}
-			return l, true
+			if w.tty && l.at.Before(w.shownAt) {
+				// Typed on the terminal before this request was shown
+				// (while a vote was posted, say): not an answer to it.
+				continue
+			}
+			return l.text, true
 		case ev := <-w.events:
 			w.observe(ev)
 		}
@@ -242,11 +248,21 @@ func (w *watcher) ask(prompt string) (string, bool) {
 // maxInputLine bounds one line of the watch's input.
 const maxInputLine = 1 << 20
 
+// inputLine is a line of input and when it was read. Lines are read as
+// they come (the channel holds inputAhead of them), so on a terminal a
+// line's time is about when it was typed.
+type inputLine struct {
+	text string
+	at   time.Time
+}
+
+const inputAhead = 64
+
 // readLines feeds stdin's lines to a channel, closed at end of input. An
 // input that cannot be read to its end (a line over maxInputLine, a read
 // error) sets *errp before the channel closes: it is not an end of input.
-func readLines(in io.Reader, errp *error) <-chan string {
-	ch := make(chan string)
+func readLines(in io.Reader, errp *error) <-chan inputLine {
+	ch := make(chan inputLine, inputAhead)
 	go func() {
 		defer close(ch)
 		if in == nil {
@@ -255,7 +271,7 @@ func readLines(in io.Reader, errp *error) <-chan string {
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), maxInputLine)
 		for sc.Scan() {
-			ch <- sc.Text()
+			ch <- inputLine{sc.Text(), time.Now()}
 		}
 		switch err := sc.Err(); {
 		case errors.Is(err, bufio.ErrTooLong):

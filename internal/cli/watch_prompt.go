@@ -42,7 +42,8 @@ func choices(req *approval.Request) (prompt string, keys map[string]string) {
 
 // prompt shows one request and acts on the answer; false at end of input.
 func (w *watcher) prompt(req *approval.Request) bool {
-	printRequest(w.e.Stdout, req, time.Now())
+	w.shownAt = time.Now() // on a terminal, lines typed before are ignored
+	printRequest(w.e.Stdout, req, w.shownAt)
 	var decision string
 	var amended, answers json.RawMessage
 	ask, keys := choices(req)
