@@ -46,7 +46,8 @@ test("a key file others may read warns with the fix", { skip: process.platform =
     key = PrivateKey.load(path);
   });
   assert.equal(seen.length, 1, "one warning");
-  assert.match(seen[0].message, /mode 0644/);
-  assert.ok(seen[0].message.includes(`chmod 600 ${path}`), seen[0].message);
-  assert.ok(seen[0].message.includes(key!.publicKey), seen[0].message);
+  const message = seen[0]!.message;
+  assert.match(message, /mode 0644/);
+  assert.ok(message.includes(`chmod 600 ${path}`), message);
+  assert.ok(message.includes(key!.publicKey), message);
 });
