@@ -12,6 +12,7 @@ import (
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/store/pgstore"
 	"github.com/chiokernel/chio/internal/store/pgstore/pgtest"
+	"github.com/chiokernel/chio/internal/store/storetest"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
@@ -225,5 +226,28 @@ func TestOlderReplicaClaimsNothingOnceTheSchemaMovedOn(t *testing.T) {
 	claimed, err := old.ClaimDeadlines(context.Background(), time.Now(), "", 10)
 	if len(claimed) != 0 || countRows(t, dsn, "SELECT count(*) FROM chio_approvals WHERE claimed_by = $1", old.ID()) != 0 {
 		t.Errorf("a replica older than the database's schema claimed deadlines %v of %v (%v)", claimed, due, err)
+	}
+}
+
+// A checkpoint is the kernel key's signature over the receipt log, stored
+// for every replica to serve: a replica that a newer schema fenced must
+// store none either, from the moment the migration committed (before its
+// own commit or heartbeat noticed), and say why.
+func TestOlderReplicaStoresNoCheckpointOnceTheSchemaMovedOn(t *testing.T) {
+	dsn := pgtest.Database(t)
+	old := openPG(t, dsn)
+	if err := migrateNewer(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := receipt.SignCheckpoint(storetest.Key(), 1, [32]byte{1}, time.Unix(1_800_000_000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = old.PutCheckpoint(context.Background(), 1, raw)
+	if !errors.Is(err, pgstore.ErrSchemaTooNew) {
+		t.Fatalf("a checkpoint stored by a replica the schema moved past: %v, want ErrSchemaTooNew", err)
+	}
+	if n := countRows(t, dsn, "SELECT count(*) FROM chio_checkpoints"); n != 0 {
+		t.Fatalf("%d checkpoints stored by the fenced replica, want none", n)
 	}
 }
