@@ -238,3 +238,23 @@ func TestRateLimitRestartedWithoutThenRestoredStillHoldsForTheMinute(t *testing.
 		t.Fatalf("max_calls_per_minute = 3, dropped by a restart and restored within one minute: a fourth call in that minute was %s", out.Status)
 	}
 }
+
+// The store keeps a call's moment to the millisecond; the window kept it
+// to the nanosecond. Replayed at the start of its millisecond, a call left
+// the rebuilt window up to a millisecond before it would have left the
+// window without the restart: a call in that gap passed the limit.
+func TestRateWindowAfterARestartKeepsACallItsWholeMinute(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_800_000_000, 500_000)) // 0.5 ms into a millisecond
+	w := rateWorld(t, fake)
+	for i := 1; i <= 3; i++ {
+		if out := w.Submit(t, "echo", fmt.Sprintf(`{"n":%d}`, i), ""); out.Status != kernel.StatusAllowed {
+			t.Fatalf("call %d of 3 under max_calls_per_minute = 3: %+v", i, out)
+		}
+	}
+	restartChiod(t, w)
+	fake.Advance(time.Minute - 300*time.Microsecond) // the three calls are 0.3 ms short of a minute old
+	if out := w.Submit(t, "echo", `{"n":4}`, ""); out.Status != kernel.StatusDenied || out.Guard != kernel.GuardRateLimit {
+		t.Fatalf("max_calls_per_minute = 3: a fourth call less than a minute after the first three, after a restart, was %s (%s), want denied by %s",
+			out.Status, out.Guard, kernel.GuardRateLimit)
+	}
+}
