@@ -31,8 +31,9 @@ func rateKey(grantID, subject string) string { return grantID + "\x00" + subject
 // the store's time index (bbolt: one time span per block of 1024
 // receipts, then only the receipts of the blocks that meet the minute),
 // never by reading the whole log. The calls are replayed in time order
-// into the window (at the millisecond the record keeps), all of them: a
-// replay under the limit in force would keep only limit+1 of each key,
+// into the window (at the end of the millisecond the record keeps), all
+// of them: a replay under the limit in force would keep only limit+1 of
+// each key,
 // and a restart that lowers the limit, then a reload that restores it
 // within the minute, would hand out a fresh allowance (rateWindow.hit
 // never drops more than the one call it adds, for the same reason).
@@ -100,7 +101,12 @@ func (k *Kernel) rebuildRateWindow() error {
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].at < hits[j].at })
 	for _, h := range hits {
-		k.rate.hit(h.key, time.UnixMilli(h.at), len(hits)) // keeps every hit
+		// The record keeps the millisecond, the window kept the moment
+		// within it: replayed at the millisecond's last nanosecond, a call
+		// never leaves the window before it would have without the
+		// restart (at worst it counts up to 1 ms longer: toward a deny).
+		at := time.UnixMilli(h.at).Add(time.Millisecond - time.Nanosecond)
+		k.rate.hit(h.key, at, len(hits)) // keeps every hit
 	}
 	return nil
 }
