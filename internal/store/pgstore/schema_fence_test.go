@@ -251,3 +251,33 @@ func TestOlderReplicaStoresNoCheckpointOnceTheSchemaMovedOn(t *testing.T) {
 		t.Fatalf("%d checkpoints stored by the fenced replica, want none", n)
 	}
 }
+
+// The same from the moment the migration committed, before the older
+// replica's own commit or heartbeat noticed it: a sweep in that moment
+// (a rolling upgrade is when replicas stop and leave calls in flight)
+// must claim nothing either.
+func TestOlderReplicaClaimsNothingBeforeItNoticedTheSchemaMovedOn(t *testing.T) {
+	dsn := pgtest.Database(t)
+	old, gone := openPG(t, dsn), openPG(t, dsn)
+	if err := gone.Update(context.Background(), func(tx kernel.Tx) error {
+		return tx.PutCall(&kernel.CallRecord{RequestID: "orphan", Status: kernel.StatusDispatching, DecisionReceiptID: "rc-x"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gone.Close() // its calls in flight are orphans at once
+	due := parkDue(t, old, 1, time.Now().Unix()-1)
+	if err := migrateNewer(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	orphans, err := old.ClaimOrphans(context.Background(), 10)
+	if len(orphans) != 0 || countRows(t, dsn, "SELECT count(*) FROM chio_calls WHERE owner = $1", old.ID()) != 0 {
+		t.Errorf("a replica older than the database's schema took over %d calls in flight of a replica that is gone (%v)", len(orphans), err)
+	}
+	claimed, err := old.ClaimDeadlines(context.Background(), time.Now(), "", 10)
+	if len(claimed) != 0 || countRows(t, dsn, "SELECT count(*) FROM chio_approvals WHERE claimed_by = $1", old.ID()) != 0 {
+		t.Errorf("a replica older than the database's schema claimed deadlines %v of %v (%v)", claimed, due, err)
+	}
+	if old.Ready() == nil {
+		t.Error("a replica whose claims met a newer schema still reports ready")
+	}
+}
