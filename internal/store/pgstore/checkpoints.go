@@ -21,7 +21,7 @@ func (s *Store) ReceiptLog() *receipt.Log { return s.opts.Log }
 // the one tree with the one kernel key, so two of the same size must have
 // the same root: the first stored stands, and one with another root is a
 // forked log, refused. A replica a newer schema fenced stores none: the
-// insert is made behind the schema fence as a commit is (schema_fence.go).
+// insert is made behind the schema fence (behindFence).
 func (s *Store) PutCheckpoint(ctx context.Context, size uint64, raw []byte) error {
 	tag, err := s.insertCheckpoint(ctx, size, raw)
 	if err != nil {
@@ -116,30 +116,12 @@ func (s *Store) Checkpoints(from uint64, fn func(size uint64, raw []byte) bool) 
 }
 
 // insertCheckpoint inserts the checkpoint unless one of its size is
-// stored, in a transaction that first takes the schema fence's lock and
-// reads the version (schemaGuard): a newer one fences the store and
-// inserts nothing.
-func (s *Store) insertCheckpoint(ctx context.Context, size uint64, raw []byte) (pgconn.CommandTag, error) {
-	if err := s.fenced(); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	defer tx.Rollback(context.Background())
-	var v int
-	b := &pgx.Batch{QueuedQueries: schemaGuard(&v)}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	if err := s.checkSchema(v); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	tag, err := tx.Exec(ctx, "INSERT INTO chio_checkpoints (tree_size, raw) VALUES ($1, $2) ON CONFLICT (tree_size) DO NOTHING",
-		int64(size), raw)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	return tag, tx.Commit(ctx)
+// stored, behind the schema fence (behindFence).
+func (s *Store) insertCheckpoint(ctx context.Context, size uint64, raw []byte) (tag pgconn.CommandTag, err error) {
+	err = s.behindFence(ctx, func(tx pgx.Tx) error {
+		tag, err = tx.Exec(ctx, "INSERT INTO chio_checkpoints (tree_size, raw) VALUES ($1, $2) ON CONFLICT (tree_size) DO NOTHING",
+			int64(size), raw)
+		return err
+	})
+	return tag, err
 }

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -148,15 +149,31 @@ func (s *Store) prune(ctx context.Context) {
 // now). SKIP LOCKED passes over requests another transaction is changing
 // right now; a later sweep sees them.
 func (s *Store) ClaimDeadlines(ctx context.Context, now time.Time, id string, limit int) ([]string, error) {
-	if limit <= 0 || s.fenced() != nil {
-		// A fenced replica cannot fire a deadline: it claims none, and the
-		// upgraded replicas need not wait out its claims (schema_fence.go).
+	if limit <= 0 {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
-	args := []any{s.id, now.Unix(), limit, ClaimLease.Milliseconds(), id, s.opts.Lease.Milliseconds()}
-	rows, err := s.pool.Query(ctx, `UPDATE chio_approvals SET claimed_by = $1, claim_until = `+dbNowMS+` + $4
+	// Behind the schema fence: a fenced replica cannot fire a deadline, so
+	// it claims none, and the upgraded replicas need not wait out its
+	// claims (schema_fence.go).
+	var ids []string
+	err := s.behindFence(ctx, func(tx pgx.Tx) (err error) {
+		ids, err = claimDeadlines(ctx, tx, []any{s.id, now.Unix(), limit, ClaimLease.Milliseconds(), id, s.opts.Lease.Milliseconds()})
+		return err
+	})
+	if errors.Is(err, ErrSchemaTooNew) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: claim deadlines: %v", kernel.ErrUnavailable, err)
+	}
+	return ids, nil
+}
+
+// claimDeadlines is ClaimDeadlines's statement, in tx.
+func claimDeadlines(ctx context.Context, tx pgx.Tx, args []any) ([]string, error) {
+	rows, err := tx.Query(ctx, `UPDATE chio_approvals SET claimed_by = $1, claim_until = `+dbNowMS+` + $4
 		WHERE approval_id IN (
 			SELECT approval_id FROM chio_approvals
 			WHERE status = 'pending' AND expires_at <= $2
@@ -167,7 +184,7 @@ func (s *Store) ClaimDeadlines(ctx context.Context, now time.Time, id string, li
 			FOR UPDATE SKIP LOCKED)
 		RETURNING approval_id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: claim deadlines: %v", kernel.ErrUnavailable, err)
+		return nil, err
 	}
 	defer rows.Close()
 	var ids []string
@@ -185,14 +202,17 @@ func (s *Store) ClaimDeadlines(ctx context.Context, now time.Time, id string, li
 // replica whose heartbeat is older than the lease (or that is gone from
 // chio_replicas) become this replica's.
 func (s *Store) ClaimOrphans(ctx context.Context, limit int) ([]*kernel.CallRecord, error) {
-	if limit <= 0 || s.fenced() != nil {
-		// A fenced replica cannot finish a call: it takes over none, and
-		// leaves them to the upgraded replicas (schema_fence.go).
+	if limit <= 0 {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `UPDATE chio_calls SET owner = $1
+	// Behind the schema fence: a fenced replica cannot finish a call, so it
+	// takes over none, and leaves them to the upgraded replicas
+	// (schema_fence.go).
+	var out []*kernel.CallRecord
+	err := s.behindFence(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE chio_calls SET owner = $1
 		WHERE request_id IN (
 			SELECT c.request_id FROM chio_calls c
 			WHERE c.status = 'dispatching' AND c.owner IS DISTINCT FROM $1
@@ -201,12 +221,17 @@ func (s *Store) ClaimOrphans(ctx context.Context, limit int) ([]*kernel.CallReco
 			LIMIT $3
 			FOR UPDATE OF c SKIP LOCKED)
 		RETURNING request_id, rec`, s.id, s.opts.Lease.Milliseconds(), limit)
+		if err != nil {
+			return err
+		}
+		out, err = scanCalls(rows)
+		return err
+	})
+	if errors.Is(err, ErrSchemaTooNew) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: claim orphaned calls: %v", kernel.ErrUnavailable, err)
-	}
-	out, err := scanCalls(rows)
-	if err != nil {
-		return nil, err
 	}
 	if len(out) > 0 {
 		slog.Info("took over calls in flight of replicas that are gone", "calls", len(out))

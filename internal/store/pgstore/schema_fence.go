@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -76,4 +77,32 @@ func (b *batchTx) checkSchema() error {
 		}
 	}
 	return b.s.checkSchema(b.schema)
+}
+
+// behindFence runs fn in a transaction opened as a commit's is (the
+// fence's lock taken shared, then the schema version read), for the writes
+// made outside the commit queue: claims and checkpoints. A newer version
+// fences the store and runs nothing: ErrSchemaTooNew. Without it, such a
+// write made between a migration and the moment this replica noticed it
+// would land under the newer schema.
+func (s *Store) behindFence(ctx context.Context, fn func(pgx.Tx) error) error {
+	if err := s.fenced(); err != nil {
+		return err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background())
+	var v int
+	if err := tx.SendBatch(ctx, &pgx.Batch{QueuedQueries: schemaGuard(&v)}).Close(); err != nil {
+		return err
+	}
+	if err := s.checkSchema(v); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
