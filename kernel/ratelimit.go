@@ -11,9 +11,20 @@ import (
 type rateWindow struct {
 	mu   sync.Mutex
 	hits map[string][]time.Time
+	// pruneAt is the key count at which the next scan for idle keys runs:
+	// twice what a scan left (at least minPruneAt), so that when every
+	// key is live the scans are paid for by the keys added since, not run
+	// on every call. scans counts them (tests).
+	pruneAt int
+	scans   int
 }
 
-func newRateWindow() *rateWindow { return &rateWindow{hits: map[string][]time.Time{}} }
+// minPruneAt bounds the keys kept before idle ones are dropped.
+const minPruneAt = 1 << 16
+
+func newRateWindow() *rateWindow {
+	return &rateWindow{hits: map[string][]time.Time{}, pruneAt: minPruneAt}
+}
 
 // hit records a call at now and returns how many calls (this one included)
 // fall in the last minute. A hit keeps at most max+1 timestamps per key,
@@ -33,11 +44,16 @@ func (w *rateWindow) hit(key string, now time.Time, max int) int {
 		ts = ts[1:]
 	}
 	w.hits[key] = ts
-	if len(w.hits) > 1<<16 { // bound memory: drop idle keys
+	if len(w.hits) > w.pruneAt { // bound memory: drop idle keys
+		w.scans++
 		for k, v := range w.hits {
 			if len(v) == 0 || !v[len(v)-1].After(now.Add(-time.Minute)) {
 				delete(w.hits, k)
 			}
+		}
+		w.pruneAt = 2 * len(w.hits)
+		if w.pruneAt < minPruneAt {
+			w.pruneAt = minPruneAt
 		}
 	}
 	return len(ts)
