@@ -236,6 +236,9 @@ func createSecret(path string) ([]byte, error) {
 		return nil, fmt.Errorf("email: %w", err)
 	}
 	_, err = f.WriteString(hex.EncodeToString(s) + "\n")
+	if err == nil {
+		err = f.Sync() // its name is made durable at chiod's start (startfiles.go)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

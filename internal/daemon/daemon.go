@@ -200,8 +200,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	store = st.store
 	defer store.Close()
-	// kernel.pem, the token files and chio.db are fsynced as written;
-	// their names in the data dir (and the data dir's own, when this start
+	// kernel.pem, the token files, email-link.key and chio.db are fsynced
+	// as written; their names in the data dir (and the data dir's own, when this start
 	// made it) are made durable before anything is served: a power cut
 	// must not leave the store's decisions without their file, nor a
 	// database bound to a key file that vanished.
@@ -408,6 +408,9 @@ func bearerToken(getenv func(string) string, dataDir, env, file string, log *slo
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
 		_, err = f.WriteString(t + "\n")
+		if err == nil {
+			err = f.Sync() // its name is made durable before serving (files.syncEntries)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -30,10 +30,14 @@ const KeyFile = "kernel.pem"
 // database bound to a key nobody has.
 type startFiles struct {
 	dir        string
-	createdDir bool            // the data dir itself was made by this start
-	before     map[string]bool // its entries once chiod held the lock
-	kept       map[string]bool
-	committed  bool
+	createdDir bool // the data dir itself was made by this start
+	// existing is the data dir's nearest ancestor that existed before this
+	// start (MkdirAll may make several): the new directories' entries are
+	// made durable up to it (syncEntries).
+	existing  string
+	before    map[string]bool // its entries once chiod held the lock
+	kept      map[string]bool
+	committed bool
 }
 
 // noteDataDir makes dir if need be, and refuses one that other users may
@@ -43,13 +47,20 @@ type startFiles struct {
 func noteDataDir(dir string) (*startFiles, error) {
 	_, err := os.Stat(dir)
 	created := errors.Is(err, os.ErrNotExist)
+	existing := filepath.Clean(dir)
+	for created && existing != filepath.Dir(existing) {
+		existing = filepath.Dir(existing)
+		if _, err := os.Stat(existing); err == nil {
+			break
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	if err := checkDataDirMode(dir); err != nil {
 		return nil, err
 	}
-	return &startFiles{dir: dir, createdDir: created, kept: map[string]bool{}}, nil
+	return &startFiles{dir: dir, createdDir: created, existing: existing, kept: map[string]bool{}}, nil
 }
 
 // noteEntries records the data dir's entries as they are.
@@ -65,15 +76,20 @@ func (s *startFiles) noteEntries() error {
 	return nil
 }
 
-// syncEntries makes the data dir's entries durable, and the data dir's
-// own entry in its parent when this start created it.
+// syncEntries makes the data dir's entries durable and, when this start
+// created it, each new directory's entry in its parent, up to the
+// ancestor that existed before.
 func (s *startFiles) syncEntries() error {
 	if err := atomicfile.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	if s.createdDir {
-		if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(s.dir))); err != nil {
-			return fmt.Errorf("data dir's parent: %w", err)
+	if !s.createdDir {
+		return nil
+	}
+	for d := filepath.Clean(s.dir); d != s.existing && d != filepath.Dir(d); {
+		d = filepath.Dir(d)
+		if err := atomicfile.SyncDir(d); err != nil {
+			return fmt.Errorf("data dir's parent %s: %w", d, err)
 		}
 	}
 	return nil
