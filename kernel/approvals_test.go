@@ -110,9 +110,12 @@ type lf struct {
 	policyText string
 }
 
-func lifecycle(t *testing.T, timeoutAction string) *lf {
+func lifecycle(t *testing.T, timeoutAction string) *lf { return lifecycleOn(t, timeoutAction, nil) }
+
+// lifecycleOn is lifecycle whose kernel reads the fake clock through wrap.
+func lifecycleOn(t *testing.T, timeoutAction string, wrap func(*clock.Fake) clock.Clock) *lf {
 	t.Helper()
-	f := newFixture(t)
+	f := newFixtureOn(t, wrap)
 	text := fmt.Sprintf(lifecyclePolicy, financeLead.Public(), cfo.Public(), sre.Public(), outsider.Public(), agentK.Public(), timeoutAction)
 	if timeoutAction != policy.TimeoutEscalate {
 		// Escalation tiers apply only when escalating (policy refuses them
