@@ -16,7 +16,6 @@ import (
 // clock. Timers are derived from durable state (each pending request's
 // expires_at), so Recover re-arms them all after a restart.
 func (k *Kernel) armTimer(id string, deadline int64) {
-	d := time.Unix(deadline, 0).Sub(k.clock.Now())
 	k.timersMu.Lock()
 	defer k.timersMu.Unlock()
 	if k.stopping() {
@@ -25,7 +24,9 @@ func (k *Kernel) armTimer(id string, deadline int64) {
 	if old, ok := k.timers[id]; ok {
 		old.Stop()
 	}
-	k.timers[id] = k.clock.AfterFunc(d, func() { k.onDeadline(id) })
+	// At the deadline itself, not "deadline - now" read earlier: time that
+	// passes before the timer is registered must not postpone it.
+	k.timers[id] = k.clock.AfterFuncAt(time.Unix(deadline, 0), func() { k.onDeadline(id) })
 }
 
 // stopTimers disarms every deadline at Close: a closing kernel neither

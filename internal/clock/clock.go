@@ -13,6 +13,11 @@ type Clock interface {
 	Now() time.Time
 	// AfterFunc runs f in its own goroutine once d has elapsed on this clock.
 	AfterFunc(d time.Duration, f func()) Timer
+	// AfterFuncAt runs f in its own goroutine once this clock reaches at
+	// (at once if it has). Deadlines are points in time: arming one as
+	// "at - Now()" and then AfterFunc would fire late by however long
+	// passed between the two readings.
+	AfterFuncAt(at time.Time, f func()) Timer
 }
 
 // Timer is a cancellable wake-up.
@@ -29,6 +34,9 @@ func (Real) Now() time.Time { return time.Now() }
 
 // AfterFunc wraps time.AfterFunc.
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// AfterFuncAt wraps time.AfterFunc with the time left until at.
+func (Real) AfterFuncAt(at time.Time, f func()) Timer { return time.AfterFunc(time.Until(at), f) }
 
 // Fake is a manually advanced clock for tests. The zero value is not usable;
 // construct with NewFake.
@@ -51,8 +59,22 @@ func (f *Fake) Now() time.Time {
 // AfterFunc arms f to run when the fake time reaches now+d.
 func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 	f.mu.Lock()
-	t := &fakeTimer{clock: f, at: f.now.Add(d), fn: fn}
-	if d <= 0 {
+	return f.armLocked(f.now.Add(d), fn)
+}
+
+// AfterFuncAt arms f to run when the fake time reaches at; the time is
+// read and the timer registered under one lock, so an Advance from
+// another goroutine lands wholly before or after.
+func (f *Fake) AfterFuncAt(at time.Time, fn func()) Timer {
+	f.mu.Lock()
+	return f.armLocked(at, fn)
+}
+
+// armLocked registers a timer for at, or fires it now if at has come;
+// f.mu is held and released.
+func (f *Fake) armLocked(at time.Time, fn func()) Timer {
+	t := &fakeTimer{clock: f, at: at, fn: fn}
+	if !at.After(f.now) {
 		f.mu.Unlock()
 		t.fired = true
 		go fn()

@@ -64,7 +64,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 	// A session's expiry ends the stream, on the kernel's clock.
 	expired := make(chan struct{})
 	if g.session != "" {
-		t := s.cfg.Kernel.Clock().AfterFunc(g.expiresAt.Sub(s.cfg.Kernel.Clock().Now()), func() { close(expired) })
+		t := s.cfg.Kernel.Clock().AfterFuncAt(g.expiresAt, func() { close(expired) })
 		defer t.Stop()
 	}
 	events, cancel, ok := s.cfg.Kernel.Subscribe(kernel.PoolStream)
