@@ -106,6 +106,10 @@ type mockSlack struct {
 	ephemerals []url.Values
 	auth       []string
 	seq        atomic.Int64
+	// lostPostAnswers, while positive, makes chat.postMessage take the
+	// message and drop the connection instead of answering: Slack posted
+	// it, chiod never learns where.
+	lostPostAnswers atomic.Int32
 }
 
 func (m *mockSlack) record(list *[]url.Values, ts bool) http.HandlerFunc {
@@ -116,6 +120,12 @@ func (m *mockSlack) record(list *[]url.Values, ts bool) http.HandlerFunc {
 		*list = append(*list, v)
 		m.auth = append(m.auth, r.Header.Get("Authorization"))
 		m.mu.Unlock()
+		if list == &m.posts && m.lostPostAnswers.Add(-1) >= 0 {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
 		stamp := v.Get("ts")
 		if ts || stamp == "" {
 			stamp = fmt.Sprintf("1700000000.%06d", m.seq.Add(1))
