@@ -40,5 +40,22 @@ func TestMessagePostedAgainAfterALostAnswerSaysSo(t *testing.T) {
 	}
 }
 
+// A post Slack refused (it answered, with an error) posted nothing: its
+// retry is the only message and must not warn of an earlier one.
+func TestMessagePostedAfterARefusedPostDoesNotWarn(t *testing.T) {
+	w := newWorld(t)
+	w.mock.refusedPosts.Store(1)
+	out := w.refund(t)
+	id := out.ApprovalRequestID
+	w.posted(t, id)
+	posts, _, _ := w.mock.snapshot() // the refused post, then its retry
+	for start := time.Now(); len(posts) < 2 && time.Since(start) < 10*time.Second; time.Sleep(5 * time.Millisecond) {
+		posts, _, _ = w.mock.snapshot()
+	}
+	if len(posts) != 2 || strings.Contains(posts[1].Get("blocks"), earlierNote) {
+		t.Fatalf("want a refused post and one message without the warning; posts: %v", posts)
+	}
+}
+
 // earlierNote is part of what a message posted again says.
 const earlierNote = "an earlier message for this request may be in this channel"

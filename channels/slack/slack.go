@@ -32,6 +32,15 @@
 // late approval.requested posts nothing stale. References of resolved
 // requests are pruned MessageRetention after resolution, at start.
 //
+// Slack has no idempotent chat.postMessage: when its answer is lost (the
+// connection drops, the attempt times out, chiod stops) after Slack took
+// the message, chiod cannot know the message exists, and the retry posts
+// another. So the intent to post is written before posting; a post that
+// finds it posts again (approvers must be told) with a notice that an
+// earlier message for the request may be in the channel and is never
+// updated, on this message and its updates. A post Slack refused (it
+// answered with an error) posted nothing and leaves no such notice.
+//
 // # Interactions
 //
 // InteractionsHandler serves POST /slack/interactions. In order: the raw
@@ -257,7 +266,7 @@ func (c *Channel) sync(ctx context.Context, req *approval.Request) error {
 	}
 	st := stateOf(req)
 	switch {
-	case ok && !st.after(ref.state):
+	case ok && !ref.Posting && !st.after(ref.state):
 		return nil // shown already, or older than what is shown
 	case !ok && st.Final:
 		// Resolved before its message was posted: remember that, so the
@@ -265,6 +274,9 @@ func (c *Channel) sync(ctx context.Context, req *approval.Request) error {
 		return c.refs.put(req.ApprovalID, msgRef{state: st, UpdatedAt: c.clock.Now().Unix()})
 	}
 	blocks, text, _ := c.render(req)
+	if ref.Reposted || ref.Posting {
+		blocks = append(blocks, slackapi.NewContextBlock("chio_reposted", mrkdwn(repostedNotice)))
+	}
 	opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(blocks...), slackapi.MsgOptionText(text, false)}
 	if ok && ref.TS != "" {
 		if _, _, _, err := c.api.UpdateMessageContext(ctx, ref.Channel, ref.TS, opts...); err != nil {
@@ -272,14 +284,43 @@ func (c *Channel) sync(ctx context.Context, req *approval.Request) error {
 		}
 		ref.state = st
 	} else {
+		// Slack has no idempotent post: record the intent first, so a post
+		// whose answer is lost (or a stop before its ts is written) is
+		// known on the next attempt, whose message then says so.
+		intent := msgRef{Posting: true, Reposted: ref.Reposted || ref.Posting, state: st, UpdatedAt: c.clock.Now().Unix()}
+		if err := c.refs.put(req.ApprovalID, intent); err != nil {
+			return err
+		}
 		chID, ts, err := c.api.PostMessageContext(ctx, c.channel, opts...)
 		if err != nil {
+			if postRefused(err) { // Slack answered: nothing was posted
+				err = errors.Join(err, c.refs.restore(req.ApprovalID, ref, ok))
+			}
 			return classify("chat.postMessage", err)
 		}
-		ref = msgRef{Channel: chID, TS: ts, state: st}
+		ref = msgRef{Channel: chID, TS: ts, state: st, Reposted: intent.Reposted}
 	}
 	ref.UpdatedAt = c.clock.Now().Unix()
 	return c.refs.put(req.ApprovalID, ref)
+}
+
+// repostedNotice is shown on a message posted after an earlier post of
+// the same request may have reached Slack unanswered: chiod cannot update
+// that one, so it may still offer its buttons after the request is decided
+// (a click on it is decided from the request as it is now, so it misleads
+// but decides nothing the request does not allow).
+const repostedNotice = ":warning: chio lost Slack's answer to an earlier post, so an earlier message for this request may be in this channel: " +
+	"that one is never updated. This message shows the request's current state."
+
+// postRefused reports whether Slack answered a chat.postMessage with a
+// refusal (an error response, a rate limit, a 4xx status): the message
+// was not posted. Any other error (a dropped connection, a timeout, a 5xx)
+// leaves it unknown whether Slack posted it.
+func postRefused(err error) bool {
+	var rl *slackapi.RateLimitedError
+	var se slackapi.SlackErrorResponse
+	var sre slackapi.StatusCodeError
+	return errors.As(err, &rl) || errors.As(err, &se) || (errors.As(err, &sre) && sre.Code >= 400 && sre.Code < 500)
 }
 
 // classify marks Slack API errors retrying cannot fix as permanent.
@@ -334,12 +375,17 @@ func (s state) after(o state) bool {
 }
 
 // msgRef is where a request's message is, and what it shows. TS is empty
-// for a tombstone.
+// for a tombstone and for a post under way.
 type msgRef struct {
 	Channel string `json:"channel"`
 	TS      string `json:"ts"`
 	state
 	UpdatedAt int64 `json:"updated_at"` // unix s
+	// Posting: a chat.postMessage was sent and its answer not recorded
+	// (lost, or chiod stopped): Slack may hold a message chiod cannot
+	// update. Reposted: the message at TS was posted after such a post.
+	Posting  bool `json:"posting,omitempty"`
+	Reposted bool `json:"reposted,omitempty"`
 }
 
 // refStore keeps msgRefs in memory and, with a data dir, one file per
@@ -406,6 +452,23 @@ func (s *refStore) get(id string) (msgRef, bool, error) {
 		s.mu.Unlock()
 	}
 	return ref, ok, err
+}
+
+// restore puts back what was stored for id before a post Slack refused:
+// prev, or nothing when had is false.
+func (s *refStore) restore(id string, prev msgRef, had bool) error {
+	if had {
+		return s.put(id, prev)
+	}
+	if s.dir != "" {
+		if err := os.Remove(filepath.Join(s.dir, id+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("slack: message store: %w", err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.mem, id)
+	s.mu.Unlock()
+	return nil
 }
 
 func (s *refStore) put(id string, ref msgRef) error {

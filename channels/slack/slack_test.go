@@ -110,6 +110,9 @@ type mockSlack struct {
 	// message and drop the connection instead of answering: Slack posted
 	// it, chiod never learns where.
 	lostPostAnswers atomic.Int32
+	// refusedPosts, while positive, makes chat.postMessage answer
+	// internal_error: Slack says it posted nothing.
+	refusedPosts atomic.Int32
 }
 
 func (m *mockSlack) record(list *[]url.Values, ts bool) http.HandlerFunc {
@@ -125,6 +128,10 @@ func (m *mockSlack) record(list *[]url.Values, ts bool) http.HandlerFunc {
 				conn.Close()
 				return
 			}
+		}
+		if list == &m.posts && m.refusedPosts.Add(-1) >= 0 {
+			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "internal_error"})
+			return
 		}
 		stamp := v.Get("ts")
 		if ts || stamp == "" {
