@@ -315,12 +315,20 @@ const repostedNotice = ":warning: chio lost Slack's answer to an earlier post, s
 // postRefused reports whether Slack answered a chat.postMessage with a
 // refusal (an error response, a rate limit, a 4xx status): the message
 // was not posted. Any other error (a dropped connection, a timeout, a 5xx)
-// leaves it unknown whether Slack posted it.
+// leaves it unknown whether Slack posted it, and so do internal_error and
+// fatal_error, which Slack documents as "it's possible some aspect of the
+// operation succeeded".
 func postRefused(err error) bool {
 	var rl *slackapi.RateLimitedError
 	var se slackapi.SlackErrorResponse
 	var sre slackapi.StatusCodeError
-	return errors.As(err, &rl) || errors.As(err, &se) || (errors.As(err, &sre) && sre.Code >= 400 && sre.Code < 500)
+	switch {
+	case errors.As(err, &rl):
+		return true
+	case errors.As(err, &se):
+		return se.Err != "internal_error" && se.Err != "fatal_error"
+	}
+	return errors.As(err, &sre) && sre.Code >= 400 && sre.Code < 500
 }
 
 // classify marks Slack API errors retrying cannot fix as permanent.

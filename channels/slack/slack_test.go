@@ -111,7 +111,7 @@ type mockSlack struct {
 	// it, chiod never learns where.
 	lostPostAnswers atomic.Int32
 	// refusedPosts, while positive, makes chat.postMessage answer
-	// internal_error: Slack says it posted nothing.
+	// ratelimited: Slack says it posted nothing.
 	refusedPosts atomic.Int32
 }
 
@@ -130,7 +130,7 @@ func (m *mockSlack) record(list *[]url.Values, ts bool) http.HandlerFunc {
 			}
 		}
 		if list == &m.posts && m.refusedPosts.Add(-1) >= 0 {
-			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "internal_error"})
+			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "ratelimited"})
 			return
 		}
 		stamp := v.Get("ts")
