@@ -27,7 +27,9 @@
 // The link is a convenience, never a credential that decides: only the
 // approver's signature does. Spent links are remembered in memory (a restart
 // forgets them; the kernel still refuses a second vote by the same approver
-// and any vote on a resolved request).
+// and any vote on a resolved request), and GET answers 410 once the link's
+// approver has voted on its request, which the request records durably: a
+// link spent before a restart does not show the request after it.
 //
 // Sending uses net/smtp: STARTTLS when `starttls = true` (required, never
 // opportunistic), AUTH PLAIN with the credentials from username_env /
@@ -287,6 +289,7 @@ var (
 	errExpiredLink = errors.New("this link has expired")
 	errUsedLink    = errors.New("this link was already used")
 	errBusyLink    = errors.New("this link is being used right now")
+	errVotedLink   = errors.New("this link's approver has already voted on this request")
 )
 
 // parseLink checks the MAC and expiry; id is the MAC, the link's identity.

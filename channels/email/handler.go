@@ -56,7 +56,7 @@ func (c *Channel) Handler(k Kernel) http.Handler {
 // in use, 403 anything else.
 func linkErr(err error) error {
 	switch {
-	case errors.Is(err, errExpiredLink), errors.Is(err, errUsedLink):
+	case errors.Is(err, errExpiredLink), errors.Is(err, errUsedLink), errors.Is(err, errVotedLink):
 		return httpapi.Error(http.StatusGone, httpapi.CodeApprovalRejected, err.Error())
 	case errors.Is(err, errBusyLink):
 		return httpapi.Error(http.StatusConflict, httpapi.CodeConflict, err.Error())
@@ -86,6 +86,14 @@ func (c *Channel) show(w http.ResponseWriter, r *http.Request, k Kernel, link st
 	if !c.mayStillDecide(req, cl.Approver) {
 		httpapi.WriteError(w, httpapi.Error(http.StatusForbidden, httpapi.CodeApprovalRejected,
 			"this link's approver may no longer decide this request: the policy in force does not list them for it"))
+		return
+	}
+	// Spent links are remembered in memory, which a restart forgets; the
+	// vote that spends a link is durable, in the request. Once the link's
+	// approver has voted (through this link or any other way), nothing is
+	// left for the link to do, and it shows nothing.
+	if req.HasVoted(cl.Approver) {
+		httpapi.WriteError(w, linkErr(errVotedLink))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
