@@ -54,6 +54,7 @@ import (
 	"net/smtp"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -391,7 +392,9 @@ func (c *Channel) recipients(req *approval.Request) (out []recipient, voted int)
 
 // Deliver sends one message per trusted approver with an email address on
 // approval.requested and approval.escalated, except to those who have
-// voted already; other events need no mail.
+// voted already; other events need no mail. It mails only approvers req,
+// as announced, trusted: those an escalation added meanwhile are mailed by
+// the escalation's own delivery.
 // When no trusted approver has an address it fails (permanently) rather
 // than report a delivery that told nobody.
 // Each recipient gets its own SMTP transaction, up to maxParallelSends at
@@ -402,6 +405,7 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 	if event != "approval.requested" && event != "approval.escalated" {
 		return nil
 	}
+	announced := req
 	if c.o.Current != nil {
 		if cur, err := c.o.Current(req.ApprovalID); err == nil && cur != nil && cur.ApprovalID == req.ApprovalID {
 			req = cur
@@ -415,8 +419,15 @@ func (c *Channel) Deliver(ctx context.Context, event string, req *approval.Reque
 		return nil // nothing left to decide
 	}
 	rcpts, voted := c.recipients(req)
-	if len(rcpts) == 0 && voted > 0 {
-		return nil // everyone this channel reaches has decided already
+	// A job mails only the approvers its announcement was about: those an
+	// escalation (or a reload) added while it waited are told by that
+	// event's own announcement, and mailing them here too sent them two
+	// messages for one request.
+	others := len(rcpts)
+	rcpts = slices.DeleteFunc(rcpts, func(r recipient) bool { return !announced.Trusts(r.key) })
+	others -= len(rcpts)
+	if len(rcpts) == 0 && (voted > 0 || others > 0) {
+		return nil // everyone this announcement reaches has decided already, or is another's to tell
 	}
 	if len(rcpts) == 0 {
 		// Nobody to mail is a failure, not a delivery: the hub records it
