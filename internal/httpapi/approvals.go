@@ -13,7 +13,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/signed"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -256,7 +258,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	res, err := s.respondOne(r.Context(), id, &rr)
+	res, err := s.respondOne(r, id, &rr)
 	if err != nil {
 		writeErr(w, notFoundAs(err, "approval request", id))
 		return
@@ -264,7 +266,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (s *Server) respondOne(ctx context.Context, id string, rr *RespondRequest) (*kernel.RespondResult, error) {
+func (s *Server) respondOne(r *http.Request, id string, rr *RespondRequest) (*kernel.RespondResult, error) {
 	if id == "" || len(id) > MaxIDLen {
 		return nil, notFoundAs(kernel.ErrNotFound, "approval request", id)
 	}
@@ -275,7 +277,44 @@ func (s *Server) respondOne(ctx context.Context, id string, rr *RespondRequest) 
 	// Once a vote is consumed the approved call must run to completion, even
 	// if the approver's connection drops: never hand the kernel a context
 	// that a vanished client can cancel mid-dispatch.
-	return s.cfg.Kernel.Respond(context.WithoutCancel(ctx), id, rr.Token, outcome, rr.Channel)
+	res, err := s.cfg.Kernel.Respond(context.WithoutCancel(r.Context()), id, rr.Token, outcome, rr.Channel)
+	if err != nil && classify(err).Status < http.StatusInternalServerError && !s.mayKnowApprovals(r, rr.Token) {
+		return nil, errNotYourRequest
+	}
+	return res, err
+}
+
+// errNotYourRequest is every refusal of a token no approver of the policy
+// in force signed, presented by a caller who may not read approvals. The
+// route needs no bearer, so such a token is anyone's: the kernel's own
+// answer would tell them whether id names a request (404 on an unknown id,
+// 403 or 409 on a real one) and, through which binding check failed, what
+// the request holds. Whoever may read approvals anyway (mayKnowApprovals)
+// still gets the kernel's answer, 404 for an id that does not exist
+// included.
+var errNotYourRequest = apiErr(http.StatusForbidden, CodeApprovalRejected,
+	"the token does not decide this approval request: it is malformed, not signed by an approver of the policy in force, or the request does not exist")
+
+// mayKnowApprovals reports whether r may learn which approval requests
+// exist: it holds a reader or admin token or an approver session (GET
+// /approvals/pending is theirs), or token is signed by an approver of the
+// policy in force (who may sign in and read them).
+func (s *Server) mayKnowApprovals(r *http.Request, token json.RawMessage) bool {
+	return s.bearerRole(r) >= roleReader || s.signedByApprover(token)
+}
+
+// signedByApprover reports whether raw is a token whose signature verifies
+// by the approver it names, a key the policy in force lists as an approver.
+func (s *Server) signedByApprover(raw json.RawMessage) bool {
+	var t approval.Token
+	if len(raw) > approval.MaxTokenBytes || canon.Unmarshal(raw, &t) != nil {
+		return false
+	}
+	if _, ok := s.approverName(t.Approver); !ok {
+		return false
+	}
+	pub, err := keys.ParsePublicKey(t.Approver)
+	return err == nil && signed.Verify(raw, approval.TokenSchema, pub) == nil
 }
 
 // BatchRespondRequest is POST /approvals/batch/respond's body.
@@ -326,7 +365,7 @@ func (s *Server) batchRespond(w http.ResponseWriter, r *http.Request) {
 	ans := BatchRespondAnswer{Results: make([]BatchRespondResult, 0, len(br.Items))}
 	for _, it := range br.Items {
 		res := BatchRespondResult{ApprovalID: it.ApprovalID}
-		out, err := s.respondOne(r.Context(), it.ApprovalID,
+		out, err := s.respondOne(r, it.ApprovalID,
 			&RespondRequest{Token: it.Token, Outcome: it.Outcome, Reason: it.Reason, Channel: br.Channel})
 		if err != nil {
 			ae := classify(err)
