@@ -30,8 +30,14 @@ type dataDirLock struct {
 func lockDataDir(dir string) (*dataDirLock, error) {
 	path := filepath.Join(dir, PIDFile)
 	for range 10 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		// noFollow: a symlink planted at the path is refused, not opened:
+		// chiod truncates and writes this file, and would do so to the
+		// link's target (or create a dangling link's).
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 		if err != nil {
+			if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+				return nil, fmt.Errorf("pid file: %s is a symbolic link; chiod writes only a file of its own there: remove the link", path)
+			}
 			return nil, fmt.Errorf("pid file: %w", err)
 		}
 		if busy, err := tryLock(f); busy || err != nil {
@@ -46,7 +52,7 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 		// did so between our open and our lock, we hold a lock on a file
 		// no one else will open: start again.
 		held, err1 := f.Stat()
-		named, err2 := os.Stat(path)
+		named, err2 := os.Lstat(path) // a link put there since is not our file
 		if err1 != nil || err2 != nil || !os.SameFile(held, named) {
 			f.Close()
 			continue
