@@ -305,6 +305,12 @@ func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
+	// A wrong bearer token is refused here as on every other route (auth.go
+	// never lets a session stand in beside one), not ignored for the cookie.
+	if r.Header.Get("Authorization") != "" && s.tokenRole(r) == roleNone {
+		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "the Authorization header holds no valid bearer token"))
+		return
+	}
 	_, sess, ok := s.session(r)
 	if !ok {
 		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "no approver session"))
