@@ -323,6 +323,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	addr := ln.Addr().String()
 	log.Info("chiod serving", "addr", addr, "policy", p.Source, "policy_hash", p.Hash, "kernel_key", key.Public().String(),
 		"pid", os.Getpid(), "pid_file", lock.path, "metrics_auth", o.MetricsAuth)
+	warnPlainHTTP(log, ln.Addr(), tlsConfig != nil)
 	fmt.Fprint(o.Out, firstSteps(addr, p, adminPath, readPath, lock.path))
 	if o.Ready != nil {
 		o.Ready(addr)
