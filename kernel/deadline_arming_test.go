@@ -40,13 +40,20 @@ func (c *lateArmingClock) AfterFuncAt(at time.Time, f func()) clock.Timer {
 
 // A deadline is a point in time (the request's expires_at), so its timer
 // must fire when the clock reaches that point however late it was armed:
-// a timer armed "600 s from now" after the clock moved on fires 600 s past
-// the deadline, leaving the request pending (and approvable) that long.
+// a timer armed "600 s from now" after the clock moved on fires that much
+// past the deadline, leaving the request pending (and approvable) so long.
 func TestDeadlineFiresAtItsTimeWhenArmedLate(t *testing.T) {
 	f := lifecycleOn(t, "deny", func(fc *clock.Fake) clock.Clock {
-		return &lateArmingClock{Fake: fc, lag: 600 * time.Second}
+		return &lateArmingClock{Fake: fc, lag: 300 * time.Second}
 	})
-	out := f.refund(t, 450) // pending, 600 s; its deadline passes while it is armed
+	out := f.refund(t, 450) // pending for 600 s; 300 of them pass while its timer is armed
+	// Its approvers are told first (a deadline never acts on a tier not
+	// yet told: it gives the tier its full time from then instead).
+	eventually(t, "its approvers told", func() bool {
+		r, _ := f.k.Approval(out.ApprovalRequestID)
+		return r.Notified > r.Tier
+	})
+	f.clock.Advance(300 * time.Second) // the deadline
 	eventually(t, "the deadline to deny", func() bool {
 		r, _ := f.k.Approval(out.ApprovalRequestID)
 		return r.Status == approval.StatusExpired
