@@ -51,9 +51,10 @@ const (
 	// cap, signing in again ends that approver's oldest session instead of
 	// refusing: an approver is never locked out by their own old sessions,
 	// and the evicted browser just signs in again (the dashboard does so on
-	// 401). 16 is a few browsers and devices each reloaded a few times
-	// within SessionTTL — the dashboard signs in on every page load — and
-	// twice MaxStreamsPerApprover, so every stream can have its own session.
+	// 401). 16 is a few browsers and devices — the dashboard signs in on
+	// every page load, but a sign-in replaces the session its browser
+	// presents (start) — and twice MaxStreamsPerApprover, so every stream
+	// can have its own session.
 	MaxSessionsPerApprover = 16
 	MaxSessionBody         = 4 << 10
 	sessionRandomSize      = 32
@@ -103,7 +104,14 @@ func randomToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-func (ss *sessions) start(approver string, now time.Time) (string, time.Time, error) {
+// start begins approver's session. replaces is the session id the
+// signing-in browser presented ("" if none): a fresh sign-in rotates it, so
+// it ends here, whoever's it was — the browser's cookie is overwritten
+// anyway, and an id signed in over must not stay valid for whoever else
+// may hold a copy of it. Dropping it first frees a slot of both caps, so
+// the caps below cannot refuse (and then leave the browser with no
+// session) nor evict another browser's session in its stead.
+func (ss *sessions) start(approver string, now time.Time, replaces string) (string, time.Time, error) {
 	id, err := randomToken()
 	if err != nil {
 		return "", time.Time{}, err
@@ -111,6 +119,7 @@ func (ss *sessions) start(approver string, now time.Time) (string, time.Time, er
 	exp := now.Add(SessionTTL)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.drop(replaces)
 	// This approver's share first: at the cap their oldest session ends.
 	// It frees a slot of the global cap too, so an approver at their cap
 	// always gets in.
@@ -292,7 +301,7 @@ func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errSessionRefused) // replayed, or the spent table is full
 		return
 	}
-	id, exp, err := s.sessions.start(pub.String(), now)
+	id, exp, err := s.sessions.start(pub.String(), now, s.presentedSession(r))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -320,10 +329,17 @@ func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"approver": sess.approver, "display_name": name, "expires_at": sess.expiresAt.Unix()})
 }
 
-func (s *Server) sessionLogout(w http.ResponseWriter, r *http.Request) {
+// presentedSession is the session id r's cookie carries, live or not, ""
+// if none.
+func (s *Server) presentedSession(r *http.Request) string {
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		s.sessions.end(c.Value)
+		return c.Value
 	}
+	return ""
+}
+
+func (s *Server) sessionLogout(w http.ResponseWriter, r *http.Request) {
+	s.sessions.end(s.presentedSession(r))
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	writeJSON(w, http.StatusOK, map[string]any{"logged_out": true})

@@ -33,11 +33,11 @@ func TestOneApproverCannotTakeEverySessionSlot(t *testing.T) {
 	ss := newSessions()
 	now := time.Unix(1_800_000_000, 0)
 	for i := 0; i < MaxSessions; i++ {
-		if _, _, err := ss.start("alice", now); err != nil {
+		if _, _, err := ss.start("alice", now, ""); err != nil {
 			t.Fatalf("alice's sign-in %d refused: %v", i, err)
 		}
 	}
-	if _, _, err := ss.start("bob", now); err != nil {
+	if _, _, err := ss.start("bob", now, ""); err != nil {
 		t.Fatalf("bob refused after alice signed in %d times: %v", MaxSessions, err)
 	}
 	if n := len(ss.live); n != MaxSessionsPerApprover+1 {
@@ -51,10 +51,10 @@ func TestOneApproverCannotTakeEverySessionSlot(t *testing.T) {
 func TestApproverAtCapLosesOldestSession(t *testing.T) {
 	ss := newSessions()
 	now := time.Unix(1_800_000_000, 0)
-	bob, _, _ := ss.start("bob", now)
+	bob, _, _ := ss.start("bob", now, "")
 	var ids []string
 	for i := 0; i < MaxSessionsPerApprover+2; i++ {
-		id, _, err := ss.start("alice", now.Add(time.Duration(i)*time.Second))
+		id, _, err := ss.start("alice", now.Add(time.Duration(i)*time.Second), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,18 +92,18 @@ func TestSessionsGlobalCapIsABackstop(t *testing.T) {
 	ss := newSessions()
 	now := time.Unix(1_800_000_000, 0)
 	for i := 0; i < MaxSessions; i++ {
-		if _, _, err := ss.start(fmt.Sprintf("approver-%d", i/MaxSessionsPerApprover), now); err != nil {
+		if _, _, err := ss.start(fmt.Sprintf("approver-%d", i/MaxSessionsPerApprover), now, ""); err != nil {
 			t.Fatalf("sign-in %d: %v", i, err)
 		}
 	}
-	_, _, err := ss.start("newcomer", now)
+	_, _, err := ss.start("newcomer", now, "")
 	if e, ok := err.(*APIError); !ok || e.Status != http.StatusServiceUnavailable {
 		t.Fatalf("past the global cap: %v", err)
 	}
-	if _, _, err := ss.start("approver-0", now); err != nil {
+	if _, _, err := ss.start("approver-0", now, ""); err != nil {
 		t.Fatalf("an approver at their cap, with every slot taken: %v", err)
 	}
-	if _, _, err := ss.start("newcomer", now.Add(SessionTTL)); err != nil {
+	if _, _, err := ss.start("newcomer", now.Add(SessionTTL), ""); err != nil {
 		t.Fatalf("after every session expired: %v", err)
 	}
 	if len(ss.live) != 1 {
