@@ -212,6 +212,14 @@ type RespondRequest struct {
 
 var channelName = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 
+// endpointChannels are the channels whose votes reach chiod through their
+// own endpoint, which records the channel itself: /slack/interactions
+// (channels/slack's Name, after Slack's signature) and /email/a/LINK
+// (channels/email's Name). This route never receives their votes, so a
+// client naming one would make the receipt say the vote came that way.
+// respond_channel_test.go checks the names against those packages.
+var endpointChannels = map[string]bool{"slack": true, "email": true}
+
 // check validates the unsigned fields around the token and returns the
 // normalized outcome. Nothing here authorizes anything: the kernel does.
 func (rr *RespondRequest) check() (string, error) {
@@ -247,6 +255,8 @@ func (rr *RespondRequest) check() (string, error) {
 		return "", apiErr(http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("channel must be 1..%d of [a-z0-9_-]", MaxChannelLen))
 	case rr.Channel == kernel.ChannelTimeout || rr.Channel == kernel.ChannelBatch:
 		return "", apiErr(http.StatusBadRequest, CodeBadRequest, "channel "+rr.Channel+" is reserved for the kernel")
+	case endpointChannels[rr.Channel]:
+		return "", apiErr(http.StatusBadRequest, CodeBadRequest, "channel "+rr.Channel+" is recorded only for votes chiod receives on its own "+rr.Channel+" endpoint; name this client's channel otherwise")
 	}
 	return outcome, nil
 }
