@@ -218,7 +218,11 @@ func (s *Server) sessionByID(id string) (approverSession, bool) {
 		return approverSession{}, false
 	}
 	if _, ok := s.approverName(sess.approver); !ok {
-		return approverSession{}, false // removed from the policy since signing in
+		// Removed from the policy since signing in: the session ends (its
+		// streams too), so putting the key back does not revive it. One
+		// not presented while the key was out is not seen, and lives on.
+		s.sessions.end(id)
+		return approverSession{}, false
 	}
 	return sess, true
 }
