@@ -171,3 +171,53 @@ func TestReloadRefusesChannelNotRunning(t *testing.T) {
 		t.Fatalf("reload naming a channel chiod does not run:\n%s", out)
 	}
 }
+
+// park calls issue_refund for 450 USD (over the quickstart's approval
+// threshold) and returns the outcome.
+func (f *reloadFixture) park(t *testing.T) any {
+	t.Helper()
+	res, err := f.agent.CallTool(context.Background(), sdk.Call{Server: "demo", Tool: "issue_refund",
+		Arguments: map[string]any{"amount": 450, "currency": "USD"},
+		Intent:    &sdk.Intent{Purpose: "refund", MaxAmount: &sdk.Amount{Units: 450, Currency: "USD"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// max_pending_approvals_per_agent is read per call from the policy in
+// force (no listener or store is built from it), and a reload puts the
+// file's hash on every receipt: a reload must apply it. Kept from the
+// start, an operator who lowered it to stop one agent burying its
+// approvers under requests got no effect until a restart, and the cap's
+// deny receipts named the hash of a file whose cap was not the one applied.
+// Calls already parked stay parked.
+func TestReloadAppliesPendingApprovalCap(t *testing.T) {
+	f := newReloadFixture(t)
+	for i := 0; i < 2; i++ {
+		if _, ok := f.park(t).(*sdk.PendingApproval); !ok {
+			t.Fatalf("park %d under the default cap of 100 was not parked", i+1)
+		}
+	}
+	raw, _ := os.ReadFile(f.config)
+	edited := strings.Replace(string(raw), `listen   = "127.0.0.1:7420"`,
+		`listen   = "127.0.0.1:7420"`+"\nmax_pending_approvals_per_agent = 2", 1)
+	if edited == string(raw) {
+		t.Fatal("the quickstart's [kernel] listen line moved; update this test")
+	}
+	if err := os.WriteFile(f.config, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.hup(t, 1)
+	if out := f.r.out.String(); strings.Contains(out, "policy reload refused") {
+		t.Fatalf("reload refused:\n%s", out)
+	}
+	switch res := f.park(t).(type) {
+	case *sdk.Denied:
+		if res.Guard != "max_pending_approvals_per_agent" {
+			t.Fatalf("third call denied by %q (%s), want max_pending_approvals_per_agent", res.Guard, res.Reason)
+		}
+	default:
+		t.Fatalf("after a reload setting max_pending_approvals_per_agent = 2, a third call with 2 waiting was %#v, want denied by the cap", res)
+	}
+}
