@@ -30,9 +30,9 @@ func restartSettingsOf(p *policy.Policy) restartSettings {
 
 // watchReload re-reads the policy on SIGHUP. A valid file replaces the
 // policy in force (later decisions, and approvals resumed later, use it);
-// an invalid one is logged and changes nothing. [kernel], [channels],
-// [receipts] and [store] settings need a restart: they are kept from the
-// running policy. A change to how [[servers]] are reached, or to
+// an invalid one is logged and changes nothing. [kernel] (but
+// max_pending_approvals_per_agent), [channels], [receipts] and [store]
+// settings need a restart: they are kept from the running policy. A change to how [[servers]] are reached, or to
 // authority_key, refuses the reload (serversReachedAlike,
 // authorityKeptAlike). reloaded runs after each reload that put a new
 // policy in force. hup is catchHUP's: a SIGHUP that came while chiod was
@@ -96,8 +96,9 @@ func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Lo
 // force: the listener, TLS, data dir, public URL (callback hints, the
 // session cookie's Secure flag), authority key, channels, the receipt log's
 // checkpointing and the store were set up at start, with -listen and
-// -data-dir applied, and a reload does not rebuild them. changed reports
-// whether the file's tables differ from those chiod started with.
+// -data-dir applied, and a reload does not rebuild them. The file's
+// max_pending_approvals_per_agent is kept in next (see below). changed
+// reports whether the file's tables differ from those chiod started with.
 //
 // A grant that names a channel the running chiod has not configured is an
 // error (nothing changes): its requests would reach nobody on that channel
@@ -108,7 +109,13 @@ func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Lo
 // and -data-dir are not hashed either), so receipts match `chio policy
 // check` of the file.
 func keepRestartSettings(next, running *policy.Policy, started restartSettings) (changed bool, err error) {
-	changed = !reflect.DeepEqual(next.Kernel, started.kernel) || !reflect.DeepEqual(next.Channels, started.channels) ||
+	// max_pending_approvals_per_agent is the one [kernel] setting a reload
+	// applies: the kernel reads it from the policy in force at each park
+	// (nothing is built from it at start), and the cap's deny receipts
+	// carry this file's hash, so the file's value is the one enforced.
+	kernelAtStart := started.kernel
+	kernelAtStart.MaxPendingApprovalsPerAgent = next.Kernel.MaxPendingApprovalsPerAgent
+	changed = !reflect.DeepEqual(next.Kernel, kernelAtStart) || !reflect.DeepEqual(next.Channels, started.channels) ||
 		next.Receipts != started.receipts || next.Store != started.store
 	if err := serversReachedAlike(next.Servers, running.Servers); err != nil {
 		return changed, err
@@ -119,7 +126,9 @@ func keepRestartSettings(next, running *policy.Policy, started restartSettings) 
 	if err := channelsConfigured(next, running.Channels); err != nil {
 		return changed, err
 	}
+	capInFile := next.Kernel.MaxPendingApprovalsPerAgent
 	next.Kernel, next.Channels = running.Kernel, running.Channels
+	next.Kernel.MaxPendingApprovalsPerAgent = capInFile
 	next.Receipts, next.Store = running.Receipts, running.Store
 	return changed, nil
 }
