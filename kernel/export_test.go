@@ -22,6 +22,11 @@ func (k *Kernel) BeforeReconcileCommit(hook func()) { k.beforeReconcileCommit.St
 // there must be honoured).
 func (k *Kernel) BeforeEscalationCommit(hook func()) { k.beforeEscalationCommit.Store(&hook) }
 
+// BeforeTimeoutDenyCommit runs hook once, when the next deadline has
+// chosen to deny its request and is about to commit the denial (a reload
+// landing there must be honoured).
+func (k *Kernel) BeforeTimeoutDenyCommit(hook func()) { k.beforeTimeoutDenyCommit.Store(&hook) }
+
 // FirstNKey names the count of a grant's first-N calls by a subject.
 var FirstNKey = firstNKey
 

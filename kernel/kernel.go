@@ -145,6 +145,9 @@ type Kernel struct {
 	// once an escalation has read the policy it judges by, before it
 	// commits.
 	beforeEscalationCommit atomic.Pointer[func()]
+	// beforeTimeoutDenyCommit, set only by tests (export_test.go), runs
+	// once a deadline has chosen to deny, before the denial commits.
+	beforeTimeoutDenyCommit atomic.Pointer[func()]
 	// recoveryAwaitsVote, set only by tests (export_test.go), runs once a
 	// recovery worker waits for a live vote's resume (recover.go).
 	recoveryAwaitsVote atomic.Pointer[func()]

@@ -316,6 +316,9 @@ func (k *Kernel) escalateIn(tx Tx, p *policy.Policy, id string, tier int, now ti
 }
 
 func (k *Kernel) timeoutDeny(ctx context.Context, id string, tier int, now time.Time) error {
+	if hook := k.beforeTimeoutDenyCommit.Swap(nil); hook != nil {
+		(*hook)()
+	}
 	_, err := k.endPending(ctx, k.Policy(), id, now, ending{
 		status: approval.StatusExpired, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalTimeout,
 		// Still pending, still at the tier whose deadline fired, and due: a
