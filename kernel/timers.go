@@ -195,7 +195,8 @@ func due(req *approval.Request, tier int, now time.Time) error {
 func (k *Kernel) expire(ctx context.Context, req *approval.Request, now time.Time) error {
 	id := req.ApprovalID
 	action := "deny"
-	g, ok := k.Policy().Grant(req.PolicyID)
+	p := k.Policy()
+	g, ok := p.Grant(req.PolicyID)
 	if ok && g.Approval != nil {
 		action = g.Approval.TimeoutAction
 	}
@@ -214,7 +215,7 @@ func (k *Kernel) expire(ctx context.Context, req *approval.Request, now time.Tim
 	// A confirm or ask exists to hear a person: unanswered, it is declined,
 	// never "confirmed" or answered by the kernel. And a call a human has
 	// denied is not run for want of a second denial.
-	return k.timeoutDeny(ctx, id, req.Tier, now)
+	return k.timeoutDeny(ctx, p, id, req.Tier, now)
 }
 
 // escalatesFrom reports whether approval a answers the deadline of tier
@@ -315,19 +316,31 @@ func (k *Kernel) escalateIn(tx Tx, p *policy.Policy, id string, tier int, now ti
 	return tx.PutApproval(req)
 }
 
-func (k *Kernel) timeoutDeny(ctx context.Context, id string, tier int, now time.Time) error {
+// timeoutDeny ends req at the deadline of tier, the action policy p
+// gives it. Like an escalation, it commits only while p is in force
+// (commitWhileInForce): a reload since expire read p (one that now
+// escalates, say) makes the deadline fire again under the policy now in
+// force (errNotDue). It once denied anyway, under the hash of a policy
+// whose timeout action was not deny.
+func (k *Kernel) timeoutDeny(ctx context.Context, p *policy.Policy, id string, tier int, now time.Time) error {
 	if hook := k.beforeTimeoutDenyCommit.Swap(nil); hook != nil {
 		(*hook)()
 	}
-	_, err := k.endPending(ctx, k.Policy(), id, now, ending{
-		status: approval.StatusExpired, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalTimeout,
-		// Still pending, still at the tier whose deadline fired, and due: a
-		// replica that lost a race (or a late timer) changes nothing.
-		check: func(req *approval.Request) error { return due(req, tier, now) },
-		reason: func(req *approval.Request) string {
-			return fmt.Sprintf("no decision before the deadline (%s)", time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC3339))
-		},
+	inForce, err := k.commitWhileInForce(p, func() error {
+		_, err := k.endPending(ctx, p, id, now, ending{
+			status: approval.StatusExpired, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalTimeout,
+			// Still pending, still at the tier whose deadline fired, and due: a
+			// replica that lost a race (or a late timer) changes nothing.
+			check: func(req *approval.Request) error { return due(req, tier, now) },
+			reason: func(req *approval.Request) string {
+				return fmt.Sprintf("no decision before the deadline (%s)", time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC3339))
+			},
+		})
+		return err
 	})
+	if !inForce {
+		return errNotDue
+	}
 	return err
 }
 
