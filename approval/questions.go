@@ -96,8 +96,8 @@ func ParseAsk(raw []byte) (*AskArgs, error) {
 
 // ValidateAnswers checks a token's answers against the questions: an
 // object from question id to a string (text, single) or a list of strings
-// (multi); select answers must be options unless allow_other; every
-// question is answered.
+// (multi); select answers must be options unless allow_other; a multi
+// answer names each choice at most once; every question is answered.
 func ValidateAnswers(questions []Question, raw json.RawMessage) error {
 	if len(raw) == 0 {
 		return fmt.Errorf("%w: answers are required for a question request", ErrMalformedToken)
@@ -126,7 +126,15 @@ func ValidateAnswers(questions []Question, raw json.RawMessage) error {
 			}
 			picks = []string{s}
 		}
+		// ["A","A"] is not a shape the form offers: a tool acting once
+		// per pick would act twice on one choice. (A map: allow_other
+		// lists are bounded only by the token's size.)
+		chosen := make(map[string]bool, len(picks))
 		for _, p := range picks {
+			if chosen[p] {
+				return fmt.Errorf("%w: %q is chosen more than once in %q", ErrMalformedToken, p, q.ID)
+			}
+			chosen[p] = true
 			if len(p) > MaxAnswerText || !utf8.ValidString(p) {
 				return fmt.Errorf("%w: answer to %q too long", ErrMalformedToken, q.ID)
 			}
