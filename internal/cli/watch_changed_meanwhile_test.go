@@ -1,0 +1,67 @@
+package cli_test
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/cli"
+)
+
+// TestWatchShowsARequestThatChangedWhileItsPromptWaitedBeforeSigning: the
+// lead is shown a delete that needs two approvals, "quorum: 0/2
+// approvals", and answers approve. While the prompt waits for the note,
+// the CFO approves. The watch read the request again before signing, saw
+// it still pending and signed: the lead's vote, cast as the first of two,
+// completed the quorum and ran the delete. What the approver answered
+// must be what is current when the token is signed: a request whose view
+// changed meanwhile (votes, tier, quorum, deadline) is shown again, as it
+// now is, and asked again; nothing is signed for the answer to the old
+// view.
+func TestWatchShowsARequestThatChangedWhileItsPromptWaitedBeforeSigning(t *testing.T) {
+	w := newApprovalWorld(t)
+	out := w.submit(t, "delete_file", `{"path":"/tmp/x"}`, "") // quorum 2
+	stdin, typing := io.Pipe()
+	so := &promptWatch{want: "note (optional): ", seen: make(chan struct{})}
+	var se bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main([]string{"approval", "watch", "--key", w.key("lead")},
+			&cli.Env{Stdin: stdin, Stdout: so, Stderr: &se, Getenv: func(k string) string {
+				return map[string]string{"CHIO_URL": w.url, "CHIO_ADMIN_TOKEN": approvalAdminToken}[k]
+			}})
+	}()
+	typing.Write([]byte("a\n"))
+	select {
+	case <-so.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no note prompt:\n%s", so.String())
+	}
+	// While the lead's prompt waits, the CFO approves: one more approval
+	// decides the request now.
+	// (exit 3: the request is still pending, 1/2)
+	if _, errOut, code := w.run(adminEnv(), "approval", "approve", out.ApprovalRequestID, "--key", w.key("cfo")); code != cli.ExitPending {
+		t.Fatalf("cfo: exit %d: %s", code, errOut)
+	}
+	typing.Write([]byte("\n")) // the note: the lead's answer is complete
+	typing.Close()             // and input ends at the request shown again
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("watch did not end:\n%s", so.String())
+	}
+	req, err := w.k.Approval(out.ApprovalRequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Status != approval.StatusPending || len(req.Votes) != 1 {
+		t.Fatalf("the lead answered a request shown as 0/2 approvals; the watch signed it at 1/2: it is %s with %d votes\n%s\n%s",
+			req.Status, len(req.Votes), so.String(), se.String())
+	}
+	if got := so.String(); strings.Count(got, "── "+out.ApprovalRequestID) != 2 || !strings.Contains(got, "quorum:   1/2 approvals") {
+		t.Fatalf("the request as it now is was not shown again:\n%s", got)
+	}
+}
