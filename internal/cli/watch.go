@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,13 +193,26 @@ func (w *watcher) observe(ev kernel.Event) {
 	default:
 		return
 	}
-	if w.handled[id] || w.resolved[id] || !req.Trusts(w.pub) || req.HasVoted(w.pub) {
+	if w.handled[id] || w.resolved[id] {
 		return
 	}
-	for _, q := range w.queue {
-		if q.ApprovalID == id {
-			return
+	// A request already queued keeps its place and takes the newer view
+	// (an escalation's tier, approvers and deadline): it is prompted as it
+	// now is. A view of an earlier tier (a reconnect's replay crossing the
+	// escalation) is older than the queued one; a tier that no longer
+	// lists this key takes the request out of the queue.
+	if i := slices.IndexFunc(w.queue, func(q *approval.Request) bool { return q.ApprovalID == id }); i >= 0 {
+		switch {
+		case req.Tier < w.queue[i].Tier:
+		case !req.Trusts(w.pub) || req.HasVoted(w.pub):
+			w.queue = slices.Delete(w.queue, i, i+1)
+		default:
+			w.queue[i] = req
 		}
+		return
+	}
+	if !req.Trusts(w.pub) || req.HasVoted(w.pub) {
+		return
 	}
 	w.queue = append(w.queue, req)
 }
