@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -247,7 +248,16 @@ func contains(list []string, s string) bool {
 
 // decide signs and posts the token and prints the server's answer.
 func (w *watcher) decide(req *approval.Request, decision, note string, amended, answers json.RawMessage) {
-	if !w.stillOpen(req.ApprovalID) {
+	cur := w.stillOpen(req.ApprovalID, "nothing signed")
+	if cur == nil {
+		return
+	}
+	if viewChanged(req, cur) {
+		// Another vote, an escalation or a reload changed what the
+		// approver was shown (a vote that completes the quorum now, say):
+		// the answer was to the old view. Shown again as it now is.
+		fmt.Fprintf(w.e.Stdout, "%s changed while you answered; nothing signed. As it now is:\n", shown(req.ApprovalID))
+		w.again(cur)
 		return
 	}
 	tok := approval.NewToken(req, w.key.Public(), decision, time.Now(), w.ttl)
@@ -299,31 +309,51 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 }
 
 // stillOpen reads the request again once the approver has answered, and
-// says why not when this key can no longer decide it: the prompt may have
-// waited long, and another approver, a deadline or an escalation may have
-// settled it meanwhile. Then nothing is signed, as `chio approval approve`
-// signs nothing for a request that is not pending (chiod would refuse the
-// token; the approver hears what happened instead of a 409).
-func (w *watcher) stillOpen(id string) bool {
+// returns it as it now is, or nil and says why not when this key can no
+// longer decide it (then, what became of the answer, ends the line): the
+// prompt may have waited long, and another approver, a deadline or an
+// escalation may have settled it meanwhile. Then nothing is signed, as
+// `chio approval approve` signs nothing for a request that is not pending
+// (chiod would refuse the token; the approver hears what happened instead
+// of a 409).
+func (w *watcher) stillOpen(id, then string) *approval.Request {
 	ctx, cancel := ctxTimeout(30 * time.Second)
 	defer cancel()
 	var v approvalView
 	_, err := w.r.do(ctx, "GET", "/approvals/"+url.PathEscape(id), nil, &v)
 	switch {
 	case err != nil:
-		fmt.Fprintf(w.e.Stdout, "error: %s: reading it again before signing: %s; nothing signed\n", shown(id), shown(err.Error()))
+		fmt.Fprintf(w.e.Stdout, "error: %s: reading it again: %s; %s\n", shown(id), shown(err.Error()), then)
 	case v.Request.ApprovalID != id:
-		fmt.Fprintf(w.e.Stdout, "error: %s: %v: the answer is about %q; nothing signed\n", shown(id), errBadResponse, shown(v.Request.ApprovalID))
+		fmt.Fprintf(w.e.Stdout, "error: %s: %v: the answer is about %q; %s\n", shown(id), errBadResponse, shown(v.Request.ApprovalID), then)
 	case v.Status != approval.StatusPending:
-		fmt.Fprintf(w.e.Stdout, "%s was decided while you answered: it is %s; nothing signed\n", shown(id), shown(v.Status))
+		fmt.Fprintf(w.e.Stdout, "%s was decided while you answered: it is %s; %s\n", shown(id), shown(v.Status), then)
 	case v.Request.HasVoted(w.pub):
-		fmt.Fprintf(w.e.Stdout, "your vote on %s is already recorded; nothing signed\n", shown(id))
+		fmt.Fprintf(w.e.Stdout, "your vote on %s is already recorded; %s\n", shown(id), then)
 	case !v.Request.Trusts(w.pub):
-		fmt.Fprintf(w.e.Stdout, "%s no longer lists your key as an approver (escalated or the policy changed while you answered); nothing signed\n", shown(id))
+		fmt.Fprintf(w.e.Stdout, "%s no longer lists your key as an approver (escalated or the policy changed while you answered); %s\n", shown(id), then)
 	default:
-		return true
+		return &v.Request
 	}
-	return false
+	return nil
+}
+
+// viewChanged reports whether now would be shown otherwise than was (the
+// lines printRequest prints, at one time): what the approver answered is
+// not what is current.
+func viewChanged(was, now *approval.Request) bool {
+	at := time.Now()
+	var a, b bytes.Buffer
+	printRequest(&a, was, at)
+	printRequest(&b, now, at)
+	return a.String() != b.String()
+}
+
+// again puts req, read again and still this key's to decide, at the head
+// of the queue: it is prompted next, as it now is.
+func (w *watcher) again(req *approval.Request) {
+	delete(w.handled, req.ApprovalID)
+	w.queue = slices.Insert(w.queue, 0, req)
 }
 
 // printRequest shows what an approver needs to decide. Every string from
