@@ -302,6 +302,17 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 			return
 		}
 		fmt.Fprintf(w.e.Stdout, "error: %s: %s\n", id, shown(err.Error())) // may quote the server
+		// A refusal (4xx): a request still pending that this key may
+		// decide, with no vote of its recorded, is offered again (chiod's
+		// reason is above), not dropped from the watch, which prompts each
+		// request once.
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
+			if cur := w.stillOpen(id, "not offered again"); cur != nil {
+				fmt.Fprintf(w.e.Stdout, "%s is still pending; your vote was not counted. Offered again:\n", shown(id))
+				w.again(cur)
+			}
+		}
 		return
 	}
 	line, _ := respondResult(id, &res)
