@@ -97,7 +97,8 @@ func ParseAsk(raw []byte) (*AskArgs, error) {
 // ValidateAnswers checks a token's answers against the questions: an
 // object from question id to a string (text, single) or a list of strings
 // (multi); select answers must be options unless allow_other; a multi
-// answer names each choice at most once; every question is answered.
+// answer names each choice at most once, none empty; every question is
+// answered.
 func ValidateAnswers(questions []Question, raw json.RawMessage) error {
 	if len(raw) == 0 {
 		return fmt.Errorf("%w: answers are required for a question request", ErrMalformedToken)
@@ -131,6 +132,9 @@ func ValidateAnswers(questions []Question, raw json.RawMessage) error {
 		// lists are bounded only by the token's size.)
 		chosen := make(map[string]bool, len(picks))
 		for _, p := range picks {
+			if p == "" { // "" or null: no choice, though a list took it
+				return fmt.Errorf("%w: question %q wants non-empty choices", ErrMalformedToken, q.ID)
+			}
 			if chosen[p] {
 				return fmt.Errorf("%w: %q is chosen more than once in %q", ErrMalformedToken, p, q.ID)
 			}
