@@ -52,9 +52,10 @@ const (
 // read in order, and end of input ends the watch with exit 0 once the
 // lines already read are used up. Lines typed on a terminal while no
 // request is shown are ignored. Each request is prompted at most once
-// (skipping counts), but for one that changed while it was answered (it
-// is shown again, as it now is, before anything is signed) or whose vote
-// chiod refused (offered again, after chiod's reason). The stream is
+// (skipping counts), but on a terminal for one that changed while it was
+// answered (it is shown again, as it now is, before anything is signed)
+// or whose vote chiod refused (offered again, after chiod's reason);
+// piped answers, written in advance, answer each request once. The stream is
 // reconnected with backoff on errors.
 func runApprovalWatch(e *Env, args []string) int {
 	fs := newFlags(e, "approval watch")

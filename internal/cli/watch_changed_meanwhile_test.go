@@ -19,8 +19,9 @@ import (
 // completed the quorum and ran the delete. What the approver answered
 // must be what is current when the token is signed: a request whose view
 // changed meanwhile (votes, tier, quorum, deadline) is shown again, as it
-// now is, and asked again; nothing is signed for the answer to the old
-// view.
+// now is, and nothing is signed for the answer to the old view. (Its
+// answers piped, it is not asked again: watch_piped_order_test.go; on a
+// terminal it is: watch_again_linux_test.go.)
 func TestWatchShowsARequestThatChangedWhileItsPromptWaitedBeforeSigning(t *testing.T) {
 	w := newApprovalWorld(t)
 	out := w.submit(t, "delete_file", `{"path":"/tmp/x"}`, "") // quorum 2
@@ -47,7 +48,7 @@ func TestWatchShowsARequestThatChangedWhileItsPromptWaitedBeforeSigning(t *testi
 		t.Fatalf("cfo: exit %d: %s", code, errOut)
 	}
 	typing.Write([]byte("\n")) // the note: the lead's answer is complete
-	typing.Close()             // and input ends at the request shown again
+	typing.Close()             // and input ends
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
@@ -61,7 +62,8 @@ func TestWatchShowsARequestThatChangedWhileItsPromptWaitedBeforeSigning(t *testi
 		t.Fatalf("the lead answered a request shown as 0/2 approvals; the watch signed it at 1/2: it is %s with %d votes\n%s\n%s",
 			req.Status, len(req.Votes), so.String(), se.String())
 	}
-	if got := so.String(); strings.Count(got, "── "+out.ApprovalRequestID) != 2 || !strings.Contains(got, "quorum:   1/2 approvals") {
+	if got := so.String(); strings.Count(got, "── "+out.ApprovalRequestID) != 2 || !strings.Contains(got, "quorum:   1/2 approvals") ||
+		!strings.Contains(got, "not asked again") {
 		t.Fatalf("the request as it now is was not shown again:\n%s", got)
 	}
 }

@@ -361,8 +361,18 @@ func viewChanged(was, now *approval.Request) bool {
 }
 
 // again puts req, read again and still this key's to decide, at the head
-// of the queue: it is prompted next, as it now is.
+// of the queue: it is prompted next, as it now is. Only on a terminal,
+// where the approver reads the view before typing: piped answers were
+// written in advance, one set per request shown, in order, and asking
+// again would hand the next request's lines to this one (a denial meant
+// for the next request would decide this one). Piped, the request is
+// shown as it now is and left for `chio approval approve|deny`.
 func (w *watcher) again(req *approval.Request) {
+	if !w.tty {
+		printRequest(w.e.Stdout, req, time.Now())
+		fmt.Fprintf(w.e.Stdout, "not asked again: piped answers are read in order, one set per request shown; decide it with `chio approval approve|deny %s`\n\n", shown(req.ApprovalID))
+		return
+	}
 	delete(w.handled, req.ApprovalID)
 	w.queue = slices.Insert(w.queue, 0, req)
 }
