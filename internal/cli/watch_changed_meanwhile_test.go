@@ -1,11 +1,8 @@
 package cli_test
 
 import (
-	"bytes"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/cli"
@@ -25,35 +22,15 @@ import (
 func TestWatchShowsARequestThatChangedWhileItsPromptWaitedBeforeSigning(t *testing.T) {
 	w := newApprovalWorld(t)
 	out := w.submit(t, "delete_file", `{"path":"/tmp/x"}`, "") // quorum 2
-	stdin, typing := io.Pipe()
-	so := &promptWatch{want: "note (optional): ", seen: make(chan struct{})}
-	var se bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main([]string{"approval", "watch", "--key", w.key("lead")},
-			&cli.Env{Stdin: stdin, Stdout: so, Stderr: &se, Getenv: func(k string) string {
-				return map[string]string{"CHIO_URL": w.url, "CHIO_ADMIN_TOKEN": approvalAdminToken}[k]
-			}})
-	}()
-	typing.Write([]byte("a\n"))
-	select {
-	case <-so.seen:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no note prompt:\n%s", so.String())
-	}
+	pw := startPipedWatchAtNote(t, w.url, w.key("lead"))
 	// While the lead's prompt waits, the CFO approves: one more approval
 	// decides the request now.
 	// (exit 3: the request is still pending, 1/2)
 	if _, errOut, code := w.run(adminEnv(), "approval", "approve", out.ApprovalRequestID, "--key", w.key("cfo")); code != cli.ExitPending {
 		t.Fatalf("cfo: exit %d: %s", code, errOut)
 	}
-	typing.Write([]byte("\n")) // the note: the lead's answer is complete
-	typing.Close()             // and input ends
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("watch did not end:\n%s", so.String())
-	}
+	pw.finish(t, "\n") // the note: the lead's answer is complete, and input ends
+	so, se := pw.so, &pw.se
 	req, err := w.k.Approval(out.ApprovalRequestID)
 	if err != nil {
 		t.Fatal(err)

@@ -34,35 +34,55 @@ func TestWatchSignsNothingForARequestDecidedWhileItsPromptWaited(t *testing.T) {
 		proxyTo(rw, r, target)
 	}))
 	defer srv.Close()
-	stdin, typing := io.Pipe()
-	so := &promptWatch{want: "note (optional): ", seen: make(chan struct{})}
-	var se bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main([]string{"approval", "watch", "--key", w.key("lead")},
-			&cli.Env{Stdin: stdin, Stdout: so, Stderr: &se, Getenv: func(k string) string {
-				return map[string]string{"CHIO_URL": srv.URL, "CHIO_ADMIN_TOKEN": approvalAdminToken}[k]
-			}})
-	}()
-	typing.Write([]byte("a\n"))
-	select {
-	case <-so.seen:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no note prompt:\n%s", so.String())
-	}
+	pw := startPipedWatchAtNote(t, srv.URL, w.key("lead"))
 	// While the lead's prompt waits, the CFO approves the request.
 	if _, errOut, code := w.run(adminEnv(), "approval", "approve", out.ApprovalRequestID, "--key", w.key("cfo")); code != 0 {
 		t.Fatalf("cfo: exit %d: %s", code, errOut)
 	}
-	typing.Write([]byte("looks fine\n"))
-	typing.Close()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("watch did not end:\n%s", so.String())
+	pw.finish(t, "looks fine\n")
+	if n := posted.Load(); n != 0 || !strings.Contains(pw.so.String(), out.ApprovalRequestID+" was decided while you answered") {
+		t.Fatalf("the watch posted %d tokens for a request already approved:\n%s\n%s", n, pw.so.String(), pw.se.String())
 	}
-	if n := posted.Load(); n != 0 || !strings.Contains(so.String(), out.ApprovalRequestID+" was decided while you answered") {
-		t.Fatalf("the watch posted %d tokens for a request already approved:\n%s\n%s", n, so.String(), se.String())
+}
+
+// pipedWatch is `chio approval watch` reading a pipe the test writes.
+type pipedWatch struct {
+	typing *io.PipeWriter
+	so     *promptWatch
+	se     bytes.Buffer // read once the watch has ended
+	done   chan int
+}
+
+// startPipedWatchAtNote starts the watch of key against url, answers the
+// first request it shows "a" (approve) and waits for its note prompt.
+func startPipedWatchAtNote(t *testing.T, url, key string) *pipedWatch {
+	t.Helper()
+	stdin, typing := io.Pipe()
+	pw := &pipedWatch{typing: typing, so: &promptWatch{want: "note (optional): ", seen: make(chan struct{})}, done: make(chan int, 1)}
+	go func() {
+		pw.done <- cli.Main([]string{"approval", "watch", "--key", key},
+			&cli.Env{Stdin: stdin, Stdout: pw.so, Stderr: &pw.se, Getenv: func(k string) string {
+				return map[string]string{"CHIO_URL": url, "CHIO_ADMIN_TOKEN": approvalAdminToken}[k]
+			}})
+	}()
+	typing.Write([]byte("a\n"))
+	select {
+	case <-pw.so.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no note prompt:\n%s", pw.so.String())
+	}
+	return pw
+}
+
+// finish writes the rest of the input, ends it and waits for the watch.
+func (pw *pipedWatch) finish(t *testing.T, rest string) {
+	t.Helper()
+	pw.typing.Write([]byte(rest))
+	pw.typing.Close()
+	select {
+	case <-pw.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("watch did not end:\n%s", pw.so.String())
 	}
 }
 

@@ -1,10 +1,7 @@
 package cli_test
 
 import (
-	"bytes"
-	"io"
 	"testing"
-	"time"
 
 	"github.com/chiokernel/chio/internal/cli"
 	"github.com/chiokernel/chio/internal/keys"
@@ -25,33 +22,13 @@ func TestWatchPipedAnswersAnswerOnlyTheRequestTheyFollow(t *testing.T) {
 	w := newApprovalWorld(t)
 	del := w.submit(t, "delete_file", `{"path":"/tmp/x"}`, "") // quorum 2
 	refund := w.refund(t, 300)
-	stdin, typing := io.Pipe()
-	so := &promptWatch{want: "note (optional): ", seen: make(chan struct{})}
-	var se bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main([]string{"approval", "watch", "--key", w.key("lead")},
-			&cli.Env{Stdin: stdin, Stdout: so, Stderr: &se, Getenv: func(k string) string {
-				return map[string]string{"CHIO_URL": w.url, "CHIO_ADMIN_TOKEN": approvalAdminToken}[k]
-			}})
-	}()
-	typing.Write([]byte("a\n")) // the delete: approve
-	select {
-	case <-so.seen:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no note prompt:\n%s", so.String())
-	}
+	pw := startPipedWatchAtNote(t, w.url, w.key("lead")) // the delete: approve
 	if _, errOut, code := w.run(adminEnv(), "approval", "approve", del.ApprovalRequestID, "--key", w.key("cfo")); code != cli.ExitPending {
 		t.Fatalf("cfo: exit %d: %s", code, errOut)
 	}
-	typing.Write([]byte("\n"))                   // the delete's note
-	typing.Write([]byte("d\nnot this refund\n")) // the refund: deny
-	typing.Close()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("watch did not end:\n%s", so.String())
-	}
+	pw.finish(t, "\n"+ // the delete's note
+		"d\nnot this refund\n") // the refund: deny
+	so, se := pw.so, &pw.se
 	d, err := w.k.Approval(del.ApprovalRequestID)
 	if err != nil {
 		t.Fatal(err)
