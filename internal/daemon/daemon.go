@@ -297,10 +297,15 @@ func Run(ctx context.Context, o Options) (err error) {
 	if push.email != nil {
 		api.HandleAnswers(email.LinkPath, push.email.Handler(k))
 	}
-	// A reload can change what each agent's capability grants: connected
+	// A reload can remove approvers: their dashboard sessions and event
+	// streams end at once (a later reload putting the key back revives
+	// none). It can change what each agent's capability grants: connected
 	// MCP clients are told (notifications/tools/list_changed), as the
 	// gateway's listChanged capability promises.
-	stopReload := watchReload(hup, o.ConfigPath, k, started, log, func() { gw.ToolsChanged("") })
+	stopReload := watchReload(hup, o.ConfigPath, k, started, log, func() {
+		api.PolicyReloaded()
+		gw.ToolsChanged("")
+	})
 	defer stopReload()
 	// No WriteTimeout: it counts from a request's arrival, so it would cut
 	// SSE streams and long-polls. The handler bounds every write instead

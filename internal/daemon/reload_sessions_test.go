@@ -166,3 +166,50 @@ func TestReloadRemovingApproverEndsTheirSessions(t *testing.T) {
 		t.Fatalf("the CFO, back in the policy, signing in again: %d", code)
 	}
 }
+
+// A reload that is refused changes nothing, sessions included: a file that
+// removes the CFO but cannot be put in force (here, it does not parse)
+// leaves the CFO's session and stream as they were.
+func TestRefusedReloadKeepsSessions(t *testing.T) {
+	f := newReloadFixture(t)
+	raw, err := os.ReadFile(f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutCFO := strings.Replace(string(raw), quickstartCFO, "", 1)
+	if withoutCFO == string(raw) {
+		t.Fatal("the quickstart's CFO approver entry moved; update this test")
+	}
+	id := signInAt(t, f.r.url, cfoKey(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a hang guard only
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.r.url+"/approvals/stream", nil)
+	req.AddCookie(&http.Cookie{Name: httpapi.SessionCookie, Value: id})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("CFO stream: %d", resp.StatusCode)
+	}
+	f.writeConfig(t, withoutCFO+"\n[[grants]\n")
+	f.hup(t, 1)
+	if out := f.r.out.String(); !strings.Contains(out, "policy reload refused") || strings.Contains(out, "policy reloaded") {
+		t.Fatalf("the broken file was not refused:\n%s", out)
+	}
+	if code := withSession(t, f.r.url, "/v1/session", id); code != 200 {
+		t.Fatalf("a refused reload ended the CFO's session: %d", code)
+	}
+	p, ok := f.park(t).(*sdk.PendingApproval)
+	if !ok {
+		t.Fatal("want pending")
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), p.ApprovalID) {
+			return
+		}
+	}
+	t.Fatalf("the CFO's stream ended at a refused reload, before request %s", p.ApprovalID)
+}

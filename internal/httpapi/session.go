@@ -64,7 +64,8 @@ type approverSession struct {
 	approver  string
 	expiresAt time.Time
 	// ended is closed when the session ends — logout, eviction at the
-	// approver's cap, or expiry noticed by get or start — so whatever it
+	// approver's cap, expiry noticed by get or start, or its key's removal
+	// from the policy (sessionByID, PolicyReloaded) — so whatever it
 	// authorized that is still open (an event stream) ends with it.
 	ended chan struct{}
 }
@@ -184,6 +185,22 @@ func (ss *sessions) end(id string) {
 	ss.drop(id)
 }
 
+// endUnless ends every session of each approver keep refuses.
+func (ss *sessions) endUnless(keep func(approver string) bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for approver, ids := range ss.byApprover {
+		if keep(approver) {
+			continue
+		}
+		// drop gives the approver's list a fresh slice (or deletes it),
+		// so ids stays as it was while it is walked.
+		for _, id := range ids {
+			ss.drop(id)
+		}
+	}
+}
+
 // sessionRoutes registers the routes of this file.
 func (s *Server) sessionRoutes() {
 	s.mux.HandleFunc("GET /v1/session/challenge", queryless(s.sessionChallenge))
@@ -219,12 +236,27 @@ func (s *Server) sessionByID(id string) (approverSession, bool) {
 	}
 	if _, ok := s.approverName(sess.approver); !ok {
 		// Removed from the policy since signing in: the session ends (its
-		// streams too), so putting the key back does not revive it. One
-		// not presented while the key was out is not seen, and lives on.
+		// streams too), so putting the key back does not revive it.
+		// PolicyReloaded ends the sessions not presented meanwhile.
 		s.sessions.end(id)
 		return approverSession{}, false
 	}
 	return sess, true
+}
+
+// PolicyReloaded ends, at once, every session (and so its event streams)
+// whose key is no longer an approver in the policy in force. chiod calls
+// it after each reload that put a new policy in force. sessionByID alone
+// ends only the sessions presented while the key is out: one not presented
+// then (a closed browser) and a stream sent no frame meanwhile would come
+// back to life if a later reload put the key back, for whoever holds a
+// copy of the cookie of someone the operator removed. A key that stays,
+// whatever its display name or grants, keeps its sessions.
+func (s *Server) PolicyReloaded() {
+	s.sessions.endUnless(func(approver string) bool {
+		_, ok := s.approverName(approver)
+		return ok
+	})
 }
 
 // approverName reports whether key is an approver of the policy in force,

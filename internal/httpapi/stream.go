@@ -11,9 +11,10 @@ package httpapi
 // for the process's life. An approver session is re-checked before every
 // frame (live, unexpired, and the key still an approver in the policy in
 // force), and the stream ends at once when the session ends (logout,
-// eviction) or reaches its expiry on the kernel's clock. So an approver
-// removed from the policy loses the stream at the next event or keepalive,
-// at most StreamKeepalive later.
+// eviction, a reload that removed its key: PolicyReloaded) or reaches its
+// expiry on the kernel's clock. So an approver removed from the policy
+// gets no frame after the reload, and loses the stream when chiod calls
+// PolicyReloaded, right after it.
 
 import (
 	"bytes"
@@ -130,7 +131,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 			if !s.streamAllowed(g) || !sw.write([]byte(": keepalive\n\n")) {
 				return
 			}
-		case <-g.ended: // logout or eviction
+		case <-g.ended: // logout, eviction, or a reload that removed the key
 			return
 		case <-expired:
 			return
