@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/mail"
 	"path"
 	"regexp"
@@ -146,6 +147,12 @@ func (v *validator) channelConfigs() {
 			v.at(base, k("smtp_addr"), "[channels.email] needs smtp_addr, the mail server as host:port")
 		} else if err := checkHostPort(e.SMTPAddr, false); err != nil {
 			v.at(base, k("smtp_addr"), "smtp_addr = %q: %v", e.SMTPAddr, err)
+		} else if e.UsernameEnv != "" && e.PasswordEnv != "" && !e.StartTLS && !smtpLoopback(e.SMTPAddr) {
+			// net/smtp sends AUTH PLAIN credentials only over TLS or to
+			// these loopback names: without STARTTLS every message to any
+			// other relay would fail, and no approver would be mailed.
+			v.at(base, k("smtp_addr"), "smtp_addr = %q with username_env and password_env needs starttls = true: "+
+				"the credentials are sent only over TLS or to localhost, 127.0.0.1 or ::1, so every message would fail", e.SMTPAddr)
 		}
 		if e.From == "" {
 			v.at(base, k("from"), "[channels.email] needs from, the sender address")
@@ -158,6 +165,13 @@ func (v *validator) channelConfigs() {
 			v.at(base, k("username_env"), "username_env and password_env go together: set both for SMTP authentication, or neither")
 		}
 	}
+}
+
+// smtpLoopback reports whether addr's host is one net/smtp sends
+// credentials to without TLS: exactly "localhost", "127.0.0.1" or "::1".
+func smtpLoopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	return host == "localhost" || host == "127.0.0.1" || host == "::1"
 }
 
 // envName checks a key that names an environment variable holding a secret.
