@@ -174,6 +174,15 @@ func New(cfg policy.Slack, o Options) (*Channel, error) {
 	if cfg.SigningSecretEnv == "" || o.Getenv(cfg.SigningSecretEnv) == "" {
 		return nil, fmt.Errorf("slack: signing_secret_env %q is not set: refusing to start without the signing secret (interactions could not be verified)", cfg.SigningSecretEnv)
 	}
+	// A short signing secret could be guessed, and then anyone could click
+	// as any user; white space in either value (a pasted newline) would
+	// fail every click or every post. Refused now, not at each request.
+	if err := channels.CheckSecret(cfg.BotTokenEnv, o.Getenv(cfg.BotTokenEnv), 1); err != nil {
+		return nil, fmt.Errorf("slack: bot_token_env %w", err)
+	}
+	if err := channels.CheckSecret(cfg.SigningSecretEnv, o.Getenv(cfg.SigningSecretEnv), channels.MinSecretBytes); err != nil {
+		return nil, fmt.Errorf("slack: signing_secret_env %w", err)
+	}
 	apiOpts := []slackapi.Option{slackapi.OptionHTTPClient(o.HTTPClient)}
 	if cfg.APIURL != "" {
 		apiOpts = append(apiOpts, slackapi.OptionAPIURL(strings.TrimRight(cfg.APIURL, "/")+"/"))
