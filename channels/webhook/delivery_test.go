@@ -92,7 +92,7 @@ func TestDeliveryIDIsSigned(t *testing.T) {
 // and a signed body that is not a delivery; VerifySecretDelivery does the
 // same for the shared-secret signature.
 func TestVerifyDeliveryFreshness(t *testing.T) {
-	t.Setenv("CHIO_TEST_WEBHOOK_SECRET", "s3cret")
+	t.Setenv("CHIO_TEST_WEBHOOK_SECRET", "s3cret-s3cret-s3cret")
 	rcv := newReceiver(t, 200)
 	c := newChannel(t, policy.Webhook{URL: rcv.URL, SecretEnv: "CHIO_TEST_WEBHOOK_SECRET"})
 	if err := c.Deliver(context.Background(), "approval.resolved", sampleRequest()); err != nil {
@@ -116,7 +116,7 @@ func TestVerifyDeliveryFreshness(t *testing.T) {
 		{"negative window", fixedNow, -time.Second, webhook.ErrStaleDelivery},
 	} {
 		p, err := webhook.VerifyDelivery(d.body, sig, kernelKey.Public(), tc.now, tc.age)
-		ps, errS := webhook.VerifySecretDelivery(d.body, secretSig, []byte("s3cret"), tc.now, tc.age)
+		ps, errS := webhook.VerifySecretDelivery(d.body, secretSig, []byte("s3cret-s3cret-s3cret"), tc.now, tc.age)
 		for _, r := range []struct {
 			p   *webhook.Payload
 			err error

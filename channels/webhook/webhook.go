@@ -139,8 +139,9 @@ func WithClock(now func() time.Time) Option {
 
 // New builds the channel. signer is kernel.SignAsKernel; kernelKey is the
 // kernel's public key in text form. It fails closed: a bad URL, a missing
-// signer, a malformed key, or a secret_env naming an unset or empty
-// variable is an error at start, never a silently unsigned delivery.
+// signer, a malformed key, or a secret_env naming an unset, empty or
+// malformed variable (channels.CheckSecret) is an error at start, never a
+// silently unsigned delivery.
 func New(cfg policy.Webhook, signer func(domain string, body []byte) []byte, kernelKey string, opts ...Option) (*Channel, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -168,6 +169,11 @@ func New(cfg policy.Webhook, signer func(domain string, body []byte) []byte, ker
 		v, ok := os.LookupEnv(cfg.SecretEnv)
 		if !ok || v == "" {
 			return nil, fmt.Errorf("webhook: secret_env %s is not set", cfg.SecretEnv)
+		}
+		// A short secret could be guessed from one delivery, and then
+		// anyone could sign as the kernel for a receiver that checks it.
+		if err := channels.CheckSecret(cfg.SecretEnv, v, channels.MinSecretBytes); err != nil {
+			return nil, fmt.Errorf("webhook: secret_env %w", err)
 		}
 		c.secret = []byte(v)
 	}

@@ -169,7 +169,7 @@ func TestVerifySignatureRejects(t *testing.T) {
 }
 
 func TestSecretSignatureHeader(t *testing.T) {
-	t.Setenv("CHIO_TEST_WEBHOOK_SECRET", "s3cret")
+	t.Setenv("CHIO_TEST_WEBHOOK_SECRET", "s3cret-s3cret-s3cret")
 	rcv := newReceiver(t, 200)
 	c := newChannel(t, policy.Webhook{URL: rcv.URL, SecretEnv: "CHIO_TEST_WEBHOOK_SECRET"})
 	if err := c.Deliver(context.Background(), "approval.requested", sampleRequest()); err != nil {
@@ -180,13 +180,13 @@ func TestSecretSignatureHeader(t *testing.T) {
 	if !strings.HasPrefix(h, "sha256=") || len(h) != len("sha256=")+64 {
 		t.Fatalf("%s = %q", webhook.HeaderSecretSignature, h)
 	}
-	if err := webhook.VerifySecretSignature(d.body, h, []byte("s3cret")); err != nil {
+	if err := webhook.VerifySecretSignature(d.body, h, []byte("s3cret-s3cret-s3cret")); err != nil {
 		t.Fatal(err)
 	}
 	for name, check := range map[string]error{
 		"wrong secret": webhook.VerifySecretSignature(d.body, h, []byte("guess")),
 		"no secret":    webhook.VerifySecretSignature(d.body, h, nil),
-		"tampered":     webhook.VerifySecretSignature(append(d.body, ' '), h, []byte("s3cret")),
+		"tampered":     webhook.VerifySecretSignature(append(d.body, ' '), h, []byte("s3cret-s3cret-s3cret")),
 	} {
 		if !errors.Is(check, webhook.ErrBadSignature) {
 			t.Errorf("%s: %v, want ErrBadSignature", name, check)
