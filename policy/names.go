@@ -130,6 +130,25 @@ func checkURL(s string) error {
 	return nil
 }
 
+// shownURL is s as an error quotes it: a "user:password@" part (a secret,
+// which checkURL refuses) is shown as "…@", so the refusal does not carry
+// it into the output and logs that keep errors. Of a URL that does not
+// parse, all before its last "@" may be credentials and is not shown.
+func shownURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err == nil && u.User == nil:
+		return s
+	case err == nil:
+		u.User = nil
+		return u.Scheme + "://…@" + strings.TrimPrefix(u.String(), u.Scheme+"://")
+	}
+	if i := strings.LastIndex(s, "@"); i >= 0 {
+		return "…" + s[i:]
+	}
+	return s
+}
+
 // checkHostPort accepts host:port; zeroOK allows port 0 (listen on any free
 // port, which tests use).
 func checkHostPort(s string, zeroOK bool) error {

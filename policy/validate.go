@@ -73,7 +73,7 @@ func (v *validator) kernel() {
 	}
 	// A public_url derived from a bad listen address is not a second problem.
 	if err := checkURL(kn.PublicURL); err != nil && !(listenErr != nil && kn.PublicURL == defaultPublicURL(kn)) {
-		v.at(base, k("public_url"), "public_url = %q: %v", kn.PublicURL, err)
+		v.at(base, k("public_url"), "public_url = %q: %v", shownURL(kn.PublicURL), err)
 	}
 	switch {
 	case kn.TLSCertFile != "" && kn.TLSKeyFile == "":
@@ -120,7 +120,7 @@ func (v *validator) channelConfigs() {
 		if w.URL == "" {
 			v.at(base, nil, "[channels.webhook] needs a url")
 		} else if err := checkURL(w.URL); err != nil {
-			v.at(base, k("url"), "url = %q: %v", w.URL, err)
+			v.at(base, k("url"), "url = %q: %v", shownURL(w.URL), err)
 		}
 		v.envName(base, "secret_env", w.SecretEnv, false)
 		v.intRange(base, "retries", w.Retries, 0, MaxWebhookRetries)
@@ -137,7 +137,7 @@ func (v *validator) channelConfigs() {
 		}
 		if s.APIURL != "" {
 			if err := checkURL(s.APIURL); err != nil {
-				v.at(base, k("api_url"), "api_url = %q: %v", s.APIURL, err)
+				v.at(base, k("api_url"), "api_url = %q: %v", shownURL(s.APIURL), err)
 			}
 		}
 	}
@@ -221,7 +221,7 @@ func (v *validator) serverList() {
 			if s.URL == "" {
 				v.at(base, k("transport"), "server %q uses transport \"http\" and needs a url", s.ID)
 			} else if err := checkURL(s.URL); err != nil {
-				v.at(base, k("url"), "url = %q: %v", s.URL, err)
+				v.at(base, k("url"), "url = %q: %v", shownURL(s.URL), err)
 			}
 		case TransportBuiltin:
 			if s.URL != "" {
@@ -253,7 +253,7 @@ func (v *validator) mcpServer(base []string, s *Server) {
 		v.at(base, k("transport"), "mcp server %q needs command = [\"program\", \"arg\", …] (stdio) or url (Streamable HTTP)", s.ID)
 	case s.URL != "":
 		if err := checkURL(s.URL); err != nil {
-			v.at(base, k("url"), "url = %q: %v", s.URL, err)
+			v.at(base, k("url"), "url = %q: %v", shownURL(s.URL), err)
 		}
 	case len(s.Command) > MaxCommandArgs:
 		v.at(base, k("command"), "command has %d elements; the limit is %d", len(s.Command), MaxCommandArgs)
