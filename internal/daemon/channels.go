@@ -38,6 +38,7 @@ func buildChannels(p *policy.Policy, key keys.PrivateKey, dataDir string, clk cl
 		if err != nil {
 			return nil, fmt.Errorf("channels.webhook: %w", err)
 		}
+		warnPlainWebhook(log, cfg.URL)
 		pc.list = append(pc.list, wh)
 	}
 	if cfg := p.Channels.Slack; cfg != nil {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"log/slog"
 	"net"
+	"net/url"
 )
 
 // warnPlainHTTP logs a warning when chiod serves plain HTTP (no [kernel]
@@ -17,4 +18,23 @@ func warnPlainHTTP(log *slog.Logger, addr net.Addr, tls bool) {
 	}
 	log.Warn("serving plain HTTP beyond loopback: bearer tokens, approval tokens and session cookies cross the network in clear; "+
 		"set [kernel] tls_cert_file and tls_key_file, or listen on loopback behind a TLS-terminating proxy", "addr", addr.String())
+}
+
+// warnPlainWebhook logs a warning when [channels.webhook] url is http://
+// to a host other than loopback: every approval request (tool, arguments,
+// agent) then crosses the network in clear. The signature still protects
+// it from change, and a sidecar or mesh that adds TLS is a sound
+// deployment, so it does not refuse the start. Only the host is logged:
+// the URL's path or query may hold a token.
+func warnPlainWebhook(log *slog.Logger, rawURL string) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" {
+		return
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return
+	}
+	log.Warn("[channels.webhook] url is plain http:// beyond loopback: approval requests cross the network in clear; "+
+		"use an https:// url", "host", u.Host)
 }
