@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"net/mail"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -138,6 +139,10 @@ func (v *validator) channelConfigs() {
 		if s.APIURL != "" {
 			if err := checkURL(s.APIURL); err != nil {
 				v.at(base, k("api_url"), "api_url = %q: %v", shownURL(s.APIURL), err)
+			} else if u, _ := url.Parse(s.APIURL); u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+				// Every call carries the bot token: never in clear
+				// beyond this machine (tests' fake Slack is on loopback).
+				v.at(base, k("api_url"), "api_url = %q must be https://: every call to it carries the bot token (http:// only to localhost or a loopback address)", s.APIURL)
 			}
 		}
 	}
@@ -165,6 +170,12 @@ func (v *validator) channelConfigs() {
 			v.at(base, k("username_env"), "username_env and password_env go together: set both for SMTP authentication, or neither")
 		}
 	}
+}
+
+// loopbackHost reports whether host is "localhost" or a loopback IP address.
+func loopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // smtpLoopback reports whether addr's host is one net/smtp sends
