@@ -112,10 +112,11 @@ type lf struct {
 
 func lifecycle(t *testing.T, timeoutAction string) *lf { return lifecycleOn(t, timeoutAction, nil) }
 
-// lifecycleOn is lifecycle whose kernel reads the fake clock through wrap.
-func lifecycleOn(t *testing.T, timeoutAction string, wrap func(*clock.Fake) clock.Clock) *lf {
+// lifecycleOn is lifecycle whose kernel reads the fake clock through wrap
+// and uses its store through wrapStore, if given.
+func lifecycleOn(t *testing.T, timeoutAction string, wrap func(*clock.Fake) clock.Clock, wrapStore ...func(kernel.Store) kernel.Store) *lf {
 	t.Helper()
-	f := newFixtureOn(t, wrap)
+	f := newFixtureOn(t, wrap, wrapStore...)
 	text := fmt.Sprintf(lifecyclePolicy, financeLead.Public(), cfo.Public(), sre.Public(), outsider.Public(), agentK.Public(), timeoutAction)
 	if timeoutAction != policy.TimeoutEscalate {
 		// Escalation tiers apply only when escalating (policy refuses them

@@ -91,8 +91,9 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture { return newFixtureOn(t, nil) }
 
 // newFixtureOn is newFixture whose kernel reads the fixture's fake clock
-// through wrap (nil: directly).
-func newFixtureOn(t testing.TB, wrap func(*clock.Fake) clock.Clock) *fixture {
+// through wrap (nil: directly) and uses its store through wrapStore, if
+// given.
+func newFixtureOn(t testing.TB, wrap func(*clock.Fake) clock.Clock, wrapStore ...func(kernel.Store) kernel.Store) *fixture {
 	t.Helper()
 	approver := keys.FromSeed([]byte("approver-approver-approver-32byt"))
 	f := &fixture{clock: clock.NewFake(time.Unix(1_800_000_000, 0)), disp: &fakeDispatcher{}}
@@ -100,7 +101,11 @@ func newFixtureOn(t testing.TB, wrap func(*clock.Fake) clock.Clock) *fixture {
 	if wrap != nil {
 		kernelClock = wrap(f.clock)
 	}
-	f.w = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(testPolicy, approver.Public()), Clock: kernelClock, Dispatcher: f.disp,
+	var ws func(kernel.Store) kernel.Store
+	if len(wrapStore) > 0 {
+		ws = wrapStore[0]
+	}
+	f.w = testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(testPolicy, approver.Public()), Clock: kernelClock, Dispatcher: f.disp, WrapStore: ws,
 		KernelKey: testkit.Key(keys.FromSeed(make([]byte, 32))), Agent: testkit.Key(keys.FromSeed([]byte("agent-agent-agent-agent-agent-32"))),
 		Grants: []string{"echo", "refunds", "files"}})
 	f.k, f.store, f.kkey, f.agent, f.capRaw, f.cap, f.path = f.w.Kernel, f.w.Store, f.w.KernelKey, f.w.Agent, f.w.CapRaw, f.w.Cap, f.w.StorePath
