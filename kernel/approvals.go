@@ -385,12 +385,21 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 		k.consumed.Add(presentedID, struct{}{})
 		return nil, approval.ErrReplay
 	}
+	// Nor a token none of the request's approvers signed: the route needs
+	// no other credential, so that is anyone's, and it is refused below
+	// whatever happens. Refused here, with the answer it would get there
+	// (at the clock now), it costs no arrival (a shared store's writes)
+	// and takes no longer on a real request than on a missing one.
+	if current, _ := withApproversNow(k.Policy(), req); !approval.SignedByTrusted(tokenRaw, current) {
+		return nil, refuseStranger(tokenRaw, current, k.clock.Now(), outcome)
+	}
 	// The vote is judged at now, its arrival: a deadline firing before it
 	// is recorded or refused waits for it (arrivals.go). Registered only
 	// here, after the checks that need no clock (size, form, a request
-	// that exists, a token not spent): on a shared store an arrival is
-	// written to the database, and junk must not cost writes. A request
-	// decided meanwhile is caught by the vote's commit, as a late vote.
+	// that exists, a token not spent, signed by one of its approvers): on
+	// a shared store an arrival is written to the database, and junk must
+	// not cost writes. A request decided meanwhile is caught by the vote's
+	// commit, as a late vote.
 	now, arrived, err := k.arrive(ctx, approvalID)
 	if err != nil {
 		return nil, err
@@ -435,6 +444,19 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	vote := approval.Vote{Approver: tok.Approver, DisplayName: k.displayName(req, tok.Approver), TokenID: tok.ID,
 		Decision: tok.Decision, Note: tok.Note, Channel: channel, Custodial: o.Custodial, At: now.Unix(), Token: json.RawMessage(tokenRaw)}
 	return k.recordVote(ctx, req.ApprovalID, vote, tok, now, nil)
+}
+
+// refuseStranger is the refusal of a token none of req's approvers
+// signed, as RespondWith gives it after the vote's arrival: notPending's
+// on a request already decided, Verify's on a pending one.
+func refuseStranger(tokenRaw []byte, req *approval.Request, now time.Time, outcome string) error {
+	if req.Status != approval.StatusPending {
+		return notPending(tokenRaw, req, now, outcome)
+	}
+	if _, err := approval.Verify(tokenRaw, req, now, outcome); err != nil {
+		return err
+	}
+	return approval.ErrUntrustedSigner // not reached: Verify checks the signer
 }
 
 // notPending refuses a vote on a request already decided. When the token's
