@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,18 +54,24 @@ func openBuiltin(dataDir string) (*builtin, error) {
 		ledger:   filepath.Join(dir, "ledger.jsonl"),
 		sandbox:  filepath.Join(dir, "sandbox"),
 	}
+	// Checked parent first: each Lstat below goes through the ones above.
+	for _, p := range []string{b.dir, b.requests, b.ledger, b.sandbox} {
+		if err := refuseLink(p); err != nil {
+			return nil, fmt.Errorf("dispatch: builtin state: %w", err)
+		}
+	}
 	if err := os.MkdirAll(b.requests, 0o700); err != nil {
 		return nil, fmt.Errorf("dispatch: builtin state: %w", err)
 	}
-	f, err := os.OpenFile(b.ledger, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := b.openLedger(os.O_RDWR | os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: builtin ledger: %w", err)
 	}
-	f.Close()
+	defer f.Close()
 	if err := b.seedSandbox(); err != nil {
 		return nil, fmt.Errorf("dispatch: builtin sandbox: %w", err)
 	}
-	if err := b.recoverLedger(); err != nil {
+	if err := b.recoverLedger(f); err != nil {
 		return nil, fmt.Errorf("dispatch: builtin ledger recovery: %w", err)
 	}
 	// Make the directory entries created above durable.
@@ -155,13 +162,13 @@ func writeRecord(path string, rec record) error {
 // "idempotency record written": without it a retry after such a crash would
 // refund twice. Every complete ledger line gets its record back; a torn last
 // line (crash mid-append, no newline) never became a refund and is cut off.
-func (b *builtin) recoverLedger() error {
-	data, err := os.ReadFile(b.ledger)
+func (b *builtin) recoverLedger(f *os.File) error {
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return err
 	}
 	if n := bytes.LastIndexByte(data, '\n') + 1; n != len(data) {
-		if err := os.Truncate(b.ledger, int64(n)); err != nil {
+		if err := f.Truncate(int64(n)); err != nil {
 			return err
 		}
 		data = data[:n]
@@ -186,6 +193,19 @@ func (b *builtin) recoverLedger() error {
 		}
 	}
 	return sc.Err()
+}
+
+// openLedger opens ledger.jsonl for appending (and flag) but never through
+// a symbolic link (see refuseLink), which it names as the reason.
+func (b *builtin) openLedger(flag int) (*os.File, error) {
+	f, err := os.OpenFile(b.ledger, flag|os.O_APPEND|noFollow, 0o600)
+	if err != nil {
+		if lerr := refuseLink(b.ledger); lerr != nil {
+			return nil, lerr
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // seedFiles are the harmless demo files delete_file starts with. etc/passwd

@@ -123,7 +123,7 @@ func (b *builtin) issueRefund(requestID string, raw json.RawMessage) (json.RawMe
 	if err != nil {
 		return nil, "", err
 	}
-	f, err := os.OpenFile(b.ledger, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := b.openLedger(os.O_WRONLY | os.O_CREATE)
 	if err != nil {
 		return nil, "", err
 	}
