@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,15 +23,45 @@ import (
 var childEnvAllowed = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "SHELL", "TERM",
 	"NODE_PATH", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 
-// childEnvPrefixes are inherited whole: locale, XDG directories, npm's own
-// configuration (npx reads its registry and cache from it).
-var childEnvPrefixes = []string{"LC_", "XDG_", "npm_config_", "NPM_CONFIG_"}
+// childEnvPrefixes are inherited whole: locale, XDG directories.
+var childEnvPrefixes = []string{"LC_", "XDG_"}
+
+// npmConfigAllowed are the npm settings (npm_config_<key> or
+// NPM_CONFIG_<key>) a stdio server inherits: what npx needs to find,
+// fetch and cache a package. Any other is chiod's own and stays there:
+// registry credentials (_authToken, _auth, //host/:_authToken, a client
+// key), which the server has no use for, and the settings by which npm
+// runs a program of their choosing (script_shell, node_options,
+// userconfig or globalconfig naming another .npmrc, …).
+var npmConfigAllowed = []string{"registry", "cache", "offline", "prefer-offline", "prefer-online",
+	"proxy", "https-proxy", "noproxy", "strict-ssl", "ca", "cafile", "fetch-retries", "fetch-timeout",
+	"yes", "update-notifier", "loglevel", "audit", "fund"}
+
+// npmConfigKeep reports whether name is an npm setting a stdio server
+// inherits. The key is read as npm reads it: '_' between words is '-'
+// (a leading '_' is kept: "_authToken"), any case.
+func npmConfigKeep(name string) bool {
+	key, ok := strings.CutPrefix(name, "npm_config_")
+	if !ok {
+		key, ok = strings.CutPrefix(name, "NPM_CONFIG_")
+	}
+	if !ok || key == "" {
+		return false
+	}
+	key = strings.ToLower(key)
+	key = key[:1] + strings.ReplaceAll(key[1:], "_", "-")
+	// A scope's registry, "@acme:registry" (its token is "//host/:_authToken").
+	if scope, ok := strings.CutSuffix(key, ":registry"); ok && strings.HasPrefix(scope, "@") && !strings.ContainsAny(scope, ":/") {
+		return true
+	}
+	return slices.Contains(npmConfigAllowed, key)
+}
 
 func childEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		keep := false
+		keep := npmConfigKeep(name)
 		for _, a := range childEnvAllowed {
 			keep = keep || name == a
 		}
