@@ -426,6 +426,12 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 		if err := approval.ValidateAnswers(q, tok.Answers); err != nil {
 			return nil, err
 		}
+	} else if len(tok.Answers) > 0 {
+		// Nothing asked this approver for answers (a question's Decline
+		// asks for none): stored with the vote, they would say more than
+		// the approver decided. Refused here, nothing is consumed.
+		return nil, fmt.Errorf("%w: answers are only for approving a question request, and this token %s a %s request; sign it without them",
+			approval.ErrMalformedToken, map[string]string{approval.DecisionApproved: "approves", approval.DecisionDenied: "denies"}[tok.Decision], req.Kind)
 	}
 	if len(tok.AmendedArguments) > 0 {
 		if req.Kind != approval.KindToolCall || tok.Decision != approval.DecisionApproved || req.Quorum > 1 {
