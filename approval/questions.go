@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/invisible"
 )
 
 // Question types of an `ask` request (the HITL channel seed's form fields).
@@ -97,7 +99,8 @@ func ParseAsk(raw []byte) (*AskArgs, error) {
 // ValidateAnswers checks a token's answers against the questions: an
 // object from question id to a string (text, single) or a list of strings
 // (multi); select answers must be options unless allow_other; a multi
-// answer names each choice at most once, none empty; every question is
+// answer names each choice at most once, none empty; a typed answer (not
+// an offered option) holds a visible character; every question is
 // answered.
 func ValidateAnswers(questions []Question, raw json.RawMessage) error {
 	if len(raw) == 0 {
@@ -142,10 +145,28 @@ func ValidateAnswers(questions []Question, raw json.RawMessage) error {
 			if len(p) > MaxAnswerText || !utf8.ValidString(p) {
 				return fmt.Errorf("%w: answer to %q too long", ErrMalformedToken, q.ID)
 			}
-			if q.Type != QuestionText && !q.AllowOther && !slices.Contains(q.Options, p) {
+			offered := q.Type != QuestionText && slices.Contains(q.Options, p)
+			if q.Type != QuestionText && !q.AllowOther && !offered {
 				return fmt.Errorf("%w: %q is not an option of %q", ErrMalformedToken, p, q.ID)
+			}
+			// A typed answer (text, or "Other") that shows as nothing is
+			// no answer, as "" is not: the form refuses it too. An offered
+			// option is taken as the agent wrote it.
+			if !offered && blank(p) {
+				return fmt.Errorf("%w: the answer to %q is only spaces or invisible characters", ErrMalformedToken, q.ID)
 			}
 		}
 	}
 	return nil
+}
+
+// blank reports whether s shows nothing: only white space, control
+// characters and invisible ones (zero-width, bidi controls, fillers).
+func blank(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) && !unicode.IsControl(r) && !invisible.Is(r) {
+			return false
+		}
+	}
+	return true
 }
