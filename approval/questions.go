@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/chiokernel/chio/internal/canon"
-	"github.com/chiokernel/chio/internal/invisible"
 )
 
 // Question types of an `ask` request (the HITL channel seed's form fields).
@@ -152,21 +150,10 @@ func ValidateAnswers(questions []Question, raw json.RawMessage) error {
 			// A typed answer (text, or "Other") that shows as nothing is
 			// no answer, as "" is not: the form refuses it too. An offered
 			// option is taken as the agent wrote it.
-			if !offered && blank(p) {
+			if !offered && Blank(p) {
 				return fmt.Errorf("%w: the answer to %q is only spaces or invisible characters", ErrMalformedToken, q.ID)
 			}
 		}
 	}
 	return nil
-}
-
-// blank reports whether s shows nothing: only white space, control
-// characters and invisible ones (zero-width, bidi controls, fillers).
-func blank(s string) bool {
-	for _, r := range s {
-		if !unicode.IsSpace(r) && !unicode.IsControl(r) && !invisible.Is(r) {
-			return false
-		}
-	}
-	return true
 }

@@ -190,7 +190,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			// not reached this request yet) is already met.
 			by := lastDenial(req.Votes, counted)
 			reason := by.Note
-			if reason == "" {
+			if approval.Blank(reason) { // none, or one that shows as nothing: the note stays in metadata
 				reason = "denied by " + nameOr(by.DisplayName, by.Approver)
 			}
 			req.Status = approval.StatusDenied
