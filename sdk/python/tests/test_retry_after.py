@@ -4,6 +4,7 @@ sooner than it says, instead of its own 250 ms backoff, and when the
 deadline is nearer than that, raises the refusal at once. The Go SDK's
 retry_after_test.go is the same test."""
 
+import email.utils
 import http.server
 import json
 import threading
@@ -96,11 +97,28 @@ class RetryAfter(unittest.IsolatedAsyncioTestCase):
                 self.assertIsInstance(cm.exception, chio.Unavailable, repr(cm.exception))
                 self.assertEqual(cm.exception.retry_after, 30.0)
 
+    async def test_retry_after_as_an_http_date_is_honoured(self):
+        # RFC 9110 allows Retry-After as an HTTP-date, which a proxy or load
+        # balancer in front of chiod may send: it asks for the same wait as
+        # the seconds until that date, never none.
+        srv = self.serve([(429, email.utils.formatdate(time.time() + 30, usegmt=True), REFUSED)])
+        with self.assertRaises(chio.ChioError) as cm:
+            await agent_client(srv.url).call_tool("demo", "echo", {}, request_id="req-x", timeout=5)
+        self.assertEqual(len(srv.arrived), 1, "asked again in spite of a Retry-After 30 s away")
+        self.assertIsInstance(cm.exception, chio.Unavailable, repr(cm.exception))
+        self.assertTrue(20.0 < cm.exception.retry_after <= 30.0, cm.exception.retry_after)
+
     def test_parse_retry_after(self):
         for value, want in {
             None: 0.0, "": 0.0, "0": 0.0, "1": 1.0, " 7 ": 7.0, "3600": 3600.0, "86400": 3600.0,
             "18446744074": 3600.0, "99999999999999999999999": 3600.0, "-1": 0.0, "1.5": 0.0, "soon": 0.0,
             "Wed, 21 Oct 2015 07:28:00 GMT": 0.0, "+5": 0.0, "\u0661": 0.0,
+            # HTTP-dates (IMF-fixdate, RFC 850, asctime): a date past is 0,
+            # one more than an hour away is capped; a date in no HTTP-date
+            # form is 0.
+            "Sunday, 06-Nov-94 08:49:37 GMT": 0.0, "Sun Nov  6 08:49:37 1994": 0.0,
+            "Fri, 31 Dec 9999 23:59:59 GMT": 3600.0, "Friday, 31-Dec-99 23:59:59 GMT": 0.0, "Fri Dec 31 23:59:59 9999": 3600.0,
+            "Fri, 31 Dec 9999 23:59:59 PST": 0.0, "9999-12-31T23:59:59Z": 0.0, "Fri, 31 Dec 9999": 0.0,
         }.items():
             self.assertEqual(parse_retry_after(value), want, repr(value))
 

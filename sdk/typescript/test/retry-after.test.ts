@@ -71,11 +71,37 @@ for (const what of ["awaitApproval", "callTool"] as const) {
   });
 }
 
+// RFC 9110 allows Retry-After as an HTTP-date, which a proxy or load
+// balancer in front of chiod may send: it asks for the same wait as the
+// seconds until that date, never none.
+test("a Retry-After given as an HTTP-date is honoured", async () => {
+  const s = await scripted([[429, new Date(Date.now() + 30_000).toUTCString(), REFUSED]]);
+  try {
+    let err: unknown;
+    try {
+      await s.client.callTool({ server: "demo", tool: "echo", arguments: {}, requestId: "req-x" }, { timeoutMs: 5000 });
+    } catch (e) {
+      err = e;
+    }
+    assert.ok(err instanceof ChioError, `no ChioError: ${String(err)}`);
+    assert.equal(s.arrived.length, 1, `asked ${s.arrived.length} times in spite of a Retry-After 30 s away`);
+    assert.equal(err.code, "unavailable", err.message);
+    assert.ok(err.retryAfterMs > 20_000 && err.retryAfterMs <= 30_000, `retryAfterMs ${err.retryAfterMs}`);
+  } finally {
+    s.close();
+  }
+});
+
 test("parseRetryAfter", () => {
   const cases: Array<[string | null, number]> = [
     [null, 0], ["", 0], ["0", 0], ["1", 1000], [" 7 ", 7000], ["3600", 3_600_000], ["86400", 3_600_000],
     ["18446744074", 3_600_000], ["99999999999999999999999", 3_600_000], ["-1", 0], ["1.5", 0], ["soon", 0],
     ["Wed, 21 Oct 2015 07:28:00 GMT", 0], ["+5", 0], ["\u0661", 0],
+    // HTTP-dates (IMF-fixdate, RFC 850, asctime): a date past is 0, one
+    // more than an hour away is capped; a date in no HTTP-date form is 0.
+    ["Sunday, 06-Nov-94 08:49:37 GMT", 0], ["Sun Nov  6 08:49:37 1994", 0],
+    ["Fri, 31 Dec 9999 23:59:59 GMT", 3_600_000], ["Friday, 31-Dec-99 23:59:59 GMT", 0], ["Fri Dec 31 23:59:59 9999", 3_600_000],
+    ["Fri, 31 Dec 9999 23:59:59 PST", 0], ["9999-12-31T23:59:59Z", 0], ["Fri, 31 Dec 9999", 0],
   ];
   for (const [value, want] of cases) assert.equal(parseRetryAfter(value), want, JSON.stringify(value));
 });
