@@ -65,11 +65,34 @@ func TestAwaitRetryAfterBeyondTheDeadlineEndsAtOnce(t *testing.T) {
 	}
 }
 
+// RFC 9110 allows Retry-After as an HTTP-date, which a proxy or load
+// balancer in front of chiod may send: it asks for the same wait as the
+// seconds until that date, never none. (Python's and TypeScript's
+// retry-after tests are the same test.)
+func TestRetryAfterAsAnHTTPDateIsHonoured(t *testing.T) {
+	f := &fakeChiod{handlers: []http.HandlerFunc{refusedFor(time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat))}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := testClient(t, f).Await(ctx, "req-1")
+	if len(f.bodies) != 1 {
+		t.Fatalf("asked %d times in spite of a Retry-After 30 s away", len(f.bodies))
+	}
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != 429 || ae.RetryAfter <= 20*time.Second || ae.RetryAfter > 30*time.Second {
+		t.Fatalf("err %v (%+v); want chiod's 429 unavailable, Retry-After about 30s", err, ae)
+	}
+}
+
 func TestRetryAfterParsing(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"": 0, "0": 0, "1": time.Second, "10": 10 * time.Second, " 7 ": 7 * time.Second,
 		"3600": time.Hour, "86400": time.Hour, "18446744074": time.Hour, "99999999999999999999999": time.Hour,
 		"-1": 0, "1.5": 0, "soon": 0, "Wed, 21 Oct 2015 07:28:00 GMT": 0, "+5": 0,
+		// HTTP-dates (IMF-fixdate, RFC 850, asctime): a date past is 0, one
+		// more than an hour away is capped; a date in no HTTP-date form is 0.
+		"Sunday, 06-Nov-94 08:49:37 GMT": 0, "Sun Nov  6 08:49:37 1994": 0,
+		"Fri, 31 Dec 9999 23:59:59 GMT": time.Hour, "Friday, 31-Dec-99 23:59:59 GMT": 0, "Fri Dec 31 23:59:59 9999": time.Hour,
+		"Fri, 31 Dec 9999 23:59:59 PST": 0, "9999-12-31T23:59:59Z": 0, "Fri, 31 Dec 9999": 0,
 	} {
 		if got := parseRetryAfter(in); got != want {
 			t.Errorf("parseRetryAfter(%q) = %v, want %v", in, got, want)
