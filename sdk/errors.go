@@ -84,10 +84,11 @@ type APIError struct {
 	Status  int    // HTTP status
 	Code    string `json:"error"`
 	Message string `json:"message"`
-	// RetryAfter is the answer's Retry-After (delta-seconds, at most an
-	// hour; 0 if none or not a number of seconds): chiod turned the
-	// request away until a share frees up. The SDK's own retries wait at
-	// least this long, or end at once if the context's deadline is nearer.
+	// RetryAfter is the answer's Retry-After (delta-seconds, or the time
+	// until an HTTP-date; at most an hour; 0 if none, past or neither):
+	// chiod (or a proxy before it) turned the request away for a while.
+	// The SDK's own retries wait at least this long, or end at once if
+	// the context's deadline is nearer.
 	RetryAfter time.Duration `json:"-"`
 }
 
@@ -95,19 +96,24 @@ type APIError struct {
 // a server asking not to be retried; the caller's deadline decides.
 const maxRetryAfter = time.Hour
 
-// parseRetryAfter reads a Retry-After of delta-seconds (RFC 9110 §10.2.3),
-// capped at maxRetryAfter without overflowing. An HTTP-date or anything
-// else is 0: chiod sends seconds, and a gateway's date is not worth
-// trusting a clock for.
+// parseRetryAfter reads a Retry-After (RFC 9110 §10.2.3), capped at
+// maxRetryAfter without overflowing: delta-seconds (chiod sends these), or
+// an HTTP-date (a proxy or load balancer in front of chiod may send one),
+// read as the time from now until then. A date past, or anything else, is 0.
 func parseRetryAfter(v string) time.Duration {
-	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	v = strings.TrimSpace(v)
+	n, err := strconv.ParseUint(v, 10, 64)
 	switch {
 	case errors.Is(err, strconv.ErrRange) || err == nil && n >= uint64(maxRetryAfter/time.Second):
 		return maxRetryAfter
-	case err != nil:
+	case err == nil:
+		return time.Duration(n) * time.Second
+	}
+	when, err := http.ParseTime(v) // IMF-fixdate, RFC 850 or asctime, all GMT
+	if err != nil {
 		return 0
 	}
-	return time.Duration(n) * time.Second
+	return min(max(time.Until(when), 0), maxRetryAfter)
 }
 
 // retryAfterOf is err's Retry-After, 0 if it carries none.

@@ -9,6 +9,9 @@ errors found before anything was sent.
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timezone
+
 
 class ChioError(Exception):
     """Base class of every error this SDK raises."""
@@ -172,12 +175,55 @@ MAX_RETRY_AFTER = 3600.0
 
 
 def parse_retry_after(value: str | None) -> float:
-    """A Retry-After of delta-seconds (RFC 9110 section 10.2.3), capped at
-    an hour; an HTTP-date or anything else is 0.0 (chiod sends seconds)."""
+    """A Retry-After (RFC 9110 section 10.2.3) in seconds, capped at an
+    hour: delta-seconds (chiod sends these), or an HTTP-date (a proxy or
+    load balancer in front of chiod may send one), read as the seconds from
+    now until then. A date past, or anything else, is 0.0."""
     v = (value or "").strip()
-    if not v.isascii() or not v.isdigit():
+    if v.isascii() and v.isdigit():
+        return min(float(int(v)), MAX_RETRY_AFTER) if len(v) < 20 else MAX_RETRY_AFTER
+    when = _http_date(v)
+    if when is None:
         return 0.0
-    return min(float(int(v)), MAX_RETRY_AFTER) if len(v) < 20 else MAX_RETRY_AFTER
+    return min(max((when - datetime.now(timezone.utc)).total_seconds(), 0.0), MAX_RETRY_AFTER)
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MON = "(?P<mon>" + "|".join(_MONTHS) + ")"
+_TIME = r"(?P<h>\d{2}):(?P<m>\d{2}):(?P<s>\d{2})"
+# RFC 9110 section 5.6.7: IMF-fixdate, and the obsolete RFC 850 and asctime
+# forms a recipient must accept too.
+_HTTP_DATES = tuple(
+    re.compile(p, re.ASCII)
+    for p in (
+        r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (?P<d>\d{2}) " + _MON + r" (?P<y>\d{4}) " + _TIME + " GMT",
+        r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (?P<d>\d{2})-" + _MON + r"-(?P<yy>\d{2}) " + _TIME + " GMT",
+        r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _MON + r" (?P<d>[ \d]\d) " + _TIME + r" (?P<y>\d{4})",
+    )
+)
+
+
+def _http_date(v: str) -> datetime | None:
+    """v as an HTTP-date (always UTC), or None if it is not one."""
+    for form in _HTTP_DATES:
+        m = form.fullmatch(v)
+        if m is None:
+            continue
+        if "yy" in form.groupindex:
+            # A two-digit year more than 50 years ahead is the most recent
+            # past year with those digits (RFC 9110 section 5.6.7).
+            year = 2000 + int(m["yy"])
+            if year > datetime.now(timezone.utc).year + 50:
+                year -= 100
+        else:
+            year = int(m["y"])
+        try:
+            return datetime(
+                year, _MONTHS.index(m["mon"]) + 1, int(m["d"]), int(m["h"]), int(m["m"]), int(m["s"]), tzinfo=timezone.utc
+            )
+        except ValueError:  # 31 Feb, 25:00:00, year 0
+            return None
+    return None
 
 
 def api_error(status: int, code: str | None, message: str, retry_after: float = 0.0) -> ChioError:

@@ -61,14 +61,54 @@ export class ChioError extends Error {
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 
 /**
- * A Retry-After of delta-seconds (RFC 9110 §10.2.3) in milliseconds,
- * capped at an hour; an HTTP-date or anything else is 0 (chiod sends
- * seconds).
+ * A Retry-After (RFC 9110 §10.2.3) in milliseconds, capped at an hour:
+ * delta-seconds (chiod sends these), or an HTTP-date (a proxy or load
+ * balancer in front of chiod may send one), read as the time from now
+ * until then. A date past, or anything else, is 0.
  */
 export function parseRetryAfter(value: string | null | undefined): number {
   const v = (value ?? "").trim();
-  if (!/^[0-9]+$/.test(v)) return 0;
-  return v.length >= 20 ? MAX_RETRY_AFTER_MS : Math.min(Number(v) * 1000, MAX_RETRY_AFTER_MS);
+  if (/^[0-9]+$/.test(v)) return v.length >= 20 ? MAX_RETRY_AFTER_MS : Math.min(Number(v) * 1000, MAX_RETRY_AFTER_MS);
+  const when = httpDate(v);
+  return when === undefined ? 0 : Math.min(Math.max(when - Date.now(), 0), MAX_RETRY_AFTER_MS);
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MON = `(?<mon>${MONTHS.join("|")})`;
+const TIME = "(?<h>\\d{2}):(?<m>\\d{2}):(?<s>\\d{2})";
+// RFC 9110 §5.6.7: IMF-fixdate, and the obsolete RFC 850 and asctime forms
+// a recipient must accept too.
+const HTTP_DATES = [
+  new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (?<d>\\d{2}) ${MON} (?<y>\\d{4}) ${TIME} GMT$`),
+  new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (?<d>\\d{2})-${MON}-(?<yy>\\d{2}) ${TIME} GMT$`),
+  new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MON} (?<d>[ \\d]\\d) ${TIME} (?<y>\\d{4})$`),
+];
+
+/** v as an HTTP-date (always UTC) in milliseconds since the epoch, or undefined if it is not one. */
+function httpDate(v: string): number | undefined {
+  for (const form of HTTP_DATES) {
+    const g = form.exec(v)?.groups;
+    if (!g) continue;
+    let year: number;
+    if (g["yy"] !== undefined) {
+      // A two-digit year more than 50 years ahead is the most recent past
+      // year with those digits (RFC 9110 §5.6.7).
+      year = 2000 + Number(g["yy"]);
+      if (year > new Date().getUTCFullYear() + 50) year -= 100;
+    } else {
+      year = Number(g["y"]);
+    }
+    const [month, day, h, m, s] = [MONTHS.indexOf(g["mon"]!), Number(g["d"]), Number(g["h"]), Number(g["m"]), Number(g["s"])];
+    const d = new Date(0);
+    d.setUTCFullYear(year, month, day); // not Date.UTC, which reads years 0-99 as 1900-1999
+    d.setUTCHours(h, m, s);
+    // Date rolls 31 Feb over into March and 25:00 into the next day: refuse.
+    if (d.getUTCFullYear() !== year || d.getUTCMonth() !== month || d.getUTCDate() !== day || d.getUTCHours() !== h || d.getUTCMinutes() !== m || d.getUTCSeconds() !== s) {
+      return undefined;
+    }
+    return d.getTime();
+  }
+  return undefined;
 }
 
 /** Why a value cannot be signed or hashed; the reasons of testdata/vectors/canonical.json. */
