@@ -1,9 +1,10 @@
 """HTTP for the asyncio client: one blocking urllib request per daemon thread.
 
 Why threads and urllib, not asyncio streams: urllib brings TLS with
-certificate checks, proxies from the environment, chunked bodies and HTTP
-error handling from the standard library, where an HTTP/1.1 client on
-asyncio streams would be ours to write and to get right. The cost is a
+certificate checks, proxies from the environment (never for a loopback
+chiod), chunked bodies and HTTP error handling from the standard library,
+where an HTTP/1.1 client on asyncio streams would be ours to write and to
+get right. The cost is a
 thread per request in flight, which is small next to a network round trip;
 every request has a socket timeout, so a thread whose caller was cancelled
 ends by itself (at most a long-poll plus a margin later). Daemon threads do
@@ -15,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import http.client
+import ipaddress
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Callable, TypeVar
 
@@ -141,11 +144,26 @@ class _HTTPSHandler(_Marking, urllib.request.HTTPSHandler):
     pass
 
 
-def _opener(connect_timeout: float, attempt: Attempt) -> urllib.request.OpenerDirector:
-    handlers = (_HTTPHandler(), _HTTPSHandler())
+def _opener(url: str, connect_timeout: float, attempt: Attempt) -> urllib.request.OpenerDirector:
+    handlers: list[urllib.request.BaseHandler] = [_HTTPHandler(), _HTTPSHandler()]
     for h in handlers:
         h.chio_connect_timeout, h.chio_attempt = connect_timeout, attempt
+    if _loopback(urllib.parse.urlsplit(url).hostname or ""):
+        # No proxy from the environment (http_proxy) for a chiod on this
+        # machine: the proxy cannot reach it, and would see every call and
+        # proof. As the Go SDK (net/http's ProxyFromEnvironment).
+        handlers.append(urllib.request.ProxyHandler({}))
     return urllib.request.build_opener(_NoRedirect, *handlers)
+
+
+def _loopback(host: str) -> bool:
+    """Whether host is this machine: localhost or a loopback address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def request(
@@ -162,7 +180,7 @@ def request(
     ConnectFailed when no connection could even be made (within
     connect_timeout, default timeout) or attempt was given up first."""
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
-    opener = _opener(timeout if connect_timeout is None else connect_timeout, attempt or Attempt())
+    opener = _opener(url, timeout if connect_timeout is None else connect_timeout, attempt or Attempt())
     try:
         try:
             resp = opener.open(req, timeout=timeout)
