@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 import json
 import os
+import re
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -73,6 +74,9 @@ CONNECT_TIMEOUT = 10.0
 
 
 _FINAL = ("allowed", "denied", "cancelled")
+# A request id chiod takes: 1..128 characters of [A-Za-z0-9._:-], not "."
+# or ".." (checked apart).
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _USER_AGENT = "chio-python/0.1"
 
 T = TypeVar("T")
@@ -164,7 +168,9 @@ class Client(_Approvals):
         A denial is a result, not an exception. request_id makes the call
         idempotent across processes: the same id with the same content gets
         the first call's outcome (a restarted run can replay its steps); the
-        same id with other content is Conflict. Default: "req-" + a UUIDv7.
+        same id with other content is Conflict. Default: "req-" + a UUIDv7;
+        1..128 characters of [A-Za-z0-9._:-], not "." or "..", not starting
+        with "ar-" (chiod's rule; another is BadRequest, nothing sent).
         After a dropped connection, a 5xx or a 429 the same id and content
         are sent again, a few times, with backoff. A call chiod allowed but
         is still running (such a retry can meet it in flight) is waited out:
@@ -193,8 +199,18 @@ class Client(_Approvals):
             raise BadRequest("chio: server and tool are required")
         if request_id is None:
             request_id = new_id("req-")
-        elif not isinstance(request_id, str) or not request_id or request_id.startswith("ar-"):
-            raise BadRequest(f"chio: request id {request_id!r}: must be a non-empty string not starting with ar- (approval ids)")
+        elif (
+            # chiod's rule (approval.IDRule), checked before anything is
+            # sent: an id that cannot go in a header would fail in http.client.
+            not isinstance(request_id, str)
+            or not _REQUEST_ID.fullmatch(request_id)
+            or request_id in (".", "..")
+            or request_id.startswith("ar-")
+        ):
+            raise BadRequest(
+                f"chio: request id {request_id!r}: must be 1..128 characters of [A-Za-z0-9._:-], "
+                'not "." or "..", not starting with ar- (approval ids)'
+            )
         args = _json_object(arguments if arguments is not None else {}, "arguments")
         intent = None if governed_intent is None else _json_object(governed_intent, "governed_intent")
         ph = parameter_hash(server, tool, args, intent)

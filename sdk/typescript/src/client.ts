@@ -39,6 +39,9 @@ const RECONNECT_FIRST_MS = 250;
 const RECONNECT_MAX_MS = 5_000;
 const REQUEST_TIMEOUT_MS = 60_000;
 
+/** A request id chiod takes: 1..128 characters of [A-Za-z0-9._:-], not "." or ".." (checked apart). */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
 /** Untrusted input meets a limit first. */
 const MAX_CAPABILITY_BYTES = 64 << 10;
 
@@ -139,8 +142,14 @@ export class ChioClient {
       throw new ChioError("bad_request", "chio: server and tool are required");
     }
     const requestId = call.requestId ?? newId("req-");
-    if (typeof requestId !== "string" || !requestId || requestId.startsWith("ar-")) {
-      throw new ChioError("bad_request", `chio: request id ${JSON.stringify(requestId)} must be a non-empty string not starting with ar- (approval ids)`);
+    // chiod's rule (approval.IDRule), checked before anything is sent: an id
+    // that cannot go in a header would fail in fetch, as if chiod had
+    // lost the answer.
+    if (typeof requestId !== "string" || !REQUEST_ID.test(requestId) || requestId === "." || requestId === ".." || requestId.startsWith("ar-")) {
+      throw new ChioError(
+        "bad_request",
+        `chio: request id ${JSON.stringify(requestId)} must be 1..128 characters of [A-Za-z0-9._:-], not "." or "..", not starting with ar- (approval ids)`,
+      );
     }
     const args = jsonObject(call.arguments ?? {}, "arguments");
     const intent = call.governedIntent === undefined ? undefined : wireIntent(call.governedIntent);

@@ -51,7 +51,9 @@ export interface ToolCall {
   /**
    * Makes the call idempotent across processes: the same id with the same
    * content gets the first call's outcome; other content is a "conflict"
-   * error. Default "req-" + a UUIDv7; must not start with "ar-".
+   * error. Default "req-" + a UUIDv7; 1..128 characters of
+   * [A-Za-z0-9._:-], not "." or "..", not starting with "ar-" (chiod's
+   * rule; another is "bad_request" before anything is sent).
    */
   requestId?: string;
 }
