@@ -122,6 +122,13 @@ class Client(_Approvals):
             # call, as "unauthorized": say what is wrong now.
             if key is not None and subject != key.public_key:
                 raise BadRequest(f"chio: the capability's subject {subject!r} is not this key ({key.public_key})")
+        if bearer is not None:
+            # A token file's newline is trimmed; a control character left
+            # would fail in http.client with the token in its message: refuse
+            # it now, quoting none of it.
+            bearer = bearer.strip()
+            if not bearer.isascii() or not bearer.isprintable():
+                raise BadRequest("chio: the bearer token has a control or non-ASCII character (a header cannot carry it)")
         self._bearer = bearer
         if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)) or not connect_timeout > 0:
             raise BadRequest(f"chio: connect_timeout {connect_timeout!r} must be a positive number of seconds")

@@ -88,7 +88,14 @@ export class ChioClient {
       this.#capRaw = text;
       this.#capId = parsed["id"];
     }
-    this.#bearer = opts.bearer;
+    // A token file's newline is trimmed (fetch would trim it too); a control
+    // character left would fail in fetch, retried as a transport error with
+    // the token in its message: refuse it now, quoting none of it.
+    const bearer = opts.bearer?.trim();
+    if (bearer !== undefined && !/^[\x20-\x7e]*$/.test(bearer)) {
+      throw new ChioError("bad_request", "chio: the bearer token has a control or non-ASCII character (a header cannot carry it)");
+    }
+    this.#bearer = bearer;
     this.#fetch = opts.fetch ?? fetch;
   }
 
