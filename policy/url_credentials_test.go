@@ -16,6 +16,11 @@ func TestURLCredentialsAreNotQuotedInErrors(t *testing.T) {
 		{"webhook url", "[channels.webhook]\nurl = \"https://chio:" + pw + "@hooks.example.com/chio\"  # <-\n"},
 		{"webhook url, token as user", "[channels.webhook]\nurl = \"https://" + pw + "@hooks.example.com/chio\"  # <-\n"},
 		{"webhook url, bad escape", "[channels.webhook]\nurl = \"https://chio:" + pw + "%zz@hooks.example.com/chio\"  # <-\n"},
+		// A typo for "https://" parses as a URL without a host (or
+		// user): its "user:password@" is still a secret.
+		{"webhook url, no slashes", "[channels.webhook]\nurl = \"https:chio:" + pw + "@hooks.example.com/chio\"  # <-\n"},
+		{"webhook url, one slash", "[channels.webhook]\nurl = \"https:/chio:" + pw + "@hooks.example.com/chio\"  # <-\n"},
+		{"webhook url, three slashes", "[channels.webhook]\nurl = \"https:///chio:" + pw + "@hooks.example.com/chio\"  # <-\n"},
 		{"slack api_url", "[channels.slack]\nbot_token_env = \"T\"\nsigning_secret_env = \"S\"\nchannel = \"#a\"\n" +
 			"api_url = \"https://chio:" + pw + "@slack.example.com/api/\"  # <-\n"},
 		{"kernel public_url", "[kernel]\npublic_url = \"https://chio:" + pw + "@chio.example.com\"  # <-\n"},
