@@ -133,13 +133,15 @@ func checkURL(s string) error {
 // shownURL is s as an error quotes it: a "user:password@" part (a secret,
 // which checkURL refuses) is shown as "…@", so the refusal does not carry
 // it into the output and logs that keep errors. Of a URL that does not
-// parse, all before its last "@" may be credentials and is not shown.
+// parse, or parses with no host (a typo for "https://": "https:user:pw@h"
+// is opaque, "https:///user:pw@h" all path), all before its last "@" may
+// be credentials and is not shown.
 func shownURL(s string) string {
 	u, err := url.Parse(s)
 	switch {
-	case err == nil && u.User == nil:
+	case err == nil && u.User == nil && u.Host != "":
 		return s
-	case err == nil:
+	case err == nil && u.User != nil:
 		u.User = nil
 		return u.Scheme + "://…@" + strings.TrimPrefix(u.String(), u.Scheme+"://")
 	}
