@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/connect"
 	"github.com/chiokernel/chio/kernel"
@@ -321,6 +322,12 @@ func (c *Client) buildCall(call Call) (*kernel.ToolCall, error) {
 		call.RequestID = kernel.NewID("req-")
 	} else if strings.HasPrefix(call.RequestID, "ar-") {
 		return nil, fmt.Errorf("%w: request id %q: the ar- prefix names approval requests", ErrBadRequest, call.RequestID)
+	} else if !approval.ValidID(call.RequestID) {
+		// chiod's rule, checked before anything is sent: an id it would
+		// refuse (a newline cannot even go in the Idempotency-Key header,
+		// which failed as "outcome unknown, it may have run") is a bad
+		// request, as in the TypeScript and Python SDKs.
+		return nil, fmt.Errorf("%w: request id %q must be %s, not starting with ar- (approval ids)", ErrBadRequest, call.RequestID, approval.IDRule)
 	}
 	if call.Operation == "" {
 		call.Operation = "invoke"

@@ -109,8 +109,22 @@ func WithHTTPClient(h *http.Client) Option {
 // WithBearer sets a reader or admin token (CHIO_READ_TOKEN /
 // CHIO_ADMIN_TOKEN). Agents do not need one: they read their own calls
 // with Chio-Proof. Approver tooling and [Client.Pending] do.
+//
+// A token file's trailing newline is trimmed. A token with a control or
+// non-ASCII character left, which no header can carry, is refused as
+// [ErrBadRequest] quoting none of it (net/http would fail every read with
+// it as a transport error), as in the TypeScript and Python SDKs.
 func WithBearer(token string) Option {
-	return func(c *Client) error { c.bearer = token; return nil }
+	return func(c *Client) error {
+		token = strings.TrimSpace(token)
+		for i := 0; i < len(token); i++ {
+			if token[i] < 0x20 || token[i] > 0x7e {
+				return fmt.Errorf("%w: the bearer token has a control or non-ASCII character (a header cannot carry it)", ErrBadRequest)
+			}
+		}
+		c.bearer = token
+		return nil
+	}
 }
 
 // NewClient returns a client for the chiod at baseURL. A key and a
