@@ -329,7 +329,12 @@ func Run(ctx context.Context, o Options) (err error) {
 	log.Info("chiod serving", "addr", addr, "policy", p.Source, "policy_hash", p.Hash, "kernel_key", key.Public().String(),
 		"pid", os.Getpid(), "pid_file", lock.path, "metrics_auth", o.MetricsAuth)
 	warnPlainHTTP(log, ln.Addr(), tlsConfig != nil)
-	fmt.Fprint(o.Out, firstSteps(addr, p, adminPath, readPath, lock.path))
+	// Under TLS chiod serves https only: the URLs printed say so.
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	fmt.Fprint(o.Out, firstSteps(scheme+"://"+addr, p, adminPath, readPath, lock.path))
 	if o.Ready != nil {
 		o.Ready(addr)
 	}
@@ -428,7 +433,8 @@ func bearerToken(getenv func(string) string, dataDir, env, file string, log *slo
 	return t, path, nil
 }
 
-func firstSteps(addr string, p *policy.Policy, adminPath, readPath, pidPath string) string {
+// firstSteps is the start-up text; base is chiod's URL (scheme and host:port).
+func firstSteps(base string, p *policy.Policy, adminPath, readPath, pidPath string) string {
 	admin, read := "$CHIO_ADMIN_TOKEN", "$CHIO_READ_TOKEN"
 	if adminPath != "" {
 		admin = "$(cat " + adminPath + ")"
@@ -437,14 +443,14 @@ func firstSteps(addr string, p *policy.Policy, adminPath, readPath, pidPath stri
 		read = "$(cat " + readPath + ")"
 	}
 	return fmt.Sprintf(`
-chiod is ready at http://%[1]s  (policy %[2]s)
+chiod is ready at %[1]s  (policy %[2]s)
 First call, in another shell (in a checkout, chio is in bin/: export PATH=$PWD/bin:$PATH):
-  export CHIO_URL=http://%[1]s CHIO_ADMIN_TOKEN=%[3]s
+  export CHIO_URL=%[1]s CHIO_ADMIN_TOKEN=%[3]s
   mkdir -p agent && chio keygen --out agent/agent.pem
 %[6]sApprovers and auditors read with CHIO_READ_TOKEN=%[4]s
-Dashboard: http://%[1]s/dashboard/   Reload the policy: kill -HUP $(cat %[5]s)
+Dashboard: %[1]s/dashboard/   Reload the policy: kill -HUP $(cat %[5]s)
 See README.md "Quick start" for a denied and a pending call.
-`, addr, p.Source, admin, read, pidPath, firstCall(p))
+`, base, p.Source, admin, read, pidPath, firstCall(p))
 }
 
 // firstCall is the capability and the call chiod suggests first, from the
