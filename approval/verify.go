@@ -113,9 +113,14 @@ func Verify(raw []byte, req *Request, ref time.Time, outcome string) (*Token, er
 // req trusts, whatever else Verify would refuse in it (its times, its
 // binding): the kernel tells only such a presenter how a request that is
 // no longer pending ended.
-func SignedByTrusted(raw []byte, req *Request) bool {
+func SignedByTrusted(raw []byte, req *Request) bool { return SignedBy(raw, req.Trusts) }
+
+// SignedBy reports whether raw is a token whose signature verifies by the
+// approver it names, a key trusts accepts. Only the signature and the
+// signer are checked, not what the token binds.
+func SignedBy(raw []byte, trusts func(approver string) bool) bool {
 	var t Token
-	if len(raw) > MaxTokenBytes || canon.Unmarshal(raw, &t) != nil || !req.Trusts(t.Approver) {
+	if len(raw) > MaxTokenBytes || canon.Unmarshal(raw, &t) != nil || !trusts(t.Approver) {
 		return false
 	}
 	approver, err := keys.ParsePublicKey(t.Approver)

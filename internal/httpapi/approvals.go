@@ -13,9 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/signed"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -316,15 +314,10 @@ func (s *Server) mayKnowApprovals(r *http.Request, token json.RawMessage) bool {
 // signedByApprover reports whether raw is a token whose signature verifies
 // by the approver it names, a key the policy in force lists as an approver.
 func (s *Server) signedByApprover(raw json.RawMessage) bool {
-	var t approval.Token
-	if len(raw) > approval.MaxTokenBytes || canon.Unmarshal(raw, &t) != nil {
-		return false
-	}
-	if _, ok := s.approverName(t.Approver); !ok {
-		return false
-	}
-	pub, err := keys.ParsePublicKey(t.Approver)
-	return err == nil && signed.Verify(raw, approval.TokenSchema, pub) == nil
+	return approval.SignedBy(raw, func(approver string) bool {
+		_, ok := s.approverName(approver)
+		return ok
+	})
 }
 
 // BatchRespondRequest is POST /approvals/batch/respond's body.
