@@ -139,7 +139,7 @@ func (v *validator) channelConfigs() {
 		if s.APIURL != "" {
 			if err := checkURL(s.APIURL); err != nil {
 				v.at(base, k("api_url"), "api_url = %q: %v", shownURL(s.APIURL), err)
-			} else if u, _ := url.Parse(s.APIURL); u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+			} else if u, _ := url.Parse(s.APIURL); u.Scheme == "http" && !LoopbackHost(u.Hostname()) {
 				// Every call carries the bot token: never in clear
 				// beyond this machine (tests' fake Slack is on loopback).
 				v.at(base, k("api_url"), "api_url = %q must be https://: every call to it carries the bot token (http:// only to localhost or a loopback address)", s.APIURL)
@@ -172,8 +172,9 @@ func (v *validator) channelConfigs() {
 	}
 }
 
-// loopbackHost reports whether host is "localhost" or a loopback IP address.
-func loopbackHost(host string) bool {
+// LoopbackHost reports whether host (no port) is "localhost" or a loopback
+// IP address: where a secret or a call in clear never leaves the machine.
+func LoopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || ip != nil && ip.IsLoopback()
 }

@@ -16,6 +16,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chiokernel/chio/internal/mcpgw"
+	"github.com/chiokernel/chio/policy"
 )
 
 func init() {
@@ -111,7 +112,7 @@ func checkLoopback(addr string) error {
 	if err != nil {
 		return usageError("--listen: " + err.Error())
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !policy.LoopbackHost(host) {
 		return usageError("--listen must be a loopback address (127.0.0.1:PORT): the bridge signs with the agent's key for anyone who reaches it")
 	}
 	return nil

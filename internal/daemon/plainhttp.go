@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+
+	"github.com/chiokernel/chio/policy"
 )
 
 // warnPlainHTTP logs a warning when chiod serves plain HTTP (no [kernel]
@@ -31,8 +33,7 @@ func warnPlainWebhook(log *slog.Logger, rawURL string) {
 	if err != nil || u.Scheme != "http" {
 		return
 	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+	if policy.LoopbackHost(u.Hostname()) {
 		return
 	}
 	log.Warn("[channels.webhook] url is plain http:// beyond loopback: approval requests cross the network in clear; "+
