@@ -152,6 +152,11 @@ func (v *validator) channelConfigs() {
 			v.at(base, k("smtp_addr"), "[channels.email] needs smtp_addr, the mail server as host:port")
 		} else if err := checkHostPort(e.SMTPAddr, false); err != nil {
 			v.at(base, k("smtp_addr"), "smtp_addr = %q: %v", e.SMTPAddr, err)
+		} else if smtpsPort(e.SMTPAddr) {
+			// chiod greets in plain SMTP and upgrades with STARTTLS; a
+			// relay on 465 waits for a TLS handshake first, so every
+			// message would time out and no approver would be mailed.
+			v.at(base, k("smtp_addr"), "smtp_addr = %q: port 465 is SMTPS (TLS from the first byte), which chio does not speak: use the relay's submission port, 587, with starttls = true", e.SMTPAddr)
 		} else if e.UsernameEnv != "" && e.PasswordEnv != "" && !e.StartTLS && !smtpLoopback(e.SMTPAddr) {
 			// net/smtp sends AUTH PLAIN credentials only over TLS or to
 			// these loopback names: without STARTTLS every message to any
@@ -177,6 +182,13 @@ func (v *validator) channelConfigs() {
 func LoopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// smtpsPort reports whether addr's port is 465, SMTP over implicit TLS.
+func smtpsPort(addr string) bool {
+	_, port, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(port)
+	return err == nil && n == 465
 }
 
 // smtpLoopback reports whether addr's host is one net/smtp sends
