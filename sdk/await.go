@@ -165,6 +165,9 @@ func (c *Client) Cancel(ctx context.Context, approvalID, reason string) (*Resolu
 // and the same agent key (or a bearer): the process that made the call may
 // be gone. A call that already ended answers at once with its stored output.
 //
+// An id outside chiod's rule (approval.ValidID) is [ErrBadRequest], sent
+// nowhere; so for Status and ResumeWithApproval.
+//
 // Await long-polls and reconnects through transport errors and chiod
 // restarts until ctx ends; a ctx deadline returns an error wrapping
 // [ErrTimedOut] (the call may still be pending).
@@ -245,6 +248,11 @@ func (c *Client) ResumeWithApproval(ctx context.Context, approvalID string, toke
 func (c *Client) requestIDOf(ctx context.Context, id string) (string, error) {
 	if id == "" {
 		return "", fmt.Errorf("%w: empty id", ErrBadRequest)
+	}
+	if !approval.ValidID(id) {
+		// chiod's rule for request and approval ids, checked before
+		// anything is sent (as CallTool checks a request id).
+		return "", fmt.Errorf("%w: id %q must be %s", ErrBadRequest, id, approval.IDRule)
 	}
 	if !strings.HasPrefix(id, "ar-") {
 		return id, nil
