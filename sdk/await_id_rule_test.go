@@ -39,3 +39,32 @@ func TestAwaitAndStatusRefuseAnIDOutsideChiodsRule(t *testing.T) {
 		}
 	}
 }
+
+// The approval-id methods hold the same rule: an approval id chiod would
+// refuse is a bad request, sent nowhere (Cancel and ResumeWithApproval
+// checked only the ar- prefix; Approval and Respond checked nothing).
+func TestApprovalMethodsRefuseAnIDOutsideChiodsRule(t *testing.T) {
+	const tok = `{"approval_id":"ar-1"}`
+	for name, id := range map[string]string{
+		"space":    "ar-1 2",
+		"slash":    "ar-1/respond",
+		"too long": "ar-" + strings.Repeat("x", 200),
+	} {
+		f := &fakeChiod{handlers: []http.HandlerFunc{reply(200, `{}`)}}
+		c := testClient(t, f)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, errCancel := c.Cancel(ctx, id, "not needed")
+		_, errResume := c.ResumeWithApproval(ctx, id, []byte(tok))
+		_, errApproval := c.Approval(ctx, id)
+		_, errRespond := c.Respond(ctx, id, []byte(tok))
+		cancel()
+		for op, err := range map[string]error{"Cancel": errCancel, "ResumeWithApproval": errResume, "Approval": errApproval, "Respond": errRespond} {
+			if !errors.Is(err, ErrBadRequest) {
+				t.Errorf("%s: %s(%q) = %v, want ErrBadRequest", name, op, id, err)
+			}
+		}
+		if len(f.paths) != 0 {
+			t.Errorf("%s: %d requests sent: %q", name, len(f.paths), f.paths)
+		}
+	}
+}
