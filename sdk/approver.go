@@ -150,6 +150,9 @@ func answersJSON(req *approval.Request, a Answers) (json.RawMessage, error) {
 // Approval reads one approval request. An agent may read the requests
 // that park its own calls; anything else needs WithBearer.
 func (c *Client) Approval(ctx context.Context, id string) (*approval.Request, error) {
+	if err := checkApprovalID(id); err != nil {
+		return nil, err
+	}
 	hdr, err := c.readAuth(id)
 	if err != nil {
 		return nil, err
@@ -176,6 +179,9 @@ func (c *Client) Approval(ctx context.Context, id string) (*approval.Request, er
 // present the same token again (a recorded vote is refused as a replay,
 // [ErrConflict]); do not ask another approver on the belief it did nothing.
 func (c *Client) Respond(ctx context.Context, approvalID string, token []byte) (*RespondResult, error) {
+	if err := checkApprovalID(approvalID); err != nil {
+		return nil, err
+	}
 	token = bytes.TrimSpace(token)
 	if len(token) == 0 || token[0] != '{' || !json.Valid(token) {
 		return nil, fmt.Errorf("%w: the token must be the signed JSON object", ErrBadRequest)

@@ -127,8 +127,8 @@ func (r *Resolution) result() Result {
 // commit failed in chiod's store but may have reached it is
 // ErrOutcomeUnknown: Await tells whether the call was cancelled.
 func (c *Client) Cancel(ctx context.Context, approvalID, reason string) (*Resolution, error) {
-	if !strings.HasPrefix(approvalID, "ar-") {
-		return nil, fmt.Errorf("%w: %q is not an approval id (ar-…)", ErrBadRequest, approvalID)
+	if err := checkApprovalID(approvalID); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(reason) == "" {
 		return nil, fmt.Errorf("%w: a cancellation needs a reason", ErrBadRequest)
@@ -227,8 +227,8 @@ func (c *Client) Status(ctx context.Context, id string) (Result, error) {
 // error here: the wait reports how the call ended. With a quorum, the wait
 // lasts until the other approvers have decided.
 func (c *Client) ResumeWithApproval(ctx context.Context, approvalID string, token []byte) (*Resolution, error) {
-	if !strings.HasPrefix(approvalID, "ar-") {
-		return nil, fmt.Errorf("%w: %q is not an approval id (ar-…)", ErrBadRequest, approvalID)
+	if err := checkApprovalID(approvalID); err != nil {
+		return nil, err
 	}
 	err := c.retryRead(ctx, func(ctx context.Context) error {
 		_, err := c.Respond(ctx, approvalID, token)
@@ -242,6 +242,15 @@ func (c *Client) ResumeWithApproval(ctx context.Context, approvalID string, toke
 		return nil, err
 	}
 	return c.Await(ctx, approvalID)
+}
+
+// checkApprovalID refuses, before anything is sent, an id that is not an
+// approval id ("ar-…") within chiod's rule for ids (approval.ValidID).
+func checkApprovalID(id string) error {
+	if !strings.HasPrefix(id, "ar-") || !approval.ValidID(id) {
+		return fmt.Errorf("%w: %q is not an approval id (ar-…, %s)", ErrBadRequest, id, approval.IDRule)
+	}
+	return nil
 }
 
 // requestIDOf maps an approval id to its parked call's request id.
