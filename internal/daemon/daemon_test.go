@@ -44,7 +44,10 @@ func start(t *testing.T, o daemon.Options) *running {
 	if o.ConfigPath == "" {
 		o.ConfigPath = quickstart()
 	}
-	o.Listen, o.Out = "127.0.0.1:0", r.out
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	o.Out = r.out
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
