@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -125,7 +126,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer func() { err = files.undoEntries(err, log) }()
 	// Bind first: with -listen 127.0.0.1:0 the real address is known before
 	// channels build links from the public URL.
-	ln, err := net.Listen("tcp", p.Kernel.Listen)
+	listen := p.Kernel.Listen // as configured: the printed URL's family (connectAddr)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -334,7 +336,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if tlsConfig != nil {
 		scheme = "https"
 	}
-	fmt.Fprint(o.Out, firstSteps(scheme+"://"+addr, p, adminPath, readPath, lock.path))
+	fmt.Fprint(o.Out, firstSteps(scheme+"://"+connectAddr(listen, ln.Addr()), p, adminPath, readPath, lock.path))
 	if o.Ready != nil {
 		o.Ready(addr)
 	}
@@ -431,6 +433,24 @@ func bearerToken(getenv func(string) string, dataDir, env, file string, log *slo
 	}
 	log.Info(env+" not set; generated a token", "path", path)
 	return t, path, nil
+}
+
+// connectAddr is the host:port to connect to chiod at: the bound address
+// a, or for a wildcard listen (0.0.0.0, ::, or no host) a loopback address
+// on the same port: [::1] when listen named an IPv6 host, else 127.0.0.1
+// (Go binds 0.0.0.0 as a dual-stack ::, so a's family does not say). A
+// wildcard binds every address but is none to connect to.
+func connectAddr(listen string, a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	host, _, _ := net.SplitHostPort(listen)
+	ip := "127.0.0.1"
+	if strings.Contains(host, ":") {
+		ip = "::1"
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(tcp.Port))
 }
 
 // firstSteps is the start-up text; base is chiod's URL (scheme and host:port).
