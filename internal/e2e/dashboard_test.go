@@ -688,8 +688,18 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = card(left.ApprovalRequestID)
+	// Signed out everywhere first: the Finance Lead's session in another
+	// browser (here, one opened over the API) ends with this one.
+	lead, err := keys.LoadPrivateKey(filepath.Join(root, "examples/keys/finance-lead.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := signInAt(t, lk.url, lead)
+	if code := sessionStatus(t, lk.url, elsewhere); code != 200 {
+		t.Fatalf("the other browser's session: %d", code)
+	}
 	browse(t, ctx, "untrusted approver",
-		press("#signout"),
+		press("#signout-all"),
 		chromedp.WaitVisible(css("#setup")),
 		press(".paste summary"),
 		chromedp.SetValue(css("#key-pem"), string(dbaPEM)),
@@ -698,6 +708,9 @@ func TestDashboardInChromium(t *testing.T) {
 		press(c+` button[data-action="approve"]`),
 		chromedp.WaitVisible(css(c+" .card-error")),
 	)
+	if code := sessionStatus(t, lk.url, elsewhere); code != 401 {
+		t.Fatalf("Sign out everywhere left the Finance Lead's other session answering %d, want 401", code)
+	}
 	cardErr := read(t, ctx, "card error", chromedp.Text(css(c+" .card-error")))
 	if !strings.Contains(cardErr, "approval_rejected") || !strings.Contains(cardErr, "not trusted for this request") {
 		t.Fatalf("untrusted approver error: %q", cardErr)
@@ -726,4 +739,17 @@ func TestDashboardInChromium(t *testing.T) {
 	if view.Status != "pending" {
 		t.Fatalf("request after refused keys: %s", view.Status)
 	}
+}
+
+// sessionStatus is GET /v1/session's status for a session cookie value.
+func sessionStatus(t *testing.T, base, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/session", nil)
+	req.AddCookie(&http.Cookie{Name: httpapi.SessionCookie, Value: id})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

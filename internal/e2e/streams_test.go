@@ -327,9 +327,21 @@ func countReceipts(t *testing.T, d *daemon) int {
 // signIn opens an approver session for k and returns its cookie value.
 func signIn(t *testing.T, d *daemon, k keys.PrivateKey) string {
 	t.Helper()
+	return signInAt(t, d.url, k)
+}
+
+// signInAt opens an approver session for k at chiod's base URL.
+func signInAt(t *testing.T, base string, k keys.PrivateKey) string {
+	t.Helper()
 	var ch struct{ Challenge string }
-	if code := d.do(t, "GET", "/v1/session/challenge", nil, &ch); code != 200 {
-		t.Fatalf("challenge: %d", code)
+	chResp, err := http.Get(base + "/v1/session/challenge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(chResp.Body).Decode(&ch)
+	chResp.Body.Close()
+	if chResp.StatusCode != 200 || err != nil {
+		t.Fatalf("challenge: %d %v", chResp.StatusCode, err)
 	}
 	pub := k.Public().String()
 	payload, err := canon.Marshal(map[string]string{"challenge": ch.Challenge, "public_key": pub})
@@ -338,7 +350,7 @@ func signIn(t *testing.T, d *daemon, k keys.PrivateKey) string {
 	}
 	body, _ := json.Marshal(httpapi.SessionLogin{PublicKey: pub, Challenge: ch.Challenge,
 		Signature: hex.EncodeToString(k.SignRaw(signed.Message(httpapi.SessionDomain, payload)))})
-	resp, err := http.Post(d.url+"/v1/session", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(base+"/v1/session", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

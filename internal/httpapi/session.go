@@ -185,6 +185,18 @@ func (ss *sessions) end(id string) {
 	ss.drop(id)
 }
 
+// endApprover ends every session of approver and says how many.
+func (ss *sessions) endApprover(approver string) int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ids := ss.byApprover[approver]
+	// drop gives the list a fresh slice (or deletes it): ids stays whole.
+	for _, id := range ids {
+		ss.drop(id)
+	}
+	return len(ids)
+}
+
 // endUnless ends every session of each approver keep refuses.
 func (ss *sessions) endUnless(keep func(approver string) bool) {
 	ss.mu.Lock()
@@ -207,6 +219,7 @@ func (s *Server) sessionRoutes() {
 	s.mux.HandleFunc("POST /v1/session", queryless(s.sessionLogin))
 	s.mux.HandleFunc("GET /v1/session", queryless(s.sessionInfo))
 	s.mux.HandleFunc("DELETE /v1/session", queryless(s.sessionLogout))
+	s.mux.HandleFunc("DELETE /v1/sessions", queryless(s.sessionLogoutEverywhere))
 }
 
 // SessionApprover returns the approver key of r's valid session cookie, if
@@ -379,6 +392,26 @@ func (s *Server) sessionLogout(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	writeJSON(w, http.StatusOK, map[string]any{"logged_out": true})
+}
+
+// sessionLogoutEverywhere signs the presented session's approver out of
+// every browser (their sessions' event streams end too). It needs a live
+// session: a bearer token, even the admin's, names no approver here (an
+// operator removes a key from the policy instead, which ends its sessions).
+func (s *Server) sessionLogoutEverywhere(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "" && s.tokenRole(r) == roleNone {
+		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "the Authorization header holds no valid bearer token"))
+		return
+	}
+	_, sess, ok := s.session(r)
+	if !ok {
+		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "no approver session"))
+		return
+	}
+	n := s.sessions.endApprover(sess.approver)
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
+	writeJSON(w, http.StatusOK, map[string]any{"logged_out": true, "sessions_ended": n})
 }
 
 // secureCookie: Secure when this request is TLS, or when chiod is published

@@ -412,14 +412,16 @@ async function main() {
   $('key-generate').addEventListener('click', async () => {
     try { onKey(await generateKey()); } catch (e) { showError('Could not generate a key: ' + e.message); }
   });
-  const forget = async () => {
+  const forget = async (path) => {
     if (state.es) state.es.close();
-    try { await api('DELETE', '/v1/session'); } catch { /* already gone */ }
+    try { await api('DELETE', path); } catch { /* already gone */ }
     await forgetKey();
     location.reload();
   };
-  $('signout').addEventListener('click', forget);
-  $('forget-key').addEventListener('click', forget);
+  $('signout').addEventListener('click', () => forget('/v1/session'));
+  // Every session of this approver, in every browser (DELETE /v1/sessions).
+  $('signout-all').addEventListener('click', () => forget('/v1/sessions'));
+  $('forget-key').addEventListener('click', () => forget('/v1/session'));
   $('retry-signin').addEventListener('click', () => onKey(state.key));
   $('copy-key').addEventListener('click', () => navigator.clipboard && navigator.clipboard.writeText($('my-pubkey').textContent));
   $('tab-pending').addEventListener('click', () => switchView('pending'));
