@@ -1,11 +1,13 @@
 package slack
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -262,12 +264,20 @@ func plain(s string) *slackapi.TextBlockObject {
 // agent's text cannot close the block and have the rest drawn as mrkdwn
 // (a payee struck through, a note in bold).
 func codeBlock(jsonText []byte) string {
+	// Compacted: the whitespace between members (an amended_arguments as
+	// the approver's token spelt it may hold line breaks) is left out, not
+	// written as escapes (escaped).
+	var b bytes.Buffer
+	if json.Compact(&b, jsonText) == nil {
+		jsonText = b.Bytes()
+	}
 	return "```" + strings.ReplaceAll(escape(string(jsonText)), "`", `\u0060`) + "```"
 }
 
 // escape neutralises Slack's control characters in untrusted text (agent
 // summaries, notes, arguments): no mentions, links or channel pings can be
-// injected. Invisible characters (invisible.Is: bidi overrides and
+// injected. Control characters (a line break in an approver's note) and
+// invisible characters (invisible.Is: bidi overrides and
 // isolates, zero-width characters, line / paragraph separators, variation
 // selectors, fillers, blank symbols) and private-use ones (drawn as
 // whatever a font puts there) are shown as visible escapes, \u202E, so
@@ -308,8 +318,15 @@ func escape(s string) string {
 	return b.String()
 }
 
-// escaped: what escape writes as \uXXXX.
-func escaped(r rune) bool { return invisible.ShownEscaped(r) || textdir.Reorders(r) }
+// escaped: what escape writes as \uXXXX. Control characters (C0, DEL,
+// C1) too: chiod refuses them in the agent's prose, but not in an
+// approver's note or reason, and a line break there drew a line of its own
+// in the votes block, a forged vote ("✅ CFO approved") under the real one.
+// Inside the JSON of the arguments a control character can stand only in a
+// string (codeBlock compacts the JSON first), where \u000A is the same value.
+func escaped(r rune) bool {
+	return unicode.IsControl(r) || invisible.ShownEscaped(r) || textdir.Reorders(r)
+}
 
 // rtlNotice is shown under a request whose text holds right-to-left
 // letters, which escape writes as \uXXXX.
