@@ -208,7 +208,16 @@ func runApprovalShow(e *Env, args []string) int {
 	}
 	row("PARAMETER HASH", a.ParameterHash)
 	for _, vote := range a.Votes {
-		row("VOTE", fmt.Sprintf("%s by %s via %s: %s", vote.Decision, nameOr(vote.DisplayName, vote.Approver), vote.Channel, vote.Note))
+		amended := amendedArguments(vote)
+		decision := vote.Decision
+		if amended != nil {
+			decision += " with amended arguments"
+		}
+		row("VOTE", fmt.Sprintf("%s by %s via %s: %s", decision, nameOr(vote.DisplayName, vote.Approver), vote.Channel, vote.Note))
+		if amended != nil {
+			// What the tool receives instead of ARGUMENTS above.
+			fmt.Fprintf(tw, "AMENDED ARGUMENTS\t%s\n", shownJSONNoted(amended))
+		}
 	}
 	if res := v.Resolution; res != nil {
 		row("RESOLUTION", resolutionText(res)+" ("+time.Unix(res.At, 0).UTC().Format(time.RFC3339)+")")
