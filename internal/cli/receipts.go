@@ -166,7 +166,8 @@ func runReceiptList(e *Env, args []string) int {
 				if *stillPending {
 					return fail(e, fmt.Errorf("reading approval status: %w", err))
 				}
-				fmt.Fprintf(e.Stderr, "chio: cannot read approval status (%v); STATUS shows ?\n", err)
+				// Escaped as fail escapes errors: it quotes the answer.
+				fmt.Fprintf(e.Stderr, "chio: cannot read approval status (%s); STATUS shows ?\n", shown(err.Error()))
 			}
 		}
 		for _, l := range rows {
