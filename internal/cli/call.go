@@ -216,13 +216,15 @@ func printOutcome(e *Env, r *remote, out *httpapi.CallStatus) int {
 			}
 			fmt.Fprintln(e.Stdout, shownOutput(out.Output))
 		case kernel.StatusPendingApproval:
-			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
+			// The id is chiod's word too: escaped like the rest (a valid
+			// id, approval.ValidID, is unchanged).
+			fmt.Fprintln(e.Stdout, shown(out.ApprovalRequestID))
 			fmt.Fprintf(e.Stderr, "pending approval: %s (deadline %s); wait with: chio await %s\n",
-				shown(out.Summary), time.Unix(out.Deadline, 0).UTC().Format(time.RFC3339), out.ApprovalRequestID)
+				shown(out.Summary), time.Unix(out.Deadline, 0).UTC().Format(time.RFC3339), shown(out.ApprovalRequestID))
 		case kernel.StatusDispatching:
 			// Approved and executing: await it by its approval id.
-			fmt.Fprintln(e.Stdout, out.ApprovalRequestID)
-			fmt.Fprintf(e.Stderr, "approved, still executing; wait with: chio await %s\n", out.ApprovalRequestID)
+			fmt.Fprintln(e.Stdout, shown(out.ApprovalRequestID))
+			fmt.Fprintf(e.Stderr, "approved, still executing; wait with: chio await %s\n", shown(out.ApprovalRequestID))
 		case kernel.StatusCancelled:
 			fmt.Fprintf(e.Stdout, "cancelled: %s\n", shown(out.Reason))
 		case kernel.StatusDenied:
@@ -232,7 +234,7 @@ func printOutcome(e *Env, r *remote, out *httpapi.CallStatus) int {
 	}
 	code := outcomeCode(&out.Outcome)
 	if code == ExitError {
-		fmt.Fprintf(e.Stderr, "chio: unexpected call status %q from chiod (request %s)\n", out.Status, out.RequestID)
+		fmt.Fprintf(e.Stderr, "chio: unexpected call status %q from chiod (request %s)\n", out.Status, shown(out.RequestID))
 	}
 	return code
 }
