@@ -59,7 +59,7 @@ func (w *watcher) prompt(req *approval.Request) bool {
 		case "deny":
 			decision = approval.DecisionDenied
 		case "skip":
-			fmt.Fprintf(w.e.Stdout, "skipped %s\n\n", req.ApprovalID)
+			fmt.Fprintf(w.e.Stdout, "skipped %s\n\n", shown(req.ApprovalID))
 			return true
 		case "amend":
 			for amended == nil {
@@ -301,7 +301,7 @@ func (w *watcher) decide(req *approval.Request, decision, note string, amended, 
 			fmt.Fprintf(w.e.Stdout, "%s\n  %s\n", shown(line), shown(ae.Message))
 			return
 		}
-		fmt.Fprintf(w.e.Stdout, "error: %s: %s\n", id, shown(err.Error())) // may quote the server
+		fmt.Fprintf(w.e.Stdout, "error: %s: %s\n", shown(id), shown(err.Error())) // may quote the server
 		// A refusal (4xx): a request still pending that this key may
 		// decide, with no vote of its recorded, is offered again (chiod's
 		// reason is above), not dropped from the watch, which prompts each
