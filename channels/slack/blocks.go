@@ -87,7 +87,7 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 		field("Agent", agent)
 	}
 	if req.ToolServer != "" {
-		tool := fmt.Sprintf("`%s/%s`", escape(req.ToolServer), escape(req.ToolName))
+		tool := codeSpan(req.ToolServer + "/" + req.ToolName)
 		if req.Action != "" {
 			tool += " (" + escape(req.Action) + ")"
 		}
@@ -272,6 +272,14 @@ func codeBlock(jsonText []byte) string {
 		jsonText = b.Bytes()
 	}
 	return "```" + strings.ReplaceAll(escape(string(jsonText)), "`", `\u0060`) + "```"
+}
+
+// codeSpan puts untrusted text (a tool's name: the naming rule allows a
+// backtick, and a glob grant lets the agent choose it) in an inline code
+// span it cannot close: a backtick inside is written \u0060, as codeBlock
+// writes it.
+func codeSpan(s string) string {
+	return "`" + strings.ReplaceAll(escape(s), "`", `\u0060`) + "`"
 }
 
 // escape neutralises Slack's control characters in untrusted text (agent
