@@ -62,9 +62,9 @@ func runApprovalCancel(e *Env, args []string) int {
 	if res.ReceiptID == "" && res.Resolution != nil {
 		res.ReceiptID = res.Resolution.ReceiptID
 	}
-	line := "cancelled " + id + ": " + *reason
+	line := "cancelled " + shown(id) + ": " + shown(*reason)
 	if res.ReceiptID != "" {
-		line += " (receipt " + res.ReceiptID + ")"
+		line += " (receipt " + shown(res.ReceiptID) + ")" // chiod's word: escaped
 	}
 	fmt.Fprintln(e.Stdout, line)
 	return ExitOK

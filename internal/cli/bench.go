@@ -266,7 +266,7 @@ func benchHTTP(e *Env, r *remote, o httpBench) int {
 		}
 	}
 	if merr != nil {
-		fmt.Fprintf(e.Stdout, "chiod's committer: not shown (%v)\n", merr)
+		fmt.Fprintf(e.Stdout, "chiod's committer: not shown (%s)\n", shown(merr.Error())) // may quote chiod
 	}
 	if errs > 0 || statuses[200] != len(lat) {
 		return ExitError
