@@ -180,7 +180,9 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 		// ==, != and `in` on mismatched types are errors, not false
 		// (comparisons.go), and the checked `in` costs what it walks.
 		cel.CustomDecoratorV2(strictComparisons),
-		cel.CostTrackerOptions(interpreter.OverloadCostTracker(strictInOverload, strictInCost)))
+		cel.CostTrackerOptions(interpreter.OverloadCostTracker(strictInOverload, strictInCost)),
+		// Calls that walk a string are charged its length (conditions_cost.go).
+		cel.CostTracking(stringCost{}))
 	if err != nil {
 		return nil, err
 	}

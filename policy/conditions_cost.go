@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"github.com/google/cel-go/common/overloads"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+)
+
+// The runtime cost of a call on strings. cel charges most calls one unit
+// whatever their arguments, though size(), int(), double(), timestamp(), the
+// orderings (whose cost cel computes by counting runes) and others walk a
+// string argument from end to end: a comprehension that read one long
+// argument on each of its elements did thousands of times the work the
+// limit allows. Every call is therefore charged one unit plus one per
+// stringBytesPerCost bytes of its string arguments, except those cel
+// already charges by length (more: a regex or a substring search costs the
+// product of both lengths). The limit so bounds an evaluation to about a
+// megabyte of string work, and one read of the longest string an argument
+// may hold (256 KB) stays well inside it.
+
+// stringBytesPerCost is how many bytes of a string argument cost one unit.
+const stringBytesPerCost = 100
+
+// sizedByCEL are the overloads cel charges by the length of their strings.
+var sizedByCEL = map[string]bool{
+	overloads.Matches: true, overloads.MatchesString: true, overloads.ContainsString: true,
+	overloads.StartsWithString: true, overloads.EndsWithString: true,
+	overloads.AddString: true, overloads.AddBytes: true,
+	overloads.StringToBytes: true, overloads.BytesToString: true,
+}
+
+// stringCost is the cel.CostTracking estimator of every condition.
+type stringCost struct{}
+
+// CallCost returns nil (cel's own cost) for the overloads cel charges by
+// length, and otherwise one unit plus the length of the string arguments.
+func (stringCost) CallCost(_, overloadID string, args []ref.Val, _ ref.Val) *uint64 {
+	if sizedByCEL[overloadID] {
+		return nil
+	}
+	n := uint64(1)
+	for _, a := range args {
+		n += stringBytes(a) / stringBytesPerCost
+	}
+	return &n
+}
+
+// stringBytes is the length of a string or bytes value, 0 for any other.
+func stringBytes(v ref.Val) uint64 {
+	switch s := v.(type) {
+	case types.String:
+		return uint64(len(s))
+	case types.Bytes:
+		return uint64(len(s))
+	}
+	return 0
+}
