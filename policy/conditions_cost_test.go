@@ -39,3 +39,50 @@ func TestConditionCostChargesStringLength(t *testing.T) {
 		}
 	}
 }
+
+// ==, != and `in` were charged by the number of elements at the top of
+// their operands, yet the strict comparison (comparisons.go) walks lists of
+// equal size and maps into their values: the usual check for repeats,
+// `a != b && a.sku == b.sku` over every pair of items, walked each item's
+// nested list for one unit, 400 times here (2 to 4 million values; 45 items kept
+// one evaluation busy 0.4 to 1.5 s). The limit must stop both.
+func TestConditionCostChargesNestedComparisons(t *testing.T) {
+	ones := func(n int) []any {
+		l := make([]any, n)
+		for i := range l {
+			l[i] = int64(1)
+		}
+		return l
+	}
+	items := make([]any, 20)
+	for i := range items {
+		items[i] = map[string]any{"sku": string(rune('a' + i)), "tags": ones(5000)}
+	}
+	big := map[string]any{"items": items, "a": []any{ones(20_000)}, "b": []any{ones(20_000)}}
+	for _, expr := range []string{
+		"args.items.exists(a, args.items.exists(b, a != b && a.sku == b.sku))",
+		"args.a == args.b",
+		"args.a != args.b",
+		"args.a in [args.b]",
+	} {
+		got, err := evalCond(t, expr, big, nil)
+		if err == nil || !strings.Contains(err.Error(), "cost limit") {
+			t.Errorf("%s: %v, %v; want the cost limit exceeded", expr, got, err)
+		}
+	}
+	// Small nested values compare as before.
+	small := map[string]any{"a": []any{ones(100)}, "b": []any{ones(100)},
+		"items": []any{map[string]any{"sku": "a", "tags": ones(10)}, map[string]any{"sku": "b", "tags": ones(10)}}}
+	for _, c := range []struct {
+		expr string
+		want bool
+	}{
+		{"args.a == args.b", true},
+		{"args.a in [args.b]", true},
+		{"args.items.exists(a, args.items.exists(b, a != b && a.sku == b.sku))", false},
+	} {
+		if got, err := evalCond(t, c.expr, small, nil); err != nil || got != c.want {
+			t.Errorf("%s over small values: %v, %v; want %v", c.expr, got, err, c.want)
+		}
+	}
+}
