@@ -30,8 +30,8 @@ import (
 // strictInOverload names every checked `in` call. It must not be
 // overloads.InList: cel's OptOptimize rewrites in_list calls over a constant
 // list into a set lookup after our decorator ran, which would drop the
-// check. strictInCost charges it the size of the list or map, which the
-// check walks (cel charged in_list that much, and in_map 1: a map lookup).
+// check. strictInCost charges it what the check walks (cel charged in_list
+// the size of the list, and in_map 1: a map lookup).
 const strictInOverload = "chio_in_strict"
 
 // strictComparisons is the planner decorator (cel.CustomDecoratorV2) that
@@ -61,14 +61,29 @@ func strictComparisons(i interpreter.InterpretableV2) (interpreter.Interpretable
 }
 
 // strictInCost is the runtime cost of a checked `in`: the size of the list
-// or map on its right, at least 1.
+// or map on its right, at least 1, times the length of a string on its left
+// (as stringCost charges strings, conditions_cost.go); but a list or map on
+// the left, which the check compares with each element of a list, costs
+// what each comparison walks (compareCost).
 func strictInCost(args []ref.Val, _ ref.Val) *uint64 {
+	_, walks := args[0].(traits.Lister)
+	if _, ok := args[0].(traits.Mapper); ok {
+		walks = true
+	}
+	if l, ok := args[1].(traits.Lister); ok && walks {
+		var n uint64 = 1
+		for it := l.Iterator(); it.HasNext() == types.True; {
+			n += compareCost(args[0], it.Next())
+		}
+		return &n
+	}
 	var n uint64 = 1
 	if l, ok := args[1].(traits.Sizer); ok {
 		if s, ok := l.Size().(types.Int); ok && s > 0 {
 			n = uint64(s)
 		}
 	}
+	n *= 1 + stringBytes(args[0])/stringBytesPerCost
 	return &n
 }
 

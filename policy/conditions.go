@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
 )
@@ -178,9 +179,12 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 	}
 	prg, err := env.Program(ast, cel.CostLimit(MaxConditionCost), cel.EvalOptions(cel.OptOptimize),
 		// ==, != and `in` on mismatched types are errors, not false
-		// (comparisons.go), and the checked `in` costs what it walks.
+		// (comparisons.go), and they cost what they walk
+		// (conditions_cost.go).
 		cel.CustomDecoratorV2(strictComparisons),
-		cel.CostTrackerOptions(interpreter.OverloadCostTracker(strictInOverload, strictInCost)),
+		cel.CostTrackerOptions(interpreter.OverloadCostTracker(strictInOverload, strictInCost),
+			interpreter.OverloadCostTracker(overloads.Equals, strictEqualCost),
+			interpreter.OverloadCostTracker(overloads.NotEquals, strictEqualCost)),
 		// Calls that walk a string are charged its length (conditions_cost.go).
 		cel.CostTracking(stringCost{}))
 	if err != nil {

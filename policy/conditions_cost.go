@@ -4,6 +4,7 @@ import (
 	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 )
 
 // The runtime cost of a call on strings. cel charges most calls one unit
@@ -54,4 +55,48 @@ func stringBytes(v ref.Val) uint64 {
 		return uint64(len(s))
 	}
 	return 0
+}
+
+// The runtime cost of a checked ==, != or `in`. cel charged them by the
+// number of elements at the top of their operands, but the strict
+// comparison's type check (mismatch, comparisons.go) walks lists of equal
+// size and the values under a map's shared keys, and cel's equality after
+// it walks no further: two items of a few thousand nested values each
+// compared for one unit. They are charged a unit per value that walk
+// reaches, and strings by their length as in stringCost.
+
+// compareCost is the cost of comparing a with b: the values mismatch
+// reaches, each with its string length.
+func compareCost(a, b ref.Val) uint64 {
+	n := 1 + min(stringBytes(a), stringBytes(b))/stringBytesPerCost
+	switch la := a.(type) {
+	case traits.Lister:
+		lb, ok := b.(traits.Lister)
+		if !ok || la.Size().Equal(lb.Size()) != types.True {
+			return n
+		}
+		size, _ := la.Size().(types.Int)
+		for i := types.Int(0); i < size; i++ {
+			n += compareCost(la.Get(i), lb.Get(i))
+		}
+	case traits.Mapper:
+		mb, ok := b.(traits.Mapper)
+		if !ok {
+			return n
+		}
+		for it := la.Iterator(); it.HasNext() == types.True; {
+			k := it.Next()
+			n++
+			if vb, found := mb.Find(k); found {
+				n += compareCost(la.Get(k), vb)
+			}
+		}
+	}
+	return n
+}
+
+// strictEqualCost is the cost tracker of the checked == and !=.
+func strictEqualCost(args []ref.Val, _ ref.Val) *uint64 {
+	n := compareCost(args[0], args[1])
+	return &n
 }
