@@ -86,3 +86,41 @@ func TestConditionCostChargesNestedComparisons(t *testing.T) {
 		}
 	}
 }
+
+// matches() was charged after the regex ran, by the length of its pattern's
+// text: `[a-z]{1,1000}x` (14 characters, a program of about 2,000
+// instructions) cost 4 units per 10 bytes matched, and the work of running
+// Go's regexp grows with the program. One `[a-z0-9._%+-]{1,64}@evil\.com`
+// over a 250 KB argument ran 1.2 s, `[a-z]{1,1000}x` 24 s, and a pattern
+// the arguments supply (`args.note.matches(args.pattern)`, 250 KB each) did
+// not finish in 10 minutes, before the cost limit was found exceeded. The regex is charged by its program's size, and
+// a call whose charge alone exceeds the limit is refused before it runs,
+// saying so.
+func TestConditionCostChargesRegexBeforeRunning(t *testing.T) {
+	xs := make([]any, 40)
+	for i := range xs {
+		xs[i] = strings.Repeat("a", 400)
+	}
+	expr := "args.xs.exists(x, x.matches('[a-z]{1,1000}x'))"
+	if got, err := evalCond(t, expr, map[string]any{"xs": xs}, nil); err == nil || !strings.Contains(err.Error(), "cost limit") {
+		t.Errorf("%s over %d strings of 400 bytes: %v, %v; want the cost limit exceeded", expr, len(xs), got, err)
+	}
+	note := map[string]any{"note": strings.Repeat("a", 250_000), "p": "(?i)drop\\s+table"}
+	for _, expr := range []string{
+		`args.note.matches('[a-z0-9._%+-]{1,64}@evil\\.com')`,
+		`matches(args.note, '(?i)drop\\s+table')`,
+		`args.note.matches(args.p)`,
+	} {
+		got, err := evalCond(t, expr, note, nil)
+		if err == nil || !strings.Contains(err.Error(), "cost limit") || !strings.Contains(err.Error(), "refused before it ran") {
+			t.Errorf("%s over a 250000-byte note: %v, %v; want the cost limit exceeded, refused before it ran", expr, got, err)
+		}
+	}
+	// Within the limit, matches() answers as before, constant pattern or not.
+	short := map[string]any{"note": "please DROP  table users", "p": "(?i)drop\\s+table"}
+	for _, expr := range []string{`args.note.matches('(?i)drop\\s+table')`, `matches(args.note, args.p)`, `!args.note.matches('^x')`} {
+		if got, err := evalCond(t, expr, short, nil); err != nil || !got {
+			t.Errorf("%s: %v, %v; want true", expr, got, err)
+		}
+	}
+}
