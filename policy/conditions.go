@@ -177,6 +177,7 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) {
 		return nil, fmt.Errorf("must be true or false, but it is of type %s (compare it: `… == true`, `… > 0`)", t)
 	}
+	regexes := regexSizes{}
 	prg, err := env.Program(ast, cel.CostLimit(MaxConditionCost), cel.EvalOptions(cel.OptOptimize),
 		// ==, != and `in` on mismatched types are errors, not false
 		// (comparisons.go), and they cost what they walk
@@ -184,7 +185,11 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 		cel.CustomDecoratorV2(strictComparisons),
 		cel.CostTrackerOptions(interpreter.OverloadCostTracker(strictInOverload, strictInCost),
 			interpreter.OverloadCostTracker(overloads.Equals, strictEqualCost),
-			interpreter.OverloadCostTracker(overloads.NotEquals, strictEqualCost)),
+			interpreter.OverloadCostTracker(overloads.NotEquals, strictEqualCost),
+			interpreter.OverloadCostTracker(checkedMatches, regexes.costOf)),
+		// matches() is charged by its program and checked before it runs
+		// (conditions_regex.go).
+		cel.CustomDecoratorV2(regexes.decorate),
 		// Calls that walk a string are charged its length (conditions_cost.go).
 		cel.CostTracking(stringCost{}))
 	if err != nil {

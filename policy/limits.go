@@ -38,7 +38,8 @@ const (
 	// conditions cost under 100; a comprehension costs a few units per
 	// element, so this allows a pass over about 2,000 list elements; a call
 	// that walks a string costs a unit per 100 bytes of it besides
-	// (conditions_cost.go). At the
+	// (conditions_cost.go), and matches() the size of its regex times the
+	// string's (conditions_regex.go). At the
 	// limit an evaluation takes about 3 ms on this project's machines, well
 	// inside the guard budget. Exceeding it is an evaluation error: a deny.
 	MaxConditionCost = 10_000
