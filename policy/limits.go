@@ -41,7 +41,8 @@ const (
 	// (conditions_cost.go), and matches() the size of its regex times the
 	// string's (conditions_regex.go). At the
 	// limit an evaluation takes about 3 ms on this project's machines, well
-	// inside the guard budget. Exceeding it is an evaluation error: a deny.
+	// inside the guard budget; one whose regexes hold counted repeats
+	// (`{1,64}`), whose unit is dearer, up to about 30 ms. Exceeding it is an evaluation error: a deny.
 	MaxConditionCost = 10_000
 	// MaxConditionQuote is how much of an expression receipts and messages quote.
 	MaxConditionQuote = 80
