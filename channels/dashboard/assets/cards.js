@@ -110,7 +110,9 @@ function questionForm(req) {
 }
 
 function collectAnswers(card) {
-  const answers = {};
+  // No prototype: a question id is any name, and answers['__proto__'] = …
+  // on a plain object sets its prototype, leaving the answer unsigned.
+  const answers = Object.create(null);
   for (const f of card.querySelectorAll('fieldset.question')) {
     const id = f.dataset.qid, type = f.dataset.type;
     if (type === 'text') {
