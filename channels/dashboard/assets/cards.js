@@ -71,6 +71,17 @@ function confirmDetails(args) {
   ]));
 }
 
+// The governed intent's context: what the agent tells approvers besides
+// its purpose. The approval binds it (parameter_hash covers the whole
+// intent) and receipts keep it, so the card draws it, each name and value
+// as JSON, as a confirm's details are drawn.
+function intentContext(intent) {
+  if (!intent || intent.context === undefined || intent.context === null) return null;
+  return el('div', { class: 'intent-context' },
+    el('div', { class: 'intent-context-label', text: 'Context (from the agent)' }),
+    confirmDetails({ details: intent.context }));
+}
+
 function detail(label, value, cls) {
   if (value === undefined || value === null || value === '') return null;
   return el('div', { class: 'detail ' + (cls || '') }, el('dt', { text: label }), el('dd', {}, value));
@@ -247,6 +258,7 @@ function renderCard(req) {
       detail('Category', intent && intent.action_category),
       detail('Request', el('code', { class: 'reqid', text: req.approval_id })),
     ),
+    intentContext(intent),
     kind === 'confirm' ? confirmDetails(args) : null,
     // Open: Approve signs for these arguments, so the card shows them
     // without a click (the approver may fold them away).
