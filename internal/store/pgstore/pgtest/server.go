@@ -39,6 +39,9 @@ type Server struct {
 	done chan struct{}
 	logf *os.File
 	dbs  atomic.Int64
+
+	bin, data string              // to start it again (restart.go)
+	cred      *syscall.Credential // the user it runs as, or nil
 }
 
 // Start initdb's a cluster into a new temporary directory and starts it.
@@ -67,7 +70,7 @@ func Start() (*Server, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		s := &Server{dir: dir, done: make(chan struct{})}
+		s := &Server{dir: dir, done: make(chan struct{}), bin: bin, data: data, cred: cred}
 		if s.port, err = freePort(); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
