@@ -90,9 +90,11 @@ func (s *Store) heartbeat() {
 			if s.bg.Err() == nil {
 				slog.Warn("replica heartbeat failed", "err", err)
 				s.setHealth(err)
+				s.noteReach(false)
 			}
 		} else {
 			s.setHealth(nil) // reachable again (a failing commit says otherwise at once)
+			s.noteReach(true)
 		}
 		cancel()
 		// Pruning deletes rows at leisure, on the pool, and never holds up
@@ -200,9 +202,15 @@ func claimDeadlines(ctx context.Context, tx pgx.Tx, args []any) ([]string, error
 
 // ClaimOrphans implements kernel.Replicated: calls dispatching under a
 // replica whose heartbeat is older than the lease (or that is gone from
-// chio_replicas) become this replica's.
+// chio_replicas) become this replica's — none while this replica's own
+// heartbeat fails or beat again less than a lease ago (outage.go).
 func (s *Store) ClaimOrphans(ctx context.Context, limit int) ([]*kernel.CallRecord, error) {
 	if limit <= 0 {
+		return nil, nil
+	}
+	if s.justBack() {
+		// Cut off from the database a moment ago: the others' heartbeats
+		// may be stale only because they were cut off too (outage.go).
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)

@@ -61,9 +61,11 @@ type Store struct {
 	stale  atomic.Pointer[error]
 
 	queue  *commitq.Queue[*op]
-	wg     sync.WaitGroup        // committers
-	health atomic.Pointer[error] // the last commit's or heartbeat's failure
-	alone  atomic.Bool           // no other live replica (heartbeat): events need no relay
+	wg     sync.WaitGroup            // committers
+	health atomic.Pointer[error]     // the last commit's or heartbeat's failure
+	alone  atomic.Bool               // no other live replica (heartbeat): events need no relay
+	cutOff atomic.Bool               // the last heartbeat failed (outage.go)
+	backAt atomic.Pointer[time.Time] // when the heartbeat last succeeded after failing
 
 	logMu   sync.Mutex  // one feeder of opts.Log at a time (logfeed.go)
 	lookups chan *query // Views' keyed reads (reader.go)
