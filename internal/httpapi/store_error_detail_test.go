@@ -1,0 +1,78 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// storeDownDetail is what a PostgreSQL store's failed read says (pgx names
+// the host, user and database; pgstore wraps it as readTx.wrap does).
+const storeDownDetail = "failed to connect to `host=db.internal user=chio database=chio_prod`: dial error: connection refused"
+
+// readsDownStore fails every read and update once down, with the store's
+// own error wrapped as pgstore wraps it.
+type readsDownStore struct {
+	kernel.Store
+	down atomic.Bool
+}
+
+func (s *readsDownStore) wrap(inner kernel.Store) kernel.Store { s.Store = inner; return s }
+
+func (s *readsDownStore) err() error {
+	return fmt.Errorf("%w: %v", kernel.ErrUnavailable, storeDownDetail)
+}
+
+func (s *readsDownStore) View(fn func(kernel.ReadTx) error) error {
+	if s.down.Load() {
+		return s.err()
+	}
+	return s.Store.View(fn)
+}
+
+func (s *readsDownStore) Update(ctx context.Context, fn func(kernel.Tx) error) error {
+	if s.down.Load() {
+		return s.err()
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// GET /readyz keeps a failed store's own error (which for PostgreSQL names
+// the host, user and database) from callers without a credential. The
+// routes anyone may call with a made-up Chio-Proof or approval token read
+// the store before they can check either, and answered the store's error
+// as is: an anonymous caller learnt the database's host, user and name.
+// They must say only that the store is unavailable (503).
+func TestAnonymousCallersNeverSeeTheStoresError(t *testing.T) {
+	st := &readsDownStore{}
+	f := newApprovalsFixtureOn(t, st.wrap)
+	out := f.pendingRefund(t)
+	stranger := f.token(t, keyOther, out.ApprovalRequestID, approval.DecisionApproved, nil)
+	junkProof := map[string]string{"Chio-Proof": "1800000000.00"}
+	st.down.Store(true)
+	for _, c := range []struct{ name, method, path, body string }{
+		{"call status", "GET", "/v1/calls/" + out.RequestID, ""},
+		{"approval", "GET", "/approvals/" + out.ApprovalRequestID, ""},
+		{"respond", "POST", "/approvals/" + out.ApprovalRequestID + "/respond", respondBody(stranger, "")},
+		{"cancel", "POST", "/approvals/" + out.ApprovalRequestID + "/cancel", `{"reason":"x"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, body := f.do(t, c.method, c.path, c.body, junkProof)
+			msg := fmt.Sprint(body["message"])
+			for _, leak := range []string{"db.internal", "user=", "chio_prod"} {
+				if strings.Contains(msg, leak) {
+					t.Fatalf("an anonymous caller is told %q: %d %v", leak, code, body)
+				}
+			}
+			if code != http.StatusServiceUnavailable && code != http.StatusUnauthorized && code != http.StatusForbidden {
+				t.Fatalf("store down: %d %v", code, body)
+			}
+		})
+	}
+}
