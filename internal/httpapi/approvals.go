@@ -372,6 +372,7 @@ func (s *Server) batchRespond(w http.ResponseWriter, r *http.Request) {
 			&RespondRequest{Token: it.Token, Outcome: it.Outcome, Reason: it.Reason, Channel: br.Channel})
 		if err != nil {
 			ae := classify(err)
+			logCause(ae)
 			res.Error, res.Message = ae.Code, ae.Message
 			ans.Summary.Failed++
 		} else {

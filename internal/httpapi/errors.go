@@ -50,6 +50,9 @@ type APIError struct {
 	// RetryAfter, when set, is sent as Retry-After: the request was
 	// refused a share that frees up as other requests end.
 	RetryAfter time.Duration `json:"-"`
+	// cause is the store error behind a 503 that the client is not told
+	// (storeerr.go): writeErr logs it.
+	cause error
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -114,6 +117,9 @@ func classify(err error) *APIError {
 		return apiErr(http.StatusConflict, CodeConflict, err.Error())
 	case errors.Is(err, kernel.ErrNotFound):
 		return apiErr(http.StatusNotFound, CodeNotFound, err.Error())
+	// The store's own words are never served (storeerr.go).
+	case errors.Is(err, kernel.ErrUnavailable):
+		return storeUnavailable(err)
 	default:
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, err.Error())
 	}
@@ -160,6 +166,7 @@ func clipID(id string) string {
 
 func writeErr(w http.ResponseWriter, err error) {
 	ae := classify(err)
+	logCause(ae)
 	if ae.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(ae.RetryAfter/time.Second)))
 	}
