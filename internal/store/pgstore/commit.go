@@ -28,20 +28,21 @@ func (s *Store) commitLoop() {
 // function's own failure is its answer alone. A transaction that lost a
 // race is run again; if it keeps losing, each function gets a transaction
 // of its own, so one function that cannot commit fails alone.
-func (s *Store) commit(batch []*op) {
-	start := time.Now()
-	s.commitGroup(batch)
-	if s.opts.Observe != nil {
-		s.opts.Observe(len(batch), time.Since(start))
-	}
-}
+func (s *Store) commit(batch []*op) { s.commitGroup(batch, time.Now()) }
 
-func (s *Store) commitGroup(live []*op) {
+// commitGroup is commit's work, started at start. Observe hears of each
+// transaction that committed calls, before their callers are answered
+// (as bbolt's does), and counts only those calls: a transaction the
+// database refused, or a function that failed, is no commit in /metrics.
+func (s *Store) commitGroup(live []*op, start time.Time) {
 	for attempt := 0; ; attempt++ {
 		res := s.runBatch(live)
 		switch {
 		case res.err == nil:
 			s.setHealth(nil)
+			if n := committed(res.opErr); n > 0 && s.opts.Observe != nil {
+				s.opts.Observe(n, time.Since(start))
+			}
 			for i, o := range live {
 				o.done <- res.opErr[i]
 			}
@@ -53,7 +54,7 @@ func (s *Store) commitGroup(live []*op) {
 			// Lost a race: run again; the functions see the winner's state.
 		case retryable(res.err) && len(live) > 1:
 			for _, o := range live {
-				s.commitGroup([]*op{o})
+				s.commitGroup([]*op{o}, time.Now())
 			}
 			return
 		case errors.Is(res.err, ErrSchemaTooNew):
@@ -86,6 +87,18 @@ func (s *Store) commitGroup(live []*op) {
 			return
 		}
 	}
+}
+
+// committed counts the functions of a committed transaction that did not
+// fail alone.
+func committed(opErr []error) int {
+	n := 0
+	for _, err := range opErr {
+		if err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // batchResult is one transaction's outcome.

@@ -32,7 +32,9 @@ type Options struct {
 	// Log, if set, is loaded with every stored leaf at Open and then follows
 	// every commit, this replica's and the others' (logfeed.go).
 	Log *receipt.Log
-	// Observe, if set, receives each commit's batch size and duration.
+	// Observe, if set, receives each commit that made calls durable: how
+	// many (a call whose function failed is not one) and how long it took.
+	// A transaction that committed nothing is not reported.
 	Observe func(batch int, d time.Duration)
 	// Committers is how many transactions this replica runs at once;
 	// 0 means DefaultCommitters.
