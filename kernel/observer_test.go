@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -80,5 +81,35 @@ func TestObserverCountsOnlyDecisionsMadeHere(t *testing.T) {
 	}
 	if got := obs.verdicts(); len(got) != 1 || got[0] != kernel.StatusAllowed {
 		t.Fatalf("replica's own decision counted as %v", got)
+	}
+}
+
+// A call whose allow decision is durable (its receipt signed and stored,
+// the tool run) but whose outcome's commit then fails is answered
+// outcome_unknown: it was decided here all the same, and recovery, which
+// records its outcome later, decides nothing. It was never counted:
+// chio_decisions_total{verdict="allowed"} fell short of the allow
+// receipts, by exactly the calls a failing store touched.
+func TestObserverCountsAnAllowWhoseOutcomeIsNotRecorded(t *testing.T) {
+	w := newWAWorld(t, &scriptedTool{})
+	obs := &observedVerdicts{}
+	k, err := kernel.New(kernel.Config{Key: w.KernelKey, Policy: w.Policy, Store: w.store,
+		Dispatcher: w.tool, Clock: w.Clock, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	call := w.Call(t, "issue_refund", `{"amount":5}`, "")
+	allow := w.store.n.Load() + 1
+	w.store.failNth = func(n int64) bool { return n > allow } // the allow lands; its settle does not
+	_, err = k.Submit(context.Background(), call)
+	if !errors.Is(err, kernel.ErrOutcomeUnknown) {
+		t.Fatalf("setup: want the outcome unknown, got %v", err)
+	}
+	if rec, err := k.Call(call.RequestID); err != nil || rec.Status != kernel.StatusDispatching || len(w.tool.deliveries(call.RequestID)) != 1 {
+		t.Fatalf("setup: the allow is not durable or the tool did not run: %+v %v", rec, err)
+	}
+	if got := obs.verdicts(); len(got) != 1 || got[0] != kernel.StatusAllowed {
+		t.Fatalf("a durable allow whose outcome is not recorded was counted as %v, want [allowed]", got)
 	}
 }
