@@ -21,8 +21,9 @@ import (
 
 // Observer receives decision metrics; nil means none. Decision is called
 // once per call this kernel decided (allowed, denied or pending_approval),
-// never for a duplicate answered from the record, nor for a call another
-// kernel sharing the store decided first.
+// an allow whose outcome is not recorded yet (ErrOutcomeUnknown after the
+// allow was durable) included, never for a duplicate answered from the
+// record, nor for a call another kernel sharing the store decided first.
 type Observer interface {
 	Decision(verdict string, d time.Duration)
 }
@@ -319,6 +320,16 @@ func (f *firstSubmit) endedWith() error {
 	}
 }
 
+// allowed reports whether f's allow decision is durable (allowDurable).
+func (f *firstSubmit) allowed() bool {
+	select {
+	case <-f.decided:
+		return true
+	default:
+		return false
+	}
+}
+
 // allowDurable lets duplicates of request id stop waiting for its first
 // Submit: its allow decision is durable, and its record answers them.
 func (k *Kernel) allowDurable(id string) {
@@ -401,8 +412,17 @@ func (k *Kernel) Submit(ctx context.Context, call *ToolCall) (*Outcome, error) {
 		decidedHere = false
 	}
 	first.err = err // before done closes (deferred): duplicates read it then
-	if err == nil && decidedHere && k.observer != nil {
-		k.observer.Decision(out.Status, time.Since(start))
+	if decidedHere && k.observer != nil {
+		switch {
+		case err == nil:
+			k.observer.Decision(out.Status, time.Since(start))
+		case first.allowed():
+			// The allow is durable (its receipt stored, the call sent or
+			// recovery's to finish) though its outcome is not recorded
+			// (ErrOutcomeUnknown): this kernel decided it all the same,
+			// and recovery decides nothing.
+			k.observer.Decision(StatusAllowed, time.Since(start))
+		}
 	}
 	return out, err
 }
