@@ -206,7 +206,12 @@ func (g *Gateway) verify(_ context.Context, bearer string, _ *http.Request) (*au
 	}
 	revoked, err := g.revoked(a.cap.ID)
 	if err != nil {
-		return nil, err
+		// The SDK answers this error's text as is: the store's own words
+		// (a PostgreSQL error names the host, user and database) go to
+		// the log, the client is told only that the store is unavailable,
+		// as chiod's API tells it (internal/httpapi/storeerr.go).
+		g.o.Log.Warn("mcp session refused: cannot read whether its capability is revoked", "err", err.Error())
+		return nil, errSessionStoreDown
 	}
 	if revoked {
 		return nil, fmt.Errorf("%w: capability %s is revoked", auth.ErrInvalidToken, a.cap.ID)
@@ -215,6 +220,10 @@ func (g *Gateway) verify(_ context.Context, bearer string, _ *http.Request) (*au
 }
 
 const agentKey = "chio.agent"
+
+// errSessionStoreDown is the answer to a session bearer whose revocation
+// could not be read.
+var errSessionStoreDown = errors.New(kernel.ErrUnavailable.Error() + "; try again later (chiod's log has the cause)")
 
 func (g *Gateway) revoked(capID string) (bool, error) {
 	var revoked bool
