@@ -59,6 +59,13 @@ func (v *validator) approval(base []string, g *Grant) {
 					break
 				}
 			}
+			// The authority key mints capabilities for any key, so its
+			// holder can request any call: as for a requester, it may
+			// not also approve (it would ask and approve alone).
+			if ak := v.p.Kernel.AuthorityKey; ak != "" && ap.PublicKey.String() == ak {
+				v.at(base, append(ab, "public_key"), "approver %q has the key of [kernel] authority_key, which issues capabilities; "+
+					"nobody may approve calls they can request: give the approver a key of their own", ap.DisplayName)
+			}
 		}
 		switch {
 		case ap.DisplayName == "":
