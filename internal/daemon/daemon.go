@@ -143,6 +143,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := kernelKeyNotApprover(p, key.Public()); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
 	if created {
 		log.Info("generated kernel key", "path", filepath.Join(dataDir, KeyFile), "public_key", key.Public().String())
 	}

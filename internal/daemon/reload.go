@@ -74,6 +74,9 @@ func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Lo
 		return false
 	}
 	changed, err := keepRestartSettings(next, k.Policy(), started)
+	if err == nil {
+		err = kernelKeyNotApprover(next, k.PublicKey())
+	}
 	if err != nil {
 		log.Error("policy reload refused; keeping the policy in force", "err", err)
 		return false
