@@ -17,6 +17,40 @@ from .errors import BadRequest
 MAX_KEY_FILE_BYTES = 64 << 10
 
 
+# Ed25519's field prime and curve constant d = -121665/121666 (RFC 8032).
+_P = 2**255 - 19
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+# The y coordinates of the eight points of small order: the identity (1),
+# the point of order 2 (-1), those of order 4 (0) and of order 8 (±y8).
+_Y8 = 0x7A03AC9277FDC74EC6CC392CFA53202A0F67100D760B3CBA4FD84D3D706A17C7
+_SMALL_ORDER_Y = frozenset({1, _P - 1, 0, _Y8, _P - _Y8})
+
+
+def public_key_bytes(text: str) -> bytes:
+    """The raw 32 bytes of a public key in text form ("ed25519:" + 64
+    lowercase hex), refused (ValueError) unless it is a canonical encoding
+    of a curve point not of small order (SPEC §2, as the Go implementation's
+    keys.ParsePublicKey): the identity key, for one, verifies a forged
+    signature of every message under OpenSSL's check."""
+    hexpart = text[8:] if isinstance(text, str) and text.startswith("ed25519:") else ""
+    if len(hexpart) != 64 or not all(c in "0123456789abcdef" for c in hexpart):
+        raise ValueError("must be ed25519:<64 lowercase hex>")
+    raw = bytes.fromhex(hexpart)
+    n = int.from_bytes(raw, "little")
+    y, negative = n & ((1 << 255) - 1), n >> 255
+    if y >= _P:
+        raise ValueError("is a non-canonical encoding (y ≥ p)")
+    # x² = (y² - 1) / (d·y² + 1) must have a square root; x = 0 has no sign.
+    xx = (y * y - 1) * pow(_D * y * y + 1, _P - 2, _P) % _P
+    if xx == 0 and negative:
+        raise ValueError("is a non-canonical encoding (x = 0 with the sign bit set)")
+    if xx != 0 and pow(xx, (_P - 1) // 2, _P) != 1:
+        raise ValueError("is not a point of the curve")
+    if y in _SMALL_ORDER_Y:
+        raise ValueError("is a weak key (a point of small order)")
+    return raw
+
+
 class KeyFileModeWarning(UserWarning):
     """A private key file that group or others may read (any bit of mode
     0o077): whoever reads it signs as its holder."""

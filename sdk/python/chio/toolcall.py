@@ -26,6 +26,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .errors import Unauthorized
+from .keys import public_key_bytes
 
 TOOL_CALL_DOMAIN = "chio.tool-call.v1"
 SERVER_HEADER = "X-Chio-Server"
@@ -68,11 +69,13 @@ def verify_tool_call(
     Idempotency-Key): deduplicate it."""
     if not isinstance(body, (bytes, bytearray)) or len(body) > MAX_CALL_BODY:
         raise Unauthorized(f"chio: a call body is bytes of at most {MAX_CALL_BODY}")
-    if not kernel_key.startswith("ed25519:") or len(kernel_key) != 8 + 64:
-        raise ValueError("chio: kernel_key must be ed25519:<64 hex>")
+    try:
+        raw_key = public_key_bytes(kernel_key)
+    except ValueError as e:
+        raise ValueError(f"chio: kernel_key {e}") from None
     if not server_id:
         raise ValueError("chio: server_id is required")
-    pub = Ed25519PublicKey.from_public_bytes(bytes.fromhex(kernel_key[8:]))
+    pub = Ed25519PublicKey.from_public_bytes(raw_key)
     got = _header(headers, SERVER_HEADER)
     if got != server_id:
         raise Unauthorized(f"chio: not a call chio sent to this tool server: {SERVER_HEADER} is {got[:64]!r}, want {server_id!r}")
