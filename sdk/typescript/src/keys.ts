@@ -10,6 +10,42 @@ const MAX_KEY_FILE_BYTES = 64 << 10;
 /** PKCS#8 DER of an Ed25519 key is this prefix and the 32-byte seed (RFC 8410). */
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 
+// Ed25519's field prime and curve constant d = -121665/121666 (RFC 8032).
+const P = 2n ** 255n - 19n;
+const modP = (n: bigint): bigint => ((n % P) + P) % P;
+function powP(b: bigint, e: bigint): bigint {
+  let r = 1n;
+  for (b = modP(b); e > 0n; e >>= 1n, b = (b * b) % P) if (e & 1n) r = (r * b) % P;
+  return r;
+}
+const D = modP(-121665n * powP(121666n, P - 2n));
+// The y coordinates of the eight points of small order: the identity (1),
+// the point of order 2 (-1), those of order 4 (0) and of order 8 (±y8).
+const Y8 = 0x7a03ac9277fdc74ec6cc392cfa53202a0f67100d760b3cba4fd84d3d706a17c7n;
+const SMALL_ORDER_Y = new Set([1n, P - 1n, 0n, Y8, P - Y8]);
+
+/**
+ * The raw 32 bytes of a public key in text form ("ed25519:" + 64 lowercase
+ * hex). Throws unless it is a canonical encoding of a curve point not of
+ * small order (SPEC §2, as the Go implementation's keys.ParsePublicKey): the
+ * identity key, for one, verifies a forged signature of every message under
+ * OpenSSL's check. The message says why, to follow the key's name.
+ */
+export function publicKeyBytes(text: string): Buffer {
+  if (typeof text !== "string" || !/^ed25519:[0-9a-f]{64}$/.test(text)) throw new Error("must be ed25519:<64 lowercase hex>");
+  const raw = Buffer.from(text.slice(8), "hex");
+  const n = BigInt("0x" + Buffer.from(raw).reverse().toString("hex")); // little-endian
+  const y = n & ((1n << 255n) - 1n);
+  const negative = n >> 255n === 1n;
+  if (y >= P) throw new Error("is a non-canonical encoding (y ≥ p)");
+  // x² = (y² - 1) / (d·y² + 1) must have a square root; x = 0 has no sign.
+  const xx = modP((y * y - 1n) * powP(D * y * y + 1n, P - 2n));
+  if (xx === 0n && negative) throw new Error("is a non-canonical encoding (x = 0 with the sign bit set)");
+  if (xx !== 0n && powP(xx, (P - 1n) / 2n) !== 1n) throw new Error("is not a point of the curve");
+  if (SMALL_ORDER_Y.has(y)) throw new Error("is a weak key (a point of small order)");
+  return raw;
+}
+
 /** An agent's or approver's Ed25519 signing key. It prints as its public key only. */
 export class PrivateKey {
   readonly #key: KeyObject;

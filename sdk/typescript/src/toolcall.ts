@@ -18,6 +18,7 @@
 import { createHash, createPublicKey, verify } from "node:crypto";
 
 import { ChioError } from "./errors.js";
+import { publicKeyBytes } from "./keys.js";
 
 export const TOOL_CALL_DOMAIN = "chio.tool-call.v1";
 /** How far X-Chio-Sent-At may be from the tool server's clock, either way. */
@@ -60,7 +61,12 @@ export function verifyToolCall(
   serverId: string,
   opts: VerifyToolCallOptions = {},
 ): void {
-  if (!/^ed25519:[0-9a-f]{64}$/.test(kernelKey)) throw new ChioError("bad_request", "chio: kernelKey must be ed25519:<64 hex>");
+  let rawKey: Buffer;
+  try {
+    rawKey = publicKeyBytes(kernelKey);
+  } catch (e) {
+    throw new ChioError("bad_request", `chio: kernelKey ${(e as Error).message}`);
+  }
   if (!serverId) throw new ChioError("bad_request", "chio: serverId is required");
   if (body.length > MAX_TOOL_CALL_BODY) refuse(`a body larger than ${MAX_TOOL_CALL_BODY} bytes`);
   const one = (name: string): string => {
@@ -74,7 +80,7 @@ export function verifyToolCall(
   const sentAt = Number(sent);
   const sig = one("x-chio-signature");
   if (!/^[0-9a-f]{128}$/.test(sig)) refuse("X-Chio-Signature must be 128 lowercase hex digits");
-  const pub = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(kernelKey.slice(8), "hex")]), format: "der", type: "spki" });
+  const pub = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, rawKey]), format: "der", type: "spki" });
   const msg = Buffer.concat([Buffer.from(TOOL_CALL_DOMAIN + "\0", "utf8"), toolCallMessage(serverId, sentAt, body)]);
   if (!verify(null, msg, pub, Buffer.from(sig, "hex"))) refuse(`the signature does not verify under ${kernelKey}`);
   // The signature covers the body, not the Idempotency-Key header a
