@@ -61,6 +61,15 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		}
 	}
 	req := k.newApprovalRequest(rec, p, g, intent, d, now)
+	// A request whose approvers are all the calling agent or the grant's
+	// requesters (the kernel counts none of their votes, for or against)
+	// is one nobody may decide: denied now, as any reload or restart would
+	// end it (reconcile, guard approval-policy), not parked to time out
+	// (at auto_approve_advisory, to run with nobody able to say no).
+	if _, _, ok := approversNow(p, req); !ok {
+		return k.deny(ctx, rec, p, GuardApprovalPolicy, fmt.Sprintf("no approver of grant %s may decide this call under the policy in force: "+
+			"the kernel never counts the calling agent's vote on its own call, nor a requester's", g.ID), now)
+	}
 	rec.Status, rec.ApprovalID, rec.Reason = StatusPendingApproval, req.ApprovalID, d.Reason
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Incomplete, Reason: "awaiting human approval"},
 		map[string]any{"approval_request_id": req.ApprovalID, "summary": req.Summary, "deadline": req.ExpiresAt}, now)

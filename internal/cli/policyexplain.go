@@ -179,6 +179,16 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 			x.Outcome.DecidedBy = append(x.Outcome.DecidedBy, "trigger "+t)
 		}
 		x.Approval = plan(grant, in.Subject)
+		if len(x.Approval.Approvers) == 0 {
+			// Every approver is the calling agent: nobody may decide the
+			// request, and the kernel denies the call rather than park it
+			// (kernel/approvals.go, suspend).
+			x.Outcome = outcomeRow{Verdict: kernel.Deny.String(), Guard: kernel.GuardApprovalPolicy, TriggeredBy: d.TriggeredBy,
+				Reason: fmt.Sprintf("no approver of grant %s may decide this call under the policy in force: "+
+					"the kernel never counts the calling agent's vote on its own call, nor a requester's", grant.ID)}
+			x.Outcome.DecidedBy = []string{"grant " + grant.ID, "guard " + kernel.GuardApprovalPolicy}
+			break
+		}
 		x.Assumes = append(x.Assumes, "no standing (batch) approval covers the call (one could approve it at once)",
 			// The kernel denies a call that would park one request more
 			// than the agent may have waiting (kernel/pending_cap.go).
