@@ -41,6 +41,14 @@ type HubOptions struct {
 	// wires kernel.RecordNotifyFailure. It may block and is never called on
 	// Notify's goroutine; it must be safe for concurrent use.
 	OnFailure func(approvalID, channel, msg string)
+	// OnAbandoned is called, after OnFailure, for a notification dropped
+	// because the hub closed (chiod shutting down) before it was
+	// delivered: queued, mid-attempt or waiting to retry. It was not
+	// refused, only cut off, so the daemon wires
+	// kernel.AnnouncementAbandoned, which leaves the request for the next
+	// start to announce again. It may block; it must be safe for
+	// concurrent use.
+	OnAbandoned func(event string, req *approval.Request)
 	// Metric counts results (ResultOK, ResultRetry, ResultFailed) per
 	// channel, e.g. httpapi Metrics.Notify. It must be cheap and must not
 	// block: Notify calls it for dropped notifications.
@@ -213,7 +221,7 @@ func (h *Hub) Close() {
 	h.workers.Wait()
 	for _, l := range h.lanes {
 		for _, j := range l.queue.drain() {
-			h.giveUp(l, j, j.event+" not delivered: hub closed")
+			h.abandon(l, j, j.event+" not delivered: hub closed")
 		}
 	}
 	close(h.failures) // no sender is left: Notify checks closed under mu
@@ -245,7 +253,7 @@ func (h *Hub) run(l *lane, j job) {
 			if n > 1 {
 				msg = fmt.Sprintf("%s abandoned at shutdown after %d attempt(s): %v", j.event, n-1, err)
 			}
-			h.giveUp(l, j, msg)
+			h.abandon(l, j, msg)
 			return
 		}
 		if err = h.attempt(ctx, l, j); err == nil {
@@ -285,6 +293,14 @@ func (h *Hub) attempt(ctx context.Context, l *lane, j job) (err error) {
 func (h *Hub) giveUp(l *lane, j job, msg string) {
 	h.metric(l.name, ResultFailed)
 	h.fail(j.req.ApprovalID, l.name, msg)
+}
+
+// abandon gives up on j because the hub closed, and says so (OnAbandoned).
+func (h *Hub) abandon(l *lane, j job, msg string) {
+	h.giveUp(l, j, msg)
+	if h.opts.OnAbandoned != nil {
+		h.opts.OnAbandoned(j.event, j.req)
+	}
 }
 
 func (h *Hub) fail(approvalID, channel, msg string) {
