@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -206,6 +207,8 @@ func (k *Kernel) deliverMarkedAfter(ctx context.Context, rec *CallRecord, priorA
 	res, derr := k.sendWithRetry(ctx, rec, priorAttempt)
 	if derr != nil && k.stopping() {
 		k.delivering.Delete(rec.RequestID)
+		slog.Warn("shutting down: a delivery was cut off; the call stays in flight and is finished at the next start",
+			"request_id", rec.RequestID, "server", rec.Server, "tool", rec.Tool, "delivery", rec.Delivery, "err", derr)
 		return nil, fmt.Errorf("%w: shutting down; call %s stays in flight and is finished at the next start", ErrOutcomeUnknown, rec.RequestID)
 	}
 	s := k.settlementOf(rec, res, derr)
@@ -255,8 +258,10 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttemp
 			}
 		}
 		rec.Attempts = attempt
-		res, err := k.dispatcher.Dispatch(ctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server,
+		dctx, cut := k.untilClose(ctx) // Close cuts an attempt still running off
+		res, err := k.dispatcher.Dispatch(dctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server,
 			Tool: rec.Tool, Arguments: rec.Arguments, Attempt: attempt})
+		cut()
 		if err == nil && res.ToolError != "" && mayHaveRun != nil {
 			// A failure answered to THIS attempt says nothing of an earlier
 			// one that may have reached the tool (a tool that crashed after

@@ -355,10 +355,30 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 	}
 	log.Info("shutting down: draining requests and the commit queue")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	if serr := srv.Shutdown(sctx); serr == nil {
+		return nil
+	}
+	// The grace period ended with requests still running (a tool that
+	// does not answer). Stopping the kernel cuts their deliveries off:
+	// each call stays in flight for the next start, and its caller is
+	// answered outcome_unknown, given a moment to be written, rather than
+	// left to a connection cut when chiod exits.
+	k.Close()
+	actx, acancel := context.WithTimeout(context.Background(), ShutdownAnswerGrace)
+	defer acancel()
+	_ = srv.Shutdown(actx)
+	return fmt.Errorf("shutdown: requests were still running after the %s grace period; the calls they left in flight are finished at the next start", ShutdownGrace)
 }
+
+// Shutdown bounds: requests in progress get ShutdownGrace to finish;
+// those still running then (their deliveries cut off) get
+// ShutdownAnswerGrace to write their answer.
+const (
+	ShutdownGrace       = 15 * time.Second
+	ShutdownAnswerGrace = 5 * time.Second
+)
 
 // loadOrCreateKey loads the kernel key (refusing a file other users may
 // read: secretfile.Read) or, when there is none, generates one (mode 0600).
