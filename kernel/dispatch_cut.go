@@ -11,13 +11,8 @@ import "context"
 // returned cancel must be called when the attempt ends.
 func (k *Kernel) untilClose(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-k.stop:
-			cancel()
-		case <-done:
-		}
-	}()
-	return ctx, func() { close(done); cancel() }
+	// A callback on k.stopped, not a goroutine per attempt: this is on
+	// every call's path.
+	unhook := context.AfterFunc(k.stopped, cancel)
+	return ctx, func() { unhook(); cancel() }
 }

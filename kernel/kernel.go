@@ -133,9 +133,13 @@ type Kernel struct {
 	schemas  SchemaValidator
 	// stop is closed by Close: deliveries stop retrying and leave their
 	// calls in flight for the next start instead of recording a failure.
-	stop      chan struct{}
-	stopOnce  sync.Once
-	sweepOnce sync.Once // replica.go
+	stop     chan struct{}
+	stopOnce sync.Once
+	// stopped is cancelled with stop: a delivery attempt's context hangs
+	// on it without a goroutine of its own (dispatch_cut.go).
+	stopped    context.Context
+	cancelStop context.CancelFunc
+	sweepOnce  sync.Once // replica.go
 	// beforeVoteCommit, set only by tests (export_test.go), runs once a
 	// vote was verified, before its commit is judged.
 	beforeVoteCommit atomic.Pointer[func()]
@@ -207,6 +211,7 @@ func New(cfg Config) (*Kernel, error) {
 			Guards: append(BuiltinGuards(), cfg.Guards...), Budget: GuardBudget, Stopwatch: cfg.Stopwatch,
 		},
 	}
+	k.stopped, k.cancelStop = context.WithCancel(context.Background())
 	k.events.relay = cfg.Relay
 	k.policy.Store(cfg.Policy)
 	return k, nil
@@ -220,7 +225,7 @@ func New(cfg Config) (*Kernel, error) {
 // Dispatcher and the Store.
 func (k *Kernel) Close() {
 	k.settleMu.Lock() // no background settle starts after this (settling.go)
-	k.stopOnce.Do(func() { close(k.stop) })
+	k.stopOnce.Do(func() { close(k.stop); k.cancelStop() })
 	k.settleMu.Unlock()
 	k.stopTimers()
 	drained, late := make(chan struct{}), make(chan struct{})
