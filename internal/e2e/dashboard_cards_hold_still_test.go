@@ -34,6 +34,8 @@ func TestDashboardCardsHoldStillUnderThePointer(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`(`+add+`)('ar-hold-b', 1700000002)`),
 		chromedp.WaitVisible(css(b+` button[data-action="approve"]`)),
 		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
+		// The cards' entry animations (which move them) have ended.
+		chromedp.Evaluate[chromedp.Void](`Promise.allSettled([...document.querySelectorAll('#cards article')].flatMap((c) => c.getAnimations()).map((a) => a.finished))`, chromedp.EvalAwaitPromise),
 	)
 	type box struct{ X, Y float64 }
 	approveB := `(() => { const r = document.querySelector('` + b + ` button[data-action="approve"]').getBoundingClientRect();

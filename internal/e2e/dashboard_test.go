@@ -524,6 +524,10 @@ func TestDashboardInChromium(t *testing.T) {
 		chromedp.SendKeys(css(c+" textarea.note"), "Customer sent photos; approved."),
 		chromedp.Click(css(c+` button[data-action="approve"]`)), // a real mouse click
 		chromedp.WaitVisible(css(c+" .card-ok")),
+		// The decided card holds still while the pointer is over the list
+		// (TestDashboardCardsHoldStillUnderThePointer) and goes once it leaves.
+		chromedp.WaitVisible(css(c+".gone")),
+		chromedp.MouseEvent(chromedp.MouseMoved, 2, 2),
 		chromedp.WaitNotPresent(css(c)),
 	)
 	select {

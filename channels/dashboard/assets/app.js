@@ -424,6 +424,7 @@ async function main() {
   $('forget-key').addEventListener('click', () => forget('/v1/session'));
   $('retry-signin').addEventListener('click', () => onKey(state.key));
   $('copy-key').addEventListener('click', () => navigator.clipboard && navigator.clipboard.writeText($('my-pubkey').textContent));
+  holdCards($('cards'));
   $('tab-pending').addEventListener('click', () => switchView('pending'));
   $('tab-history').addEventListener('click', () => switchView('history'));
   setInterval(tick, 1000);

@@ -306,10 +306,12 @@ function upsert(req) {
     const card = renderCard(req);
     card.classList.add('enter');
     state.cards.set(req.approval_id, { el: card, req });
-    // Oldest first, like GET /approvals/pending.
+    // Oldest first, like GET /approvals/pending; while the pointer is over
+    // the list, below the others (hold.unsorted: placed when it leaves).
     const list = $('cards');
     const after = Array.from(list.children).find((c) => (state.pending.get(c.dataset.id) || {}).created_at > req.created_at);
-    list.insertBefore(card, after || null);
+    if (after && hold.pointer) hold.unsorted = true;
+    list.insertBefore(card, hold.pointer ? null : after || null);
   }
   refreshCounts();
   tick();
@@ -344,9 +346,47 @@ function removeCard(id) {
     state.cards.delete(id);
     // A card just decided here stays a moment so its result can be read.
     const linger = c.el.classList.contains('decided-failed') ? 8000 : c.el.classList.contains('decided') ? 1500 : 0;
-    setTimeout(() => { c.el.classList.add('leave'); setTimeout(() => c.el.remove(), 250); }, linger);
+    setTimeout(() => leave(c.el), linger);
   }
   refreshCounts();
+}
+
+// Cards hold still under the pointer. A card leaving the list moves every
+// card below it up, and one placed above moves them down: the button under
+// the approver's pointer would become another request's, and a click aimed
+// at one request would decide the next. So while the pointer is over the
+// list, a card that leaves stays where it is, greyed and inert, saying so,
+// and a new card goes below the others; when the pointer leaves the list,
+// the held cards go and the order is restored.
+const hold = { pointer: false, cards: new Set(), unsorted: false };
+
+function leave(el) {
+  if (!el.isConnected) return;
+  if (hold.pointer) {
+    if (!el.classList.contains('gone')) {
+      el.classList.add('gone');
+      // Its height must not change: the note is an overlay (style.css).
+      for (const x of el.querySelectorAll('button, input, textarea, select')) x.disabled = true;
+    }
+    hold.cards.add(el);
+    return;
+  }
+  el.classList.add('leave');
+  setTimeout(() => el.remove(), 250);
+}
+
+function holdCards(list) {
+  list.addEventListener('pointerenter', () => { hold.pointer = true; });
+  list.addEventListener('pointerleave', () => {
+    hold.pointer = false;
+    for (const el of hold.cards) leave(el);
+    hold.cards.clear();
+    if (hold.unsorted) {
+      hold.unsorted = false;
+      const at = (c) => (state.pending.get(c.dataset.id) || {}).created_at || 0;
+      list.append(...Array.from(list.children).sort((x, y) => at(x) - at(y)));
+    }
+  });
 }
 
 function refreshCounts() {
