@@ -85,6 +85,26 @@ type Vote struct {
 	Token json.RawMessage `json:"token"`
 }
 
+// AmendedArguments returns the arguments an approving vote amended the
+// call to (its signed token's amended_arguments), nil when it amended
+// nothing. The tool receives those instead of the request's, so every
+// view of the votes (Slack's message, `chio approval show`) shows them.
+// The member is read by its exact name, as the verifier reads it.
+func (v Vote) AmendedArguments() json.RawMessage {
+	if v.Decision != DecisionApproved || len(v.Token) == 0 {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(v.Token, &members) != nil {
+		return nil
+	}
+	a := members["amended_arguments"]
+	if len(a) == 0 || string(a) == "null" {
+		return nil
+	}
+	return a
+}
+
 // Resolution is how a request ended.
 type Resolution struct {
 	Outcome string `json:"outcome"` // approved | denied | expired | cancelled

@@ -115,7 +115,7 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 	// the call it approved, the one sent to the tool, is shown under what
 	// the agent asked for.
 	for _, v := range req.Votes {
-		if a := amendedArguments(v); a != nil {
+		if a := v.AmendedArguments(); a != nil {
 			blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(clip(fmt.Sprintf("*Amended by %s: approved with these arguments instead of the ones above*\n%s",
 				escape(who(v)), codeBlock(a)), maxSectionText)), nil, nil))
 		}
@@ -155,7 +155,7 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 			if v.Custodial {
 				line += " (custodial key)"
 			}
-			if amendedArguments(v) != nil {
+			if v.AmendedArguments() != nil {
 				line += " with amended arguments"
 			}
 			if v.Note != "" {
@@ -346,7 +346,7 @@ const rtlNotice = "_Right-to-left text is written as \\uXXXX escapes, in the ord
 func holdsRTL(req *approval.Request, in intent) bool {
 	texts := []string{req.Summary, in.Purpose, req.SubjectLabel, string(req.Arguments), string(req.Questions)}
 	for _, v := range req.Votes {
-		texts = append(texts, v.Note, string(amendedArguments(v)))
+		texts = append(texts, v.Note, string(v.AmendedArguments()))
 	}
 	if req.Resolution != nil {
 		texts = append(texts, req.Resolution.Reason)

@@ -208,7 +208,7 @@ func runApprovalShow(e *Env, args []string) int {
 	}
 	row("PARAMETER HASH", a.ParameterHash)
 	for _, vote := range a.Votes {
-		amended := amendedArguments(vote)
+		amended := vote.AmendedArguments()
 		decision := vote.Decision
 		if amended != nil {
 			decision += " with amended arguments"
