@@ -362,16 +362,25 @@ func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"approver": pub.String(), "display_name": name, "expires_at": exp.Unix()})
 }
 
-func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
-	// A wrong bearer token is refused here as on every other route (auth.go
-	// never lets a session stand in beside one), not ignored for the cookie.
+// ownSession returns r's live approver session, or answers 401 and reports
+// false. A wrong bearer token is refused here as on every other route
+// (auth.go never lets a session stand in beside one), not ignored for the
+// cookie.
+func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (approverSession, bool) {
 	if r.Header.Get("Authorization") != "" && s.tokenRole(r) == roleNone {
 		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "the Authorization header holds no valid bearer token"))
-		return
+		return approverSession{}, false
 	}
 	_, sess, ok := s.session(r)
 	if !ok {
 		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "no approver session"))
+	}
+	return sess, ok
+}
+
+func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.ownSession(w, r)
+	if !ok {
 		return
 	}
 	name, _ := s.approverName(sess.approver)
@@ -399,13 +408,8 @@ func (s *Server) sessionLogout(w http.ResponseWriter, r *http.Request) {
 // session: a bearer token, even the admin's, names no approver here (an
 // operator removes a key from the policy instead, which ends its sessions).
 func (s *Server) sessionLogoutEverywhere(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "" && s.tokenRole(r) == roleNone {
-		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "the Authorization header holds no valid bearer token"))
-		return
-	}
-	_, sess, ok := s.session(r)
+	sess, ok := s.ownSession(w, r)
 	if !ok {
-		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "no approver session"))
 		return
 	}
 	n := s.sessions.endApprover(sess.approver)
