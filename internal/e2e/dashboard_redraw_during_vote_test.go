@@ -1,0 +1,49 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestDashboardRedrawDuringOwnVoteKeepsItsResult: a card whose progress
+// changes while the approver's own vote is in flight (an escalation, or
+// another approver's vote, racing the answer to this one) was drawn again
+// at once; the vote's answer then went to the card that had been replaced,
+// off the page. The approver never saw "Approved — executed" (or, worse,
+// "Approved, but the call did not run: …"), and the fresh card offered the
+// buttons again. The redraw waits for the vote's answer, which is shown.
+func TestDashboardRedrawDuringOwnVoteKeepsItsResult(t *testing.T) {
+	lk, open := dashboardAsLead(t)
+	ctx := open()
+	pend := lk.pendingRefund(t, 450, "Refund raced by an escalation")
+	c := card(pend.ApprovalRequestID)
+	browse(t, ctx, "vote held in flight, then the card's progress changes",
+		chromedp.WaitVisible(css(c+` button[data-action="approve"]`)),
+		// The answer to the vote is held back until released: the vote
+		// reaches chiod and commits; only its answer waits.
+		chromedp.Evaluate[chromedp.Void](`(() => {
+			window.__held = new Promise((r) => { window.__release = r; });
+			const f = window.fetch;
+			window.fetch = async (u, o) => {
+				const res = await f(u, o);
+				if (String(u).includes('/respond')) await window.__held;
+				return res;
+			};
+		})()`),
+		press(c+` button[data-action="approve"]`),
+		chromedp.WaitReady(css(c+`[data-deciding]`)),
+		// The same request, escalated meanwhile (as the stream would say).
+		chromedp.Evaluate[chromedp.Void](`(() => { const r = state.pending.get('`+pend.ApprovalRequestID+`');
+			upsert({...r, tier: (r.tier || 0) + 1, expires_at: r.expires_at + 60}); })()`),
+		chromedp.Evaluate[chromedp.Void](`window.__release()`),
+	)
+	got := read(t, ctx, "the vote's answer", chromedp.Evaluate[string](`new Promise((done) => {
+		const seen = () => { const ok = [...document.querySelectorAll('`+c+` .card-ok')].find((e) => !e.hidden && e.isConnected);
+			if (ok) done(ok.textContent); else setTimeout(seen, 20); };
+		seen(); setTimeout(() => done(''), 20000); })`, chromedp.EvalAwaitPromise))
+	if !strings.Contains(got, "Approved") {
+		t.Fatalf("the approver's own vote's answer is not on the page (%q): it went to the card the redraw replaced", got)
+	}
+}
