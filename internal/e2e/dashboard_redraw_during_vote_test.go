@@ -46,4 +46,36 @@ func TestDashboardRedrawDuringOwnVoteKeepsItsResult(t *testing.T) {
 	if !strings.Contains(got, "Approved") {
 		t.Fatalf("the approver's own vote's answer is not on the page (%q): it went to the card the redraw replaced", got)
 	}
+
+	// A vote that does not end the request (here refused: the request is
+	// the page's own, unknown to chiod): the progress that arrived while
+	// it was in flight is drawn once its answer is shown, and the answer
+	// stays on the fresh card.
+	const fake = `(votes) => upsert({approval_id: 'ar-redraw-2', status: 'pending', kind: 'tool_call',
+		tool_server: 'payments', tool_name: 'issue_refund', subject_id: 'ed25519:00', quorum: 2, tier: 0,
+		created_at: 1700000000, expires_at: Math.floor(Date.now() / 1000) + 600,
+		summary: 'Agent wants to refund 300 USD', triggered_by: ['require_approval_always'],
+		parameter_hash: 'sha256:00', arguments: {amount: 300, currency: 'USD'},
+		trusted_approvers: ['` + financeLeadKey + `', '` + cfoKey + `'], votes})`
+	f := card("ar-redraw-2")
+	browse(t, ctx, "a second vote held in flight, then another approver's vote arrives",
+		chromedp.Evaluate[chromedp.Void](`(`+fake+`)([])`),
+		chromedp.Evaluate[chromedp.Void](`window.__held = new Promise((r) => { window.__release = r; })`),
+		press(f+` button[data-action="approve"]`),
+		chromedp.WaitReady(css(f+`[data-deciding]`)),
+		chromedp.Evaluate[chromedp.Void](`(`+fake+`)([{approver: '`+cfoKey+`', decision: 'approved'}])`),
+		chromedp.Evaluate[chromedp.Void](`window.__release()`),
+	)
+	type after struct {
+		Pips  int
+		Error string
+	}
+	a := read(t, ctx, "after", chromedp.Evaluate[after](`new Promise((done) => {
+		const look = () => { const c = document.querySelector('`+f+`'), e = c && c.querySelector('.card-error');
+			if (c && !c.dataset.deciding && e && !e.hidden) done({Pips: c.querySelectorAll('.pip.on').length, Error: e.textContent});
+			else setTimeout(look, 20); };
+		look(); setTimeout(() => done({}), 20000); })`, chromedp.EvalAwaitPromise))
+	if a.Pips != 1 || a.Error == "" {
+		t.Fatalf("after the held vote's answer: %d approvals drawn, error shown %q; want the other approver's vote drawn and this vote's answer kept", a.Pips, a.Error)
+	}
 }

@@ -211,14 +211,14 @@ function renderCard(req) {
       box.hidden = false;
       // An approval whose call did not run stays a while longer: it is news.
       card.classList.add(failed ? 'decided-failed' : 'decided');
-      if (done && !state.email) removeCard(req.approval_id);
+      if (done && !state.email) removeCard(req.approval_id); else flushDeferred(req.approval_id, card);
     } catch (e) {
       delete card.dataset.deciding;
       err.replaceChildren(shownNode(e.message));
       err.hidden = false;
       setBusy(false);
       // Resolved meanwhile (by someone else, or by this very vote): let it go.
-      if (!state.pending.has(req.approval_id)) removeCard(req.approval_id);
+      if (!state.pending.has(req.approval_id)) removeCard(req.approval_id); else flushDeferred(req.approval_id, card);
     }
   }
 
@@ -298,6 +298,9 @@ function upsert(req) {
     // Keep what the approver typed: only refresh when progress changed.
     const prev = old.req;
     if ((prev.votes || []).length === (req.votes || []).length && prev.tier === req.tier && prev.expires_at === req.expires_at) return;
+    // This approver's vote is in flight: its answer goes to this card, so
+    // the card is drawn again once the answer is shown (act: flushDeferred).
+    if (old.el.dataset.deciding) { old.next = req; return; }
     const fresh = renderCard(req);
     keepEntries(old.el, fresh);
     old.el.replaceWith(fresh);
@@ -316,6 +319,23 @@ function upsert(req) {
   refreshCounts();
   tick();
   focusDeepLink();
+}
+
+// flushDeferred draws card again for the progress that arrived while its
+// approver's vote was in flight (upsert kept it in .next), carrying the
+// vote's answer (shown on card) over to the fresh card.
+function flushDeferred(id, card) {
+  const e = state.cards.get(id);
+  if (!e || e.el !== card || !e.next) return;
+  const next = e.next;
+  delete e.next;
+  upsert(next);
+  const fresh = state.cards.get(id);
+  if (!fresh || fresh.el === card) return;
+  for (const sel of ['.card-ok', '.card-error']) {
+    const from = card.querySelector(sel), to = fresh.el.querySelector(sel);
+    if (from && to) { to.replaceChildren(...from.childNodes); to.hidden = from.hidden; }
+  }
 }
 
 // keepEntries carries what the approver entered in a card into the card
