@@ -1,0 +1,132 @@
+package channels_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/channels"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/testkit"
+	"github.com/chiokernel/chio/kernel"
+)
+
+// An announcement is not told until a channel has finished with it. The
+// hub's queue lives in memory: when chiod is killed (kill -9, OOM, power)
+// between handing a request's announcement to the hub and the channel
+// delivering it, nothing may have marked the request told, or the next
+// start would never announce it and its deadline would act (deny, escalate,
+// or with auto_approve_advisory run the call) with no human told.
+
+// heard records the approval ids a channel delivered announcements of.
+type heard struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (h *heard) channel() *fake {
+	return &fake{name: "webhook", deliver: func(_ context.Context, _ int, req *approval.Request) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.ids = append(h.ids, req.ApprovalID)
+		return nil
+	}}
+}
+
+func (h *heard) has(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Contains(h.ids, id)
+}
+
+// restart opens a new kernel on w's store, as chiod does at start, with a
+// hub whose channel records what it delivers, and recovers.
+func restart(t *testing.T, w *testkit.World, ch channels.Channel) *kernel.Kernel {
+	t.Helper()
+	hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{ch}, Backoff: tiny})
+	t.Cleanup(hub.Close)
+	k, err := kernel.New(kernel.Config{Key: w.KernelKey, Policy: w.Policy, Store: w.Store, Dispatcher: nopDispatcher{}, Notifier: hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	if err := k.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// parkWith parks one call in a world whose notifier is hub.
+func parkWith(t *testing.T, hub *channels.Hub) (*testkit.World, string) {
+	t.Helper()
+	alice := keys.FromSeed([]byte("alice-alice-alice-alice-alice-32"))
+	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(slowWebhookPolicy, alice.Public()),
+		Notifier: hub, Dispatcher: nopDispatcher{}, Server: "pay", Grants: []string{"deploys"}})
+	out := w.SubmitCall(t, w.Call(t, "deploy", `{"v":1}`, ""))
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("call: %+v", out)
+	}
+	return w, out.ApprovalRequestID
+}
+
+func TestAnnouncementCutOffByACrashIsMadeAtTheNextStart(t *testing.T) {
+	// The channel is still delivering when chiod dies: the hub is never
+	// closed (a killed process runs no shutdown), the kernel just stops.
+	hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{slowWebhook(t)}, Backoff: tiny})
+	t.Cleanup(hub.Close)
+	w, id := parkWith(t, hub)
+	w.Kernel.Close()
+
+	var after heard
+	restart(t, w, after.channel())
+	waitFor(t, "the next start to announce the request", func() bool {
+		req, err := w.Kernel.Approval(id)
+		return after.has(id) || (err == nil && req.Notified > req.Tier)
+	})
+	if !after.has(id) {
+		req, _ := w.Kernel.Approval(id)
+		t.Fatalf("chiod died while its only channel was still delivering request %s, and the next start never announced it: "+
+			"the request is marked told (notified %d at tier %d) though no channel ever delivered it", id, req.Notified, req.Tier)
+	}
+}
+
+func TestAnnouncementRaisedAfterTheHubClosedIsMadeAtTheNextStart(t *testing.T) {
+	// chiod is shutting down: its hub has closed, and a call parks.
+	hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{slowWebhook(t)}, Backoff: tiny})
+	hub.Close()
+	w, id := parkWith(t, hub)
+	w.Kernel.Close()
+
+	var after heard
+	restart(t, w, after.channel())
+	waitFor(t, "the next start to announce the request", func() bool { return after.has(id) || told(w, id) })
+	if !after.has(id) {
+		t.Fatalf("request %s was parked after the hub closed, so no channel ever had it, yet the next start did not announce it", id)
+	}
+}
+
+func TestAnnouncementTheNextStartMakesIsMadeAgainIfItDiesToo(t *testing.T) {
+	hub := channels.NewHub(channels.HubOptions{Channels: []channels.Channel{slowWebhook(t)}, Backoff: tiny})
+	t.Cleanup(hub.Close)
+	w, id := parkWith(t, hub)
+	w.Kernel.Close()
+	// The next start announces it; its channel is still delivering when
+	// it dies too.
+	restart(t, w, slowWebhook(t)).Close()
+
+	var third heard
+	restart(t, w, third.channel())
+	waitFor(t, "the third start to announce the request", func() bool { return third.has(id) || told(w, id) })
+	if !third.has(id) {
+		t.Fatalf("request %s was never delivered by any channel (two runs died while delivering it), yet the third start did not announce it", id)
+	}
+}
+
+// told reports whether id's current tier is marked told in w's store.
+func told(w *testkit.World, id string) bool {
+	req, err := w.Kernel.Approval(id)
+	return err == nil && req.Notified > req.Tier
+}
