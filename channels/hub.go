@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/uuid/v5"
@@ -14,7 +15,7 @@ import (
 	"github.com/chiokernel/chio/kernel"
 )
 
-var _ kernel.Notifier = (*Hub)(nil)
+var _ kernel.TellingNotifier = (*Hub)(nil)
 
 // Hub defaults.
 const (
@@ -41,14 +42,6 @@ type HubOptions struct {
 	// wires kernel.RecordNotifyFailure. It may block and is never called on
 	// Notify's goroutine; it must be safe for concurrent use.
 	OnFailure func(approvalID, channel, msg string)
-	// OnAbandoned is called, after OnFailure, for a notification dropped
-	// because the hub closed (chiod shutting down) before it was
-	// delivered: queued, mid-attempt or waiting to retry. It was not
-	// refused, only cut off, so the daemon wires
-	// kernel.AnnouncementAbandoned, which leaves the request for the next
-	// start to announce again. It may block; it must be safe for
-	// concurrent use.
-	OnAbandoned func(event string, req *approval.Request)
 	// Metric counts results (ResultOK, ResultRetry, ResultFailed) per
 	// channel, e.g. httpapi Metrics.Notify. It must be cheap and must not
 	// block: Notify calls it for dropped notifications.
@@ -105,9 +98,10 @@ type lane struct {
 type job struct {
 	event   string
 	req     *approval.Request
-	id      string // delivery id, stable across retries
-	subject string // req.SubjectID: whose share of the queue it takes
-	bytes   int64  // jobBytes(req): what it takes of the byte budget
+	telling *telling // nil for Notify; see NotifyThen
+	id      string   // delivery id, stable across retries
+	subject string   // req.SubjectID: whose share of the queue it takes
+	bytes   int64    // jobBytes(req): what it takes of the byte budget
 }
 
 type failure struct{ approvalID, channel, msg string }
@@ -174,9 +168,54 @@ func NewHub(opts HubOptions) *Hub {
 // asynchronously. The request itself is already durable, so it is never
 // lost — only this push about it.
 func (h *Hub) Notify(event string, req *approval.Request) {
+	if req != nil {
+		h.queue(event, req, nil)
+	}
+}
+
+// NotifyThen implements kernel.TellingNotifier: Notify, then told once
+// every job it queued has finished, delivered or given up on (a job the
+// queue refused is given up on at once; with no job at all, told runs
+// before NotifyThen returns). A job the hub dropped because it had closed
+// — queued, mid-attempt or waiting to retry at Close, or raised after it —
+// never finishes, so told is not called: the kernel leaves the request's
+// tier untold, and the next start announces it again. The same holds when
+// chiod dies with jobs queued, which is why the kernel waits for told
+// rather than for Notify to return.
+func (h *Hub) NotifyThen(event string, req *approval.Request, told func()) {
 	if req == nil {
 		return
 	}
+	t := &telling{told: told}
+	t.left.Store(1) // NotifyThen's own, released once every job is queued
+	if h.queue(event, req, t) {
+		t.finish()
+	}
+}
+
+// telling counts the jobs of one NotifyThen still to finish; the last to
+// finish calls told.
+type telling struct {
+	left atomic.Int32
+	told func()
+}
+
+func (t *telling) hold() {
+	if t != nil {
+		t.left.Add(1)
+	}
+}
+
+// finish ends one job (or NotifyThen's own hold).
+func (t *telling) finish() {
+	if t != nil && t.left.Add(-1) == 0 {
+		t.told()
+	}
+}
+
+// queue pushes one job per channel named on req, each holding t; it
+// reports false when the hub had closed, so the notification was cut off.
+func (h *Hub) queue(event string, req *approval.Request, t *telling) (open bool) {
 	size := jobBytes(req) // the same request in every channel's queue
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -189,10 +228,11 @@ func (h *Hub) Notify(event string, req *approval.Request) {
 			h.metric(name, ResultFailed)
 			continue
 		}
-		j := job{event: event, req: req, subject: req.SubjectID, bytes: size}
+		j := job{event: event, req: req, telling: t, subject: req.SubjectID, bytes: size}
 		if id, err := uuid.NewV7(); err == nil {
 			j.id = id.String()
 		}
+		t.hold()
 		if refused := l.queue.push(j); refused != "" {
 			h.metric(name, ResultFailed)
 			msg := event + " not delivered: " + refused + " (the request stays on the dashboard and GET /approvals/pending)"
@@ -200,8 +240,10 @@ func (h *Hub) Notify(event string, req *approval.Request) {
 			case h.failures <- failure{req.ApprovalID, name, msg}:
 			default: // reporter saturated too; the metric above still counts it
 			}
+			t.finish() // given up on (never the last: NotifyThen holds one)
 		}
 	}
+	return !h.closed
 }
 
 // Close stops the workers: in-flight attempts are cancelled through their
@@ -258,6 +300,7 @@ func (h *Hub) run(l *lane, j job) {
 		}
 		if err = h.attempt(ctx, l, j); err == nil {
 			h.metric(l.name, ResultOK)
+			j.telling.finish()
 			return
 		}
 		switch {
@@ -290,17 +333,21 @@ func (h *Hub) attempt(ctx context.Context, l *lane, j job) (err error) {
 	return l.ch.Deliver(ctx, j.event, j.req)
 }
 
+// giveUp records that j failed for good; j has finished.
 func (h *Hub) giveUp(l *lane, j job, msg string) {
-	h.metric(l.name, ResultFailed)
-	h.fail(j.req.ApprovalID, l.name, msg)
+	h.drop(l, j, msg)
+	j.telling.finish()
 }
 
-// abandon gives up on j because the hub closed, and says so (OnAbandoned).
+// abandon gives up on j because the hub closed: recorded, but j never
+// finishes, so its request is not marked told (NotifyThen).
 func (h *Hub) abandon(l *lane, j job, msg string) {
-	h.giveUp(l, j, msg)
-	if h.opts.OnAbandoned != nil {
-		h.opts.OnAbandoned(j.event, j.req)
-	}
+	h.drop(l, j, msg)
+}
+
+func (h *Hub) drop(l *lane, j job, msg string) {
+	h.metric(l.name, ResultFailed)
+	h.fail(j.req.ApprovalID, l.name, msg)
 }
 
 func (h *Hub) fail(approvalID, channel, msg string) {

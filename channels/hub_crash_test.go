@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chiokernel/chio/approval"
@@ -129,4 +130,53 @@ func TestAnnouncementTheNextStartMakesIsMadeAgainIfItDiesToo(t *testing.T) {
 func told(w *testkit.World, id string) bool {
 	req, err := w.Kernel.Approval(id)
 	return err == nil && req.Notified > req.Tier
+}
+
+// NotifyThen's told: once, after every channel finished (delivered or
+// given up), at once with nothing to deliver, never for a job cut off.
+func TestHubNotifyThenToldOnlyWhenEveryChannelFinished(t *testing.T) {
+	release := make(chan struct{})
+	slow := &fake{name: "email", deliver: func(ctx context.Context, _ int, _ *approval.Request) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	failing := &fake{name: "webhook", deliver: func(context.Context, int, *approval.Request) error {
+		return fmt.Errorf("refused: %w", channels.ErrPermanent)
+	}}
+	rec := newRecorder()
+	h := newHub(t, rec, channels.HubOptions{Channels: []channels.Channel{slow, failing, &fake{name: "slack"}}})
+	var told atomic.Int32
+	h.NotifyThen("approval.requested", req("apr_1", "slack", "webhook", "email"), func() { told.Add(1) })
+	rec.waitMetric(t, "slack/ok", 1)
+	rec.waitMetric(t, "webhook/failed", 1)
+	if n := told.Load(); n != 0 {
+		t.Fatalf("told %d time(s) while the email channel was still delivering", n)
+	}
+	close(release)
+	waitFor(t, "told after the last channel finished", func() bool { return told.Load() == 1 })
+
+	var none atomic.Int32
+	h.NotifyThen("approval.requested", req("apr_2", "dashboard"), func() { none.Add(1) })
+	if none.Load() != 1 {
+		t.Fatal("a request with no push channel was not told at once")
+	}
+
+	// Cut off by Close: never told.
+	stuck := &fake{name: "webhook", deliver: func(ctx context.Context, _ int, _ *approval.Request) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	h2 := newHub(t, newRecorder(), channels.HubOptions{Channels: []channels.Channel{stuck, &fake{name: "slack"}}})
+	var cut atomic.Int32
+	h2.NotifyThen("approval.requested", req("apr_3", "slack", "webhook"), func() { cut.Add(1) })
+	waitFor(t, "the stuck delivery to start", func() bool { return stuck.calls.Load() > 0 })
+	h2.Close()
+	h2.NotifyThen("approval.requested", req("apr_4", "slack"), func() { cut.Add(1) })
+	if n := cut.Load(); n != 0 {
+		t.Fatalf("told %d time(s) for notifications the hub's Close cut off", n)
+	}
 }

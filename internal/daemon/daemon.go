@@ -243,10 +243,6 @@ func Run(ctx context.Context, o Options) (err error) {
 	// that is down never blocks or approves anything.
 	hub := channels.NewHub(channels.HubOptions{Channels: push.list,
 		OnFailure: func(id, ch, msg string) { _ = k.RecordNotifyFailure(context.Background(), id, ch, msg) },
-		// Cut off by the shutdown: announced again at the next start.
-		OnAbandoned: func(event string, req *approval.Request) {
-			_ = k.AnnouncementAbandoned(context.Background(), event, req)
-		},
 		Metric: func(ch, res string) { metrics.Notify.WithLabelValues(ch, res).Inc() }})
 	defer hub.Close()
 	names := make([]string, 0, len(push.list))
