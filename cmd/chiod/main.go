@@ -23,6 +23,11 @@ func main() {
 	gcpolicy.Apply(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts the graceful shutdown (bounded by its grace);
+	// a second one means "now": with the handler gone, it ends chiod as a
+	// kill would, which loses nothing acknowledged (the next start finishes
+	// whatever was in flight).
+	context.AfterFunc(ctx, stop)
 	if err := daemon.Run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "chiod:", err)
 		os.Exit(1)

@@ -350,7 +350,7 @@ func Run(ctx context.Context, o Options) (err error) {
 			return err
 		}
 	}
-	log.Info("shutting down: draining requests and the commit queue")
+	log.Info("shutting down: draining requests and the commit queue (a second SIGINT or SIGTERM stops chiod at once; what is in flight is finished at the next start)")
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr == nil {
