@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -20,7 +21,8 @@ const storeDownDetail = "failed to connect to `host=db.internal user=chio databa
 // own error wrapped as pgstore wraps it.
 type readsDownStore struct {
 	kernel.Store
-	down atomic.Bool
+	down        atomic.Bool
+	updatesDown atomic.Bool // only commits fail
 }
 
 func (s *readsDownStore) wrap(inner kernel.Store) kernel.Store { s.Store = inner; return s }
@@ -37,7 +39,7 @@ func (s *readsDownStore) View(fn func(kernel.ReadTx) error) error {
 }
 
 func (s *readsDownStore) Update(ctx context.Context, fn func(kernel.Tx) error) error {
-	if s.down.Load() {
+	if s.down.Load() || s.updatesDown.Load() {
 		return s.err()
 	}
 	return s.Store.Update(ctx, fn)
@@ -72,6 +74,42 @@ func TestAnonymousCallersNeverSeeTheStoresError(t *testing.T) {
 			}
 			if code != http.StatusServiceUnavailable && code != http.StatusUnauthorized && code != http.StatusForbidden {
 				t.Fatalf("store down: %d %v", code, body)
+			}
+		})
+	}
+}
+
+// The answers only an authenticated agent or approver reaches keep their
+// own codes when a commit fails (outcome_unknown: the call may have run;
+// vote_uncertain: the vote may have counted), and used to carry the
+// store's error inside their message: an agent — the party chio guards
+// against — learnt the database's host, user and name from a failed
+// commit. They must say what happened without the store's words.
+func TestAuthenticatedCallersNeverSeeTheStoresError(t *testing.T) {
+	st := &readsDownStore{}
+	f := newApprovalsFixtureOn(t, st.wrap)
+	out := f.pendingRefund(t)
+	vote := f.token(t, keyAlice, out.ApprovalRequestID, approval.DecisionApproved, nil)
+	call := f.w.CallAs(t, keyAgent, f.caps[keyAgent.Public().String()], "pay", "echo", `{"x":1}`, "")
+	callBody, _ := json.Marshal(call)
+	st.updatesDown.Store(true)
+	for _, c := range []struct{ name, path, body, code string }{
+		{"agent's call", "/v1/calls", string(callBody), "outcome_unknown"},
+		{"approver's vote", "/approvals/" + out.ApprovalRequestID + "/respond", respondBody(vote, ""), "vote_uncertain"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := f.do(t, "POST", c.path, c.body, nil)
+			msg := fmt.Sprint(body["message"])
+			if body["error"] != c.code {
+				t.Fatalf("commit failed: %d %v; want %s", status, body, c.code)
+			}
+			for _, leak := range []string{"db.internal", "user=", "chio_prod"} {
+				if strings.Contains(msg, leak) {
+					t.Fatalf("an authenticated caller is told the store's %q: %d %v", leak, status, body)
+				}
+			}
+			if !strings.Contains(msg, "store unavailable") {
+				t.Fatalf("the message no longer says the store failed: %q", msg)
 			}
 		})
 	}
