@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/chiokernel/chio/internal/dispatch"
 	"github.com/chiokernel/chio/internal/dispatch/mcp"
 	"github.com/chiokernel/chio/internal/testkit"
@@ -91,5 +93,24 @@ tool = "echo"
 	}
 	if resp.StatusCode < 400 || !strings.Contains(string(body), "store unavailable") {
 		t.Fatalf("store down: %d %s, want a refusal saying the store is unavailable", resp.StatusCode, body)
+	}
+}
+
+// A tools/call whose commit failed is answered "unrecorded" with the
+// kernel's error, which used to carry the store's own words: an agent (the
+// party chio guards against) learnt the database's host, user and name. The
+// error has the shape the kernel gives a failed allow commit.
+func TestUnrecordedCallNeverServesTheStoresError(t *testing.T) {
+	store := fmt.Errorf("%w: %v", kernel.ErrUnavailable, "failed to connect to `host=db.internal user=chio database=chio_prod`: dial error")
+	err := fmt.Errorf("%w: the allow decision's commit failed and may be durable: %w", kernel.ErrOutcomeUnknown, store)
+	res := submitError("mcp-1", err)
+	text := fmt.Sprint(res.Content[0].(*mcpsdk.TextContent).Text, res.Meta)
+	for _, leak := range []string{"db.internal", "user=", "chio_prod"} {
+		if strings.Contains(text, leak) {
+			t.Fatalf("the agent is told the store's %q: %s", leak, text)
+		}
+	}
+	if !strings.Contains(text, "store unavailable") || !strings.Contains(text, "mcp-1") {
+		t.Fatalf("the answer no longer says the store failed and which call to await: %s", text)
 	}
 }
