@@ -243,7 +243,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	// that is down never blocks or approves anything.
 	hub := channels.NewHub(channels.HubOptions{Channels: push.list,
 		OnFailure: func(id, ch, msg string) { _ = k.RecordNotifyFailure(context.Background(), id, ch, msg) },
-		Metric: func(ch, res string) { metrics.Notify.WithLabelValues(ch, res).Inc() }})
+		Metric:    func(ch, res string) { metrics.Notify.WithLabelValues(ch, res).Inc() }})
 	defer hub.Close()
 	names := make([]string, 0, len(push.list))
 	for _, c := range push.list {

@@ -81,15 +81,15 @@ func classify(err error) *APIError {
 	// First: a vote that committed is recorded, whatever failed after it
 	// (its message also says when the approved call may have run).
 	case errors.Is(err, kernel.ErrVoteRecorded):
-		return apiErr(http.StatusInternalServerError, CodeVoteRecorded, err.Error())
+		return answerWithoutStoreWords(http.StatusInternalServerError, CodeVoteRecorded, err)
 	// A vote that may have committed is never "unavailable" (its store
 	// error matches kernel.ErrUnavailable, and the default would say so).
 	case errors.Is(err, kernel.ErrVoteUncertain):
-		return apiErr(http.StatusServiceUnavailable, CodeVoteUncertain, err.Error())
+		return answerWithoutStoreWords(http.StatusServiceUnavailable, CodeVoteUncertain, err)
 	// Then: the call may have run, whatever store error (a conflict, a
 	// missing row) the failure also carries.
 	case errors.Is(err, kernel.ErrOutcomeUnknown):
-		return apiErr(http.StatusInternalServerError, CodeOutcomeUnknown, err.Error())
+		return answerWithoutStoreWords(http.StatusInternalServerError, CodeOutcomeUnknown, err)
 	// Approval sentinels come first: the kernel wraps strict-JSON failures
 	// of a token in ErrMalformedToken, and that is a rejected credential.
 	case errors.Is(err, approval.ErrReplay), errors.Is(err, approval.ErrDuplicateVote):

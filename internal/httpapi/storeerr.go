@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/chiokernel/chio/kernel"
 )
@@ -15,9 +17,11 @@ import (
 // /approvals/{id}/respond) and read the store before they can check it.
 // So an error that is the store's being unavailable (kernel.ErrUnavailable)
 // is answered 503 unavailable, "store unavailable", and its cause goes to
-// the log, as GET /readyz's does. (A vote recorded or uncertain and an
-// outcome unknown keep their own codes and messages: classify's earlier
-// cases; only an authenticated agent or approver reaches them.)
+// the log, as GET /readyz's does. A vote recorded or uncertain and an
+// outcome unknown keep their own codes and messages (classify's earlier
+// cases), but not the store's words inside them either: only an
+// authenticated agent or approver reaches them, and the agent is the party
+// chio guards against (WithoutStoreWords).
 
 // errStoreUnavailable is the message every such answer carries.
 const errStoreUnavailable = "store unavailable; try again later (chiod's log has the cause)"
@@ -33,6 +37,56 @@ func storeUnavailable(err error) *APIError {
 // logCause logs the store error an answer keeps from its client.
 func logCause(ae *APIError) {
 	if ae.cause != nil {
-		slog.Warn("answered "+CodeUnavailable+": "+kernel.ErrUnavailable.Error(), "err", ae.cause.Error())
+		slog.Warn("answered "+ae.Code+": "+kernel.ErrUnavailable.Error(), "err", ae.cause.Error())
 	}
+}
+
+// WithoutStoreWords is err's message with the store's own error inside it
+// (the outermost part of err that is kernel.ErrUnavailable and not one of
+// the kernel's answers around it) said as "store unavailable (chiod's log
+// has the cause)"; it returns that part as the cause to log, or nil when
+// err holds none.
+func WithoutStoreWords(err error) (string, error) {
+	msg := err.Error()
+	part := storePart(err)
+	if part == nil {
+		return msg, nil
+	}
+	return strings.ReplaceAll(msg, part.Error(), "store unavailable (chiod's log has the cause)"), part
+}
+
+// storePart finds, breadth first, the outermost error in err's tree that
+// is the store's being unavailable, and not the kernel's outcome or vote
+// answer wrapping it.
+func storePart(err error) error {
+	queue := []error{err}
+	for len(queue) > 0 {
+		e := queue[0]
+		queue = queue[1:]
+		if e == nil || e == kernel.ErrUnavailable {
+			continue
+		}
+		if errors.Is(e, kernel.ErrUnavailable) && !errors.Is(e, kernel.ErrOutcomeUnknown) &&
+			!errors.Is(e, kernel.ErrVoteRecorded) && !errors.Is(e, kernel.ErrVoteUncertain) {
+			return e
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			queue = append(queue, u.Unwrap())
+		case interface{ Unwrap() []error }:
+			queue = append(queue, u.Unwrap()...)
+		}
+	}
+	return nil
+}
+
+// answerWithoutStoreWords is classify's answer for an error that keeps its
+// own code: its message loses the store's words, which go to the log.
+func answerWithoutStoreWords(status int, code string, err error) *APIError {
+	msg, cause := WithoutStoreWords(err)
+	ae := apiErr(status, code, msg)
+	if cause != nil {
+		ae.cause = cause
+	}
+	return ae
 }

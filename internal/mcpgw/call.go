@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/kernel"
 )
 
@@ -165,10 +167,15 @@ func submitError(requestID string, err error) *mcpsdk.CallToolResult {
 			return refused(err.Error())
 		}
 	}
-	return chioResult(fmt.Sprintf("chio could not record this call's outcome yet (%v). The tool may have run: "+
+	// Without the store's own words (they name the database): logged.
+	reason, cause := httpapi.WithoutStoreWords(err)
+	if cause != nil {
+		slog.Warn("answered unrecorded: "+kernel.ErrUnavailable.Error(), "request_id", requestID, "err", cause.Error())
+	}
+	return chioResult(fmt.Sprintf("chio could not record this call's outcome yet (%s). The tool may have run: "+
 		"do not call it again. Call %s with {\"id\":%q} for its outcome. (If %s finds no call with this id, "+
-		"once chio is healthy again, chio never decided it and the tool did not run.)", err, AwaitTool, requestID, AwaitTool),
-		mcpsdk.Meta{MetaStatus: StatusUnrecorded, MetaRequestID: requestID, MetaReason: err.Error()})
+		"once chio is healthy again, chio never decided it and the tool did not run.)", reason, AwaitTool, requestID, AwaitTool),
+		mcpsdk.Meta{MetaStatus: StatusUnrecorded, MetaRequestID: requestID, MetaReason: reason})
 }
 
 // answer turns an outcome of a call to server into a result, holding a
