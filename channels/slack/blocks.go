@@ -159,21 +159,22 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 				line += " with amended arguments"
 			}
 			if v.Note != "" {
-				line += ": " + escape(v.Note)
+				line += ": " + shownNote(v.Note, "note", req.ApprovalID)
 			}
 			lines = append(lines, line)
 		}
 		if res := req.Resolution; res != nil {
 			line := "*" + res.Outcome + "*"
 			if res.Reason != "" && req.Status != approval.StatusDenied {
-				line += ": " + escape(res.Reason)
+				line += ": " + shownNote(res.Reason, "reason", req.ApprovalID)
 			}
 			if res.ReceiptID != "" {
 				line += " · receipt `" + escape(res.ReceiptID) + "`"
 			}
 			lines = append(lines, line)
 		}
-		blocks = append(blocks, slackapi.NewContextBlock("chio_votes", mrkdwn(clip(strings.Join(lines, "\n"), maxContextText))))
+		// Room is left for the actions block and the notice above it.
+		blocks = append(blocks, votesBlocks(lines, maxBlocks-len(blocks)-2, req.ApprovalID)...)
 	}
 	review := slackapi.NewButtonBlockElement(ActionReview, req.ApprovalID, plain("Review & sign")).WithURL(c.DashboardURL(req.ApprovalID))
 	if req.Status == approval.StatusPending {
