@@ -59,15 +59,16 @@ function noResultLabel(toolError) {
 // them, so each value is drawn as JSON, with its whitespace kept (CSS):
 // as prose, " acct-1" would read "acct-1" and "line 1\nline 2" as
 // "line 1 line 2". Names are drawn as JSON strings too: as prose,
-// "amount" and "amount " (a trailing space) read the same.
+// "amount" and "amount " (a trailing space) read the same. Members are in
+// the order the agent receives them (canonorder.js).
 function confirmDetails(args) {
   const d = args && args.details;
   if (d === undefined || d === null) return null;
   if (typeof d !== 'object' || Array.isArray(d)) {
-    return el('div', { class: 'confirm-details' }, el('pre', { class: 'mono', text: JSON.stringify(d, null, 2) }));
+    return el('div', { class: 'confirm-details' }, el('pre', { class: 'mono', text: canonicalText(d, true) }));
   }
-  return el('dl', { class: 'confirm-details kv' }, Object.entries(d).flatMap(([k, v]) => [
-    el('dt', { class: 'mono', text: JSON.stringify(k) }), el('dd', { class: 'mono', text: JSON.stringify(v) }),
+  return el('dl', { class: 'confirm-details kv' }, canonicalEntries(d).flatMap(([k, v]) => [
+    el('dt', { class: 'mono', text: JSON.stringify(k) }), el('dd', { class: 'mono', text: canonicalText(v, false) }),
   ]));
 }
 
@@ -171,7 +172,7 @@ function renderCard(req) {
 
   const amendBox = canAmend ? el('div', { class: 'amend', hidden: true },
     el('label', { class: 'amend-label', text: 'Amended arguments (JSON) — you approve this instead of the original call' }),
-    el('textarea', { class: 'amend-args mono', rows: 6, spellcheck: 'false' }, JSON.stringify(args, null, 2)),
+    el('textarea', { class: 'amend-args mono', rows: 6, spellcheck: 'false' }, canonicalText(args, true)),
   ) : null;
 
   const card = el('article', { class: 'card kind-' + kind, 'data-id': req.approval_id, id: 'req-' + req.approval_id });
@@ -261,10 +262,11 @@ function renderCard(req) {
     intentContext(intent),
     kind === 'confirm' ? confirmDetails(args) : null,
     // Open: Approve signs for these arguments, so the card shows them
-    // without a click (the approver may fold them away).
+    // without a click (the approver may fold them away), in the order the
+    // tool receives them (canonorder.js).
     args !== null && kind === 'tool_call' ? el('details', { class: 'args', open: true },
       el('summary', { text: 'Arguments' }),
-      el('pre', { class: 'mono', text: JSON.stringify(args, null, 2) })) : null,
+      el('pre', { class: 'mono', text: canonicalText(args, true) })) : null,
     kind === 'question' ? questionForm(req) : null,
     amendBox,
     note,
