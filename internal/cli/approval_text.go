@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -33,8 +34,9 @@ import (
 // separators, nor private-use characters, which draw as whatever a font
 // puts there) or that is graphic but draws nothing or only a blank
 // (invisible.Is: variation selectors, the combining grapheme joiner,
-// Hangul fillers, U+2800) written as \uXXXX or \UXXXXXXXX, and each byte
-// of invalid UTF-8 as \xNN. Printable text is unchanged.
+// Hangul fillers, U+2800) written as \uXXXX or \UXXXXXXXX, each space
+// that follows a space as an escape too (escapeShown), and each byte of
+// invalid UTF-8 as \xNN. Other printable text is unchanged.
 func shown(s string) string {
 	return escapeShown(s, false)
 }
@@ -74,14 +76,34 @@ func shownJSON(raw []byte) string {
 	return escapeShown(b.String(), true)
 }
 
+// escapeShown also writes every space (category Zs) that follows another
+// as an escape. A value is printed on one line, which a terminal wraps
+// where its width ends: a run of spaces drew a blank that ended a visual
+// line as a real one ends, and the text after it started the next visual
+// line indented as the views' own labels are ("  amount:   1 USD" under
+// `watch`'s lines, "AMOUNT" and its padded column under `show`'s), a line
+// of the request's own to the reader. With runs marked, no value draws a
+// blank wider than one space. In JSON text (jsonEscapes) only spaces inside
+// strings are values: the indentation of printJSON's lines is left as is.
 func escapeShown(s string, jsonEscapes bool) string {
 	var b strings.Builder
+	afterSpace := false
+	inString, afterBackslash := false, false // JSON: inside a string; after a backslash in one
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
+		space := unicode.Is(unicode.Zs, r) && (inString || !jsonEscapes)
+		switch {
+		case afterBackslash:
+			afterBackslash = false
+		case r == '\\':
+			afterBackslash = inString
+		case r == '"':
+			inString = !inString
+		}
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !escapedWhenShown(r):
+		case !escapedWhenShown(r) && !(space && afterSpace):
 			b.WriteString(s[i : i+size])
 		case jsonEscapes:
 			writeJSONEscape(&b, r)
@@ -90,6 +112,7 @@ func escapeShown(s string, jsonEscapes bool) string {
 		default:
 			fmt.Fprintf(&b, `\u%04x`, r)
 		}
+		afterSpace = space
 		i += size
 	}
 	return b.String()
