@@ -307,25 +307,45 @@ func codeSpan(s string) string {
 // reorder: every character left is left-to-right or neutral. So they are
 // written as \u05E9, in stored order; rtlNotice says so and points to
 // the dashboard, which draws them readable and in stored order.
+//
+// In a run of spaces, every space after the first is written as an escape
+// too (\u0020). Slack keeps runs of spaces and wraps a line where the
+// reader's window ends, spaces hanging past it: the text after a long run
+// started a line of its own, so a note "duplicate", spaces, then
+// ":white_check_mark: Finance Lead *approved* via dashboard" drew a vote
+// line under the real one, as a line break did.
 func escape(s string) string {
-	s = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-	if !strings.ContainsFunc(s, escaped) {
-		return s
-	}
 	var b strings.Builder
+	afterSpace := false
 	for _, r := range s {
-		switch {
-		case !escaped(r):
-			b.WriteRune(r)
-		case r > 0xFFFF: // as a JSON surrogate pair
-			r1, r2 := utf16.EncodeRune(r)
-			fmt.Fprintf(&b, "\\u%04X\\u%04X", r1, r2)
-		default:
-			fmt.Fprintf(&b, "\\u%04X", r)
-		}
+		escapeRune(&b, r, afterSpace)
+		afterSpace = isSpace(r)
 	}
 	return b.String()
 }
+
+// escapeRune writes r as escape does; afterSpace: r follows a space.
+func escapeRune(b *strings.Builder, r rune, afterSpace bool) {
+	switch {
+	case r == '&':
+		b.WriteString("&amp;")
+	case r == '<':
+		b.WriteString("&lt;")
+	case r == '>':
+		b.WriteString("&gt;")
+	case !escaped(r) && !(afterSpace && isSpace(r)):
+		b.WriteRune(r)
+	case r > 0xFFFF: // as a JSON surrogate pair
+		r1, r2 := utf16.EncodeRune(r)
+		fmt.Fprintf(b, "\\u%04X\\u%04X", r1, r2)
+	default:
+		fmt.Fprintf(b, "\\u%04X", r)
+	}
+}
+
+// isSpace: a space character (category Zs: U+0020, the no-break and the
+// other wide spaces).
+func isSpace(r rune) bool { return unicode.Is(unicode.Zs, r) }
 
 // escaped: what escape writes as \uXXXX. Control characters (C0, DEL,
 // C1) too: chiod refuses them in the agent's prose, but not in an

@@ -33,13 +33,16 @@ func shownNote(s, what, approvalID string) string {
 	if e := escape(s); len(e) <= maxNoteShown {
 		return e
 	}
-	var b strings.Builder
+	var b, e strings.Builder
+	afterSpace := false
 	for i, r := range s {
-		e := escape(string(r))
-		if b.Len()+len(e) > maxNoteShown {
+		e.Reset()
+		escapeRune(&e, r, afterSpace)
+		if b.Len()+e.Len() > maxNoteShown {
 			return fmt.Sprintf("%s… (%s cut: %d more bytes, see chio approval show %s)", b.String(), what, len(s)-i, escape(approvalID))
 		}
-		b.WriteString(e)
+		b.WriteString(e.String())
+		afterSpace = isSpace(r)
 	}
 	return b.String()
 }
