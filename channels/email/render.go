@@ -104,10 +104,21 @@ func fmtLeft(d time.Duration) string {
 // (chiod refuses them in the text it shows, but for the joiners and
 // selectors that spell prose; requests stored earlier, and arguments, may
 // hold any of them.)
+//
+// In a run of spaces (category Zs, or control characters, drawn as
+// spaces), every one after the first is written as an escape (\u0020,
+// \u000A): the plain-text part lists fields one a line, indented, and a
+// mail client wraps a long line where its window ends, so a run ended a
+// line and drew the text after it as a line of the message's own
+// ("  Amount:    1 USD"). The CLI, Slack and the dashboard write runs so.
 func clean(s string, n int) string {
 	var b strings.Builder
+	afterBlank := false
 	for _, r := range s {
+		blank := unicode.IsControl(r) || unicode.Is(unicode.Zs, r)
 		switch {
+		case blank && afterBlank:
+			fmt.Fprintf(&b, `\u%04X`, r)
 		case unicode.IsControl(r):
 			b.WriteByte(' ')
 		case invisible.ShownEscaped(r) && r > 0xffff:
@@ -117,6 +128,7 @@ func clean(s string, n int) string {
 		default:
 			b.WriteRune(r)
 		}
+		afterBlank = blank
 	}
 	s = b.String()
 	if len(s) > n {

@@ -63,7 +63,7 @@ func TestCleanEscapesFormatCharacters(t *testing.T) {
 		"pay\u200bpal \u2066x\u2069": `pay\u200Bpal \u2066x\u2069`,
 		"a\u2028b \ufeffc\u00adD":    `a\u2028b \uFEFFc\u00ADD`,
 		"tag\U000E0001":              `tag\U000E0001`,
-		"450\r\x1b[2K 000":           "450  [2K 000",
+		"450\r\x1b[2K 000":           `450 \u001B[2K 000`, // a control after a blank is a run: escaped
 		"Rückerstattung 退款 €":        "Rückerstattung 退款 €",
 	}
 	for in, want := range cases {
