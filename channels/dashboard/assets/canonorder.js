@@ -1,4 +1,5 @@
-// JSON drawn for an approver in the order the tool receives it.
+// JSON drawn for an approver: in the order the tool receives it, with runs
+// of spaces in its strings marked (jsonLeaf).
 //
 // chiod canonicalizes a call's arguments and its governed intent (RFC 8785,
 // internal/canon) before it stores, hashes or sends them: every object's
@@ -22,15 +23,27 @@ function canonicalEntries(o) {
   return canonicalNames(o).map((k) => [k, o[k]]);
 }
 
+// jsonLeaf is JSON.stringify(v) for a name or a value that is not an
+// object or an array, with every space (Unicode Zs) that follows a space
+// in a string written as a JSON escape (\u0020: the same value). The panes
+// keep whitespace and wrap where the card ends (style.css: break-spaces),
+// so a run of spaces as long as the rest of its line ended the line and
+// drew the text after it at the start of the next, indented as a member
+// is: a member of its own to the reader. The CLI and Slack write runs so.
+function jsonLeaf(v) {
+  return JSON.stringify(v).replace(/(?<=\p{Zs})\p{Zs}/gu, (c) => '\\u' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0'));
+}
+
 // canonicalText is JSON.stringify(v, null, indent ? 2 : 0) with every
-// object's members in canonical order: compacted, it is the canonical text.
+// object's members in canonical order and runs of spaces in strings
+// marked (jsonLeaf): compacted, it reads as the canonical text's value.
 function canonicalText(v, indent, pad = '') {
-  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (v === null || typeof v !== 'object') return jsonLeaf(v);
   const inner = indent ? pad + '  ' : '';
   const nl = indent ? '\n' : '';
   const items = Array.isArray(v)
     ? v.map((x) => inner + canonicalText(x, indent, inner))
-    : canonicalNames(v).map((k) => inner + JSON.stringify(k) + (indent ? ': ' : ':') + canonicalText(v[k], indent, inner));
+    : canonicalNames(v).map((k) => inner + jsonLeaf(k) + (indent ? ': ' : ':') + canonicalText(v[k], indent, inner));
   const [open, close] = Array.isArray(v) ? ['[', ']'] : ['{', '}'];
   if (items.length === 0) return open + close;
   return open + nl + items.join(',' + nl) + nl + pad + close;
