@@ -26,10 +26,14 @@ type batchTx struct {
 	ctx       context.Context
 	s         *Store
 	conn      *pgxpool.Conn
-	begun     bool   // BEGIN was sent
-	committed bool   // COMMIT succeeded
-	schema    int    // the database's schema version, read with BEGIN (schema_fence.go)
-	base      *layer // the functions kept so far
+	begun     bool // BEGIN was sent
+	committed bool // COMMIT succeeded
+	// commitSent: a round trip holding COMMIT was sent. A failure before
+	// that certainly committed nothing (kernel.ErrNotCommitted); one after
+	// it may have committed.
+	commitSent bool
+	schema     int    // the database's schema version, read with BEGIN (schema_fence.go)
+	base       *layer // the functions kept so far
 
 	mu         sync.Mutex // the caches and the failure, written by the pipeline
 	dbCalls    map[string]dbRow

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
@@ -68,7 +70,7 @@ func (s *Store) commitGroup(live []*op, start time.Time) {
 		case res.culprit >= 0 && pgCode(res.err) != "" && !retryable(res.err):
 			// One function's statement failed in the database (aborting the
 			// transaction): it fails alone, the rest run again.
-			live[res.culprit].done <- fmt.Errorf("%w: %v", kernel.ErrUnavailable, res.err)
+			live[res.culprit].done <- fmt.Errorf("%w (%w): %v", kernel.ErrUnavailable, kernel.ErrNotCommitted, res.err)
 			live = append(live[:res.culprit:res.culprit], live[res.culprit+1:]...)
 			if len(live) == 0 {
 				return
@@ -79,7 +81,11 @@ func (s *Store) commitGroup(live []*op, start time.Time) {
 				err = fmt.Errorf("%w: %v", kernel.ErrConflict, err)
 			} else {
 				s.setHealth(err)
-				err = fmt.Errorf("%w: %v", kernel.ErrUnavailable, err)
+				if res.atCommit {
+					err = fmt.Errorf("%w: %v", kernel.ErrUnavailable, err) // it may have committed
+				} else {
+					err = fmt.Errorf("%w (%w): %v", kernel.ErrUnavailable, kernel.ErrNotCommitted, err)
+				}
 			}
 			for _, o := range live {
 				o.done <- err
@@ -104,6 +110,7 @@ func committed(opErr []error) int {
 // batchResult is one transaction's outcome.
 type batchResult struct {
 	err      error   // the transaction failed: nothing of it committed (or, at COMMIT, maybe it did)
+	atCommit bool    // err came after a round trip holding COMMIT was sent: it may have committed
 	culprit  int     // the function whose read aborted the transaction, or -1
 	opErr    []error // per function, when err is nil
 	appended []*kernel.Appended
@@ -111,10 +118,10 @@ type batchResult struct {
 
 // runBatch runs the functions of live in one transaction: all at once, then
 // again one by one for those that read what an earlier one wrote (batch.go).
-func (s *Store) runBatch(live []*op) batchResult {
+func (s *Store) runBatch(live []*op) (res batchResult) {
 	ctx, cancel := context.WithTimeout(s.bg, CommitTimeout)
 	defer cancel()
-	res := batchResult{culprit: -1, opErr: make([]error, len(live))}
+	res = batchResult{culprit: -1, opErr: make([]error, len(live))}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		res.err = err
@@ -122,6 +129,10 @@ func (s *Store) runBatch(live []*op) batchResult {
 	}
 	b := newBatchTx(ctx, s, conn)
 	defer b.end()
+	// Unless the COMMIT's own round trip was sent (and maybe reached the
+	// server: pgconn.SafeToRetry says when nothing of it was written),
+	// a failure wrote nothing.
+	defer func() { res.atCommit = res.err != nil && b.commitSent && !pgconn.SafeToRetry(res.err) }()
 	var views []*fnTx
 	var errs []error
 	if len(live) == 1 {

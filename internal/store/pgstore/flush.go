@@ -86,6 +86,7 @@ func (w *batchTx) flush() ([]*kernel.Appended, error) {
 			batch.Queue("SELECT 1 FROM chio_log_head WHERE id = 1 FOR UPDATE")
 		}
 		batch.Queue("COMMIT")
+		w.commitSent = true
 	}
 	if err := w.send(batch); err != nil {
 		return nil, err
@@ -255,6 +256,7 @@ func (w *batchTx) writeReceipts(rs []*kernel.Appended) error {
 	batch.Queue(insertReceipts, c.seq, c.id, c.ts, c.verdict, c.guard, c.server, c.tool, c.subject, c.request,
 		c.metaKeys, c.metaLo, c.metaHi, c.latency, c.raw, c.leaf)
 	batch.Queue("COMMIT")
+	w.commitSent = true
 	if err := w.send(batch); err != nil {
 		return err
 	}
