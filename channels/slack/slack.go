@@ -463,7 +463,10 @@ func (s *refStore) get(id string) (msgRef, bool, error) {
 		return ref, ok, nil
 	}
 	ref, ok, err := s.read(id)
-	if ok {
+	// A resolved request's reference stays on disk only (put): cached
+	// here, each late delivery of a resolved request's event would leave
+	// it in memory for the life of the process.
+	if ok && !ref.Final {
 		s.mu.Lock()
 		s.mem[id] = ref
 		s.mu.Unlock()
