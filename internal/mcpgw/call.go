@@ -203,6 +203,13 @@ func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agen
 		return nil, nil
 	}
 	defer g.waits.release(a.id())
+	if req.Session != nil {
+		// Ended by a DELETE of its session (sessionwaits.go).
+		var endWait context.CancelFunc
+		ctx, endWait = context.WithCancel(ctx)
+		defer endWait()
+		defer g.sessionWaits.add(sessionWaitKey(a.id(), req.Session.ID()), endWait)()
+	}
 	events, cancel, ok := k.Subscribe(kernel.PoolWait)
 	if !ok {
 		return nil, nil
@@ -237,8 +244,8 @@ func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agen
 		case <-timer.C:
 			return k.Call(requestID)
 		case <-ctx.Done():
-			// The client went away: the call stays parked; chio_await or
-			// `chio await` fetches its outcome later.
+			// The client went away, or ended its session: the call stays
+			// parked; chio_await or `chio await` fetches its outcome later.
 			return nil, ctx.Err()
 		}
 	}

@@ -62,6 +62,8 @@ type Gateway struct {
 	agents   map[string]*agentServer
 	waits    waitLimit
 	sessions *sessionLimit
+	// sessionWaits ends a session's waits when it is DELETEd.
+	sessionWaits sessionWaits
 	// verified caches session tokens by the SHA-256 of the bearer: a
 	// client sends the same one with every request, and checking it costs
 	// two signature verifications. Expiry is re-checked on every hit.
@@ -129,6 +131,13 @@ func New(o Options) (*Gateway, error) {
 		if opensSession(r) {
 			g.openSession(w, r) // within the session limits (sessions.go)
 			return
+		}
+		if r.Method == http.MethodDelete {
+			// The SDK's close waits for the session's requests: its waits
+			// end first (sessionwaits.go). Only this agent's own.
+			if a, ok := agentOf(auth.TokenInfoFromContext(r.Context())); ok && r.Header.Get(sessionIDHeader) != "" {
+				g.sessionWaits.end(sessionWaitKey(a.id(), r.Header.Get(sessionIDHeader)))
+			}
 		}
 		g.mcp.ServeHTTP(w, r)
 	})
