@@ -115,3 +115,52 @@ func TestNoTakeoverOfLiveReplicasRightAfterAnOutage(t *testing.T) {
 		return err == nil && len(got) == 1 && got[0].RequestID == "req-b"
 	})
 }
+
+// The same outage, seen by a replica that starts right after it: every
+// heartbeat is stale, the live replicas' too (nobody could beat), and a
+// replica that has only just started has not watched anyone miss a beat.
+// It must not take over the calls of a live replica whose route to the
+// database comes back a moment later.
+func TestNoTakeoverOfLiveReplicasByAReplicaStartedRightAfterAnOutage(t *testing.T) {
+	srv, err := pgtest.Start()
+	if err != nil {
+		pgtest.Unavailable(t, err)
+	}
+	t.Cleanup(srv.Stop)
+	dsn, err := srv.CreateDatabase(t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, dsnB := newGate(t, dsn)
+	b := openPG(t, dsnB) // lease 2 s
+	ctx := context.Background()
+	if err := b.Update(ctx, func(tx kernel.Tx) error {
+		return tx.PutCall(&kernel.CallRecord{RequestID: "req-b", Status: kernel.StatusDispatching, DecisionReceiptID: "rc-b"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Crash()
+	route.shut.Store(true)
+	time.Sleep(3 * time.Second) // longer than the lease
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// A new replica starts now; b's route comes back a moment later.
+	c := openPG(t, dsn)
+	got, err := c.ClaimOrphans(ctx, 10)
+	route.shut.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) > 0 {
+		t.Fatalf("a replica started right after the database came back took over call %s, which live replica b is still delivering", got[0].RequestID)
+	}
+
+	// b goes for good: its call is c's to finish.
+	b.Close()
+	eventually(t, "c takes over the call of b, now gone", func() bool {
+		got, err := c.ClaimOrphans(ctx, 10)
+		return err == nil && len(got) == 1 && got[0].RequestID == "req-b"
+	})
+}
