@@ -191,7 +191,11 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 		// (conditions_regex.go).
 		cel.CustomDecoratorV2(regexes.decorate),
 		// Calls that walk a string are charged its length (conditions_cost.go).
-		cel.CostTracking(stringCost{}))
+		cel.CostTracking(stringCost{}),
+		// A double result that is NaN or infinite is an error
+		// (conditions_finite.go); last, so that it checks the calls the
+		// decorators above put in.
+		cel.CustomDecoratorV2(finiteDoubles))
 	if err != nil {
 		return nil, err
 	}
