@@ -22,13 +22,30 @@ import (
 // args`; not a field of the intent, which no tool receives) cannot be decided when the arguments hold, at any depth, a member
 // name equal to it under case folding but spelled otherwise (and not read
 // by the condition itself): Eval returns an error, which denies.
+//
+// A condition may also find a name without selecting it: by iterating over
+// a map's names (`args.exists(k, k == 'force')`, all, exists_one, filter,
+// map), by testing names it holds in a list (`['force'].exists(k, k in
+// args)`), or by comparing with a map literal (`args.opts == {'force':
+// true}`). So the keys of a map literal are names it reads, and a
+// condition holding a comprehension (every macro but has()) reads every
+// string literal it holds: it may compare any of them with a name.
 
 // readNames returns the member names a compiled expression reads, sorted
 // and without repeats.
 func readNames(expr celast.Expr) []string {
-	var names []string
+	var names, literals []string
+	iterates := false
 	celast.PostOrderVisit(expr, celast.NewExprVisitor(func(e celast.Expr) {
 		switch e.Kind() {
+		case celast.ComprehensionKind:
+			iterates = true
+		case celast.LiteralKind:
+			literals = appendConstString(literals, e)
+		case celast.MapKind:
+			for _, entry := range e.AsMap().Entries() {
+				names = appendConstString(names, entry.AsMapEntry().Key())
+			}
 		case celast.SelectKind:
 			if !underIntent(e) {
 				names = append(names, e.AsSelect().FieldName())
@@ -44,6 +61,9 @@ func readNames(expr celast.Expr) []string {
 			}
 		}
 	}))
+	if iterates {
+		names = append(names, literals...)
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
