@@ -124,3 +124,32 @@ func TestConditionCostChargesRegexBeforeRunning(t *testing.T) {
 		}
 	}
 }
+
+// A timestamp accessor given a time zone (getHours('America/New_York'),
+// getDayOfWeek(args.tz), …) loads the zone from the system's zone files on
+// every call, for one unit: a comprehension over a list of 2,000 elements
+// read a zone file on each, about half a second of one evaluation (0.25
+// ms a load against a few µs a unit; 32 such conditions per grant), all of
+// it spent before the guard budget is checked. Each must be charged what
+// it costs, so that 800 loads exceed the limit while one stays cheap.
+func TestConditionCostChargesTimeZoneLoads(t *testing.T) {
+	xs := make([]any, 800)
+	for i := range xs {
+		xs[i] = int64(i)
+	}
+	args := map[string]any{"xs": xs, "t": "2026-01-01T03:00:00Z", "tz": "America/New_York"}
+	for _, expr := range []string{
+		"args.xs.all(x, timestamp(args.t).getHours('America/New_York') >= 0)",
+		"args.xs.all(x, timestamp(args.t).getDayOfWeek(args.tz) >= 0)",
+	} {
+		got, err := evalCond(t, expr, args, nil)
+		if err == nil || !strings.Contains(err.Error(), "cost limit") {
+			t.Errorf("%s over %d elements: %v, %v; want the cost limit exceeded", expr, len(xs), got, err)
+		}
+	}
+	for _, expr := range []string{"timestamp(args.t).getHours('America/New_York') == 22", "timestamp(args.t).getHours(args.tz) == 22"} {
+		if got, err := evalCond(t, expr, args, nil); err != nil || !got {
+			t.Errorf("%s: %v, %v; want true", expr, got, err)
+		}
+	}
+}
