@@ -33,13 +33,33 @@ var sizedByCEL = map[string]bool{
 // stringCost is the cel.CostTracking estimator of every condition.
 type stringCost struct{}
 
+// The runtime cost of a time zone. A timestamp accessor given a zone
+// (`t.getHours('America/New_York')`) loads it from the system's zone files
+// on every call (Go caches no zone but UTC and the local one): about 0.25
+// ms, some 70 units' worth of ordinary work. Each such call is charged
+// zoneCost besides, so an evaluation loads at most about 100 zones.
+const zoneCost = 100
+
+// zoneAccessors are the timestamp accessors that take a time zone as their
+// second argument (the receiver being the first).
+var zoneAccessors = map[string]bool{
+	overloads.TimeGetFullYear: true, overloads.TimeGetMonth: true, overloads.TimeGetDayOfYear: true,
+	overloads.TimeGetDate: true, overloads.TimeGetDayOfMonth: true, overloads.TimeGetDayOfWeek: true,
+	overloads.TimeGetHours: true, overloads.TimeGetMinutes: true, overloads.TimeGetSeconds: true,
+	overloads.TimeGetMilliseconds: true,
+}
+
 // CallCost returns nil (cel's own cost) for the overloads cel charges by
-// length, and otherwise one unit plus the length of the string arguments.
-func (stringCost) CallCost(_, overloadID string, args []ref.Val, _ ref.Val) *uint64 {
+// length, and otherwise one unit plus the length of the string arguments,
+// plus zoneCost for a time zone.
+func (stringCost) CallCost(function, overloadID string, args []ref.Val, _ ref.Val) *uint64 {
 	if sizedByCEL[overloadID] {
 		return nil
 	}
 	n := uint64(1)
+	if zoneAccessors[function] && len(args) == 2 {
+		n += zoneCost
+	}
 	for _, a := range args {
 		n += stringBytes(a) / stringBytesPerCost
 	}
