@@ -84,3 +84,36 @@ func pushCall(t *testing.T, p *policy.Policy, grant, args string) *Request {
 	return &Request{Policy: p, Grant: g, Tool: tool, Operation: "invoke", Subject: "ed25519:agent", Now: time.Unix(1000, 0),
 		Call: &ToolCall{Server: "git", Tool: "push", Arguments: json.RawMessage(args)}}
 }
+
+// The string literals of a condition that iterates are names it may look
+// for, but a literal that is a value (a tag 'Note') must not make an
+// argument "Note" one the condition reads on purpose, beside the "note" it
+// selects: the note would again pass by its absence.
+func TestConditionsValueLiteralDoesNotExcuseAnotherCase(t *testing.T) {
+	src := caseIterPolicy + `
+[[grants]]
+id = "notes"
+server = "git"
+tool = "push"
+[grants.constraints]
+deny_when = "has(args.note) && args.note.contains('DROP TABLE') || args.tags.exists(t, t == 'Note')"
+`
+	p, err := policy.Parse([]byte(src), "notes.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := testPipeline()
+	for args, reason := range map[string]string{
+		`{"note":"x; DROP TABLE users","tags":[]}`: "is true",
+		`{"Note":"x; DROP TABLE users","tags":[]}`: "letter case",
+		`{"note":"fine","tags":["Note"]}`:          "is true",
+	} {
+		d := pl.Evaluate(pushCall(t, p, "notes", args), true)
+		if d.Verdict != Deny || !strings.Contains(d.Reason, reason) {
+			t.Errorf("%s: %v by %q (%s), want a deny naming %q", args, d.Verdict, d.Guard, d.Reason, reason)
+		}
+	}
+	if d := pl.Evaluate(pushCall(t, p, "notes", `{"note":"fine","tags":["x"]}`), true); d.Verdict != Allow {
+		t.Errorf("nothing true: %v by %q (%s), want allow", d.Verdict, d.Guard, d.Reason)
+	}
+}
