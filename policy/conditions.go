@@ -40,8 +40,9 @@ type Condition struct {
 	Index int    // position in the grant's list
 	Expr  string // the source text
 	prg   cel.Program
-	// names are the member names the expression reads (conditions_names.go).
-	names []string
+	// names are the member names the expression reads, literals the
+	// strings it may compare with names (conditions_names.go).
+	names, literals []string
 	// compares are its comparisons of tool, server and subject with
 	// literals (conditions_literals.go).
 	compares []nameComparison
@@ -199,9 +200,9 @@ func compileCondition(kind string, index int, expr string) (cond *Condition, err
 	if err != nil {
 		return nil, err
 	}
-	return &Condition{Kind: kind, Index: index, Expr: expr, prg: prg,
-		names: readNames(ast.NativeRep().Expr()), compares: nameComparisons(ast.NativeRep().Expr()),
-		subject: readsSubject(ast.NativeRep().Expr())}, nil
+	names, literals := readNames(ast.NativeRep().Expr())
+	return &Condition{Kind: kind, Index: index, Expr: expr, prg: prg, names: names, literals: literals,
+		compares: nameComparisons(ast.NativeRep().Expr()), subject: readsSubject(ast.NativeRep().Expr())}, nil
 }
 
 // conditions validates and compiles a grant's expressions, keeping the

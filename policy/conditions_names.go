@@ -27,24 +27,29 @@ import (
 // a map's names (`args.exists(k, k == 'force')`, all, exists_one, filter,
 // map), by testing names it holds in a list (`['force'].exists(k, k in
 // args)`), or by comparing with a map literal (`args.opts == {'force':
-// true}`). So the keys of a map literal are names it reads, and a
-// condition holding a comprehension (every macro but has()) reads every
-// string literal it holds: it may compare any of them with a name.
+// true}`). So the keys of a map literal, and every string literal of a
+// condition holding a comprehension (every macro but has()), are literals
+// it may compare with a name: an argument named like one of them in
+// another letter case cannot be decided either. Such a literal may be a
+// value (a tag 'Note'), so it excuses its own spelling only when the
+// condition reads no name of that folded form otherwise: beside
+// `has(args.note)`, an argument "Note" is refused whatever the literals.
 
-// readNames returns the member names a compiled expression reads, sorted
-// and without repeats.
-func readNames(expr celast.Expr) []string {
-	var names, literals []string
+// readNames returns the member names a compiled expression reads, and the
+// string literals it may compare with names, each sorted and without
+// repeats.
+func readNames(expr celast.Expr) (names, literals []string) {
+	var strs []string
 	iterates := false
 	celast.PostOrderVisit(expr, celast.NewExprVisitor(func(e celast.Expr) {
 		switch e.Kind() {
 		case celast.ComprehensionKind:
 			iterates = true
 		case celast.LiteralKind:
-			literals = appendConstString(literals, e)
+			strs = appendConstString(strs, e)
 		case celast.MapKind:
 			for _, entry := range e.AsMap().Entries() {
-				names = appendConstString(names, entry.AsMapEntry().Key())
+				literals = appendConstString(literals, entry.AsMapEntry().Key())
 			}
 		case celast.SelectKind:
 			if !underIntent(e) {
@@ -62,10 +67,11 @@ func readNames(expr celast.Expr) []string {
 		}
 	}))
 	if iterates {
-		names = append(names, literals...)
+		literals = append(literals, strs...)
 	}
 	slices.Sort(names)
-	return slices.Compact(names)
+	slices.Sort(literals)
+	return slices.Compact(names), slices.Compact(literals)
 }
 
 // underIntent reports a selection from the intent (intent.purpose,
@@ -116,17 +122,31 @@ func collectNames(v any, out map[string][]string) {
 // otherCase returns an error naming an argument whose name is one c reads
 // in another letter case, or nil when there is none.
 func (c *Condition) otherCase(in *ConditionInput) error {
-	if len(c.names) == 0 || len(in.Args) == 0 {
+	if len(c.names)+len(c.literals) == 0 || len(in.Args) == 0 {
 		return nil
 	}
 	sent := in.argNames()
-	for _, name := range c.names {
+	for _, name := range slices.Concat(c.names, c.literals) {
 		for _, s := range sent[canon.FoldKey(name)] {
-			if s != name && !slices.Contains(c.names, s) {
+			if !c.reads(s) {
 				return fmt.Errorf("the arguments name %q, which differs only in letter case from %q that the condition reads: "+
 					"a tool may read one as the other", shorten(s, MaxConditionQuote), shorten(name, MaxConditionQuote))
 			}
 		}
 	}
 	return nil
+}
+
+// reads reports whether c reads the name s in this very spelling: a name
+// it reads, or one of its literals when it reads no name equal to s under
+// case folding.
+func (c *Condition) reads(s string) bool {
+	if slices.Contains(c.names, s) {
+		return true
+	}
+	if !slices.Contains(c.literals, s) {
+		return false
+	}
+	k := canon.FoldKey(s)
+	return !slices.ContainsFunc(c.names, func(n string) bool { return canon.FoldKey(n) == k })
 }
