@@ -16,7 +16,10 @@ import "time"
 // replica's own heartbeat failing is the sign: from its failure until a
 // lease after it beats again, it claims no orphaned call. The live
 // replicas beat within that lease (every fifth of it); one that does not
-// is gone by the usual rule.
+// is gone by the usual rule. A replica that has just started is in the
+// same place (it may be starting right after an outage, every heartbeat
+// stale): for its first lease it claims no orphaned call either. A call
+// left by a replica that really is gone waits at most that lease more.
 //
 // noteReach records the outcome of one heartbeat.
 func (s *Store) noteReach(ok bool) {
@@ -31,7 +34,8 @@ func (s *Store) noteReach(ok bool) {
 }
 
 // justBack reports whether this replica's heartbeat is failing, or beat
-// again less than a lease ago after failing.
+// again less than a lease ago after failing, or it started less than a
+// lease ago.
 func (s *Store) justBack() bool {
 	if s.cutOff.Load() {
 		return true

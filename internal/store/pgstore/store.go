@@ -67,7 +67,7 @@ type Store struct {
 	health atomic.Pointer[error]     // the last commit's or heartbeat's failure
 	alone  atomic.Bool               // no other live replica (heartbeat): events need no relay
 	cutOff atomic.Bool               // the last heartbeat failed (outage.go)
-	backAt atomic.Pointer[time.Time] // when the heartbeat last succeeded after failing
+	backAt atomic.Pointer[time.Time] // when the heartbeat last succeeded after failing, or the store opened
 
 	logMu   sync.Mutex  // one feeder of opts.Log at a time (logfeed.go)
 	lookups chan *query // Views' keyed reads (reader.go)
@@ -132,6 +132,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{pool: pool, key: opts.Key, opts: opts, id: kernel.NewID("rp-"),
 		queue: commitq.New[*op](QueueCapacity), lookups: make(chan *query, QueueCapacity)}
 	s.bg, s.stopBg = context.WithCancel(context.Background())
+	// Just started, it has watched nobody miss a beat: for its first lease
+	// it judges nobody gone (outage.go).
+	started := time.Now()
+	s.backAt.Store(&started)
 	if err := s.init(ctx); err != nil {
 		s.stopBg()
 		pool.Close()
