@@ -35,9 +35,12 @@ func (r *recorder) snapshot() []kernel.Event {
 	return append([]kernel.Event(nil), r.events...)
 }
 
+// openLease is the lease of the stores openPG opens.
+const openLease = 2 * time.Second
+
 func openPG(t *testing.T, dsn string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Key: storetest.Key(), Lease: 2 * time.Second})
+	s, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, Key: storetest.Key(), Lease: openLease})
 	if err != nil {
 		t.Fatal(err)
 	}
