@@ -379,8 +379,12 @@ function removeCard(id) {
 // at one request would decide the next. So while the pointer is over the
 // list, a card that leaves stays where it is, greyed and inert, saying so,
 // and a new card goes below the others; when the pointer leaves the list,
-// the held cards go and the order is restored.
-const hold = { pointer: false, cards: new Set(), unsorted: false };
+// the held cards go and the order is restored. A finger (or a pen) is not
+// a resting pointer: it leaves the list each time it is lifted, between
+// the approver's scroll or first tap and the tap on Approve. So after a
+// touch the cards hold still on for touchHoldMs, from the last touch.
+const hold = { pointer: false, cards: new Set(), unsorted: false, touchTimer: 0 };
+const touchHoldMs = 10000;
 
 function leave(el) {
   if (!el.isConnected) return;
@@ -398,8 +402,8 @@ function leave(el) {
 }
 
 function holdCards(list) {
-  list.addEventListener('pointerenter', () => { hold.pointer = true; });
-  list.addEventListener('pointerleave', () => {
+  const grab = () => { hold.pointer = true; clearTimeout(hold.touchTimer); };
+  const release = () => {
     hold.pointer = false;
     for (const el of hold.cards) leave(el);
     hold.cards.clear();
@@ -408,6 +412,13 @@ function holdCards(list) {
       const at = (c) => (state.pending.get(c.dataset.id) || {}).created_at || 0;
       list.append(...Array.from(list.children).sort((x, y) => at(x) - at(y)));
     }
+  };
+  list.addEventListener('pointerenter', grab);
+  list.addEventListener('pointerdown', grab);
+  list.addEventListener('pointerleave', (e) => {
+    if (e.pointerType === 'mouse') { release(); return; }
+    clearTimeout(hold.touchTimer);
+    hold.touchTimer = setTimeout(release, touchHoldMs);
   });
 }
 
