@@ -13,6 +13,7 @@ import (
 	"github.com/gofrs/uuid/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/policy"
@@ -273,8 +274,11 @@ func (k *Kernel) IssueLabeledCapability(subject keys.PublicKey, label string, gr
 
 // Revoke durably revokes a capability id; later calls under it are denied.
 func (k *Kernel) Revoke(ctx context.Context, capabilityID string) error {
-	if capabilityID == "" || len(capabilityID) > MaxRequestIDLen {
-		return fmt.Errorf("%w: bad capability id", ErrBadCall)
+	// Only an id a capability can have (ParseCapability refuses the rest):
+	// the same answer on every store. bbolt kept any bytes as revoked,
+	// while PostgreSQL text holds no NUL or invalid UTF-8 and failed.
+	if !validCapabilityID(capabilityID) {
+		return fmt.Errorf("%w: bad capability id: must be %s", ErrBadCall, approval.IDRule)
 	}
 	now := k.clock.Now().UnixMilli()
 	// An operator's revocation is the answer to a flooding agent: it waits
