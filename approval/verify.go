@@ -62,6 +62,12 @@ func Verify(raw []byte, req *Request, ref time.Time, outcome string) (*Token, er
 	if t.Schema != TokenSchema || t.ID == "" || (t.Decision != DecisionApproved && t.Decision != DecisionDenied) || len(t.Note) > MaxNoteLen {
 		return nil, fmt.Errorf("%w: schema, id, decision or note", ErrMalformedToken)
 	}
+	// The id keys the durable consumed set: only ids every store keys
+	// alike (PostgreSQL text holds no NUL; bbolt keys end at 32 KiB) and
+	// that print safely in receipts. chio's own are "at-" + UUIDv7.
+	if !ValidID(t.ID) {
+		return nil, fmt.Errorf("%w: id must be %s", ErrMalformedToken, IDRule)
+	}
 	switch {
 	case t.RequestID != req.ApprovalID:
 		return nil, ErrWrongRequest
