@@ -77,6 +77,7 @@ func Run(t *testing.T, b Backend) {
 		{"LiveBatches", testLiveBatches},
 		{"Revocations", testRevocations},
 		{"QueryMatchesFullScan", testQueryMatchesFullScan},
+		{"MetaKeyFilters", testMetaKeyFilters},
 		{"StatsMatchFullScan", testStatsMatchFullScan},
 		{"ListingAsOfItsStart", testListingAsOfItsStart},
 		{"LogCheckpointsAndExport", testLogCheckpointsAndExport},
