@@ -53,7 +53,9 @@ func queryDecodes(q *receipt.Query) bool {
 		decode = decode || v != "" && !indexable(v) // checked on the decoded receipt
 	}
 	for _, m := range f.Meta {
-		decode = decode || m.HasValue || m.Key != "" && !indexable(m.Key)
+		// The empty key is a filter too (receipt.Filter.Match: receipts
+		// that have it), checked on the decoded receipt like a long key.
+		decode = decode || m.HasValue || !indexable(m.Key)
 	}
 	return decode
 }
