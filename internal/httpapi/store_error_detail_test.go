@@ -1,13 +1,17 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/kernel"
@@ -113,4 +117,53 @@ func TestAuthenticatedCallersNeverSeeTheStoresError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// While the store is down every request fails with its error, which is
+// logged, not served. Logged once per request, anyone — with no credential
+// (a made-up Chio-Proof) — could write chiod's log as fast as they could
+// send requests, for as long as the outage lasted. The cause is logged at
+// most once a second, with a count of those left out.
+func TestStoreErrorsAreNotLoggedOncePerRequest(t *testing.T) {
+	st := &readsDownStore{}
+	f := newApprovalsFixtureOn(t, st.wrap)
+	out := f.pendingRefund(t)
+	var logged syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	defer slog.SetDefault(prev)
+	st.down.Store(true)
+	start := time.Now()
+	const requests = 300
+	for range requests {
+		if code, _ := f.do(t, "GET", "/v1/calls/"+out.RequestID, "", map[string]string{"Chio-Proof": "1800000000.00"}); code != http.StatusServiceUnavailable {
+			t.Fatalf("store down: %d", code)
+		}
+	}
+	elapsed := time.Since(start)
+	lines := strings.Count(logged.String(), "db.internal")
+	if lines > int(elapsed/time.Second)+2 {
+		t.Fatalf("%d anonymous requests in %v wrote %d log lines with the store's error: one per request", requests, elapsed.Round(time.Millisecond), lines)
+	}
+	if lines == 0 {
+		t.Fatal("the store's error was never logged")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the handlers' goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
