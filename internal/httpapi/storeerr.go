@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/chiokernel/chio/kernel"
 )
@@ -34,11 +36,43 @@ func storeUnavailable(err error) *APIError {
 	return ae
 }
 
-// logCause logs the store error an answer keeps from its client.
+// logCause logs the store error an answer keeps from its client, at most
+// once a second (causeLog).
 func logCause(ae *APIError) {
-	if ae.cause != nil {
-		slog.Warn("answered "+ae.Code+": "+kernel.ErrUnavailable.Error(), "err", ae.cause.Error())
+	if ae.cause == nil {
+		return
 	}
+	if left, ok := causes.take(time.Now()); ok {
+		slog.Warn("answered "+ae.Code+": "+kernel.ErrUnavailable.Error(), "err", ae.cause.Error(), "left_out_since_last", left)
+	}
+}
+
+// causeLog throttles logCause. While the store is down every request
+// fails with its error, and some routes read the store before they check
+// any credential: logged once per request, anyone could write chiod's log
+// as fast as they could send requests, for as long as the outage lasted.
+// The first cause in each second is logged, with how many were left out
+// since the last one logged (GET /readyz and /metrics say the store is
+// down meanwhile).
+type causeLog struct {
+	mu   sync.Mutex
+	last time.Time
+	left int
+}
+
+var causes causeLog
+
+// take reports whether a cause seen at now is logged, and how many were
+// left out before it.
+func (c *causeLog) take(now time.Time) (left int, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.last.IsZero() && now.Sub(c.last) < time.Second {
+		c.left++
+		return 0, false
+	}
+	left, c.left, c.last = c.left, 0, now
+	return left, true
 }
 
 // WithoutStoreWords is err's message with the store's own error inside it
