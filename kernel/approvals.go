@@ -120,7 +120,9 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	// been told (and that reload's reconcile finds it). Parked under p
 	// after that reconcile, it would keep approvers the reload removed (a
 	// compromised key), and tell them of the call, until the next reload.
-	// Notify and Relay never block; markTold is one commit, as an allow's.
+	// Notify and Relay never block. The tier is marked told later, once
+	// the channels finish (tell): a reload landing before that which adds
+	// approvers has them told then (markTold finds the announcement stale).
 	inForce, err := k.commitWhileInForce(p, func() error {
 		if err := k.update(ctx, park); err != nil {
 			return err
@@ -265,8 +267,15 @@ func (k *Kernel) tell(ctx context.Context, event string, req *approval.Request) 
 	r := *req
 	k.announcing.Store(id, tier)
 	k.announceThen(event, &r, func() {
-		k.markTold(ctx, &r, r.ExpiresAt)
+		_, stale := k.markTold(ctx, &r, r.ExpiresAt)
 		k.announcing.CompareAndDelete(id, tier)
+		if stale {
+			// A reload added approvers while this was on its way (its
+			// reconcile left the telling to this one): told now.
+			if cur, err := k.Approval(id); err == nil {
+				k.announceIfUntold(ctx, cur)
+			}
+		}
 	})
 }
 
@@ -338,18 +347,23 @@ func (k *Kernel) extendUntold(ctx context.Context, req *approval.Request, expire
 	return stored, err
 }
 
-// markTold records that req's current tier was told (Notified = Tier+1),
-// moving its deadline to at least expiresAt, in one commit; it returns the
-// request as stored then, or nil when it wrote nothing (the request moved
-// on, was already marked, or the commit failed: logged, and the request is
-// announced again later).
-func (k *Kernel) markTold(ctx context.Context, req *approval.Request, expiresAt int64) *approval.Request {
-	var stored *approval.Request
+// markTold records that req (as announced) told its tier (Notified =
+// Tier+1), moving its deadline to at least expiresAt, in one commit; it
+// returns the request as stored then, or nil when it wrote nothing: the
+// request moved on, was already marked, or the commit failed (logged; it
+// is announced again later). It writes nothing either, and reports stale,
+// when the request now trusts an approver the announcement did not name:
+// a reload added them while it was on its way.
+func (k *Kernel) markTold(ctx context.Context, req *approval.Request, expiresAt int64) (stored *approval.Request, stale bool) {
 	err := k.update(context.WithoutCancel(ctx), func(tx Tx) error {
-		stored = nil
+		stored, stale = nil, false
 		cur, err := tx.Approval(req.ApprovalID)
 		if err != nil || cur.Status != approval.StatusPending || cur.Tier != req.Tier || cur.Notified > req.Tier {
 			return err
+		}
+		if slices.ContainsFunc(cur.TrustedApprovers, func(key string) bool { return !slices.Contains(req.TrustedApprovers, key) }) {
+			stale = true
+			return nil
 		}
 		cur.Notified, cur.ExpiresAt = req.Tier+1, max(cur.ExpiresAt, expiresAt)
 		stored = cur
@@ -358,9 +372,9 @@ func (k *Kernel) markTold(ctx context.Context, req *approval.Request, expiresAt 
 	if err != nil {
 		slog.Warn("could not record that a request's approvers were told; it is announced again later",
 			"approval_id", req.ApprovalID, "err", err)
-		return nil
+		return nil, false
 	}
-	return stored
+	return stored, stale
 }
 
 // Approval returns a request by id.
