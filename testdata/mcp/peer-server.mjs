@@ -3,7 +3,8 @@
 // answers with members MCP does not define (chio must record results byte
 // for byte), asks the client for elicitation and sampling whether or not it
 // advertised them (chio must refuse), changes its tool list, echoes the
-// request's _meta, and exits mid-call.
+// request's _meta, exits mid-call, and never answers.
+import { appendFileSync } from "node:fs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
@@ -29,6 +30,11 @@ function tools() {
     { name: "sample", description: "asks the client to sample a model", inputSchema: object },
     { name: "grow", description: "adds the tool 'added' and announces list_changed", inputSchema: object },
     { name: "die", description: "exits while the call is in flight", inputSchema: object },
+    {
+      name: "hang",
+      description: "never answers (a stuck tool); first appends a line to the file arguments.mark names",
+      inputSchema: { type: "object", properties: { mark: { type: "string" } } },
+    },
     {
       name: "transfer",
       description: "moves money (nothing happens)",
@@ -88,6 +94,9 @@ server.setRequestHandler(CallToolRequestSchema, async (req) => {
       return text("grown");
     case "die":
       setTimeout(() => process.exit(3), 50);
+      return new Promise(() => {});
+    case "hang":
+      if (args && typeof args.mark === "string") appendFileSync(args.mark, "called\n");
       return new Promise(() => {});
     case "transfer":
       return text(`transferred ${args.amount} to ${args.to}`);
