@@ -216,10 +216,32 @@ func (ss *sessions) endUnless(keep func(approver string) bool) {
 // sessionRoutes registers the routes of this file.
 func (s *Server) sessionRoutes() {
 	s.mux.HandleFunc("GET /v1/session/challenge", queryless(s.sessionChallenge))
-	s.mux.HandleFunc("POST /v1/session", queryless(s.sessionLogin))
+	s.mux.HandleFunc("POST /v1/session", queryless(sameOrigin(s.sessionLogin)))
 	s.mux.HandleFunc("GET /v1/session", queryless(s.sessionInfo))
-	s.mux.HandleFunc("DELETE /v1/session", queryless(s.sessionLogout))
-	s.mux.HandleFunc("DELETE /v1/sessions", queryless(s.sessionLogoutEverywhere))
+	s.mux.HandleFunc("DELETE /v1/session", queryless(sameOrigin(s.sessionLogout)))
+	s.mux.HandleFunc("DELETE /v1/sessions", queryless(sameOrigin(s.sessionLogoutEverywhere)))
+}
+
+// crossOrigin is the standard library's CSRF check (Sec-Fetch-Site, else
+// Origin against Host; requests with neither, from clients that are not
+// browsers, pass).
+var crossOrigin = http.NewCrossOriginProtection()
+
+// sameOrigin refuses a browser's request to change sessions from a page of
+// another origin. Anyone may fetch a challenge and an approver can sign
+// one, so without it a page on another site could post an approver's own
+// signed sign-in from a victim's browser (login CSRF: an HTML form with
+// enctype text/plain carries a JSON body), and the victim's dashboard
+// would be signed in as that approver. Nothing is set or ended.
+func sameOrigin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := crossOrigin.Check(r); err != nil {
+			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized,
+				"session refused: sent by a page of another origin (a cross-site request); sign in from chiod's dashboard"))
+			return
+		}
+		h(w, r)
+	}
 }
 
 // SessionApprover returns the approver key of r's valid session cookie, if
