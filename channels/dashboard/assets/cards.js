@@ -384,7 +384,7 @@ function removeCard(id) {
 // the approver's scroll or first tap and the tap on Approve. So after a
 // touch the cards hold still on for touchHoldMs, from the last touch.
 const hold = { pointer: false, cards: new Set(), unsorted: false, touchTimer: 0 };
-const touchHoldMs = 10000;
+let touchHoldMs = 10000; // let: a test shortens it
 
 function leave(el) {
   if (!el.isConnected) return;
@@ -402,8 +402,11 @@ function leave(el) {
 }
 
 function holdCards(list) {
-  const grab = () => { hold.pointer = true; clearTimeout(hold.touchTimer); };
+  // Held while a mouse rests on the list or a touch was made on it less
+  // than touchHoldMs ago (on a touch screen laptop, both).
+  let mouse = false, touched = false;
   const release = () => {
+    if (mouse || touched) return;
     hold.pointer = false;
     for (const el of hold.cards) leave(el);
     hold.cards.clear();
@@ -413,12 +416,17 @@ function holdCards(list) {
       list.append(...Array.from(list.children).sort((x, y) => at(x) - at(y)));
     }
   };
+  const grab = (e) => {
+    hold.pointer = true;
+    if (e.pointerType === 'mouse') mouse = true;
+    else { touched = true; clearTimeout(hold.touchTimer); }
+  };
   list.addEventListener('pointerenter', grab);
   list.addEventListener('pointerdown', grab);
   list.addEventListener('pointerleave', (e) => {
-    if (e.pointerType === 'mouse') { release(); return; }
+    if (e.pointerType === 'mouse') { mouse = false; release(); return; }
     clearTimeout(hold.touchTimer);
-    hold.touchTimer = setTimeout(release, touchHoldMs);
+    hold.touchTimer = setTimeout(() => { touched = false; release(); }, touchHoldMs);
   });
 }
 
