@@ -35,8 +35,9 @@ import (
 // puts there) or that is graphic but draws nothing or only a blank
 // (invisible.Is: variation selectors, the combining grapheme joiner,
 // Hangul fillers, U+2800) written as \uXXXX or \UXXXXXXXX, each space
-// that follows a space as an escape too (escapeShown), and each byte of
-// invalid UTF-8 as \xNN. Other printable text is unchanged.
+// that follows a space as an escape too (escapeShown), each byte of
+// invalid UTF-8 as \xNN, and a backslash that would read as the start of
+// one of these escapes as \\. Other printable text is unchanged.
 func shown(s string) string {
 	return escapeShown(s, false)
 }
@@ -103,6 +104,10 @@ func escapeShown(s string, jsonEscapes bool) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\' && !jsonEscapes && i+1 < len(s) && strings.IndexByte("uUx", s[i+1]) >= 0:
+			// Text that reads as an escape ("\u000a" as sent) is told
+			// from the escape of a rune (a line break): written \\.
+			b.WriteString(`\\`)
 		case !escapedWhenShown(r) && !(space && afterSpace):
 			b.WriteString(s[i : i+size])
 		case jsonEscapes:
