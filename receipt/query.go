@@ -3,6 +3,8 @@ package receipt
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -78,6 +80,9 @@ func MetaString(v any) string {
 	return string(b)
 }
 
+// maxDays is the most days a time.Duration holds.
+const maxDays = int(math.MaxInt64 / int64(24*time.Hour))
+
 // ParseTimeBound accepts a duration back from now ("24h", "90m") or an
 // RFC 3339 time, and returns unix ms.
 func ParseTimeBound(s string, now time.Time) (int64, error) {
@@ -90,9 +95,16 @@ func ParseTimeBound(s string, now time.Time) (int64, error) {
 		}
 		return now.Add(-d).UnixMilli(), nil
 	}
-	if strings.HasSuffix(s, "d") { // "7d": days are what auditors type
-		var n int
-		if _, err := fmt.Sscanf(s, "%dd", &n); err == nil && n > 0 {
+	if days, ok := strings.CutSuffix(s, "d"); ok { // "7d": days are what auditors type
+		// The whole of it is the number (Sscanf("%dd") ignored the rest:
+		// "1d7d" was one day), and it must fit a time.Duration, as
+		// ParseDuration's hours must: multiplied unchecked, 200000d
+		// wrapped round to a time decades ahead and matched nothing.
+		n, err := strconv.Atoi(days)
+		if err == nil && n > maxDays {
+			return 0, fmt.Errorf("time bound %q: at most %dd", s, maxDays)
+		}
+		if err == nil && n > 0 {
 			return now.Add(-time.Duration(n) * 24 * time.Hour).UnixMilli(), nil
 		}
 	}
