@@ -106,6 +106,12 @@ func FilterFromQuery(q map[string][]string, now time.Time) (receipt.Filter, erro
 		if f.Until, err = receipt.ParseTimeBound(u, now); err != nil {
 			return f, err
 		}
+		// Until 0 is the filter's "no bound": a bound at (or, within its
+		// first millisecond, just after) the epoch listed every receipt.
+		// No receipt precedes it, and none before it is a query to answer.
+		if f.Until <= 0 {
+			return f, fmt.Errorf("time bound %q: until must be 1970-01-01T00:00:00.001Z or later (no receipt is older)", u)
+		}
 	}
 	for _, m := range q["meta"] {
 		mf, err := receipt.ParseMeta(m)
