@@ -124,6 +124,10 @@ func runReceiptList(e *Env, args []string) int {
 	all := []*listed{}
 	var lastSeq uint64 // of the receipt before, across pages
 	statuses := &approvalStatuses{r: r, known: map[string]string{}}
+	// more says whether --limit cut the list: "match" when receipts beyond
+	// it match the filters, "may match" when they may. A list cut short
+	// must not pass for every receipt the filters match.
+	more := ""
 	for len(all) < *limit {
 		// With --still-pending a page may be mostly filtered out: ask for
 		// full pages and stop at the limit.
@@ -171,12 +175,25 @@ func runReceiptList(e *Env, args []string) int {
 			}
 		}
 		for _, l := range rows {
-			if len(all) < *limit && (!*stillPending || l.status == approval.StatusPending) {
+			if !*stillPending || l.status == approval.StatusPending {
+				if len(all) == *limit {
+					more = "match" // one the limit left out
+					continue
+				}
 				all = append(all, l)
 			}
 		}
 		if page.NextCursor == "" {
 			break
+		}
+		// Stopped at the limit with receipts left on chiod (next_cursor is
+		// set only when there are): they match, or with --still-pending
+		// they may (their status is not read).
+		if len(all) == *limit && more == "" {
+			more = "match"
+			if *stillPending {
+				more = "may match"
+			}
 		}
 		q.Set("cursor", page.NextCursor)
 	}
@@ -208,6 +225,9 @@ func runReceiptList(e *Env, args []string) int {
 	fmt.Fprintf(e.Stderr, "%d receipts, each signature VERIFIED with kernel key %s\n"+
 		"not checked: that chiod listed every receipt the filters match (each listed one matches them), their inclusion in the log (chio receipt verify --all),\n"+
 		"             and the STATUS column (each approval's status now, chiod's word)\n", len(all), key)
+	if more != "" {
+		fmt.Fprintf(e.Stderr, "chio: more receipts %s the filters: only the first %d are listed (raise --limit or narrow the filters)\n", more, *limit)
+	}
 	return ExitOK
 }
 
