@@ -25,6 +25,9 @@ func runReceiptStats(e *Env, args []string) int {
 	if err := wantArgs("receipt stats", pos, 0); err != nil {
 		return fail(e, err)
 	}
+	if err := filters.refuseEmpty(fs, "receipt stats"); err != nil {
+		return fail(e, err)
+	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}

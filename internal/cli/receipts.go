@@ -45,6 +45,24 @@ func addFilterFlags(fs *flag.FlagSet) *filterFlags {
 	return f
 }
 
+// refuseEmpty refuses a filter flag given an empty value: values() drops
+// an empty filter as not given, so `--tool "$TOOL"` with TOOL unset listed
+// (or counted) the receipts of every tool with the filter silently unapplied.
+func (f *filterFlags) refuseEmpty(fs *flag.FlagSet, cmd string) error {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		if err == nil && filterFlagNames[fl.Name] && fl.Value.String() == "" {
+			err = usageErr(cmd, "--%s is empty: give it a value or leave it out (empty, it would filter nothing)", fl.Name)
+		}
+	})
+	return err
+}
+
+// filterFlagNames are the filter flags (--meta apart: chiod refuses an
+// empty one).
+var filterFlagNames = map[string]bool{"decision": true, "guard": true, "server": true, "tool": true,
+	"subject": true, "request-id": true, "since": true, "until": true}
+
 func (f *filterFlags) values() url.Values {
 	q := url.Values{}
 	for k, v := range map[string]string{"decision": *f.decision, "guard": *f.guard, "server": *f.server,
@@ -95,6 +113,9 @@ func runReceiptList(e *Env, args []string) int {
 		return ExitUsage
 	}
 	if err := wantArgs("receipt list", pos, 0); err != nil {
+		return fail(e, err)
+	}
+	if err := filters.refuseEmpty(fs, "receipt list"); err != nil {
 		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {
