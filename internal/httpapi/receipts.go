@@ -113,6 +113,11 @@ func FilterFromQuery(q map[string][]string, now time.Time) (receipt.Filter, erro
 			return f, fmt.Errorf("time bound %q: until must be 1970-01-01T00:00:00.001Z or later (no receipt is older)", u)
 		}
 	}
+	// Bounds swapped or equal select no time at all: most likely a typo,
+	// which answered "0 receipts" as if nothing had happened then.
+	if f.Since != 0 && f.Until != 0 && f.Since >= f.Until {
+		return f, fmt.Errorf("time range since %q until %q is empty: since must be before until", get("since"), get("until"))
+	}
 	for _, m := range q["meta"] {
 		mf, err := receipt.ParseMeta(m)
 		if err != nil {
