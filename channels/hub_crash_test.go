@@ -180,3 +180,30 @@ func TestHubNotifyThenToldOnlyWhenEveryChannelFinished(t *testing.T) {
 		t.Fatalf("told %d time(s) for notifications the hub's Close cut off", n)
 	}
 }
+
+// A notification the queue refuses outright (the agent's share of it, or
+// the whole of it, taken: an agent flooding its own parked calls while a
+// channel is slow) was counted as told: the request's deadline then acted
+// with nobody pushed, and under auto_approve_advisory ran the call — an
+// agent could silence its approvers by flooding. It is not told.
+func TestHubNotifyThenRefusedByAFullQueueIsNotTold(t *testing.T) {
+	started, release := make(chan struct{}, 100), make(chan struct{})
+	stuck := &fake{name: "x", deliver: func(context.Context, int, *approval.Request) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}}
+	rec := newRecorder()
+	h := newHub(t, rec, channels.HubOptions{Channels: []channels.Channel{stuck}, QueueSize: 2, Workers: 1})
+	t.Cleanup(func() { close(release) })
+	var told atomic.Int32
+	h.NotifyThen("approval.requested", req("apr_0", "x"), func() {})
+	<-started // the worker is stuck on apr_0
+	h.NotifyThen("approval.requested", req("apr_1", "x"), func() {})
+	h.NotifyThen("approval.requested", req("apr_2", "x"), func() {})
+	h.NotifyThen("approval.requested", req("apr_3", "x"), func() { told.Add(1) }) // refused: the queue holds 2
+	rec.waitFailures(t, 1)
+	if told.Load() != 0 {
+		t.Fatal("a notification the full queue refused was counted as told: its request's deadline acts with nobody pushed")
+	}
+}
