@@ -173,20 +173,23 @@ func (h *Hub) Notify(event string, req *approval.Request) {
 	}
 }
 
-// NotifyThen implements kernel.TellingNotifier: Notify, then told once
-// every job it queued has finished, delivered or given up on (a job the
-// queue refused is given up on at once; with no job at all, told runs
-// before NotifyThen returns). A job the hub dropped because it had closed
-// — queued, mid-attempt or waiting to retry at Close, or raised after it —
-// never finishes, so told is not called: the kernel leaves the request's
+// NotifyThen implements kernel.TellingNotifier: Notify, then done once
+// every job it queued has finished. done(true) when each was delivered or
+// given up on after its attempts (recorded); done(false) when a queue
+// refused one outright (full, or the agent's share of it taken: recorded
+// too), so an agent flooding its own parked calls cannot have one counted
+// as told that nobody was pushed. With no job at all, done(true) runs
+// before NotifyThen returns. A job the hub dropped because it had closed —
+// queued, mid-attempt or waiting to retry at Close, or raised after it —
+// never finishes, so done is not called: the kernel leaves the request's
 // tier untold, and the next start announces it again. The same holds when
-// chiod dies with jobs queued, which is why the kernel waits for told
+// chiod dies with jobs queued, which is why the kernel waits for done
 // rather than for Notify to return.
-func (h *Hub) NotifyThen(event string, req *approval.Request, told func()) {
+func (h *Hub) NotifyThen(event string, req *approval.Request, done func(told bool)) {
 	if req == nil {
 		return
 	}
-	t := &telling{told: told}
+	t := &telling{done: done}
 	t.left.Store(1) // NotifyThen's own, released once every job is queued
 	if h.queue(event, req, t) {
 		t.finish()
@@ -194,10 +197,11 @@ func (h *Hub) NotifyThen(event string, req *approval.Request, told func()) {
 }
 
 // telling counts the jobs of one NotifyThen still to finish; the last to
-// finish calls told.
+// finish calls done, with whether none was refused.
 type telling struct {
-	left atomic.Int32
-	told func()
+	left    atomic.Int32
+	refused atomic.Bool
+	done    func(told bool)
 }
 
 func (t *telling) hold() {
@@ -209,7 +213,15 @@ func (t *telling) hold() {
 // finish ends one job (or NotifyThen's own hold).
 func (t *telling) finish() {
 	if t != nil && t.left.Add(-1) == 0 {
-		t.told()
+		t.done(!t.refused.Load())
+	}
+}
+
+// refuse ends a job its queue refused.
+func (t *telling) refuse() {
+	if t != nil {
+		t.refused.Store(true)
+		t.finish()
 	}
 }
 
@@ -240,7 +252,7 @@ func (h *Hub) queue(event string, req *approval.Request, t *telling) (open bool)
 			case h.failures <- failure{req.ApprovalID, name, msg}:
 			default: // reporter saturated too; the metric above still counts it
 			}
-			t.finish() // given up on (never the last: NotifyThen holds one)
+			t.refuse() // never the last: NotifyThen holds one
 		}
 	}
 	return !h.closed

@@ -150,7 +150,11 @@ func TestHubNotifyThenToldOnlyWhenEveryChannelFinished(t *testing.T) {
 	rec := newRecorder()
 	h := newHub(t, rec, channels.HubOptions{Channels: []channels.Channel{slow, failing, &fake{name: "slack"}}})
 	var told atomic.Int32
-	h.NotifyThen("approval.requested", req("apr_1", "slack", "webhook", "email"), func() { told.Add(1) })
+	h.NotifyThen("approval.requested", req("apr_1", "slack", "webhook", "email"), func(ok bool) {
+		if ok {
+			told.Add(1)
+		}
+	})
 	rec.waitMetric(t, "slack/ok", 1)
 	rec.waitMetric(t, "webhook/failed", 1)
 	if n := told.Load(); n != 0 {
@@ -160,7 +164,11 @@ func TestHubNotifyThenToldOnlyWhenEveryChannelFinished(t *testing.T) {
 	waitFor(t, "told after the last channel finished", func() bool { return told.Load() == 1 })
 
 	var none atomic.Int32
-	h.NotifyThen("approval.requested", req("apr_2", "dashboard"), func() { none.Add(1) })
+	h.NotifyThen("approval.requested", req("apr_2", "dashboard"), func(ok bool) {
+		if ok {
+			none.Add(1)
+		}
+	})
 	if none.Load() != 1 {
 		t.Fatal("a request with no push channel was not told at once")
 	}
@@ -172,10 +180,10 @@ func TestHubNotifyThenToldOnlyWhenEveryChannelFinished(t *testing.T) {
 	}}
 	h2 := newHub(t, newRecorder(), channels.HubOptions{Channels: []channels.Channel{stuck, &fake{name: "slack"}}})
 	var cut atomic.Int32
-	h2.NotifyThen("approval.requested", req("apr_3", "slack", "webhook"), func() { cut.Add(1) })
+	h2.NotifyThen("approval.requested", req("apr_3", "slack", "webhook"), func(bool) { cut.Add(1) })
 	waitFor(t, "the stuck delivery to start", func() bool { return stuck.calls.Load() > 0 })
 	h2.Close()
-	h2.NotifyThen("approval.requested", req("apr_4", "slack"), func() { cut.Add(1) })
+	h2.NotifyThen("approval.requested", req("apr_4", "slack"), func(bool) { cut.Add(1) })
 	if n := cut.Load(); n != 0 {
 		t.Fatalf("told %d time(s) for notifications the hub's Close cut off", n)
 	}
@@ -196,14 +204,23 @@ func TestHubNotifyThenRefusedByAFullQueueIsNotTold(t *testing.T) {
 	rec := newRecorder()
 	h := newHub(t, rec, channels.HubOptions{Channels: []channels.Channel{stuck}, QueueSize: 2, Workers: 1})
 	t.Cleanup(func() { close(release) })
-	var told atomic.Int32
-	h.NotifyThen("approval.requested", req("apr_0", "x"), func() {})
+	var told, refused atomic.Int32
+	h.NotifyThen("approval.requested", req("apr_0", "x"), func(bool) {})
 	<-started // the worker is stuck on apr_0
-	h.NotifyThen("approval.requested", req("apr_1", "x"), func() {})
-	h.NotifyThen("approval.requested", req("apr_2", "x"), func() {})
-	h.NotifyThen("approval.requested", req("apr_3", "x"), func() { told.Add(1) }) // refused: the queue holds 2
+	h.NotifyThen("approval.requested", req("apr_1", "x"), func(bool) {})
+	h.NotifyThen("approval.requested", req("apr_2", "x"), func(bool) {})
+	h.NotifyThen("approval.requested", req("apr_3", "x"), func(ok bool) { // refused: the queue holds 2
+		if ok {
+			told.Add(1)
+		} else {
+			refused.Add(1)
+		}
+	})
 	rec.waitFailures(t, 1)
 	if told.Load() != 0 {
 		t.Fatal("a notification the full queue refused was counted as told: its request's deadline acts with nobody pushed")
+	}
+	if refused.Load() != 1 {
+		t.Fatal("a notification the full queue refused was never reported done (refused)")
 	}
 }

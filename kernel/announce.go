@@ -23,18 +23,21 @@ type Notifier interface {
 }
 
 // TellingNotifier is a Notifier that delivers after Notify returns (the
-// channel hub, whose queue lives in memory). NotifyThen calls told once
-// every channel has finished with the notification: delivered it, or
-// given up on it (refused or failed for good, which is recorded on the
-// request). It never calls told for a notification cut off before that
-// (the notifier closed, or the process died with it queued): the kernel
-// marks a request's tier told only in told, so such a request is announced
-// again at the next start (announceIfUntold). told commits to the store;
-// it runs on the notifier's goroutine, or on NotifyThen's caller when
-// nothing was queued, and must be called at most once.
+// channel hub, whose queue lives in memory). NotifyThen calls done once
+// every channel has finished with the notification: done(true) when each
+// delivered it or gave up on it after trying (which is recorded on the
+// request), done(false) when one refused it outright (its queue full: an
+// agent flooding its own parked calls must not have one counted as told).
+// It never calls done for a notification cut off before that (the
+// notifier closed, or the process died with it queued). The kernel marks
+// a request's tier told only on done(true), so a request refused or cut
+// off is announced again at its deadline or the next start
+// (announceIfUntold). done commits to the store; it runs on the
+// notifier's goroutine, or on NotifyThen's caller when nothing was
+// queued, and must be called at most once.
 type TellingNotifier interface {
 	Notifier
-	NotifyThen(event string, req *approval.Request, told func())
+	NotifyThen(event string, req *approval.Request, done func(told bool))
 }
 
 // announce publishes to subscribers and notifies channels (after commit).
@@ -42,15 +45,16 @@ func (k *Kernel) announce(event string, req *approval.Request) {
 	k.announceThen(event, req, nil)
 }
 
-// announceThen is announce that calls told (when not nil) once the
-// channels have finished with the announcement (see TellingNotifier): at
-// once when no channel was to be told, never when it was cut off.
-func (k *Kernel) announceThen(event string, req *approval.Request, told func()) {
+// announceThen is announce that calls done (when not nil) once the
+// channels have finished with the announcement (see TellingNotifier):
+// done(true) at once when no channel was to be told, never when it was
+// cut off.
+func (k *Kernel) announceThen(event string, req *approval.Request, done func(told bool)) {
 	snap := *req
 	k.events.publish(Event{Type: event, Approval: &snap})
 	if k.notifier == nil || (event != EventApprovalRequested && event != EventApprovalEscalated && event != EventApprovalResolved) {
-		if told != nil {
-			told()
+		if done != nil {
+			done(true)
 		}
 		return
 	}
@@ -58,13 +62,13 @@ func (k *Kernel) announceThen(event string, req *approval.Request, told func()) 
 	if event == EventApprovalResolved {
 		out.Channels = k.endChannels(&out)
 	}
-	if tn, ok := k.notifier.(TellingNotifier); ok && told != nil {
-		tn.NotifyThen(event, &out, told)
+	if tn, ok := k.notifier.(TellingNotifier); ok && done != nil {
+		tn.NotifyThen(event, &out, done)
 		return
 	}
 	k.notifier.Notify(event, &out)
-	if told != nil {
-		told() // a Notifier that returns has told
+	if done != nil {
+		done(true) // a Notifier that returns has told
 	}
 }
 
@@ -81,12 +85,18 @@ func (k *Kernel) announceDurably(ctx context.Context, event string, req *approva
 // tell announces req (event) and marks its tier told once the channels
 // have finished with it. Until then the request is being told: a deadline
 // firing meanwhile acts on it as on any told request (announceIfUntold
-// leaves it alone), as its announcement is on its way.
+// leaves it alone), as its announcement is on its way. One a channel's
+// queue refused outright (done(false)) is not told: the tier stays untold,
+// and its deadline announces it again before any deadline action.
 func (k *Kernel) tell(ctx context.Context, event string, req *approval.Request) {
 	id, tier := req.ApprovalID, req.Tier
 	r := *req
 	k.announcing.Store(id, tier)
-	k.announceThen(event, &r, func() {
+	k.announceThen(event, &r, func(told bool) {
+		if !told {
+			k.announcing.CompareAndDelete(id, tier)
+			return
+		}
 		_, stale := k.markTold(ctx, &r, r.ExpiresAt)
 		k.announcing.CompareAndDelete(id, tier)
 		if stale {

@@ -15,14 +15,14 @@ import (
 type heldNotifier struct {
 	mu    sync.Mutex
 	named [][]string // the approvers each announcement named
-	held  []func()
+	held  []func(bool)
 }
 
 func (n *heldNotifier) Notify(event string, req *approval.Request) {
-	n.NotifyThen(event, req, func() {})
+	n.NotifyThen(event, req, func(bool) {})
 }
 
-func (n *heldNotifier) NotifyThen(event string, req *approval.Request, told func()) {
+func (n *heldNotifier) NotifyThen(event string, req *approval.Request, told func(bool)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if event == "approval.resolved" {
@@ -39,7 +39,7 @@ func (n *heldNotifier) release() {
 	n.held = nil
 	n.mu.Unlock()
 	for _, told := range held {
-		told()
+		told(true)
 	}
 }
 
