@@ -42,11 +42,15 @@ func approvedNow(p *policy.Policy, req *approval.Request, byAdvisory bool) (guar
 		return GuardApprovalPolicy, fmt.Sprintf("under the policy in force nobody may decide requests of grant %s; the approval no longer counts", req.PolicyID), false
 	}
 	approved, denied := now.CountsAmong(now.TrustedApprovers)
+	// These denials are the policy's, not a person's: the receipt names
+	// the approving vote that decided the request, and a deny by
+	// human-approval means its deciding token denied (receipt verify holds
+	// it to that; `--guard human-approval` lists people's refusals).
 	switch {
 	case denied >= now.DenyQuorum:
-		return GuardHumanApproval, fmt.Sprintf("under the policy in force the denials recorded meet deny_quorum %d", now.DenyQuorum), false
+		return GuardApprovalPolicy, fmt.Sprintf("under the policy in force the denials recorded meet deny_quorum %d", now.DenyQuorum), false
 	case approved < now.Quorum:
-		return GuardHumanApproval, fmt.Sprintf("under the policy in force %d of the approvals recorded count, short of quorum %d (an approver removed, or the quorum raised, since they voted)",
+		return GuardApprovalPolicy, fmt.Sprintf("under the policy in force %d of the approvals recorded count, short of quorum %d (an approver removed, or the quorum raised, since they voted)",
 			approved, now.Quorum), false
 	}
 	return "", "", true

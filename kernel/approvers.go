@@ -13,7 +13,9 @@ import (
 )
 
 // GuardApprovalPolicy ends a parked call whose grant no longer names any
-// approver who may decide it (a policy reload removed them all).
+// approver who may decide it (a policy reload removed them all), and an
+// approved call whose recorded votes no longer approve it under the policy
+// in force when it resumes (approved_now.go).
 const GuardApprovalPolicy = "approval-policy"
 
 // Who may decide a parked call is read from the policy in force at vote

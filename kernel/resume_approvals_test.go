@@ -202,7 +202,7 @@ func TestResumeRecountsApprovalsAfterAReloadBehindTheVote(t *testing.T) {
 	if views.Load() != 2 {
 		t.Fatalf("the reload never landed (%d views)", views.Load())
 	}
-	if err != nil || res.Call == nil || res.Call.Status != kernel.StatusDenied || res.Call.Guard != kernel.GuardHumanApproval ||
+	if err != nil || res.Call == nil || res.Call.Status != kernel.StatusDenied || res.Call.Guard != kernel.GuardApprovalPolicy ||
 		len(tool.got(out.RequestID)) != 0 {
 		t.Fatalf("after a reload removed the only approver who voted, the approved call answered %+v (call %+v, err %v); the tool ran %d time(s)",
 			res, res.Call, err, len(tool.got(out.RequestID)))
