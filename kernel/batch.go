@@ -226,7 +226,13 @@ func (k *Kernel) tryBatch(ctx context.Context, rec *CallRecord, p *policy.Policy
 		// The batch's window is judged when the decision commits, as the
 		// capability's expiry is (commitAllow): a commit delayed past the
 		// batch's end must not run a call under it with no human asked.
-		at := k.clock.Now().Unix()
+		// The allow receipt is stamped at that same instant: a batch
+		// created while the commit was delayed covers the decision, not
+		// the call's arrival before its window (receipt verify checks the
+		// receipt's time against it).
+		clockNow := k.clock.Now()
+		at := clockNow.Unix()
+		r.Timestamp = clockNow.UnixMilli()
 		var used *approval.Batch
 		err := tx.LiveBatches(at, func(b *approval.Batch) bool {
 			if trusted[b.Token.Approver] && b.Covers(rec.Subject, rec.Server, rec.Tool, amount, at) {
