@@ -199,6 +199,7 @@ type stressRun struct {
 	batchRevokedAt map[string]int64
 	amendedFor     map[string]map[string]bool // request id -> canonical amended args accepted
 	drained        map[string]string          // request id -> its state when the drain ended
+	answers        map[string][]string        // request id -> what each Submit answered, in order
 }
 
 type stressAdvance struct {
@@ -248,7 +249,7 @@ func runStress(t *testing.T, seed int64, ops int) {
 	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
 	s := &stressRun{t: t, clock: fake, disp: &stressDispatcher{},
 		calls: map[string]*stressCall{}, parkedReq: map[string]string{}, revokedAt: map[string]int64{}, submitAt: map[string]int64{},
-		tokenAt: map[string]int64{}, batchRevokedAt: map[string]int64{}, accepted: map[string]stressVote{}, usedTokens: map[string][][]byte{}, batches: map[string]int64{},
+		tokenAt: map[string]int64{}, answers: map[string][]string{}, batchRevokedAt: map[string]int64{}, accepted: map[string]stressVote{}, usedTokens: map[string][][]byte{}, batches: map[string]int64{},
 		amendedFor: map[string]map[string]bool{}}
 	s.log = receipt.NewLog(kkey, receipt.LogOptions{Interval: time.Hour, Now: fake.Now})
 	s.w = testkit.NewWorld(t, testkit.Options{Policy: stressPolicyFor(t, true, 1), Clock: fake, Dispatcher: s.disp,
@@ -364,10 +365,18 @@ func (s *stressRun) agentOp(ctx context.Context, r *rand.Rand, i int) {
 			s.t.Error(err)
 			return
 		}
-		s.mu.Lock()
-		sc.other = append(sc.other, ph)
-		s.mu.Unlock()
 		testkit.Sign(s.t, &c, agent, s.clock.Now())
+		// A Submit refused before authentication (a proof gone stale as
+		// the clock moved, too many calls in flight) records nothing and
+		// leaves the request id unused (Submit): this is then its call.
+		_, err = s.k.Call(c.RequestID)
+		s.mu.Lock()
+		if errors.Is(err, kernel.ErrNotFound) {
+			sc.call = &c
+		} else {
+			sc.other = append(sc.other, ph)
+		}
+		s.mu.Unlock()
 		s.submit(ctx, &c)
 	default: // cancel one of my parked calls
 		if len(myParked) == 0 {
@@ -385,11 +394,16 @@ func (s *stressRun) submit(ctx context.Context, c *kernel.ToolCall) {
 	}
 	s.mu.Unlock()
 	out, err := s.k.Submit(ctx, c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if out != nil {
+		s.answers[c.RequestID] = append(s.answers[c.RequestID], fmt.Sprintf("%s %s %s", out.Status, out.Guard, out.Reason))
+	} else {
+		s.answers[c.RequestID] = append(s.answers[c.RequestID], fmt.Sprintf("error %v", err))
+	}
 	if err != nil || out.Status != kernel.StatusPendingApproval || out.ApprovalRequestID == "" {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.parkedReq[out.ApprovalRequestID]; !ok {
 		s.parked = append(s.parked, out.ApprovalRequestID)
 		s.parkedReq[out.ApprovalRequestID] = c.RequestID
@@ -693,7 +707,7 @@ func (s *stressRun) check(ctx context.Context) {
 		}
 		for _, o := range sc.other {
 			if o == ph {
-				t.Errorf("%s: ran the arguments of a retry with other arguments: %s", rid, ran[0])
+				t.Errorf("%s (%s): ran the arguments of a retry with other arguments: %s; Submit answered %q", rid, sc.call.Tool, ran[0], s.answers[rid])
 			}
 		}
 		orig := canonJSON(t, sc.call.Arguments)
