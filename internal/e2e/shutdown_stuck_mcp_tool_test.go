@@ -52,6 +52,11 @@ tool = "hang"
 	}
 	data := filepath.Join(work, "data")
 	d := startDaemon(t, cfg, data)
+	// chiod serves before its MCP servers connect: a call sent earlier
+	// names a tool not yet offered.
+	mcptest.Eventually(t, 60*time.Second, "the MCP server to connect", func() bool {
+		return strings.Contains(d.log(), `"mcp server connected"`)
+	})
 	a := newAgent(t, d, "hang")
 	args, _ := json.Marshal(map[string]string{"mark": mark})
 	body, _ := json.Marshal(a.call(t, "req-stuck-mcp", "peer", "hang", string(args), ""))
@@ -72,7 +77,14 @@ tool = "hang"
 		done <- answer{resp.StatusCode, string(b), err}
 	}()
 	calls := func() int { b, _ := os.ReadFile(mark); return strings.Count(string(b), "called") }
-	mcptest.Eventually(t, 60*time.Second, "the call to reach the stuck tool", func() bool { return calls() == 1 })
+	mcptest.Eventually(t, 60*time.Second, "the call to reach the stuck tool", func() bool {
+		select {
+		case ans := <-done:
+			t.Fatalf("the call was answered before it reached the tool: %d %s %v", ans.code, ans.body, ans.err)
+		default:
+		}
+		return calls() == 1
+	})
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:
