@@ -29,10 +29,7 @@ func TestDashboardCardsHoldStillBetweenTaps(t *testing.T) {
 	a, b := card("ar-touch-a"), card("ar-touch-b")
 	browse(t, ctx, "two cards, a touch screen",
 		chromedp.EmulateViewport(1280, 2400),
-		chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-			_, err := cdp.Call(ctx, tg, emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 1})
-			return chromedp.Void{}, err
-		}),
+		touchScreen,
 		chromedp.Evaluate[chromedp.Void](`(`+add+`)('ar-touch-a', 1700000000)`),
 		chromedp.Evaluate[chromedp.Void](`(`+add+`)('ar-touch-b', 1700000002)`),
 		chromedp.WaitVisible(css(b+` button[data-action="approve"]`)),
@@ -48,14 +45,7 @@ func TestDashboardCardsHoldStillBetweenTaps(t *testing.T) {
 	summary := read(t, ctx, "B's summary", chromedp.Evaluate[box](`(() => { const r = document.querySelector('`+b+` h2, `+b+` .summary, `+b+`').getBoundingClientRect();
 		return {X: r.x + 20, Y: r.y + 10}; })()`))
 	browse(t, ctx, "a touch on B, lifted; A resolved elsewhere",
-		chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-			if _, err := cdp.Call(ctx, tg, input.DispatchTouchEvent, input.DispatchTouchEventParams{Type: input.DispatchTouchEventTypeTouchStart,
-				TouchPoints: []*input.TouchPoint{{X: summary.X, Y: summary.Y}}}); err != nil {
-				return chromedp.Void{}, err
-			}
-			_, err := cdp.Call(ctx, tg, input.DispatchTouchEvent, input.DispatchTouchEventParams{Type: input.DispatchTouchEventTypeTouchEnd, TouchPoints: []*input.TouchPoint{}})
-			return chromedp.Void{}, err
-		}),
+		tap(summary.X, summary.Y),
 		// The touch reached the page as a touch pointer.
 		chromedp.Evaluate[chromedp.Void](`new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))`, chromedp.EvalAwaitPromise),
 		chromedp.Evaluate[chromedp.Void](`removeCard('ar-touch-a')`),
@@ -88,10 +78,7 @@ func TestDashboardCardsHoldStillUnderAMouseAfterATouchEnds(t *testing.T) {
 	a, b := card("ar-both-a"), card("ar-both-b")
 	browse(t, ctx, "two cards, touch and mouse",
 		chromedp.EmulateViewport(1280, 2400),
-		chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-			_, err := cdp.Call(ctx, tg, emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 1})
-			return chromedp.Void{}, err
-		}),
+		touchScreen,
 		chromedp.Evaluate[chromedp.Void](`touchHoldMs = 200`),
 		chromedp.Evaluate[chromedp.Void](`(`+add+`)('ar-both-a', 1700000000)`),
 		chromedp.Evaluate[chromedp.Void](`(`+add+`)('ar-both-b', 1700000002)`),
@@ -106,14 +93,7 @@ func TestDashboardCardsHoldStillUnderAMouseAfterATouchEnds(t *testing.T) {
 	summary := read(t, ctx, "B's summary", chromedp.Evaluate[box](`(() => { const r = document.querySelector('`+b+`').getBoundingClientRect();
 		return {X: r.x + 20, Y: r.y + 10}; })()`))
 	browse(t, ctx, "a touch on B lifted, then the mouse on B's Approve; the touch's hold over",
-		chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-			if _, err := cdp.Call(ctx, tg, input.DispatchTouchEvent, input.DispatchTouchEventParams{Type: input.DispatchTouchEventTypeTouchStart,
-				TouchPoints: []*input.TouchPoint{{X: summary.X, Y: summary.Y}}}); err != nil {
-				return chromedp.Void{}, err
-			}
-			_, err := cdp.Call(ctx, tg, input.DispatchTouchEvent, input.DispatchTouchEventParams{Type: input.DispatchTouchEventTypeTouchEnd, TouchPoints: []*input.TouchPoint{}})
-			return chromedp.Void{}, err
-		}),
+		tap(summary.X, summary.Y),
 		chromedp.MouseEvent(chromedp.MouseMoved, at.X, at.Y),
 		chromedp.Evaluate[chromedp.Void](`new Promise((done) => setTimeout(done, 600))`, chromedp.EvalAwaitPromise),
 		chromedp.Evaluate[chromedp.Void](`removeCard('ar-both-a')`),
@@ -123,5 +103,23 @@ func TestDashboardCardsHoldStillUnderAMouseAfterATouchEnds(t *testing.T) {
 	)
 	if now := read(t, ctx, "B's Approve after A", chromedp.Evaluate[box](approveB)); now != at {
 		t.Fatalf("with the mouse resting on B's Approve, the end of a touch's hold let A's removal move it from %v to %v", at, now)
+	}
+}
+
+// touchScreen turns on the page's touch emulation.
+var touchScreen chromedp.Action[chromedp.Void] = func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+	_, err := cdp.Call(ctx, tg, emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 1})
+	return chromedp.Void{}, err
+}
+
+// tap touches the screen at x, y and lifts the finger.
+func tap(x, y float64) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := cdp.Call(ctx, tg, input.DispatchTouchEvent, input.DispatchTouchEventParams{Type: input.DispatchTouchEventTypeTouchStart,
+			TouchPoints: []*input.TouchPoint{{X: x, Y: y}}}); err != nil {
+			return chromedp.Void{}, err
+		}
+		_, err := cdp.Call(ctx, tg, input.DispatchTouchEvent, input.DispatchTouchEventParams{Type: input.DispatchTouchEventTypeTouchEnd, TouchPoints: []*input.TouchPoint{}})
+		return chromedp.Void{}, err
 	}
 }
