@@ -3,16 +3,11 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,23 +23,7 @@ import (
 // next start by its delivery mode: at_most_once is recorded unknown, never
 // sent again).
 func TestSecondSignalStopsChiodAtOnce(t *testing.T) {
-	var delivered atomic.Int64
-	got := make(chan struct{}, 4)
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		delivered.Add(1)
-		select {
-		case got <- struct{}{}:
-		default:
-		}
-		select { // stuck
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
+	tool := newStuckTool(t, false)
 	work := t.TempDir()
 	cfg := filepath.Join(work, "chio.toml")
 	pol := fmt.Sprintf(`
@@ -60,7 +39,7 @@ delivery = "at_most_once"
 id = "slow"
 server = "tools"
 tool = "slow"
-`, srv.URL)
+`, tool.URL)
 	if err := os.WriteFile(cfg, []byte(pol), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -68,16 +47,8 @@ tool = "slow"
 	d := startDaemon(t, cfg, data)
 	a := newAgent(t, d, "slow")
 	body, _ := json.Marshal(a.call(t, "req-second-signal", "tools", "slow", `{}`, ""))
-	go func() {
-		if resp, err := http.Post(d.url+"/v1/calls", "application/json", bytes.NewReader(body)); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	select {
-	case <-got:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the call never reached the tool")
-	}
+	postAsync(d.url+"/v1/calls", body)
+	tool.waitReached(t, "the call")
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(d.log(), "shutting down") {
@@ -87,31 +58,15 @@ tool = "slow"
 		time.Sleep(10 * time.Millisecond)
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(120 * time.Second):
-		t.Fatal("chiod did not stop")
-	}
+	waitExited(t, d)
 	ws, _ := d.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Fatalf("chiod ignored the second SIGTERM and waited out its grace on the stuck tool (%s); want it stopped by the signal at once", d.cmd.ProcessState)
 	}
 
 	// Stopped as by a kill: the next start finishes the call, once.
-	d2 := startDaemon(t, cfg, data)
-	var st struct {
-		Status    string `json:"status"`
-		Execution string `json:"execution"`
-	}
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		d2.do(t, "GET", "/v1/calls/req-second-signal", nil, &st)
-		if st.Status != kernel.StatusDispatching || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if st.Status != kernel.StatusAllowed || st.Execution != kernel.ExecutionUnknown || delivered.Load() != 1 {
-		t.Fatalf("after the restart: status %q execution %q, %d deliveries; want allowed, unknown, 1", st.Status, st.Execution, delivered.Load())
+	status, execution := callEnd(t, startDaemon(t, cfg, data), "req-second-signal")
+	if status != kernel.StatusAllowed || execution != kernel.ExecutionUnknown || tool.delivered.Load() != 1 {
+		t.Fatalf("after the restart: status %q execution %q, %d deliveries; want allowed, unknown, 1", status, execution, tool.delivered.Load())
 	}
 }

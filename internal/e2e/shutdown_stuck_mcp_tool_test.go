@@ -3,15 +3,12 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,22 +57,7 @@ tool = "hang"
 	a := newAgent(t, d, "hang")
 	args, _ := json.Marshal(map[string]string{"mark": mark})
 	body, _ := json.Marshal(a.call(t, "req-stuck-mcp", "peer", "hang", string(args), ""))
-	type answer struct {
-		code int
-		body string
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		resp, err := http.Post(d.url+"/v1/calls", "application/json", bytes.NewReader(body))
-		if err != nil {
-			done <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		done <- answer{resp.StatusCode, string(b), err}
-	}()
+	done := postAsync(d.url+"/v1/calls", body)
 	calls := func() int { b, _ := os.ReadFile(mark); return strings.Count(string(b), "called") }
 	mcptest.Eventually(t, 60*time.Second, "the call to reach the stuck tool", func() bool {
 		select {
@@ -85,12 +67,7 @@ tool = "hang"
 		}
 		return calls() == 1
 	})
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(120 * time.Second):
-		t.Fatal("chiod did not stop")
-	}
+	stopBySIGTERM(t, d)
 	ans := <-done
 	if ans.err != nil || ans.code != http.StatusInternalServerError || !strings.Contains(ans.body, `"error":"outcome_unknown"`) ||
 		!strings.Contains(ans.body, "shutting down") {
@@ -100,20 +77,8 @@ tool = "hang"
 		t.Fatalf("chiod exited %d after cutting a stuck call off; want 1", code)
 	}
 
-	d2 := startDaemon(t, cfg, data)
-	var st struct {
-		Status    string `json:"status"`
-		Execution string `json:"execution"`
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		d2.do(t, "GET", "/v1/calls/req-stuck-mcp", nil, &st)
-		if st.Status != kernel.StatusDispatching || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if st.Status != kernel.StatusAllowed || st.Execution != kernel.ExecutionUnknown || calls() != 1 {
-		t.Fatalf("after the restart: status %q execution %q, the tool called %d times; want allowed, unknown, once", st.Status, st.Execution, calls())
+	status, execution := callEnd(t, startDaemon(t, cfg, data), "req-stuck-mcp")
+	if status != kernel.StatusAllowed || execution != kernel.ExecutionUnknown || calls() != 1 {
+		t.Fatalf("after the restart: status %q execution %q, the tool called %d times; want allowed, unknown, once", status, execution, calls())
 	}
 }

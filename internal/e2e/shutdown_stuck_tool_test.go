@@ -3,17 +3,12 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,28 +35,7 @@ func TestShutdownCutsAStuckToolCallWithAnAnswer(t *testing.T) {
 		{kernel.AtLeastOnce, 2, kernel.ExecutionSucceeded},
 	} {
 		t.Run(tc.delivery, func(t *testing.T) {
-			var delivered atomic.Int64
-			got := make(chan struct{}, 4)
-			release := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body) // then a closed connection ends r.Context()
-				n := delivered.Add(1)
-				select {
-				case got <- struct{}{}:
-				default:
-				}
-				if n == 1 { // stuck: never answers the first delivery
-					select {
-					case <-r.Context().Done():
-					case <-release:
-					}
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprint(w, `{"ok":true}`)
-			}))
-			defer srv.Close()
-			defer close(release)
+			tool := newStuckTool(t, true) // never answers the first delivery
 			work := t.TempDir()
 			cfg := filepath.Join(work, "chio.toml")
 			pol := fmt.Sprintf(`
@@ -77,62 +51,26 @@ delivery = %q
 id = "slow"
 server = "tools"
 tool = "slow"
-`, srv.URL, tc.delivery)
+`, tool.URL, tc.delivery)
 			if err := os.WriteFile(cfg, []byte(pol), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			data := filepath.Join(work, "data")
 			d := startDaemon(t, cfg, data)
 			a := newAgent(t, d, "slow")
-			type answer struct {
-				code int
-				body string
-				err  error
-			}
-			done := make(chan answer, 1)
 			body, _ := json.Marshal(a.call(t, "req-stuck", "tools", "slow", `{}`, ""))
-			go func() {
-				resp, err := http.Post(d.url+"/v1/calls", "application/json", bytes.NewReader(body))
-				if err != nil {
-					done <- answer{err: err}
-					return
-				}
-				defer resp.Body.Close()
-				b, err := io.ReadAll(resp.Body)
-				done <- answer{resp.StatusCode, string(b), err}
-			}()
-			select {
-			case <-got:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the call never reached the tool")
-			}
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.exited:
-			case <-time.After(120 * time.Second):
-				t.Fatal("chiod did not stop")
-			}
+			done := postAsync(d.url+"/v1/calls", body)
+			tool.waitReached(t, "the call")
+			stopBySIGTERM(t, d)
 			ans := <-done
 			if ans.err != nil || ans.code != http.StatusInternalServerError || !strings.Contains(ans.body, `"error":"outcome_unknown"`) ||
 				!strings.Contains(ans.body, "shutting down") {
 				t.Fatalf("the agent waiting on the stuck call got %d %s %v; want chiod's answer: 500 outcome_unknown, shutting down, the call stays in flight", ans.code, ans.body, ans.err)
 			}
 
-			d2 := startDaemon(t, cfg, data)
-			var st struct {
-				Status    string `json:"status"`
-				Execution string `json:"execution"`
-			}
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				d2.do(t, "GET", "/v1/calls/req-stuck", nil, &st)
-				if st.Status != kernel.StatusDispatching || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-			if st.Status != kernel.StatusAllowed || st.Execution != tc.execution || delivered.Load() != tc.deliveries {
-				t.Fatalf("after the restart: status %q execution %q, %d deliveries; want allowed, %s, %d", st.Status, st.Execution, delivered.Load(), tc.execution, tc.deliveries)
+			status, execution := callEnd(t, startDaemon(t, cfg, data), "req-stuck")
+			if status != kernel.StatusAllowed || execution != tc.execution || tool.delivered.Load() != tc.deliveries {
+				t.Fatalf("after the restart: status %q execution %q, %d deliveries; want allowed, %s, %d", status, execution, tool.delivered.Load(), tc.execution, tc.deliveries)
 			}
 		})
 	}
@@ -146,23 +84,7 @@ tool = "slow"
 // without an answer; the next start finishes the call (at_most_once:
 // unknown, never sent again).
 func TestShutdownCutsAnApprovedCallsStuckToolWithAnAnswer(t *testing.T) {
-	var delivered atomic.Int64
-	got := make(chan struct{}, 4)
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		delivered.Add(1)
-		select {
-		case got <- struct{}{}:
-		default:
-		}
-		select { // stuck
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
+	tool := newStuckTool(t, false)
 	work := t.TempDir()
 	cfg := filepath.Join(work, "chio.toml")
 	pol := fmt.Sprintf(`
@@ -185,7 +107,7 @@ timeout_seconds = 3600
 [[grants.approval.approvers]]
 public_key = "ed25519:392eda50f5c5dd24f3fef6c0f1f44a598b4b6e293b407a39b1d9aa3193b875ed"
 display_name = "Finance Lead"
-`, srv.URL)
+`, tool.URL)
 	if err := os.WriteFile(cfg, []byte(pol), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -211,53 +133,17 @@ display_name = "Finance Lead"
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(map[string]json.RawMessage{"token": tok})
-	type answer struct {
-		code int
-		body string
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		resp, err := http.Post(d.url+"/approvals/"+out.ApprovalRequestID+"/respond", "application/json", bytes.NewReader(body))
-		if err != nil {
-			done <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		done <- answer{resp.StatusCode, string(b), err}
-	}()
-	select {
-	case <-got:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the approved call never reached the tool")
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(120 * time.Second):
-		t.Fatal("chiod did not stop")
-	}
+	done := postAsync(d.url+"/approvals/"+out.ApprovalRequestID+"/respond", body)
+	tool.waitReached(t, "the approved call")
+	stopBySIGTERM(t, d)
 	ans := <-done
 	if ans.err != nil || ans.code != http.StatusInternalServerError || !strings.Contains(ans.body, `"error":"vote_recorded"`) ||
 		!strings.Contains(ans.body, "shutting down") {
 		t.Fatalf("the approver whose vote ran the stuck call got %d %s %v; want chiod's answer: 500 vote_recorded, shutting down", ans.code, ans.body, ans.err)
 	}
 
-	d2 := startDaemon(t, cfg, data)
-	var st struct {
-		Status    string `json:"status"`
-		Execution string `json:"execution"`
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		d2.do(t, "GET", "/v1/calls/req-stuck-approved", nil, &st)
-		if st.Status != kernel.StatusDispatching || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if st.Status != kernel.StatusAllowed || st.Execution != kernel.ExecutionUnknown || delivered.Load() != 1 {
-		t.Fatalf("after the restart: status %q execution %q, %d deliveries; want allowed, unknown, 1", st.Status, st.Execution, delivered.Load())
+	status, execution := callEnd(t, startDaemon(t, cfg, data), "req-stuck-approved")
+	if status != kernel.StatusAllowed || execution != kernel.ExecutionUnknown || tool.delivered.Load() != 1 {
+		t.Fatalf("after the restart: status %q execution %q, %d deliveries; want allowed, unknown, 1", status, execution, tool.delivered.Load())
 	}
 }
