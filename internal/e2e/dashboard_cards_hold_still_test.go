@@ -19,12 +19,7 @@ import (
 func TestDashboardCardsHoldStillUnderThePointer(t *testing.T) {
 	_, open := dashboardAsLead(t)
 	ctx := open()
-	const add = `(id, created) => upsert({approval_id: id, status: 'pending', kind: 'tool_call',
-		tool_server: 'payments', tool_name: 'issue_refund', subject_id: 'ed25519:00', quorum: 1, tier: 0,
-		created_at: created, expires_at: Math.floor(Date.now() / 1000) + 600,
-		summary: 'Agent wants to refund ' + id, triggered_by: ['require_approval_always'],
-		parameter_hash: 'sha256:00', arguments: {amount: 900, currency: 'USD'},
-		trusted_approvers: ['` + financeLeadKey + `'], votes: []})`
+	add := addPendingCard
 	a, b := card("ar-hold-a"), card("ar-hold-b")
 	browse(t, ctx, "two cards",
 		// Both cards in view, the page at its top (where the browser's
@@ -78,3 +73,12 @@ func TestDashboardCardsHoldStillUnderThePointer(t *testing.T) {
 		t.Fatalf("cards after the pointer left: %v, want [ar-hold-c ar-hold-b] (oldest first)", order)
 	}
 }
+
+// addPendingCard is a page function that draws a pending refund request
+// (id, created_at) for the Finance Lead, as the event stream would.
+const addPendingCard = `(id, created) => upsert({approval_id: id, status: 'pending', kind: 'tool_call',
+	tool_server: 'payments', tool_name: 'issue_refund', subject_id: 'ed25519:00', quorum: 1, tier: 0,
+	created_at: created, expires_at: Math.floor(Date.now() / 1000) + 600,
+	summary: 'Agent wants to refund ' + id, triggered_by: ['require_approval_always'],
+	parameter_hash: 'sha256:00', arguments: {amount: 900, currency: 'USD'},
+	trusted_approvers: ['` + financeLeadKey + `'], votes: []})`

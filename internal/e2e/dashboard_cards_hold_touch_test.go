@@ -20,12 +20,7 @@ import (
 func TestDashboardCardsHoldStillBetweenTaps(t *testing.T) {
 	_, open := dashboardAsLead(t)
 	ctx := open()
-	const add = `(id, created) => upsert({approval_id: id, status: 'pending', kind: 'tool_call',
-		tool_server: 'payments', tool_name: 'issue_refund', subject_id: 'ed25519:00', quorum: 1, tier: 0,
-		created_at: created, expires_at: Math.floor(Date.now() / 1000) + 600,
-		summary: 'Agent wants to refund ' + id, triggered_by: ['require_approval_always'],
-		parameter_hash: 'sha256:00', arguments: {amount: 900, currency: 'USD'},
-		trusted_approvers: ['` + financeLeadKey + `'], votes: []})`
+	add := addPendingCard
 	a, b := card("ar-touch-a"), card("ar-touch-b")
 	browse(t, ctx, "two cards, a touch screen",
 		chromedp.EmulateViewport(1280, 2400),
@@ -69,12 +64,7 @@ func TestDashboardCardsHoldStillBetweenTaps(t *testing.T) {
 func TestDashboardCardsHoldStillUnderAMouseAfterATouchEnds(t *testing.T) {
 	_, open := dashboardAsLead(t)
 	ctx := open()
-	const add = `(id, created) => upsert({approval_id: id, status: 'pending', kind: 'tool_call',
-		tool_server: 'payments', tool_name: 'issue_refund', subject_id: 'ed25519:00', quorum: 1, tier: 0,
-		created_at: created, expires_at: Math.floor(Date.now() / 1000) + 600,
-		summary: 'Agent wants to refund ' + id, triggered_by: ['require_approval_always'],
-		parameter_hash: 'sha256:00', arguments: {amount: 900, currency: 'USD'},
-		trusted_approvers: ['` + financeLeadKey + `'], votes: []})`
+	add := addPendingCard
 	a, b := card("ar-both-a"), card("ar-both-b")
 	browse(t, ctx, "two cards, touch and mouse",
 		chromedp.EmulateViewport(1280, 2400),
