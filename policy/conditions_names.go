@@ -126,11 +126,13 @@ func (c *Condition) otherCase(in *ConditionInput) error {
 		return nil
 	}
 	sent := in.argNames()
-	for _, name := range slices.Concat(c.names, c.literals) {
-		for _, s := range sent[canon.FoldKey(name)] {
-			if !c.reads(s) {
-				return fmt.Errorf("the arguments name %q, which differs only in letter case from %q that the condition reads: "+
-					"a tool may read one as the other", shorten(s, MaxConditionQuote), shorten(name, MaxConditionQuote))
+	for _, list := range [2][]string{c.names, c.literals} { // not a joined copy: this runs on every call
+		for _, name := range list {
+			for _, s := range sent[canon.FoldKey(name)] {
+				if !c.reads(s) {
+					return fmt.Errorf("the arguments name %q, which differs only in letter case from %q that the condition reads: "+
+						"a tool may read one as the other", shorten(s, MaxConditionQuote), shorten(name, MaxConditionQuote))
+				}
 			}
 		}
 	}
