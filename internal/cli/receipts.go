@@ -100,6 +100,31 @@ func (f *filterFlags) heldTo(decision string) *receipt.Filter {
 	return flt
 }
 
+// pinDurationBound replaces the query's bound name, when it is a duration
+// ("1h", "7d"), with the time chiod said it resolved it to (answered), and
+// holds the listing to it (*held). A bound given as a time is kept as it
+// is; so is a duration chiod did not resolve (an older chiod, which does
+// not say).
+func pinDurationBound(q url.Values, name, answered string, held *int64) error {
+	asked := q.Get(name)
+	if asked == "" || answered == "" || isTime(asked) {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, answered)
+	if err != nil {
+		return fmt.Errorf("receipt list: chiod answered the --%s bound %q, not an RFC 3339 time; nothing listed", name, answered)
+	}
+	q.Set(name, answered)
+	*held = t.UnixMilli()
+	return nil
+}
+
+// isTime says whether a --since/--until value is a time, not a duration.
+func isTime(bound string) bool {
+	_, err := time.Parse(time.RFC3339, bound)
+	return err == nil
+}
+
 func runReceiptList(e *Env, args []string) int {
 	fs := newFlags(e, "receipt list")
 	r := addRemote(fs, e)
@@ -160,8 +185,20 @@ func runReceiptList(e *Env, args []string) int {
 		var page struct {
 			Receipts   []json.RawMessage `json:"receipts"`
 			NextCursor string            `json:"next_cursor"`
+			Since      string            `json:"since"`
+			Until      string            `json:"until"`
 		}
 		if _, err := r.do(ctx, "GET", "/v1/receipts?"+q.Encode(), nil, &page); err != nil {
+			return fail(e, err)
+		}
+		// A bound given as a duration is counted back from chiod's clock
+		// on each request: the listing keeps the bounds chiod resolved for
+		// it, asking later pages for them and holding receipts to them,
+		// or its window would slide while it pages.
+		if err := pinDurationBound(q, "since", page.Since, &asked.Since); err != nil {
+			return fail(e, err)
+		}
+		if err := pinDurationBound(q, "until", page.Until, &asked.Until); err != nil {
 			return fail(e, err)
 		}
 		rows := make([]*listed, 0, len(page.Receipts))

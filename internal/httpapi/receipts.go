@@ -82,10 +82,25 @@ func (s *Server) storedReceipt(id string) ([]byte, error) {
 
 // ReceiptPage is GET /v1/receipts' answer. Receipts are the stored bytes;
 // next_cursor is the last seq of this page (pass it back as cursor).
+// Since and Until are the time bounds the page was read with, as RFC 3339
+// times to the millisecond: a bound asked as a duration ("1h") is counted
+// back from chiod's clock on each request, so a client paging a long
+// listing asks its later pages for these, or its window slides.
 type ReceiptPage struct {
 	Receipts   []json.RawMessage `json:"receipts"`
 	Count      int               `json:"count"`
 	NextCursor string            `json:"next_cursor,omitempty"`
+	Since      string            `json:"since,omitempty"`
+	Until      string            `json:"until,omitempty"`
+}
+
+// timeBound is a filter's bound in milliseconds as an RFC 3339 time that
+// ParseTimeBound reads back to the same millisecond; "" for no bound.
+func timeBound(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // FilterFromQuery parses the list filters shared by HTTP and the CLI.
@@ -172,7 +187,7 @@ func (s *Server) listReceipts(w http.ResponseWriter, r *http.Request) {
 			query.After = n
 		}
 	}
-	page := ReceiptPage{Receipts: []json.RawMessage{}}
+	page := ReceiptPage{Receipts: []json.RawMessage{}, Since: timeBound(f.Since), Until: timeBound(f.Until)}
 	var last uint64
 	err = s.index().QueryReceipts(query, func(seq uint64, raw []byte, _ *receipt.Receipt) bool {
 		if len(page.Receipts) == limit {
