@@ -317,8 +317,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	// (internal/httpapi/writedeadline.go), and each request body's read.
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		TLSConfig: tlsConfig}
-	// SSE streams and long-polls would otherwise hold shutdown open.
+	// SSE streams, long-polls and MCP sessions (their streams and waits
+	// on parked calls) would otherwise hold shutdown open.
 	srv.RegisterOnShutdown(api.CloseStreams)
+	srv.RegisterOnShutdown(gw.CloseSessions)
 	// Nothing is refused from here on: what this start wrote in the data
 	// dir is the deployment's now.
 	files.commit()

@@ -193,12 +193,17 @@ func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *ag
 	return g.render(server, out)
 }
 
-// wait blocks until the call leaves pending/dispatching, wait passes or the
-// client goes, sending progress notifications if the client asked for
+// wait blocks until the call leaves pending/dispatching, wait passes, the
+// client goes or chiod shuts down (CloseSessions), sending progress notifications if the client asked for
 // them. It subscribes before reading the record, so no transition is
 // missed. A nil record means "still as it was".
 func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agent, requestID, approvalID string, wait time.Duration) (*kernel.CallRecord, error) {
 	k := g.o.Kernel
+	select {
+	case <-g.closing: // chiod is shutting down: none starts
+		return nil, nil
+	default:
+	}
 	if !g.waits.acquire(a.id()) {
 		return nil, nil
 	}
@@ -242,6 +247,9 @@ func (g *Gateway) wait(ctx context.Context, req *mcpsdk.CallToolRequest, a *agen
 					Message: "waiting for a human to decide " + approvalID})
 			}
 		case <-timer.C:
+			return k.Call(requestID)
+		case <-g.closing:
+			// chiod is shutting down: answered as the call is now.
 			return k.Call(requestID)
 		case <-ctx.Done():
 			// The client went away, or ended its session: the call stays

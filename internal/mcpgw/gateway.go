@@ -71,6 +71,11 @@ type Gateway struct {
 	// syncing is set (under mu) while a goroutine re-offers every agent's
 	// tools (ToolsChanged); resync asks it for one more pass.
 	syncing, resync bool
+	// closing is closed when chiod shuts down (CloseSessions); posting
+	// counts the POSTs being served until then.
+	closing   chan struct{}
+	closeOnce sync.Once
+	posting   sync.WaitGroup
 }
 
 // New builds the gateway.
@@ -104,7 +109,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	verified, _ := lru.New[[32]byte, *agent](sessionCacheSize)
 	g := &Gateway{o: o, agents: map[string]*agentServer{}, verified: verified,
-		sessions: newSessionLimit(o.MaxSessionsPerAgent, o.MaxSessions)}
+		sessions: newSessionLimit(o.MaxSessionsPerAgent, o.MaxSessions), closing: make(chan struct{})}
 	g.mcp = mcpsdk.NewStreamableHTTPHandler(g.serverFor, &mcpsdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxRequestBytes,
 		SessionTimeout:      o.SessionIdle,
@@ -120,6 +125,11 @@ func New(o Options) (*Gateway, error) {
 	// before a byte of its body is read, so it cannot hold a goroutine,
 	// a connection and a buffer by announcing a body it never sends.
 	authed := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		// A POST is counted while it is served (CloseSessions waits for
+		// them); none is counted once chiod is shutting down.
+		if r.Method == http.MethodPost && g.countPost() {
+			defer g.posting.Done()
+		}
 		// Each write of the answer (an SSE stream, the SDK's default) is
 		// bounded and the deadline cleared after it (httpapi.DeadlineWriter).
 		w := httpapi.NewDeadlineWriter(rw, g.o.WriteTimeout)
@@ -143,6 +153,51 @@ func New(o Options) (*Gateway, error) {
 	})
 	g.handler = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{})(authed)
 	return g, nil
+}
+
+// CloseSessions ends every wait on a parked call, now and from now on,
+// then closes every MCP session, so a graceful shutdown is not held open
+// by clients that asked to wait for a human or keep a stream open for
+// notifications (wire it with http.Server.RegisterOnShutdown, as the API's
+// CloseStreams). Each wait is answered the call's state as it is — a
+// parked call pending_approval, fetched later with chio_await — before
+// its session closes: a session's Close waits for its requests to return.
+func (g *Gateway) CloseSessions() {
+	g.mu.Lock()
+	g.closeOnce.Do(func() { close(g.closing) })
+	g.mu.Unlock()
+	// The POSTs being served return once their waits end and their
+	// answers are written; only then are the sessions (and with them
+	// their GET streams) closed: a session closed under a POST whose
+	// answer was still on its way lost that answer (the client's call
+	// ended "terminated without response").
+	g.posting.Wait()
+	g.mu.Lock()
+	var sessions []*mcpsdk.ServerSession
+	for _, as := range g.agents {
+		for ss := range as.srv.Sessions() {
+			sessions = append(sessions, ss)
+		}
+	}
+	g.mu.Unlock()
+	for _, ss := range sessions {
+		_ = ss.Close()
+	}
+}
+
+// countPost counts a POST being served unless chiod is shutting down,
+// and says whether it did. Under mu with CloseSessions' close of closing,
+// so no POST is counted after its Wait began.
+func (g *Gateway) countPost() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.closing:
+		return false
+	default:
+		g.posting.Add(1)
+		return true
+	}
 }
 
 // ServeHTTP serves /mcp.
