@@ -19,15 +19,15 @@ const MetaAmendedArguments = "chio/amended_arguments"
 // approval.amended_arguments: a model reads only the result, and would
 // otherwise take the output for that of the arguments it sent. The record
 // is read again, so a result is never returned unsaid: a store that cannot
-// answer fails the request (chio_await fetches the outcome later).
+// answer is an error (answer makes it an unreadable result: chio_await
+// fetches the outcome later).
 func (g *Gateway) tellAmended(out *kernel.Outcome, r *mcpsdk.CallToolResult) (*mcpsdk.CallToolResult, error) {
 	if out.ApprovalRequestID == "" {
 		return r, nil
 	}
 	rec, err := g.o.Kernel.Call(out.RequestID)
 	if err != nil {
-		return nil, fmt.Errorf("chio: call %s ran; whether an approver amended it cannot be read (%v): call %s for its outcome",
-			out.RequestID, err, AwaitTool)
+		return nil, fmt.Errorf("call %s ran; whether an approver amended it cannot be read: %w", out.RequestID, err)
 	}
 	if rec.RequestedParameterHash == "" { // set only by an amendment (kernel/resume.go)
 		return r, nil

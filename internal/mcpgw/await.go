@@ -43,7 +43,7 @@ func (as *agentServer) await(ctx context.Context, req *mcpsdk.CallToolRequest) (
 		if errors.Is(err, kernel.ErrNotFound) || err == nil && r.SubjectPublicKey != a.subject.String() {
 			return notFound, nil
 		} else if err != nil {
-			return nil, err
+			return as.g.unreadable(args.ID, err), nil
 		}
 		requestID = r.RequestID
 	}
@@ -51,7 +51,7 @@ func (as *agentServer) await(ctx context.Context, req *mcpsdk.CallToolRequest) (
 	if errors.Is(err, kernel.ErrNotFound) || err == nil && rec.Subject != a.subject.String() {
 		return notFound, nil
 	} else if err != nil {
-		return nil, err
+		return as.g.unreadable(args.ID, err), nil
 	}
 	return as.g.answer(ctx, req, a, rec.Server, kernel.OutcomeOf(rec), wait)
 }

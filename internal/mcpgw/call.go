@@ -183,14 +183,21 @@ func submitError(requestID string, err error) *mcpsdk.CallToolResult {
 func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *agent, server string, out *kernel.Outcome, wait time.Duration) (*mcpsdk.CallToolResult, error) {
 	if kernel.InFlight(out.Status) && wait > 0 {
 		rec, err := g.wait(ctx, req, a, out.RequestID, out.ApprovalRequestID, wait)
+		if err != nil && ctx.Err() != nil {
+			return nil, err // the client went away, or ended its session: no one reads an answer
+		}
 		if err != nil {
-			return nil, err
+			return g.unreadable(out.RequestID, err), nil // the store failed reading the call
 		}
 		if rec != nil {
 			out = kernel.OutcomeOf(rec)
 		}
 	}
-	return g.render(server, out)
+	res, err := g.render(server, out)
+	if err != nil {
+		return g.unreadable(out.RequestID, err), nil
+	}
+	return res, nil
 }
 
 // wait blocks until the call leaves pending/dispatching, wait passes, the
