@@ -192,7 +192,7 @@ func (b *Bridge) session(ctx context.Context) (*mcpsdk.ClientSession, error) {
 		return b.up, nil
 	}
 	hc := &http.Client{Transport: b, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	cs, err := b.client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: b.o.URL + Path, HTTPClient: hc, MaxEventSize: MaxRequestBytes}, nil)
+	cs, err := b.client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: b.o.URL + Path, HTTPClient: hc, MaxEventSize: MaxAnswerBytes}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("mcp bridge: connect to %s%s: %w", b.o.URL, Path, err)
 	}

@@ -1,12 +1,26 @@
 package mcpgw
 
-import "time"
+import (
+	"time"
+
+	"github.com/chiokernel/chio/internal/dispatch"
+	"github.com/chiokernel/chio/internal/dispatch/mcp"
+	"github.com/chiokernel/chio/kernel"
+)
 
 // Limits on what MCP clients may send and how long they may hold chiod.
 const (
 	// MaxRequestBytes bounds one HTTP request to /mcp (one JSON-RPC
 	// message): the size of POST /v1/calls plus room for _meta.
 	MaxRequestBytes = 1<<20 + 64<<10
+	// MaxAnswerBytes bounds one message the bridge reads from chiod: the
+	// largest answer chiod can send. chiod re-encodes what it answers, and
+	// the MCP SDK escapes <, > and & as \u003c, six bytes for one: a tool's
+	// output as chio records it (at most 1 MiB, from any transport) may
+	// reach the bridge six times as large, and an amended call's result
+	// carries the amended arguments twice more (its text and _meta).
+	// Room for chio's own words and the JSON-RPC and SSE framing on top.
+	MaxAnswerBytes = 6*(max(mcp.MaxResultBytes, dispatch.MaxResponseBytes)+2*kernel.MaxArgumentsBytes) + 64<<10
 	// MaxSessionTokenBytes bounds the bearer before it is decoded.
 	MaxSessionTokenBytes = 16 << 10
 	// MaxSessionTTL is the longest a session token may live.
