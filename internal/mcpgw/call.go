@@ -183,8 +183,10 @@ func submitError(requestID string, err error) *mcpsdk.CallToolResult {
 func (g *Gateway) answer(ctx context.Context, req *mcpsdk.CallToolRequest, a *agent, server string, out *kernel.Outcome, wait time.Duration) (*mcpsdk.CallToolResult, error) {
 	if kernel.InFlight(out.Status) && wait > 0 {
 		rec, err := g.wait(ctx, req, a, out.RequestID, out.ApprovalRequestID, wait)
-		if err != nil && ctx.Err() != nil {
-			return nil, err // the client went away, or ended its session: no one reads an answer
+		if err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
+			// The client went away, or ended its session (its DELETE ends
+			// the wait's own context): no one reads an answer.
+			return nil, err
 		}
 		if err != nil {
 			return g.unreadable(out.RequestID, err), nil // the store failed reading the call
