@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chiokernel/chio/kernel"
@@ -83,9 +85,13 @@ func allowed(out *kernel.Outcome, fromMCP bool) *mcpsdk.CallToolResult {
 			MetaReceiptID: out.ReceiptID, MetaToolError: out.ToolError, MetaExecution: out.Execution})
 	}
 	var r mcpsdk.CallToolResult
+	// Read with exact member names, as MCP and the SDK read a result (and
+	// so chio's record of it): encoding/json would also take, and keep the
+	// last of, "StructuredContent" or "CONTENT". A duplicate name is an
+	// error here (jsonv2), and the output is handed over as text.
 	var sc struct {
-		Content           json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
+		Content           jsontext.Value `json:"content"`
+		StructuredContent jsontext.Value `json:"structuredContent"`
 	}
 	// Only an MCP server answers an MCP result, which has a "content"
 	// array. The output of a tool on another transport (builtin, http) is
@@ -93,12 +99,12 @@ func allowed(out *kernel.Outcome, fromMCP bool) *mcpsdk.CallToolResult {
 	// http API's {"content": [...], "total": N} is not an MCP result. (The
 	// SDK decodes any object into a CallToolResult with empty, non-nil
 	// Content, so a decoded Content says nothing.)
-	if !fromMCP || json.Unmarshal(output, &sc) != nil || !bytes.HasPrefix(sc.Content, []byte("[")) || json.Unmarshal(output, &r) != nil {
+	if !fromMCP || jsonv2.Unmarshal(output, &sc) != nil || !bytes.HasPrefix(sc.Content, []byte("[")) || json.Unmarshal(output, &r) != nil {
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(output)}},
 			IsError: out.ToolError != ""}
 	}
 	if len(sc.StructuredContent) > 0 {
-		r.StructuredContent = sc.StructuredContent
+		r.StructuredContent = json.RawMessage(sc.StructuredContent)
 	}
 	dropChioMeta(r.Meta)
 	return &r
