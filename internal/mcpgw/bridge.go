@@ -272,7 +272,8 @@ func (b *Bridge) syncTools(ctx context.Context) error {
 // client put in _meta (agentIntent); the client's other _meta members are
 // not passed on. A lost connection is retried with the same request id and
 // intent (chiod answers a repeat with the first call's outcome, so the
-// tool runs at most once), the proof re-signed.
+// tool runs at most once), the proof re-signed; when every attempt fails,
+// the answer names the request id to await (lostChiod).
 func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		args := req.Params.Arguments
@@ -336,8 +337,24 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 			}
 			b.reset(cs)
 		}
+		if tg.server != "" {
+			return lostChiod(requestID, lastErr), nil
+		}
 		return nil, lastErr
 	}
+}
+
+// lostChiod answers a call whose every attempt lost its connection to
+// chiod, or could not connect. It may have reached chiod, and its tool may
+// be running or have run: an error would invite the client's retry, a new
+// request id and a second call. So, as chiod answers an outcome it could
+// not record (submitError), the answer names the request id to await.
+func lostChiod(requestID string, err error) *mcpsdk.CallToolResult {
+	reason := "chio mcp serve lost its connection to chiod: " + err.Error()
+	return chioResult(fmt.Sprintf("%s. This call may have reached chio, and the tool may have run: do not call it "+
+		"again. Call %s with {\"id\":%q} for its outcome once chio is reachable. (If %s finds no call with this id, "+
+		"once chio is healthy again, chio never received it and the tool did not run.)", reason, AwaitTool, requestID, AwaitTool),
+		mcpsdk.Meta{MetaStatus: StatusUnrecorded, MetaRequestID: requestID, MetaReason: reason})
 }
 
 // lostConnection: the call may not have reached chiod, or its answer was
