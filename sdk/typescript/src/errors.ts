@@ -259,7 +259,9 @@ const byServerCode: Record<string, ChioErrorCode> = {
  * may send it after it forwarded the request and lost the answer.
  */
 export function apiError(status: number, serverCode: string | undefined, message: string, retryAfterMs = 0): ChioError {
-  let code = serverCode ? byServerCode[serverCode] : undefined;
+  // Own members only: a code such as "constructor" or "__proto__" would
+  // otherwise find Object.prototype's and escape the status rules below.
+  let code = serverCode && Object.hasOwn(byServerCode, serverCode) ? byServerCode[serverCode] : undefined;
   if (status === 502 || status === 504) code = "outcome_unknown";
   if (!code) {
     if (status >= 500) code = "outcome_unknown";
