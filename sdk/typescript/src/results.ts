@@ -116,7 +116,15 @@ export function isToolDenied(r: CallResult): r is ToolDenied {
  * An unknown status is an error: failing closed, it is never taken for an allow.
  */
 export function fromState(st: Record<string, unknown>): CallResult {
-  const s = (k: string): string => (typeof st[k] === "string" ? (st[k] as string) : "");
+  // A member chiod sends as a string that is something else (a tool_error
+  // object, an execution number) cannot be checked: refuse the answer, as
+  // the Go SDK cannot decode it, rather than read it as absent (a success).
+  const s = (k: string): string => {
+    const v = st[k];
+    if (v === undefined || v === null) return "";
+    if (typeof v !== "string") throw new ChioError("error", `chio: bad response from chiod: ${k} is ${JSON.stringify(v).slice(0, 100)}, not a string`);
+    return v;
+  };
   const status = st["status"];
   const approval = approvalInfo(st["approval"]);
   const common = { requestId: s("request_id"), receiptId: s("receipt_id") };
