@@ -74,7 +74,8 @@ export function wireIntent(intent: GovernedIntent | RawJSON): Record<string, unk
   if (!isObject(intent)) throw new ChioError("bad_request", "chio: governedIntent must be an object");
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(intent)) {
-    const wire = INTENT_FIELDS[k];
+    // Own members only: "constructor" or "__proto__" would find Object.prototype's.
+    const wire = Object.hasOwn(INTENT_FIELDS, k) ? INTENT_FIELDS[k] : undefined;
     if (!wire) throw new ChioError("bad_request", `chio: governedIntent has no field ${JSON.stringify(k)} (fields: ${Object.keys(INTENT_FIELDS).join(", ")})`);
     if (v !== undefined) out[wire] = v;
   }
