@@ -41,6 +41,22 @@ const REQUEST_TIMEOUT_MS = 60_000;
 
 /** A request id chiod takes: 1..128 characters of [A-Za-z0-9._:-], not "." or ".." (checked apart). */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const ID_RULE = '1..128 characters of [A-Za-z0-9._:-], not "." or ".."';
+
+/**
+ * chiod's rule for request and approval ids (approval.ValidID), checked
+ * before an id goes in a path: "req/1" or ".." would reach another path
+ * and read whatever answered there.
+ */
+function validId(id: unknown): id is string {
+  return typeof id === "string" && REQUEST_ID.test(id) && id !== "." && id !== "..";
+}
+
+/** An approval id ("ar-…") within chiod's rule, or "bad_request" before anything is sent. */
+function checkApprovalId(id: unknown, what = "an approval id"): string {
+  if (!validId(id) || !id.startsWith("ar-")) throw new ChioError("bad_request", `chio: ${JSON.stringify(id)} is not ${what} (ar-…, ${ID_RULE})`);
+  return id;
+}
 
 /** Untrusted input meets a limit first. */
 const MAX_CAPABILITY_BYTES = 64 << 10;
@@ -152,7 +168,7 @@ export class ChioClient {
     // chiod's rule (approval.IDRule), checked before anything is sent: an id
     // that cannot go in a header would fail in fetch, as if chiod had
     // lost the answer.
-    if (typeof requestId !== "string" || !REQUEST_ID.test(requestId) || requestId === "." || requestId === ".." || requestId.startsWith("ar-")) {
+    if (!validId(requestId) || requestId.startsWith("ar-")) {
       throw new ChioError(
         "bad_request",
         `chio: request id ${JSON.stringify(requestId)} must be 1..128 characters of [A-Za-z0-9._:-], not "." or "..", not starting with ar- (approval ids)`,
@@ -391,8 +407,7 @@ export class ChioClient {
    */
   async resumeWithApproval(opts: ResumeOptions): Promise<Allowed | ToolDenied> {
     const { raw, token } = tokenText(await opts.approvalToken);
-    const aid = token["request_id"];
-    if (typeof aid !== "string" || !aid.startsWith("ar-")) throw new ChioError("bad_request", "chio: the token's request_id is not an approval id (ar-…)");
+    const aid = checkApprovalId(token["request_id"], "an approval id: the token's request_id must be one");
     if (opts.approvalRequestId !== undefined && opts.approvalRequestId !== aid) {
       throw new ChioError("bad_request", `chio: the token is for ${aid}, not ${opts.approvalRequestId}`);
     }
@@ -491,6 +506,7 @@ export class ChioClient {
    * own calls; anything else needs a bearer.
    */
   async approval(id: string, signal?: AbortSignal): Promise<ApprovalRequest> {
+    checkApprovalId(id);
     const { data } = await this.#send("GET", "/approvals/" + encodeURIComponent(id), undefined, this.#readAuth(id), [200], REQUEST_TIMEOUT_MS, signal);
     const req = isObject(data) ? data["request"] : undefined;
     if (!isObject(req)) throw new ChioError("error", `chio: approval ${id}: empty answer from chiod`);
@@ -510,6 +526,7 @@ export class ChioClient {
    * nothing.
    */
   async respond(approvalId: string, token: string | Uint8Array | Record<string, unknown>, opts: { channel?: string; signal?: AbortSignal | undefined } = {}): Promise<RespondResult> {
+    checkApprovalId(approvalId);
     const { raw } = tokenText(token);
     // Assembled around the signed text, so that it reaches chiod exactly as signed.
     const body = `{"token":${raw}${opts.channel ? `,"channel":${canonicalize(opts.channel)}` : ""}}`;
@@ -531,9 +548,7 @@ export class ChioClient {
    * status() or awaitApproval() says whether it took.
    */
   async cancel(approvalId: string, reason: string, opts: { signal?: AbortSignal } = {}): Promise<ToolDenied> {
-    if (typeof approvalId !== "string" || !approvalId.startsWith("ar-")) {
-      throw new ChioError("bad_request", `chio: ${JSON.stringify(approvalId)} is not an approval id (ar-…)`);
-    }
+    checkApprovalId(approvalId);
     if (typeof reason !== "string" || !reason.trim()) throw new ChioError("bad_request", "chio: a cancellation needs a reason");
     const body = canonicalize({ reason }); // strict: a lone surrogate is refused here
     let headers: Record<string, string>;
@@ -567,6 +582,7 @@ export class ChioClient {
   /** Map an approval id to its parked call's request id. */
   async #requestIdOf(id: string, deadline: number | undefined, signal: AbortSignal | undefined): Promise<string> {
     if (typeof id !== "string" || !id) throw new ChioError("bad_request", "chio: empty id");
+    if (!validId(id)) throw new ChioError("bad_request", `chio: id ${JSON.stringify(id)} must be ${ID_RULE}`);
     if (!id.startsWith("ar-")) return id;
     const req = await this.#retrying((sig) => this.approval(id, sig), deadline, signal, `await ${id}`);
     if (typeof req.request_id !== "string" || !req.request_id) throw new ChioError("error", `chio: approval ${id} names no call`);
