@@ -83,6 +83,10 @@ export class ChioClient {
     } catch {
       throw new ChioError("bad_request", `chio: url ${JSON.stringify(url)} must be http(s)://host[:port]`);
     }
+    // Node's fetch refuses a URL with user:password before connecting:
+    // every call would fail as if its answer were lost. Refused now, not
+    // quoted (the password would be in the message); chiod takes a bearer.
+    if (u.username || u.password) throw new ChioError("bad_request", "chio: url must be http(s)://host[:port], without user:password (pass a token as bearer)");
     if ((u.protocol !== "http:" && u.protocol !== "https:") || !u.host || u.search || u.hash) {
       throw new ChioError("bad_request", `chio: url ${JSON.stringify(url)} must be http(s)://host[:port]`);
     }
