@@ -116,15 +116,7 @@ export function isToolDenied(r: CallResult): r is ToolDenied {
  * An unknown status is an error: failing closed, it is never taken for an allow.
  */
 export function fromState(st: Record<string, unknown>): CallResult {
-  // A member chiod sends as a string that is something else (a tool_error
-  // object, an execution number) cannot be checked: refuse the answer, as
-  // the Go SDK cannot decode it, rather than read it as absent (a success).
-  const s = (k: string): string => {
-    const v = st[k];
-    if (v === undefined || v === null) return "";
-    if (typeof v !== "string") throw new ChioError("error", `chio: bad response from chiod: ${k} is ${JSON.stringify(v).slice(0, 100)}, not a string`);
-    return v;
-  };
+  const s = (k: string): string => stringMember(st, k, k);
   const status = st["status"];
   const approval = approvalInfo(st["approval"]);
   const common = { requestId: s("request_id"), receiptId: s("receipt_id") };
@@ -166,11 +158,30 @@ export function fromState(st: Record<string, unknown>): CallResult {
   throw new ChioError("error", `chio: call ${common.requestId}: unknown status ${JSON.stringify(status)} from chiod`);
 }
 
+/**
+ * A member chiod sends as a string ("" when absent or null). Anything else
+ * (a tool_error object, an execution number) cannot be checked: the answer
+ * is refused, as the Go SDK cannot decode it, never read as absent (a
+ * success, no approval, not amended).
+ */
+function stringMember(o: Record<string, unknown>, k: string, name: string): string {
+  const v = o[k];
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string") throw mistyped(name, v, "a string");
+  return v;
+}
+
+function mistyped(name: string, v: unknown, want: string): ChioError {
+  return new ChioError("error", `chio: bad response from chiod: ${name} is ${JSON.stringify(v)?.slice(0, 100)}, not ${want}`);
+}
+
 function approvalInfo(a: unknown): ApprovalInfo | undefined {
-  if (a === null || typeof a !== "object") return undefined;
+  if (a === undefined || a === null) return undefined;
+  if (typeof a !== "object" || Array.isArray(a)) throw mistyped("approval", a, "an object");
   const o = a as Record<string, unknown>;
-  if (typeof o["approver"] !== "string" || !o["approver"]) return undefined;
-  const str = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
+  if (o["amended"] !== undefined && o["amended"] !== null && typeof o["amended"] !== "boolean") throw mistyped("approval.amended", o["amended"], "a boolean");
+  const str = (k: string): string => stringMember(o, k, "approval." + k);
+  if (!str("approver")) return undefined;
   return {
     approver: str("approver"),
     approverName: str("approver_display_name"),
