@@ -360,7 +360,9 @@ export class ChioClient {
    * awaitApproval(result.requestId) finishes the wait in every case.
    */
   async status(id: string): Promise<CallResult> {
-    const rid = await this.#requestIdOf(id, undefined, undefined);
+    // Once, the approval read too: status takes no signal or timeout that
+    // could end a retry loop (with chiod down it would never settle).
+    const rid = await this.#requestIdOf(id, undefined, undefined, false);
     return fromState(await this.#getCall(rid, 0, undefined));
   }
 
@@ -583,12 +585,12 @@ export class ChioClient {
 
   // --- plumbing ----------------------------------------------------------------
 
-  /** Map an approval id to its parked call's request id. */
-  async #requestIdOf(id: string, deadline: number | undefined, signal: AbortSignal | undefined): Promise<string> {
+  /** Map an approval id to its parked call's request id; the read is retried unless retry is false. */
+  async #requestIdOf(id: string, deadline: number | undefined, signal: AbortSignal | undefined, retry = true): Promise<string> {
     if (typeof id !== "string" || !id) throw new ChioError("bad_request", "chio: empty id");
     if (!validId(id)) throw new ChioError("bad_request", `chio: id ${JSON.stringify(id)} must be ${ID_RULE}`);
     if (!id.startsWith("ar-")) return id;
-    const req = await this.#retrying((sig) => this.approval(id, sig), deadline, signal, `await ${id}`);
+    const req = retry ? await this.#retrying((sig) => this.approval(id, sig), deadline, signal, `await ${id}`) : await this.approval(id);
     if (typeof req.request_id !== "string" || !req.request_id) throw new ChioError("error", `chio: approval ${id} names no call`);
     return req.request_id;
   }
