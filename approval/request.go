@@ -135,6 +135,14 @@ func (r *Request) Trusts(key string) bool {
 	return false
 }
 
+// MayDecide reports whether a vote signed by key could count on r: key is
+// one of its trusted approvers, and neither the calling agent's key (the
+// kernel never counts an agent's vote on its own call) nor a requester's,
+// as Verify judges a token. What an approver's tools offer to decide.
+func (r *Request) MayDecide(key string) bool {
+	return r.Trusts(key) && key != r.SubjectID && key != r.SubjectPublicKey && !contains(r.Requesters, key)
+}
+
 // Counts returns how many distinct approvers approved and denied.
 func (r *Request) Counts() (approved, denied int) {
 	for _, v := range r.Votes {

@@ -208,14 +208,17 @@ func (w *watcher) observe(ev kernel.Event) {
 	if i := slices.IndexFunc(w.queue, func(q *approval.Request) bool { return q.ApprovalID == id }); i >= 0 {
 		switch {
 		case req.Tier < w.queue[i].Tier:
-		case !req.Trusts(w.pub) || req.HasVoted(w.pub):
+		case !req.MayDecide(w.pub) || req.HasVoted(w.pub):
 			w.queue = slices.Delete(w.queue, i, i+1)
 		default:
 			w.queue[i] = req
 		}
 		return
 	}
-	if !req.Trusts(w.pub) || req.HasVoted(w.pub) {
+	// Only a request this key's vote could count on: not one the key's
+	// own agent made (approver.md: never your own call), nor one of a
+	// grant that lists the key as a requester.
+	if !req.MayDecide(w.pub) || req.HasVoted(w.pub) {
 		return
 	}
 	w.queue = append(w.queue, req)

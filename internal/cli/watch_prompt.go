@@ -343,6 +343,8 @@ func (w *watcher) stillOpen(id, then string) *approval.Request {
 		fmt.Fprintf(w.e.Stdout, "your vote on %s is already recorded; %s\n", shown(id), then)
 	case !v.Request.Trusts(w.pub):
 		fmt.Fprintf(w.e.Stdout, "%s no longer lists your key as an approver (escalated or the policy changed while you answered); %s\n", shown(id), then)
+	case !v.Request.MayDecide(w.pub):
+		fmt.Fprintf(w.e.Stdout, "%s is a call your key may not decide (its agent's key, or a requester's); %s\n", shown(id), then)
 	default:
 		return &v.Request
 	}
