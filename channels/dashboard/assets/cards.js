@@ -154,6 +154,8 @@ function renderCard(req) {
   const kind = req.kind || 'tool_call';
   const canAmend = kind === 'tool_call' && req.arguments !== undefined && req.arguments !== null && (req.quorum || 1) <= 1;
   const trusted = !state.key || (req.trusted_approvers || []).includes(state.key.publicKey);
+  // The kernel never counts an agent's vote on its own call (approval.Verify).
+  const ownCall = !!state.key && (req.subject_id === state.key.publicKey || req.subject_public_key === state.key.publicKey);
   const voted = state.key && (req.votes || []).some((v) => v.approver === state.key.publicKey);
 
   // The amount the arguments move (the kernel reads it where the tool says
@@ -270,7 +272,8 @@ function renderCard(req) {
     kind === 'question' ? questionForm(req) : null,
     amendBox,
     note,
-    !trusted ? el('p', { class: 'warn', text: 'Your key is not among the trusted approvers of this request; the kernel will refuse your decision.' }) : null,
+    !trusted ? el('p', { class: 'warn', text: 'Your key is not among the trusted approvers of this request; the kernel will refuse your decision.' })
+      : ownCall ? el('p', { class: 'warn', text: 'This call was made with your own key: the kernel will refuse your decision on it; another approver decides it.' }) : null,
     voted ? el('p', { class: 'muted', text: 'You already voted on this request.' }) : null,
     el('div', { class: 'actions' }, approveBtn, amendSubmit, amendBtn, el('span', { class: 'spacer' }), denyBtn),
     err, ok,
