@@ -260,7 +260,7 @@ func (k *Kernel) sendWithRetry(ctx context.Context, rec *CallRecord, priorAttemp
 		rec.Attempts = attempt
 		dctx, cut := k.untilClose(ctx) // Close cuts an attempt still running off
 		res, err := k.dispatcher.Dispatch(dctx, DispatchRequest{RequestID: rec.RequestID, Server: rec.Server,
-			Tool: rec.Tool, Arguments: rec.Arguments, Attempt: attempt})
+			Tool: rec.Tool, Arguments: sentArguments(rec), Attempt: attempt})
 		cut()
 		if err == nil && res.ToolError != "" && mayHaveRun != nil {
 			// A failure answered to THIS attempt says nothing of an earlier

@@ -81,6 +81,9 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		}
 		rec.Arguments, rec.ParameterHash = a.args, a.hash
 	}
+	// Sent, and stored with the allow, as their canonical bytes, also when
+	// a build before 8320525 parked the call (sent_args.go).
+	rec.Arguments = canonicalArguments(rec.Arguments)
 	// The stored intent met the rules in force when the call was parked; one
 	// that no longer decodes is corruption, and resuming without it would
 	// skip the guards that read it: deny.
