@@ -98,8 +98,9 @@ Result = Union[Allowed, PendingApproval, ToolDenied]
 
 def from_state(st: dict) -> Result:
     """Map chiod's call state (POST /v1/calls, GET /v1/calls/{id}) to a
-    result. An unknown status is an error: failing closed, it is never
-    mistaken for an allow."""
+    result. An unknown status, or a member of the wrong type, is an error:
+    failing closed, it is never mistaken for an allow."""
+    _check_types(st)
     status = st.get("status")
     rid = _str(st, "request_id")
     if status == "allowed":
@@ -138,6 +139,33 @@ def from_state(st: dict) -> Result:
             approval=_approval(st.get("approval")),
         )
     raise ChioError(f"chio: call {rid}: unknown status {status!r} from chiod")
+
+
+# The members chiod sends as strings (null is "not said"). One of another
+# type cannot be read: as the Go SDK's typed decode, it is refused, never
+# taken as absent. A tool_error of false or an execution of 3 read as absent
+# would make a failed call, or one whose outcome is unknown, a success.
+_STRINGS = ("status", "request_id", "receipt_id", "tool_error", "execution", "reason", "guard", "approval_request_id", "summary")
+_APPROVAL_STRINGS = ("approver", "approver_display_name", "note")
+
+
+def _check_types(st: dict) -> None:
+    """Refuse a call state whose members do not have chiod's types."""
+    bad = [k for k in _STRINGS if st.get(k) is not None and not isinstance(st[k], str)]
+    dl = st.get("deadline")
+    if dl is not None and (isinstance(dl, bool) or not isinstance(dl, int)):
+        bad.append("deadline")
+    a = st.get("approval")
+    if a is not None:
+        if not isinstance(a, dict):
+            bad.append("approval")
+        else:
+            bad += ["approval." + k for k in _APPROVAL_STRINGS if a.get(k) is not None and not isinstance(a[k], str)]
+            if a.get("amended") is not None and not isinstance(a["amended"], bool):
+                bad.append("approval.amended")
+    if bad:
+        rid = st.get("request_id") if isinstance(st.get("request_id"), str) else ""
+        raise ChioError(f"chio: call {rid}: unreadable answer from chiod: {', '.join(bad)} of the wrong type")
 
 
 def _str(d: dict, k: str) -> str:
