@@ -34,6 +34,10 @@ class _Approvals:
         req = view.get("request") if isinstance(view, dict) else None
         if not isinstance(req, dict):
             raise ChioError(f"chio: approval {id}: empty answer from chiod")
+        if req.get("approval_id") != id:
+            # Another request (a proxy or cache that served another
+            # answer): it names another call, to await or sign.
+            raise ChioError(f"chio: approval {id}: chiod answered with request {str(req.get('approval_id'))[:140]!r}")
         return req
 
     async def respond(self, approval_id: str, token: bytes | str | Mapping, *, channel: str | None = None) -> dict:
@@ -79,7 +83,8 @@ class _Approvals:
             raise Unauthorized("chio: cancelling needs the agent key (key=) or an admin token (bearer=)")
         _, state = await self._send("POST", "/approvals/" + _path(approval_id) + "/cancel", body, headers)
         result = from_state(state) if isinstance(state, dict) else None
-        if not isinstance(result, ToolDenied) or result.status != "cancelled":
+        # The cancelled call of this approval, not another's withdrawal.
+        if not isinstance(result, ToolDenied) or result.status != "cancelled" or result.approval_request_id != approval_id:
             raise ChioError(f"chio: cancel {approval_id}: unexpected answer from chiod: {state!r}"[:300])
         return result
 

@@ -82,6 +82,19 @@ _USER_AGENT = "chio-python/0.1"
 T = TypeVar("T")
 
 
+def _check_names(state: dict, request_id: str, status: int) -> None:
+    """chiod's call state names its call (request_id, always). One naming
+    another call, or none (a proxy or cache that served another request's
+    answer), says nothing about this one: BadAnswer, never its outcome."""
+    named = state.get("request_id")
+    if named != request_id:
+        raise BadAnswer(
+            f"chio: bad response from chiod ({status}): the state (status {str(state.get('status'))[:40]!r}) "
+            f"of call {str(named)[:140]!r}, not of {request_id}",
+            status=status,
+        )
+
+
 class Client(_Approvals):
     """An agent's asyncio client. Safe to share between tasks.
 
@@ -395,6 +408,8 @@ class Client(_Approvals):
             )
             if not isinstance(state, dict):
                 raise BadAnswer(f"chio: bad response from chiod ({status}): not an object", status=status)
+            if not state.get("error"):
+                _check_names(state, request_id, status)
         except BadAnswer as e:
             # chiod (or a proxy after it) answered and the answer cannot be
             # read: the call may have been decided and run. Not retried (the
@@ -608,9 +623,10 @@ class Client(_Approvals):
         path = "/v1/calls/" + _path(request_id)
         if wait > 0:
             path += f"?wait={int(wait * 1000)}ms"
-        _, state = await self._send("GET", path, None, self._read_auth(request_id), timeout=wait + POLL_MARGIN)
+        status, state = await self._send("GET", path, None, self._read_auth(request_id), timeout=wait + POLL_MARGIN)
         if not isinstance(state, dict):
             raise ChioError("chio: bad response from chiod: not an object")
+        _check_names(state, request_id, status)
         return state
 
     async def _retrying(self, fn: Callable[[], Awaitable[T]], deadline: float | None, what: str) -> T:
