@@ -6,9 +6,11 @@ chiod), chunked bodies and HTTP error handling from the standard library,
 where an HTTP/1.1 client on asyncio streams would be ours to write and to
 get right. The cost is a
 thread per request in flight, which is small next to a network round trip;
-every request has a socket timeout, so a thread whose caller was cancelled
-ends by itself (at most a long-poll plus a margin later). Daemon threads do
-not hold up interpreter exit, as a ThreadPoolExecutor's would.
+every request has a time limit (a timer that cuts its connection: a socket
+timeout bounds each read, not an answer arriving a byte at a time), so a
+thread whose caller was cancelled ends by itself (at most a long-poll plus
+a margin later). Daemon threads do not hold up interpreter exit, as a
+ThreadPoolExecutor's would.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import functools
 import http.client
 import ipaddress
+import socket
 import threading
 import urllib.error
 import urllib.parse
@@ -67,15 +70,32 @@ class Attempt:
         self._lock = threading.Lock()
         self._ready = False
         self._given_up = False
+        self._sock: socket.socket | None = None
+        self.expired = False  # the request's time limit passed (expire)
 
-    def ready(self) -> bool:
-        """The connection is ready: False if the request was given up (the
-        thread must then write nothing)."""
+    def ready(self, sock: socket.socket | None = None) -> bool:
+        """The connection (sock) is ready: False if the request was given up
+        or its time limit passed (the thread must then write nothing)."""
         with self._lock:
-            if self._given_up:
+            if self._given_up or self.expired:
                 return False
             self._ready = True
+            self._sock = sock
             return True
+
+    def expire(self) -> None:
+        """The request's time limit passed: cut its connection. A socket
+        timeout bounds each read, not the request, so an answer arriving a
+        byte at a time would outlast it; a read blocked on this connection
+        ends now, and request() reports the request as unanswered."""
+        with self._lock:
+            self.expired = True
+            sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
 
     def give_up(self) -> bool:
         """Stop waiting: True if the connection was never ready, so nothing
@@ -117,7 +137,7 @@ def _marking_connect(cls):
             finally:
                 self.timeout = request_timeout
             self.sock.settimeout(request_timeout)
-            if not self._chio_attempt.ready():
+            if not self._chio_attempt.ready(self.sock):
                 self.sock.close()
                 raise _NoConnection("the request was given up before its connection was ready")
 
@@ -176,23 +196,43 @@ def request(
     attempt: Attempt | None = None,
 ) -> tuple[int, bytes]:
     """Send one request and return (status, body), whatever the status.
-    Raises TransportError when no complete HTTP answer came back, and its
-    ConnectFailed when no connection could even be made (within
-    connect_timeout, default timeout) or attempt was given up first."""
+    Raises TransportError when no complete HTTP answer came back within
+    timeout (the whole request: connecting, sending, the answer's head and
+    body), and its ConnectFailed when no connection could even be made
+    (within connect_timeout, default timeout) or attempt was given up first."""
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
-    opener = _opener(url, timeout if connect_timeout is None else connect_timeout, attempt or Attempt())
+    attempt = attempt or Attempt()
+    opener = _opener(url, timeout if connect_timeout is None else connect_timeout, attempt)
+    limit = threading.Timer(timeout, attempt.expire)
+    limit.daemon = True
+    limit.start()
     try:
         try:
             resp = opener.open(req, timeout=timeout)
         except urllib.error.HTTPError as e:  # a 4xx/5xx answer is still an answer
             resp = e
         with resp:
-            return Answer((resp.code, _read(resp)), resp.headers.get("Retry-After"))
-    except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
+            answer = Answer((resp.code, _read(resp)), resp.headers.get("Retry-After"))
+        limit.cancel()
+        if attempt.expired:
+            # The connection was cut: what was read may be cut short too.
+            raise _TimeLimit()
+        return answer
+    except (urllib.error.URLError, http.client.HTTPException, OSError, _TimeLimit, TransportError) as e:
         reason = getattr(e, "reason", None) or e
         if isinstance(reason, _NoConnection):
             raise ConnectFailed(f"chio: cannot connect to chiod at {url}: {reason}") from None
+        if attempt.expired:
+            raise TransportError(f"chio: no complete answer from chiod at {url} within the request's time limit ({timeout} s)") from None
+        if isinstance(e, TransportError):
+            raise
         raise TransportError(f"chio: cannot reach chiod at {url}: {reason}") from None
+    finally:
+        limit.cancel()
+
+
+class _TimeLimit(Exception):
+    """request()'s time limit passed while its answer was being read."""
 
 
 class Answer(tuple):
