@@ -452,10 +452,12 @@ class Client(_Approvals):
         deadline = None if timeout is None else loop.time() + timeout
         rid = await self._request_id_of(id, deadline)
         status = "unresolved"
+        backoff = RECONNECT_FIRST
         while True:
             wait = LONG_POLL if deadline is None else min(LONG_POLL, deadline - loop.time())
             if wait <= 0:
                 raise TimedOut(f"chio: await {id}: timed out (still {status})", request_id=rid)
+            started = loop.time()
             try:
                 state = await self._retrying(lambda: self._get_call(rid, wait), deadline, f"await {id} (still {status})")
             except TimedOut as e:
@@ -473,6 +475,16 @@ class Client(_Approvals):
                 # Neither ended nor waiting: an answer chiod never sends.
                 # Fail closed at once rather than poll it again in a loop.
                 raise ChioError(f"chio: await {id}: unknown status {status!r} from chiod")
+            if loop.time() - started < wait / 2:
+                # Still pending, answered well before the wait passed (a
+                # proxy that drops ?wait=, a chiod shutting down): pause as
+                # after a failure, rather than poll again in a tight loop.
+                pause = backoff if deadline is None else min(backoff, deadline - loop.time())
+                if pause > 0:
+                    await asyncio.sleep(pause)
+                backoff = min(2 * backoff, RECONNECT_MAX)
+            else:
+                backoff = RECONNECT_FIRST
 
     async def resume_with_approval(
         self,
