@@ -48,6 +48,9 @@ class ToolCall(unittest.TestCase):
             # Not a number either: int() raised ValueError, not Unauthorized
             # (a server answering Unauthorized with 401 answered 500).
             "sent_at with two minus signs": (headers(c, **{SENT_AT_HEADER: "--" + str(c["sent_at_ms"])}), body, c["server"], now),
+            # Digits past Python's int() limit (4300) raised ValueError too;
+            # Go's ParseInt refuses anything beyond int64 as not a number.
+            "sent_at of 5000 digits": (headers(c, **{SENT_AT_HEADER: "1" * 5000}), body, c["server"], now),
             # The signature covers the body, not the key a deduplicating
             # server keys on: a captured call re-sent under a fresh key
             # would run again.
