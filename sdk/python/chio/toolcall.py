@@ -82,7 +82,10 @@ def verify_tool_call(
     sent = _header(headers, SENT_AT_HEADER)
     # At most one leading minus: lstrip("-") let "--1" through to int(),
     # which raised ValueError instead of refusing.
-    if not sent.isascii() or not sent.removeprefix("-").isdigit():
+    # At most 19 digits, as Go's ParseInt (int64): int() of thousands
+    # raised ValueError (its digit limit) instead of refusing.
+    digits = sent.removeprefix("-")
+    if not sent.isascii() or not digits.isdigit() or len(digits) > 19 or not -(2**63) <= int(sent) < 2**63:
         raise Unauthorized(f"chio: not a call chio sent to this tool server: {SENT_AT_HEADER} must be unix milliseconds")
     sent_at = int(sent)
     sig_hex = _header(headers, SIGNATURE_HEADER)
