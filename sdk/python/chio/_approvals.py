@@ -14,7 +14,7 @@ from .errors import BadRequest, ChioError, Unauthorized
 from .keys import PrivateKey
 from .results import ToolDenied, from_state
 from .signing import STATUS_PROOF_HEADER, cancel_proof
-from ._wire import _path, _token_bytes
+from ._wire import _check_id, _path, _token_bytes
 
 
 class _Approvals:
@@ -30,6 +30,7 @@ class _Approvals:
         """Read one approval request (the "request" object of GET
         /approvals/{id}). An agent may read the requests that park its own
         calls; anything else needs a bearer."""
+        _check_id(id, approval=True)
         _, view = await self._send("GET", "/approvals/" + _path(id), None, self._read_auth(id))
         req = view.get("request") if isinstance(view, dict) else None
         if not isinstance(req, dict):
@@ -50,6 +51,7 @@ class _Approvals:
         may or may not be recorded; present the same token again (a
         recorded vote is refused as a replay, Conflict) and do not ask
         another approver on the belief it did nothing."""
+        _check_id(approval_id, approval=True)
         raw, _ = _token_bytes(token)
         # Assembled around the signed bytes, so that they reach chiod exactly
         # as signed.
@@ -70,8 +72,7 @@ class _Approvals:
         already decided (or cancelled) is Conflict. One attempt: after a
         TransportError, status() or await_approval() says whether it took.
         """
-        if not isinstance(approval_id, str) or not approval_id.startswith("ar-"):
-            raise BadRequest(f"chio: {approval_id!r} is not an approval id (ar-…)")
+        _check_id(approval_id, approval=True)
         if not isinstance(reason, str) or not reason.strip():
             raise BadRequest("chio: a cancellation needs a reason")
         body = canonicalize({"reason": reason})  # strict: a lone surrogate is refused here

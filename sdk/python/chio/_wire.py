@@ -5,6 +5,7 @@ meeting its size limit first) before anything is sent."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -32,6 +33,20 @@ def _parse_response(data: bytes, status: int) -> Any:
         return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise BadAnswer(f"chio: bad response from chiod ({status}): {e}", status=status) from None
+
+
+# chiod's rule for request and approval ids (approval.IDRule): 1..128
+# characters of [A-Za-z0-9._:-], not "." or ".." (checked apart).
+ID_RULE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def _check_id(id: Any, approval: bool) -> None:
+    """Refuse, before anything is sent, an id chiod would refuse (or could
+    not even route: "req/1", ".."), or for approval one that is not an
+    approval id (ar-…). As the Go SDK's approval.ValidID checks."""
+    if not isinstance(id, str) or not ID_RULE.fullmatch(id) or id in (".", "..") or (approval and not id.startswith("ar-")):
+        want = "an approval id (ar-…)" if approval else "a request id or an approval id"
+        raise BadRequest(f"chio: {str(id)[:140]!r} is not {want} of 1..128 characters of [A-Za-z0-9._:-], not \".\" or \"..\"")
 
 
 def _path(id: str) -> str:

@@ -13,7 +13,6 @@ import dataclasses
 import inspect
 import json
 import os
-import re
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -22,7 +21,18 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from . import _http
 from ._approvals import _Approvals
-from ._wire import MAX_CAPABILITY_BYTES, _hitl_denial, _json_object, _parse_capability, _parse_response, _path, _read_file, _token_bytes
+from ._wire import (
+    ID_RULE,
+    MAX_CAPABILITY_BYTES,
+    _check_id,
+    _hitl_denial,
+    _json_object,
+    _parse_capability,
+    _parse_response,
+    _path,
+    _read_file,
+    _token_bytes,
+)
 from .canon import RawJSON, canonicalize
 from .errors import (
     BadAnswer,
@@ -76,7 +86,7 @@ CONNECT_TIMEOUT = 10.0
 _FINAL = ("allowed", "denied", "cancelled")
 # A request id chiod takes: 1..128 characters of [A-Za-z0-9._:-], not "."
 # or ".." (checked apart).
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_REQUEST_ID = ID_RULE
 _USER_AGENT = "chio-python/0.1"
 
 T = TypeVar("T")
@@ -509,6 +519,7 @@ class Client(_Approvals):
         aid = token.get("request_id")
         if not isinstance(aid, str) or not aid.startswith("ar-"):
             raise BadRequest("chio: the token's request_id is not an approval id (ar-…)")
+        _check_id(aid, approval=True)
         if approval_request_id is not None and approval_request_id != aid:
             raise BadRequest(f"chio: the token is for {aid}, not {approval_request_id}")
         loop = asyncio.get_running_loop()
@@ -622,6 +633,7 @@ class Client(_Approvals):
         """Map an approval id to its parked call's request id."""
         if not isinstance(id, str) or not id:
             raise BadRequest("chio: empty id")
+        _check_id(id, approval=False)
         if not id.startswith("ar-"):
             return id
         req = await self._retrying(lambda: self.approval(id), deadline, f"await {id}")
