@@ -383,8 +383,8 @@ class Client(_Approvals):
                     deadline=datetime.fromtimestamp(dl, timezone.utc) if isinstance(dl, int) else None,
                     summary=result.summary or req.get("summary", ""),
                 )
-            except (ChioError, TimeoutError):
-                pass
+            except (ChioError, TimeoutError, OverflowError, ValueError, OSError):
+                pass  # OverflowError, ValueError, OSError: an expiry no datetime holds
         return result
 
     @staticmethod

@@ -155,6 +155,11 @@ def _check_types(st: dict) -> None:
     dl = st.get("deadline")
     if dl is not None and (isinstance(dl, bool) or not isinstance(dl, int)):
         bad.append("deadline")
+    elif isinstance(dl, int) and dl > 0:
+        try:
+            datetime.fromtimestamp(dl, timezone.utc)
+        except (OverflowError, ValueError, OSError):  # beyond year 9999 or time_t
+            bad.append("deadline (out of range)")
     a = st.get("approval")
     if a is not None:
         if not isinstance(a, dict):
@@ -165,7 +170,7 @@ def _check_types(st: dict) -> None:
                 bad.append("approval.amended")
     if bad:
         rid = st.get("request_id") if isinstance(st.get("request_id"), str) else ""
-        raise ChioError(f"chio: call {rid}: unreadable answer from chiod: {', '.join(bad)} of the wrong type")
+        raise ChioError(f"chio: call {rid}: unreadable answer from chiod: {', '.join(bad)} not as chiod sends it")
 
 
 def _str(d: dict, k: str) -> str:
