@@ -127,6 +127,18 @@ class PythonValues(unittest.TestCase):
         # Brackets inside a string do not count as depth.
         self.assertEqual(loads_strict('"' + "[" * 100 + '"'), "[" * 100)
 
+    def test_unterminated_string_is_invalid_not_too_deep(self):
+        """A string that never ends is invalid JSON (as chiod's
+        internal/canon says); the depth scan counted the brackets inside
+        it and called the text nested deeper than 64. (The same scan, on a
+        string never ended, rescanned the rest of the text from every
+        quote: quadratic, 1.4 s for 16 KB of LLM-produced RawJSON.)"""
+        for text in ('"' + "[" * 65, '["' + "[" * 100, '{"a":"' + "{" * 70, r'["a\\", "' + "[" * 70, r'["a\"' + "[" * 70):
+            with self.subTest(text=text[:12]):
+                with self.assertRaises(CanonicalJSONError) as cm:
+                    loads_strict(text)
+                self.assertEqual(cm.exception.reason, "invalid", str(cm.exception))
+
 
 if __name__ == "__main__":
     unittest.main()
