@@ -124,7 +124,11 @@ def loads_strict(text: str | bytes) -> Any:
 
 
 # Strings (with their escapes) and brackets: all the depth scan looks at.
-_DEPTH_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# A string never ended runs to the end of the text (json.loads then refuses
+# it as invalid): its brackets are not depth, and the scan does not go back
+# to look for a closing quote from every quote after it (which was
+# quadratic in the text's length).
+_DEPTH_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 
 
 def _check_depth(text: str) -> None:
