@@ -5,6 +5,7 @@ meeting its size limit first) before anything is sent."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -47,6 +48,14 @@ def _check_id(id: Any, approval: bool) -> None:
     if not isinstance(id, str) or not ID_RULE.fullmatch(id) or id in (".", "..") or (approval and not id.startswith("ar-")):
         want = "an approval id (ar-…)" if approval else "a request id or an approval id"
         raise BadRequest(f"chio: {str(id)[:140]!r} is not {want} of 1..128 characters of [A-Za-z0-9._:-], not \".\" or \"..\"")
+
+
+def _check_timeout(timeout: Any) -> None:
+    """A timeout is None (no limit) or a number of seconds: not a bool, a
+    string or NaN (which compares false with every bound, so a wait would
+    never end, or read as already passed)."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout)):
+        raise BadRequest(f"chio: timeout {timeout!r} must be a number of seconds")
 
 
 def _path(id: str) -> str:

@@ -25,6 +25,7 @@ from ._wire import (
     ID_RULE,
     MAX_CAPABILITY_BYTES,
     _check_id,
+    _check_timeout,
     _hitl_denial,
     _json_object,
     _parse_capability,
@@ -255,7 +256,8 @@ class Client(_Approvals):
             + (b',"governed_intent":' + canonicalize(intent) if intent is not None else b"")
         )
 
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+        _check_timeout(timeout)
+        if timeout is not None and timeout < 0:
             raise BadRequest(f"chio: timeout {timeout!r} must be a number of seconds")
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -458,6 +460,7 @@ class Client(_Approvals):
         raises TimedOut naming the call (request_id), which may still be
         pending.
         """
+        _check_timeout(timeout)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         rid = await self._request_id_of(id, deadline)
@@ -513,6 +516,7 @@ class Client(_Approvals):
         must agree. A token already presented (or a request already
         resolved) is not an error here: the wait reports how the call ended.
         """
+        _check_timeout(timeout)
         if inspect.isawaitable(approval_token):
             approval_token = await approval_token
         raw, token = _token_bytes(approval_token)
@@ -607,6 +611,7 @@ class Client(_Approvals):
         return out
 
     async def _hitl(self, tool, args, server, request_id, timeout) -> Allowed | ToolDenied:
+        _check_timeout(timeout)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         try:
