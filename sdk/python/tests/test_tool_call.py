@@ -65,6 +65,18 @@ class ToolCall(unittest.TestCase):
         with self.assertRaises(Unauthorized):
             verify_tool_call(headers(c), body, other, c["server"], now=now)
 
+    def test_max_age_not_a_number_is_refused(self):
+        """max_age bounds a call's age; a NaN (a setting parsed wrong)
+        compared false with every age and let a call captured a year ago
+        run. It is a configuration error (ValueError, as a bad kernel_key),
+        never an unbounded window."""
+        c = CASES[0]
+        year_later = c["sent_at_ms"] / 1000 + 365 * 86400
+        for max_age in (float("nan"), "300", None):
+            with self.subTest(max_age=max_age):
+                with self.assertRaises((ValueError, Unauthorized)):
+                    verify_tool_call(headers(c), c["body"].encode(), c["public_key"], c["server"], now=year_later, max_age=max_age)
+
 
 if __name__ == "__main__":
     unittest.main()
