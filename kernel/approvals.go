@@ -62,6 +62,14 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		return k.deny(ctx, rec, p, GuardApprovalPolicy, fmt.Sprintf("no approver of grant %s may decide this call under the policy in force: "+
 			"the kernel never counts the calling agent's vote on its own call, nor a requester's", g.ID), now)
 	}
+	// Likewise a request that can only end denied: fewer approvers may
+	// decide it, in every tier it could escalate to, than its quorum, and
+	// no deadline runs it (auto_approve_advisory, where a human may still
+	// say no, parks). Parked, it told an approver "the call runs once N
+	// have approved", a promise nobody could keep.
+	if n := MayDecideAtMost(g.Approval, req.SubjectID); n < req.Quorum && !MayRunAtDeadline(g.Approval) {
+		return k.deny(ctx, rec, p, GuardApprovalPolicy, QuorumUnreachable(g.ID, req.Quorum, n), now)
+	}
 	rec.Status, rec.ApprovalID, rec.Reason = StatusPendingApproval, req.ApprovalID, d.Reason
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Incomplete, Reason: "awaiting human approval"},
 		map[string]any{"approval_request_id": req.ApprovalID, "summary": req.Summary, "deadline": req.ExpiresAt}, now)

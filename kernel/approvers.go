@@ -43,6 +43,44 @@ func approversNow(p *policy.Policy, req *approval.Request) (trusted, requesters 
 	return trusted, requesters, false
 }
 
+// MayDecideAtMost counts the approvers of a, in every tier a call could
+// escalate to (tierView of the last is them all), whose votes count on a
+// call by subject: neither subject (the calling agent) nor a requester.
+func MayDecideAtMost(a *policy.Approval, subject string) int {
+	last := 0
+	if a.Escalation != nil {
+		last = max(len(a.Escalation.Tiers)-1, 0)
+	}
+	all, _, _ := tierView(a, last)
+	n := 0
+	for _, key := range all {
+		if key != subject && !slices.Contains(a.Requesters, key) {
+			n++
+		}
+	}
+	return n
+}
+
+// MayRunAtDeadline says whether a's deadline can run a call nobody
+// approved (auto_approve_advisory, at once or after the last tier).
+func MayRunAtDeadline(a *policy.Approval) bool {
+	switch a.TimeoutAction {
+	case policy.TimeoutAutoApproveAdvisory:
+		return true
+	case policy.TimeoutEscalate:
+		return a.Escalation != nil && a.Escalation.TerminalAction == policy.TimeoutAutoApproveAdvisory
+	}
+	return false
+}
+
+// QuorumUnreachable is the reason a call is denied when only n of grant's
+// approvers may decide it, fewer than its quorum (suspend; what `chio
+// policy explain` predicts).
+func QuorumUnreachable(grant string, quorum, n int) string {
+	return fmt.Sprintf("grant %s's quorum of %d approvals cannot be met: only %d of its approvers may decide this call: "+
+		"the kernel never counts the calling agent's vote on its own call, nor a requester's", grant, quorum, n)
+}
+
 // quorumsNow returns how many approvals resolve req and how many denials
 // end it under policy p, never easier than what req holds (the values it
 // was parked with, or raised to by an earlier reload): a reload that

@@ -189,6 +189,14 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 			x.Outcome.DecidedBy = []string{"grant " + grant.ID, "guard " + kernel.GuardApprovalPolicy}
 			break
 		}
+		// Nor one whose quorum fewer may meet, in every tier, and that no
+		// deadline runs: it could only end denied (suspend, likewise).
+		if n := kernel.MayDecideAtMost(grant.Approval, in.Subject); n < x.Approval.Quorum && !kernel.MayRunAtDeadline(grant.Approval) {
+			x.Outcome = outcomeRow{Verdict: kernel.Deny.String(), Guard: kernel.GuardApprovalPolicy, TriggeredBy: d.TriggeredBy,
+				Reason: kernel.QuorumUnreachable(grant.ID, x.Approval.Quorum, n)}
+			x.Outcome.DecidedBy = []string{"grant " + grant.ID, "guard " + kernel.GuardApprovalPolicy}
+			break
+		}
 		x.Assumes = append(x.Assumes, "no standing (batch) approval covers the call (one could approve it at once)",
 			// The kernel denies a call that would park one request more
 			// than the agent may have waiting (kernel/pending_cap.go).
