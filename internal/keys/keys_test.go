@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"filippo.io/edwards25519"
 )
 
 // Small-order points of edwards25519 (the eight torsion points' encodings,
@@ -118,4 +120,35 @@ func FuzzParsePublicKey(f *testing.F) {
 			t.Fatalf("accepted %q but formats as %q", s, k.String())
 		}
 	})
+}
+
+// A key with a torsion component, A+T (T of small order), is not the
+// public half of any key Ed25519 generates (those are multiples of the
+// base point), yet whoever holds A's private scalar signs under it too:
+// crypto/ed25519's cofactorless check accepts [S]B = R + [k](A+T) whenever
+// [k]T is the identity (every other nonce for T of order 2). Accepted, one
+// private key would pass as two distinct keys (two approvers of one
+// quorum, or an agent's key beside its own approver's). It must be refused
+// wherever a key is parsed, as small-order keys are.
+func TestRejectsKeysWithATorsionComponent(t *testing.T) {
+	seed, _ := hex.DecodeString("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+	a, err := new(edwards25519.Point).SetBytes(FromSeed(seed).Public().Ed25519())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range smallOrder[1:] {
+		raw, _ := hex.DecodeString(h)
+		tp, err := new(edwards25519.Point).SetBytes(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		twin := hex.EncodeToString(new(edwards25519.Point).Add(a, tp).Bytes())
+		if _, err := ParsePublicKey(Prefix + twin); !errors.Is(err, ErrWeakKey) {
+			t.Errorf("A + (point %s) = %s: %v, want ErrWeakKey", h[:8], twin, err)
+		}
+	}
+	// The key itself stays acceptable.
+	if _, err := ParsePublicKey(FromSeed(seed).Public().String()); err != nil {
+		t.Fatal(err)
+	}
 }
