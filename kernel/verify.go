@@ -11,7 +11,8 @@ import (
 // exactly:
 //
 //   - the key is a keys.PublicKey, which has already refused wrong lengths,
-//     non-canonical encodings and small-order points;
+//     non-canonical encodings, small-order points and points with a
+//     torsion component;
 //   - the signature is 64 bytes and its S is below the group order ℓ;
 //   - cofactorless: [S]B − [k]A, k = SHA-512(R ‖ A ‖ msg), re-encoded, must
 //     equal the signature's first 32 bytes (so R must be canonical).

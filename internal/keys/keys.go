@@ -20,8 +20,12 @@ const Prefix = "ed25519:"
 
 // Sentinel errors for callers that branch on why a key was refused.
 var (
-	ErrMalformedKey  = errors.New("malformed public key")
-	ErrWeakKey       = errors.New("weak public key (small order)")
+	ErrMalformedKey = errors.New("malformed public key")
+	ErrWeakKey      = errors.New("weak public key (small order)")
+	// ErrTorsionKey is a weak key too (errors.Is(err, ErrWeakKey) holds):
+	// one with a torsion component (see PublicKeyFromBytes).
+	ErrTorsionKey = fmt.Errorf("%w: it has a torsion component (A+T, not in the prime-order subgroup; "+
+		"no Ed25519 key generator makes such a key, and the private key of A also signs for it)", ErrWeakKey)
 	ErrNonCanonical  = errors.New("non-canonical public key encoding")
 	ErrBadPrivateKey = errors.New("not an Ed25519 PKCS#8 private key")
 )
@@ -67,11 +71,34 @@ func PublicKeyFromBytes(raw []byte) (PublicKey, error) {
 	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
 		return PublicKey{}, ErrWeakKey
 	}
+	// A point with a torsion component, A' = A + T (T of small order), is
+	// not small-order, yet whoever holds A's private scalar a also signs
+	// for A': the cofactorless check [S]B = R + [k]A' accepts S = r + k·a
+	// whenever [k]T is the identity (every other nonce for T of order 2).
+	// Accepted, one private key would pass as two distinct keys: two
+	// approvers of one quorum, or an agent beside its own approver. A real
+	// key is aB, in the prime-order subgroup: [ℓ]A' must be the identity,
+	// i.e. [ℓ−1]A' = −A'.
+	if new(edwards25519.Point).VarTimeDoubleScalarBaseMult(orderMinusOne, p, edwards25519.NewScalar()).
+		Equal(new(edwards25519.Point).Negate(p)) != 1 {
+		return PublicKey{}, ErrTorsionKey
+	}
 	var k PublicKey
 	copy(k.b[:], raw)
 	k.ok = true
 	return k, nil
 }
+
+// orderMinusOne is ℓ−1, ℓ = 2^252 + 27742317777372353535851937790883648493
+// the order of the base point (little-endian).
+var orderMinusOne = func() *edwards25519.Scalar {
+	b := [32]byte{0xec, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 31: 0x10}
+	s, err := new(edwards25519.Scalar).SetCanonicalBytes(b[:])
+	if err != nil {
+		panic("keys: ℓ−1: " + err.Error())
+	}
+	return s
+}()
 
 // String returns the `ed25519:<hex>` text form.
 func (k PublicKey) String() string {
