@@ -14,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	invisibleChar "github.com/chiokernel/chio/internal/invisible"
 )
 
@@ -49,6 +51,34 @@ func checkLabel(s string) error { return checkText(s, false) }
 // channel shows display names escaped. Ids and names that identify servers, tools, operations and
 // grants admit no joiner (checkID).
 func checkDisplayName(s string) error { return checkText(s, true) }
+
+// displayNameKey is what a person reads in display name s: two approvers
+// of one grant whose display names have the same key could be told apart
+// only by their public keys. It is s in Unicode canonical composition (NFC: "é" and
+// "e"+U+0301 are the same text), without the joiners checkDisplayName
+// lets through, with every run of white space one U+0020 and none at the
+// ends, and in lower case ("Alice" and "alice" are easily taken for each
+// other in "denied by alice"). Look-alikes across scripts (Latin "a",
+// Cyrillic "а") are not caught.
+func displayNameKey(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range norm.NFC.String(s) {
+		switch {
+		case r == zwnj || r == zwj:
+			continue
+		case unicode.IsSpace(r):
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
 
 // checkText is checkLabel, and with joiners checkDisplayName.
 func checkText(s string, joiners bool) error {

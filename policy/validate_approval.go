@@ -47,6 +47,7 @@ func (v *validator) approval(base []string, g *Grant) {
 		return // and spare the pairwise checks below
 	}
 	names := map[string]bool{}
+	readAlike := map[string]string{} // displayNameKey → the first display_name with it
 	for j := range a.Approvers {
 		ap, ab := &a.Approvers[j], k("approvers", idx(j))
 		if ap.PublicKey.IsZero() {
@@ -74,8 +75,15 @@ func (v *validator) approval(base []string, g *Grant) {
 			v.at(base, append(ab, "display_name"), "display_name %q: %v", ap.DisplayName, checkDisplayName(ap.DisplayName))
 		case names[ap.DisplayName]:
 			v.at(base, append(ab, "display_name"), "display_name %q is used by two approvers of this grant", ap.DisplayName)
+		case readAlike[displayNameKey(ap.DisplayName)] != "":
+			v.at(base, append(ab, "display_name"), "display_name %q reads the same as approver %q's (letter case, spaces, accents "+
+				"or joiners aside): receipts and messages name approvers by display_name, so give each a name of its own",
+				ap.DisplayName, readAlike[displayNameKey(ap.DisplayName)])
 		}
 		names[ap.DisplayName] = true
+		if k := displayNameKey(ap.DisplayName); readAlike[k] == "" {
+			readAlike[k] = ap.DisplayName
+		}
 		if e := ap.Contact.Email; e != "" {
 			if _, err := mail.ParseAddress(e); err != nil {
 				v.at(base, append(ab, "contact", "email"), "contact email %q is not an email address", e)
