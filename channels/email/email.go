@@ -12,7 +12,9 @@
 //     with their own key, in their browser. With Accept: application/json it
 //     answers {request, approver, link_expires_at} (what that page reads).
 //     It shows the request only while the link's approver is still one of
-//     its approvers in the policy in force (403 after a reload removed them).
+//     its approvers in the policy in force, with the contact.email the link
+//     was mailed to (403 after a reload removed them or changed their
+//     address: whoever reads the old mailbox is not who the policy mails).
 //   - POST /email/a/{link} with {"token": <signed approval token>} decides:
 //     the token must be signed by the link's approver for the link's request;
 //     it goes through the kernel's one respond path (channel "email"), and the
@@ -262,6 +264,19 @@ type linkClaims struct {
 	Approver   string `json:"k"`
 	Expires    int64  `json:"e"`
 	Nonce      string `json:"n"`
+	// To is addressTag of the contact.email the link was mailed to: the
+	// link shows its request only while the policy in force still mails
+	// its approver there (handler.go, mayStillDecide). "" in links minted
+	// by Link, and by a chiod from before links named their address; such
+	// a link is judged by its approver's key alone.
+	To string `json:"m,omitempty"`
+}
+
+// addressTag names a contact.email in a link without writing the address
+// into a URL: the first 16 bytes of SHA-256 over it, as the policy has it.
+func addressTag(addr string) string {
+	sum := sha256.Sum256([]byte(addr))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
 func (c *Channel) mac(payload string) []byte {
@@ -274,10 +289,20 @@ func (c *Channel) mac(payload string) []byte {
 
 // Link mints the link token for (approval id, approver key, expiry).
 func (c *Channel) Link(approvalID, approverKey string, expires time.Time) string {
+	return c.linkTo(approvalID, approverKey, "", expires)
+}
+
+// linkTo is Link for a link mailed to addr (the approver's contact.email
+// as the policy has it; "" names none).
+func (c *Channel) linkTo(approvalID, approverKey, addr string, expires time.Time) string {
 	var n [9]byte
 	_, _ = rand.Read(n[:])
-	b, _ := json.Marshal(linkClaims{ApprovalID: approvalID, Approver: approverKey, Expires: expires.Unix(),
-		Nonce: base64.RawURLEncoding.EncodeToString(n[:])})
+	cl := linkClaims{ApprovalID: approvalID, Approver: approverKey, Expires: expires.Unix(),
+		Nonce: base64.RawURLEncoding.EncodeToString(n[:])}
+	if addr != "" {
+		cl.To = addressTag(addr)
+	}
+	b, _ := json.Marshal(cl)
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	return payload + "." + base64.RawURLEncoding.EncodeToString(c.mac(payload))
 }
@@ -595,7 +620,7 @@ func (c *Channel) message(req *approval.Request, r recipient, event string) ([]b
 	to.Name = r.name
 	v := newView(req, c.o.Now())
 	v.Name = r.name
-	v.Link = c.LinkURL(c.Link(req.ApprovalID, r.key, time.Unix(req.ExpiresAt, 0)))
+	v.Link = c.LinkURL(c.linkTo(req.ApprovalID, r.key, r.addr, time.Unix(req.ExpiresAt, 0)))
 	v.Escalated = event == "approval.escalated"
 	var buf bytes.Buffer
 	if err := writeMIME(&buf, c.cfg.From, to.String(), subject(v), c.o.Hostname, v); err != nil {

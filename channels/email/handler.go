@@ -83,7 +83,7 @@ func (c *Channel) show(w http.ResponseWriter, r *http.Request, k Kernel, link st
 		httpapi.WriteError(w, err)
 		return
 	}
-	if !c.mayStillDecide(req, cl.Approver) {
+	if !c.mayStillDecide(req, cl) {
 		httpapi.WriteError(w, httpapi.Error(http.StatusForbidden, httpapi.CodeApprovalRejected,
 			"this link's approver may no longer decide this request: the policy in force does not list them for it"))
 		return
@@ -112,15 +112,18 @@ func (c *Channel) show(w http.ResponseWriter, r *http.Request, k Kernel, link st
 	_ = pageTmpl.Execute(w, v)
 }
 
-// mayStillDecide reports whether key, a link's approver, is still one of
-// req's approvers: trusted by the request (the kernel keeps a pending
-// request's trusted set to the policy in force) and listed by its grant in
-// the policy in force (which a reload changes first, and which is all a
-// decided request still follows). A link reads the request only while
-// that holds, as an approver session reads only while its key is in the
-// policy in force: a reload that removes an approver ends what their
-// links show, not only what they may decide (the kernel refuses that).
-func (c *Channel) mayStillDecide(req *approval.Request, key string) bool {
+// mayStillDecide reports whether cl's approver is still one of req's
+// approvers: trusted by the request (the kernel keeps a pending request's
+// trusted set to the policy in force) and listed by its grant in the
+// policy in force (which a reload changes first, and which is all a
+// decided request still follows), with the contact.email the link was
+// mailed to, when it names one. A link reads the request only while that
+// holds, as an approver session reads only while its key is in the policy
+// in force: a reload that removes an approver, or moves them to another
+// address, ends what the links mailed to them before show, not only what
+// they may decide (the kernel refuses that).
+func (c *Channel) mayStillDecide(req *approval.Request, cl linkClaims) bool {
+	key := cl.Approver
 	if !req.Trusts(key) {
 		return false
 	}
@@ -134,7 +137,7 @@ func (c *Channel) mayStillDecide(req *approval.Request, key string) bool {
 	}
 	for _, ap := range g.Approval.Approvers {
 		if ap.PublicKey.String() == key {
-			return true
+			return cl.To == "" || cl.To == addressTag(ap.Contact.Email)
 		}
 	}
 	return false
