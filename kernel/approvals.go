@@ -480,6 +480,21 @@ func (k *Kernel) chainReceipt(rec *CallRecord, p *policy.Policy, req *approval.R
 		}
 		meta["approvers"] = approvers
 		meta["dissenters"] = dissenters
+		// Those lists name every recorded vote, counted or not: a vote
+		// whose key the policy p (the one deciding) no longer trusts at
+		// req's tier, recorded before a reload removed it, is listed but
+		// did not count. "uncounted" names those keys, so the receipt says
+		// who decided: approvers and dissenters less the uncounted.
+		trusted, _, _ := approversNow(p, req)
+		uncounted := []string{}
+		for _, v := range req.Votes {
+			if v.Approver != k.pub.String() && !slices.Contains(trusted, v.Approver) {
+				uncounted = append(uncounted, v.Approver)
+			}
+		}
+		if len(uncounted) > 0 {
+			meta["uncounted"] = uncounted
+		}
 	}
 	return k.newReceipt(rec, p, d, meta, now)
 }
