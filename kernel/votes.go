@@ -20,8 +20,11 @@ import (
 
 // sameAnswers refuses an approving answer to a question request that
 // differs from an earlier approver's: a quorum of N means N people gave
-// the same answers, not N answers of which the last is returned.
-func sameAnswers(votes []approval.Vote, tok *approval.Token) error {
+// the same answers, not N answers of which the last is returned. Only the
+// votes of keys in counted (those the policy in force trusts) bind: a
+// vote recorded before a reload removed its key no longer counts, and no
+// longer dictates the answer either.
+func sameAnswers(votes []approval.Vote, tok *approval.Token, counted []string) error {
 	if tok == nil {
 		return fmt.Errorf("%w: an answer needs its token", approval.ErrMalformedToken)
 	}
@@ -30,7 +33,7 @@ func sameAnswers(votes []approval.Vote, tok *approval.Token) error {
 		return fmt.Errorf("%w: answers: %v", approval.ErrMalformedToken, err)
 	}
 	for _, v := range votes {
-		if v.Decision != approval.DecisionApproved {
+		if v.Decision != approval.DecisionApproved || !slices.Contains(counted, v.Approver) {
 			continue
 		}
 		var earlier approval.Token
@@ -44,6 +47,43 @@ func sameAnswers(votes []approval.Vote, tok *approval.Token) error {
 		}
 	}
 	return nil
+}
+
+// agreeingApprovals counts the approvals on req by keys in counted that
+// a quorum may rest on with deciding, the approving vote that would
+// decide: on a question request only those giving the same answers as
+// deciding's token (sameAnswers keeps a vote from differing from the
+// counted ones when it is cast, but a reload that trusts an earlier voter
+// again can bring a differing answer back into the count); on other kinds
+// every counted approval.
+func agreeingApprovals(req *approval.Request, counted []string, deciding *approval.Vote) int {
+	if req.Kind != approval.KindQuestion {
+		approved, _ := req.CountsAmong(counted)
+		return approved
+	}
+	answers := func(v *approval.Vote) ([]byte, bool) {
+		var tok approval.Token
+		if canon.Unmarshal(v.Token, &tok) != nil {
+			return nil, false
+		}
+		b, err := canon.Canonicalize(tok.Answers)
+		return b, err == nil
+	}
+	want, ok := answers(deciding)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for i := range req.Votes {
+		v := &req.Votes[i]
+		if v.Decision != approval.DecisionApproved || !slices.Contains(counted, v.Approver) {
+			continue
+		}
+		if got, ok := answers(v); ok && bytes.Equal(got, want) {
+			n++
+		}
+	}
+	return n
 }
 
 func (k *Kernel) displayName(req *approval.Request, key string) string {
@@ -150,7 +190,8 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			}
 		}
 		if req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved {
-			if err := sameAnswers(req.Votes, tok); err != nil {
+			trusted, _, _ := approversNow(p, req)
+			if err := sameAnswers(req.Votes, tok, trusted); err != nil {
 				return err
 			}
 		}
