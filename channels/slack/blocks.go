@@ -152,6 +152,12 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 				icon = ":x:"
 			}
 			line := fmt.Sprintf("%s %s *%s* via %s", icon, escape(who(v)), v.Decision, escape(v.Channel))
+			if req.Status == approval.StatusPending && !req.Trusts(v.Approver) {
+				// Counted as Progress counts: while pending, only the votes
+				// of approvers the request trusts now (a reload removed this
+				// one since they voted).
+				line += " (not counted: no longer an approver of this request)"
+			}
 			if v.Custodial {
 				line += " (custodial key)"
 			}
