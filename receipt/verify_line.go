@@ -221,7 +221,7 @@ func checkToken(raw []byte, schema, listed string) checkedToken {
 		ct.err = fmt.Errorf("evidence lists approver %s but token %s names %s", listed, ct.tok.ID, ct.tok.Approver)
 		return ct
 	}
-	pub, err := keys.ParsePublicKey(ct.tok.Approver)
+	pub, err := approverKey(ct.tok.Approver)
 	if err != nil {
 		ct.err = fmt.Errorf("token %s: approver key: %v", ct.tok.ID, err)
 		return ct
