@@ -166,6 +166,11 @@ func (c *Client) Approval(ctx context.Context, id string) (*approval.Request, er
 	if v.Request == nil {
 		return nil, fmt.Errorf("chio: approval %s: empty answer from chiod", id)
 	}
+	if v.Request.ApprovalID != id {
+		// Another request (a proxy or cache that served another answer):
+		// it names another call, to await or sign.
+		return nil, fmt.Errorf("chio: approval %s: chiod answered with request %.140q", id, v.Request.ApprovalID)
+	}
 	return v.Request, nil
 }
 

@@ -71,6 +71,18 @@ type callState struct {
 	Message string `json:"message"`
 }
 
+// names checks that the state is of the call asked about: chiod's always
+// names its call (request_id). One naming another call, or none (a proxy or
+// cache that served another request's answer), says nothing about this one
+// and must never be read as its outcome (as the Python and TypeScript SDKs).
+func (s *callState) names(requestID string, status int) error {
+	if s.RequestID != requestID {
+		return &errBadAnswer{fmt.Errorf("chio: bad response from chiod (%d): the state (status %.40q) of call %.140q, not of %s",
+			status, s.Status, s.RequestID, requestID)}
+	}
+	return nil
+}
+
 func final(status string) bool {
 	return status == StatusAllowed || status == StatusDenied || status == StatusCancelled
 }
@@ -150,11 +162,12 @@ func (c *Client) Cancel(ctx context.Context, approvalID, reason string) (*Resolu
 	if _, err := c.send(ctx, http.MethodPost, "/approvals/"+url.PathEscape(approvalID)+"/cancel", body, hdr, &st, http.StatusOK); err != nil {
 		return nil, err
 	}
-	if st.Status != StatusCancelled {
+	// The cancelled call of this approval, not another's withdrawal.
+	if st.Status != StatusCancelled || st.ApprovalRequestID != approvalID {
 		// chiod answers a cancel with the cancelled call, or an error. An
 		// allowed or denied call, or a status this SDK does not know, is
 		// not a withdrawal: fail closed, as the Python and TypeScript SDKs.
-		return nil, fmt.Errorf("chio: cancel %s: unexpected answer from chiod: status %q", approvalID, st.Status)
+		return nil, fmt.Errorf("chio: cancel %s: unexpected answer from chiod: status %q of approval %.140q", approvalID, st.Status, st.ApprovalRequestID)
 	}
 	return st.resolution(), nil
 }
@@ -293,7 +306,11 @@ func (c *Client) getCall(ctx context.Context, requestID string, wait time.Durati
 	ctx, cancel := context.WithTimeoutCause(ctx, wait+pollMargin, errNoAnswer)
 	defer cancel()
 	var st callState
-	if _, err := c.send(ctx, http.MethodGet, path, nil, hdr, &st, http.StatusOK); err != nil {
+	status, err := c.send(ctx, http.MethodGet, path, nil, hdr, &st, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.names(requestID, status); err != nil {
 		return nil, err
 	}
 	return &st, nil

@@ -268,6 +268,13 @@ func (c *Client) postCall(ctx context.Context, requestID string, body []byte, ou
 	if err == nil && out.Error != "" {
 		return &APIError{Status: status, Code: out.Error, Message: out.Message}
 	}
+	if err == nil {
+		if err := out.names(requestID, status); err != nil {
+			// Another call's answer (a proxy or cache that served it):
+			// ours may have run, and this says nothing of it.
+			return &errCallAnswerUnreadable{err}
+		}
+	}
 	return err
 }
 

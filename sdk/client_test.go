@@ -74,7 +74,7 @@ func TestCallToolRetriesWithTheSameBody(t *testing.T) {
 		reply(200, `{"status":"allowed","request_id":"req-x","receipt_id":"rc-1","output":{"ok":true}}`),
 	}}
 	c := testClient(t, f)
-	res, err := c.CallTool(context.Background(), Call{Server: "demo", Tool: "echo", Arguments: map[string]int{"n": 1}})
+	res, err := c.CallTool(context.Background(), Call{Server: "demo", Tool: "echo", RequestID: "req-x", Arguments: map[string]int{"n": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestCallToolAnswers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeChiod{handlers: []http.HandlerFunc{reply(tc.status, tc.body)}}
-			res, err := testClient(t, f).CallTool(context.Background(), Call{Server: "demo", Tool: "echo"})
+			res, err := testClient(t, f).CallTool(context.Background(), Call{Server: "demo", Tool: "echo", RequestID: "r"})
 			if !tc.check(res, err) {
 				t.Fatalf("result %#v err %v", res, err)
 			}

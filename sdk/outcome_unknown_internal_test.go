@@ -77,7 +77,7 @@ func TestCallToolGivesUpASilentConnectionAndRetriesTheSameID(t *testing.T) {
 	f := &fakeChiod{handlers: []http.HandlerFunc{hang, reply(200, `{"status":"allowed","request_id":"req-x","receipt_id":"rc-1","output":{"ok":true}}`)}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := testClient(t, f).CallTool(context.Background(), Call{Server: "demo", Tool: "echo"})
+		_, err := testClient(t, f).CallTool(context.Background(), Call{Server: "demo", Tool: "echo", RequestID: "req-x"})
 		done <- err
 	}()
 	select {

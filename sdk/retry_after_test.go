@@ -108,7 +108,7 @@ func TestCallToolHonoursRetryAfter(t *testing.T) {
 	f := &fakeChiod{handlers: []http.HandlerFunc{a.record(refusedFor("1")),
 		a.record(reply(200, `{"status":"allowed","request_id":"req-x","receipt_id":"rc-1","output":{"ok":true}}`))}}
 	c := testClient(t, f)
-	if _, err := c.CallTool(context.Background(), Call{Server: "demo", Tool: "echo", Arguments: map[string]int{"n": 1}}); err != nil {
+	if _, err := c.CallTool(context.Background(), Call{Server: "demo", Tool: "echo", RequestID: "req-x", Arguments: map[string]int{"n": 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(a.at) != 2 || a.at[1].Sub(a.at[0]) < time.Second || f.bodies[0] != f.bodies[1] {

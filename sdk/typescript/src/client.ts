@@ -63,6 +63,22 @@ const MAX_CAPABILITY_BYTES = 64 << 10;
 
 const FINAL = new Set(["allowed", "denied", "cancelled"]);
 
+/**
+ * chiod's call state names its call (request_id, always). One naming another
+ * call, or none (a proxy or cache that served another request's answer),
+ * says nothing about this one: a BadAnswerError, never its outcome (as the
+ * Go and Python SDKs).
+ */
+function checkNames(state: Record<string, unknown>, requestId: string, status: number): void {
+  if (state["request_id"] !== requestId) {
+    const named = JSON.stringify(state["request_id"] ?? null).slice(0, 140);
+    throw new BadAnswerError(
+      `chio: bad response from chiod (${status}): the state (status ${JSON.stringify(String(state["status"] ?? "")).slice(0, 40)}) of call ${named}, not of ${requestId}`,
+      status,
+    );
+  }
+}
+
 export class ChioClient {
   readonly #base: string;
   readonly #key: PrivateKey | undefined;
@@ -339,6 +355,7 @@ export class ChioClient {
     try {
       ({ status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403], REQUEST_TIMEOUT_MS, signal));
       if (!isObject(data)) throw new BadAnswerError(`chio: bad response from chiod (${status}): not an object`, status);
+      if (typeof data["error"] !== "string") checkNames(data, requestId, status);
     } catch (e) {
       if (!(e instanceof BadAnswerError)) throw e;
       // chiod (or a proxy after it) answered and the answer cannot be read:
@@ -516,6 +533,11 @@ export class ChioClient {
     const { data } = await this.#send("GET", "/approvals/" + encodeURIComponent(id), undefined, this.#readAuth(id), [200], REQUEST_TIMEOUT_MS, signal);
     const req = isObject(data) ? data["request"] : undefined;
     if (!isObject(req)) throw new ChioError("error", `chio: approval ${id}: empty answer from chiod`);
+    if (req["approval_id"] !== id) {
+      // Another request (a proxy or cache that served another answer): it
+      // names another call, to await or sign.
+      throw new ChioError("error", `chio: approval ${id}: chiod answered with request ${JSON.stringify(req["approval_id"] ?? null).slice(0, 140)}`);
+    }
     return req as unknown as ApprovalRequest;
   }
 
@@ -563,7 +585,8 @@ export class ChioClient {
     else throw new ChioError("unauthorized", "chio: cancelling needs the agent key or an admin token (bearer)");
     const { data } = await this.#send("POST", "/approvals/" + encodeURIComponent(approvalId) + "/cancel", body, headers, [200], REQUEST_TIMEOUT_MS, opts.signal);
     const result = isObject(data) ? fromState(data) : undefined;
-    if (result?.status !== "cancelled") {
+    // The cancelled call of this approval, not another's withdrawal.
+    if (result?.status !== "cancelled" || result.approvalRequestId !== approvalId) {
       throw new ChioError("error", `chio: cancel ${approvalId}: unexpected answer from chiod: ${JSON.stringify(data).slice(0, 200)}`);
     }
     return result;
@@ -601,6 +624,7 @@ export class ChioClient {
     if (waitMs > 0) path += `?wait=${Math.floor(waitMs)}ms`;
     const { data } = await this.#send("GET", path, undefined, this.#readAuth(requestId), [200], waitMs + POLL_MARGIN_MS, signal);
     if (!isObject(data)) throw new ChioError("error", "chio: bad response from chiod: not an object");
+    checkNames(data, requestId, 200);
     return data;
   }
 
