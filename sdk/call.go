@@ -258,6 +258,14 @@ func (c *Client) postCall(ctx context.Context, requestID string, body []byte, ou
 	// fresh connection when a reused one was already dead.
 	hdr := http.Header{"Idempotency-Key": {requestID}}
 	status, err := c.send(ctx, http.MethodPost, "/v1/calls", body, hdr, out, http.StatusOK, http.StatusAccepted, http.StatusForbidden)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status >= 200 && ae.Status < 300 {
+		// A success chiod never answers a call with (201, 204, …: a
+		// proxy's, a newer server's): the request went through and the
+		// call may have run. An unreadable answer, never "it failed" or
+		// "it was not sent", whatever its body says.
+		err = &errBadAnswer{fmt.Errorf("chio: bad response from chiod (%d): a status chiod never answers a call with", ae.Status)}
+	}
 	var bad *errBadAnswer
 	if errors.As(err, &bad) {
 		// chiod (or a proxy after it) answered, and the answer cannot be

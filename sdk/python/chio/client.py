@@ -415,9 +415,20 @@ class Client(_Approvals):
 
     async def _post_call(self, request_id: str, body: bytes, attempt: _http.Attempt) -> dict:
         try:
-            status, state = await self._send(
-                "POST", "/v1/calls", body, {"Idempotency-Key": request_id}, ok=(200, 202, 403), attempt=attempt
-            )
+            try:
+                status, state = await self._send(
+                    "POST", "/v1/calls", body, {"Idempotency-Key": request_id}, ok=(200, 202, 403), attempt=attempt
+                )
+            except ChioError as e:
+                if e.status is None or not 200 <= e.status < 300:
+                    raise
+                # A success chiod never answers a call with (201, 204, …: a
+                # proxy's, a newer server's): the request went through and
+                # the call may have run. An unreadable answer, never "it
+                # failed" or "it was not sent", whatever its body says.
+                raise BadAnswer(
+                    f"chio: bad response from chiod ({e.status}): a status chiod never answers a call with", status=e.status
+                ) from e
             if not isinstance(state, dict):
                 raise BadAnswer(f"chio: bad response from chiod ({status}): not an object", status=status)
             if not state.get("error"):

@@ -353,7 +353,16 @@ export class ChioClient {
   async #postCall(requestId: string, body: string, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
     let status: number, data: unknown;
     try {
-      ({ status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403], REQUEST_TIMEOUT_MS, signal));
+      try {
+        ({ status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403], REQUEST_TIMEOUT_MS, signal));
+      } catch (e) {
+        if (!(e instanceof ChioError && e.status !== undefined && e.status >= 200 && e.status < 300)) throw e;
+        // A success chiod never answers a call with (201, 204, …: a
+        // proxy's, a newer server's): the request went through and the call
+        // may have run. An unreadable answer, never "it failed" or "it was
+        // not sent", whatever its body says.
+        throw new BadAnswerError(`chio: bad response from chiod (${e.status}): a status chiod never answers a call with`, e.status);
+      }
       if (!isObject(data)) throw new BadAnswerError(`chio: bad response from chiod (${status}): not an object`, status);
       if (typeof data["error"] !== "string") checkNames(data, requestId, status);
     } catch (e) {
