@@ -190,6 +190,7 @@ func (c *Client) Await(ctx context.Context, id string) (*Resolution, error) {
 		return nil, c.waitErr(ctx, id, "unresolved", err)
 	}
 	status := "unresolved"
+	backoff := reconnectFirst
 	for {
 		wait := longPoll
 		if dl, ok := ctx.Deadline(); ok {
@@ -198,6 +199,7 @@ func (c *Client) Await(ctx context.Context, id string) (*Resolution, error) {
 		if wait <= 0 {
 			return nil, c.waitErr(ctx, id, status, errWaitBudget)
 		}
+		started := time.Now()
 		var st *callState
 		err := c.retryRead(ctx, func(ctx context.Context) (err error) {
 			st, err = c.getCall(ctx, requestID, wait)
@@ -214,6 +216,17 @@ func (c *Client) Await(ctx context.Context, id string) (*Resolution, error) {
 			// Neither ended nor waiting: an answer chiod never sends.
 			// Fail closed at once rather than poll it again in a loop.
 			return nil, fmt.Errorf("chio: await %s: unknown status %q from chiod", id, st.Status)
+		}
+		if time.Since(started) < wait/2 {
+			// Still pending, answered well before the wait passed (a
+			// proxy that drops ?wait=, a chiod shutting down): pause as
+			// after a failure, rather than poll again in a tight loop.
+			if sleepCtx(ctx, backoff) != nil {
+				return nil, c.waitErr(ctx, id, status, ctx.Err())
+			}
+			backoff = min(2*backoff, reconnectMax)
+		} else {
+			backoff = reconnectFirst
 		}
 	}
 }

@@ -407,9 +407,11 @@ export class ChioClient {
     const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
     const rid = await this.#requestIdOf(id, deadline, opts.signal);
     let status = "unresolved";
+    let backoff = RECONNECT_FIRST_MS;
     for (;;) {
       const wait = deadline === undefined ? LONG_POLL_MS : Math.min(LONG_POLL_MS, deadline - Date.now());
       if (wait <= 0) throw new ChioError("timed_out", `chio: await ${id}: timed out (still ${status})`, { requestId: rid });
+      const started = Date.now();
       let state: Record<string, unknown>;
       try {
         state = await this.#retrying((sig) => this.#getCall(rid, wait, sig), deadline, opts.signal, `await ${id} (still ${status})`);
@@ -427,6 +429,17 @@ export class ChioClient {
         // Neither ended nor waiting: an answer chiod never sends. Fail
         // closed at once rather than poll it again in a loop.
         throw new ChioError("error", `chio: await ${id}: unknown status ${JSON.stringify(status)} from chiod`);
+      }
+      if (Date.now() - started < wait / 2) {
+        // Still pending, answered well before the wait passed (a proxy that
+        // drops ?wait=, a chiod shutting down): pause as after a failure,
+        // rather than poll again in a tight loop.
+        const pause = deadline === undefined ? backoff : Math.min(backoff, deadline - Date.now());
+        opts.signal?.throwIfAborted();
+        if (pause > 0) await sleep(pause, opts.signal);
+        backoff = Math.min(2 * backoff, RECONNECT_MAX_MS);
+      } else {
+        backoff = RECONNECT_FIRST_MS;
       }
     }
   }
