@@ -54,30 +54,44 @@ def agent_client(url: str) -> Client:
     return Client(url, key=key, capability=json.dumps({"id": "cap-t", "subject": key.public_key}))
 
 
+async def call_tool_is_outcome_unknown(test: unittest.IsolatedAsyncioTestCase, answers: dict) -> None:
+    """call_tool of req-t answered each of answers (name → call state)
+    raises OutcomeUnknown naming req-t: never a result, nor another error."""
+    for name, state in answers.items():
+        with test.subTest(name):
+            c = agent_client(answering(test, json.dumps(state).encode()))
+            try:
+                r = await c.call_tool("pay", "issue_refund", {"amount": 450}, request_id="req-t")
+            except chio.OutcomeUnknown as e:
+                test.assertEqual(e.request_id, "req-t")
+                continue
+            except chio.ChioError as e:
+                test.fail(f"{state}: {type(e).__name__} {e}, want OutcomeUnknown")
+            test.fail(f"call req-t answered with {state}: returned {r!r} (failed={getattr(r, 'failed', None)}), want OutcomeUnknown")
+
+
+async def reads_refuse(test: unittest.IsolatedAsyncioTestCase, answers: dict) -> None:
+    """status and await_approval of req-t answered each of answers raise a
+    ChioError at once (not TimedOut): never a result."""
+    for name, state in answers.items():
+        with test.subTest(name):
+            c = agent_client(answering(test, json.dumps(state).encode()))
+            for op in (lambda: c.status("req-t"), lambda: c.await_approval("req-t", timeout=5)):
+                try:
+                    r = await op()
+                except chio.TimedOut as e:
+                    test.fail(f"{state}: timed out instead of refusing the answer: {e}")
+                except chio.ChioError:
+                    continue
+                test.fail(f"read of req-t answered with {state}: returned {r!r}, want an error")
+
+
 class AnswerFieldTypes(unittest.IsolatedAsyncioTestCase):
     async def test_call_answer_with_a_mistyped_failure_member_is_outcome_unknown(self):
-        for name, state in BAD_ANSWERS.items():
-            with self.subTest(name):
-                c = agent_client(answering(self, json.dumps(state).encode()))
-                try:
-                    r = await c.call_tool("pay", "issue_refund", {"amount": 450}, request_id="req-t")
-                except chio.OutcomeUnknown as e:
-                    self.assertEqual(e.request_id, "req-t")
-                    continue
-                self.fail(f"{state} read as {r!r} (failed={getattr(r, 'failed', None)}), want OutcomeUnknown")
+        await call_tool_is_outcome_unknown(self, BAD_ANSWERS)
 
     async def test_await_and_status_refuse_a_mistyped_failure_member(self):
-        for name, state in BAD_ANSWERS.items():
-            with self.subTest(name):
-                c = agent_client(answering(self, json.dumps(state).encode()))
-                for op in (lambda: c.status("req-t"), lambda: c.await_approval("req-t", timeout=5)):
-                    try:
-                        r = await op()
-                    except chio.TimedOut as e:
-                        self.fail(f"{state}: timed out instead of refusing the answer: {e}")
-                    except chio.ChioError:
-                        continue
-                    self.fail(f"{state} read as {r!r} (failed={getattr(r, 'failed', None)}), want an error")
+        await reads_refuse(self, BAD_ANSWERS)
 
     async def test_well_typed_answers_still_read(self):
         for state, failed in (

@@ -13,7 +13,7 @@ import unittest
 
 import chio
 
-from .test_answer_field_types import agent_client, answering
+from .test_answer_field_types import agent_client, answering, call_tool_is_outcome_unknown, reads_refuse
 
 OTHER_ANSWERS = {
     "another call's allow": {"status": "allowed", "request_id": "req-other", "receipt_id": "rc-1", "output": {"refund": "re_99"}},
@@ -25,30 +25,10 @@ OTHER_ANSWERS = {
 
 class AnswerRequestID(unittest.IsolatedAsyncioTestCase):
     async def test_call_answered_for_another_call_is_outcome_unknown(self):
-        for name, state in OTHER_ANSWERS.items():
-            with self.subTest(name):
-                c = agent_client(answering(self, json.dumps(state).encode()))
-                try:
-                    r = await c.call_tool("pay", "issue_refund", {"amount": 450}, request_id="req-t")
-                except chio.OutcomeUnknown as e:
-                    self.assertEqual(e.request_id, "req-t")
-                    continue
-                except chio.ChioError as e:
-                    self.fail(f"{state}: {type(e).__name__} {e}, want OutcomeUnknown")
-                self.fail(f"call req-t answered with {state}: returned {r!r}, want OutcomeUnknown")
+        await call_tool_is_outcome_unknown(self, OTHER_ANSWERS)
 
     async def test_await_and_status_refuse_another_calls_state(self):
-        for name, state in OTHER_ANSWERS.items():
-            with self.subTest(name):
-                c = agent_client(answering(self, json.dumps(state).encode()))
-                for op in (lambda: c.status("req-t"), lambda: c.await_approval("req-t", timeout=5)):
-                    try:
-                        r = await op()
-                    except chio.TimedOut as e:
-                        self.fail(f"{state}: timed out instead of refusing the answer: {e}")
-                    except chio.ChioError:
-                        continue
-                    self.fail(f"read of req-t answered with {state}: returned {r!r}, want an error")
+        await reads_refuse(self, OTHER_ANSWERS)
 
     async def test_cancel_answered_with_another_approvals_call_is_an_error(self):
         """A cancel's answer is the cancelled call: one waiting on another
