@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
@@ -142,5 +143,48 @@ func TestCallWhoseQuorumALaterTierMeetsParks(t *testing.T) {
 	}
 	if out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("the call is %s (guard %q, %q); want pending_approval: its second tier can meet the quorum", out.Status, out.Guard, out.Reason)
+	}
+}
+
+// A reload that leaves a parked call's quorum out of reach ends it, as it
+// ends one nobody may decide any more: three approvers, the agent holding
+// Lead's key, so CFO and CTO meet the quorum of two; the reload removes
+// CTO. Kept parked, the call could only end denied at its deadline, while
+// CFO was still told "the call runs once 2 have approved".
+func TestReloadLeavingTheQuorumOutOfReachEndsTheCall(t *testing.T) {
+	cfo := keys.FromSeed(bytes.Repeat([]byte{41}, 32))
+	cto := keys.FromSeed(bytes.Repeat([]byte{42}, 32))
+	f := newFixture(t)
+	ctx := context.Background()
+	three := unreachableQuorumPolicy + `[[grants.approval.approvers]]
+public_key = %q
+display_name = "CTO"
+`
+	p, err := policy.Parse([]byte(fmt.Sprintf(three, policy.TimeoutDeny, f.agent.Public().String(), cfo.Public().String(), cto.Public().String())), "quorum.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.k.SetPolicy(p)
+	f.capRaw, f.cap, err = f.k.IssueCapability(f.agent.Public(), []string{"payouts"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.k.Submit(ctx, f.call(t, "echo", `{"payout":"vendor"}`, ""))
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("the call: %+v %v; want it parked (CFO and CTO may meet the quorum)", out, err)
+	}
+	two, err := policy.Parse([]byte(fmt.Sprintf(unreachableQuorumPolicy, policy.TimeoutDeny, f.agent.Public().String(), cfo.Public().String())), "quorum.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.k.ApplyPolicy(ctx, two); err != nil {
+		t.Fatal(err)
+	}
+	req, err := f.k.Approval(out.ApprovalRequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Status != approval.StatusDenied || req.Resolution == nil || req.Resolution.Guard != kernel.GuardApprovalPolicy {
+		t.Fatalf("after the reload that removed CTO the request is %s (%+v); want denied by %s", req.Status, req.Resolution, kernel.GuardApprovalPolicy)
 	}
 }
