@@ -73,6 +73,15 @@ func MayRunAtDeadline(a *policy.Approval) bool {
 	return false
 }
 
+// quorumOutOfReach says whether, under p, fewer approvers may decide
+// req (now: req with p's approvers and quorums) than its quorum, in every
+// tier it could escalate to, and p's deadline cannot run it: it could
+// only end denied.
+func quorumOutOfReach(p *policy.Policy, now *approval.Request) bool {
+	g, ok := p.Grant(now.PolicyID)
+	return ok && g.Approval != nil && MayDecideAtMost(g.Approval, now.SubjectID) < now.Quorum && !MayRunAtDeadline(g.Approval)
+}
+
 // QuorumUnreachable is the reason a call is denied when only n of grant's
 // approvers may decide it, fewer than its quorum (suspend; what `chio
 // policy explain` predicts).
@@ -109,8 +118,10 @@ func withApproversNow(p *policy.Policy, req *approval.Request) (*approval.Reques
 
 // ApplyPolicy puts p in force and reconciles every pending request with
 // it: their trusted approvers are updated, and a request left with no
-// approver who may decide it ends with a deny receipt (guard
-// approval-policy), so the agent is answered rather than left to time out;
+// approver who may decide it, or with fewer than its quorum in every tier
+// and a deadline that denies (quorumOutOfReach), ends with a deny receipt
+// (guard approval-policy), so the agent is answered rather than left to
+// time out;
 // one whose recorded denials meet deny_quorum ends denied, and one whose
 // recorded approvals meet the quorum is approved (reload_resolve.go). Each
 // reconcile commits only while p is in force.
@@ -153,7 +164,7 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (resumed bool, err error) {
 	if cur, err := k.Approval(id); err == nil && cur.Status == approval.StatusPending {
 		now, ok := withApproversNow(p, cur)
-		if vote, _ := approvingVoteNow(p, cur); ok && unchanged(now, cur) && vote == nil {
+		if vote, _ := approvingVoteNow(p, cur); ok && unchanged(now, cur) && vote == nil && !quorumOutOfReach(p, now) {
 			return false, nil
 		}
 	}
@@ -161,7 +172,7 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 		(*hook)()
 	}
 	var updated *approval.Request
-	var orphaned, denied bool
+	var orphaned, unreachable, denied bool
 	// A request the reload approves (reload_resolve.go): its call, left
 	// dispatching with no decision for recovery's workers to resume.
 	var approved *approval.Request
@@ -178,7 +189,7 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 	// the policy in force keeps, or store approvers it removed.
 	inForce, err := k.commitWhileInForce(p, func() error {
 		return k.update(ctx, func(tx Tx) error {
-			updated, orphaned, denied, approved = nil, false, false, nil
+			updated, orphaned, unreachable, denied, approved = nil, false, false, false, nil
 			req, err := tx.Approval(id)
 			if err != nil || req.Status != approval.StatusPending {
 				return err
@@ -186,6 +197,11 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 			now, ok := withApproversNow(p, req)
 			if !ok {
 				orphaned = true
+				return nil
+			}
+			if quorumOutOfReach(p, now) {
+				// Nor may it ever be approved (suspend denies such a call).
+				unreachable = true
 				return nil
 			}
 			if deniedNow(p, req) {
@@ -260,6 +276,19 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 			status: approval.StatusDenied, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalPolicy,
 			reason: func(req *approval.Request) string {
 				return fmt.Sprintf("no approver of grant %s may decide this call under the policy in force", req.PolicyID)
+			},
+		})
+		if errors.Is(err, approval.ErrNotPending) {
+			return false, nil // decided meanwhile
+		}
+		return false, err
+	case unreachable:
+		_, err := k.endPendingWhileInForce(ctx, p, id, ending{
+			status: approval.StatusDenied, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalPolicy,
+			reason: func(req *approval.Request) string {
+				now, _ := withApproversNow(p, req)
+				g, _ := p.Grant(req.PolicyID)
+				return QuorumUnreachable(req.PolicyID, now.Quorum, MayDecideAtMost(g.Approval, req.SubjectID))
 			},
 		})
 		if errors.Is(err, approval.ErrNotPending) {
