@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chiokernel/chio/internal/keys"
@@ -15,19 +17,35 @@ import (
 
 // runAgent runs this example (main, in a child process of the test binary)
 // against a chiod that answers POST /v1/calls with call, and a wait with
-// awaited; it returns what the agent printed.
+// awaited; it returns what the agent printed. The answers name the call
+// "req-1": the agent's own request id is put in its place, as chiod's
+// answers name the call asked about (the SDK refuses another call's).
 func runAgent(t *testing.T, call, awaited string) string {
 	t.Helper()
+	var mu sync.Mutex
+	requestID := "req-1"
+	named := func(answer string) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return []byte(strings.ReplaceAll(answer, `"req-1"`, strconv.Quote(requestID)))
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/calls":
+			var sent struct {
+				RequestID string `json:"request_id"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&sent)
+			mu.Lock()
+			requestID = sent.RequestID
+			mu.Unlock()
 			w.WriteHeader(http.StatusAccepted)
-			_, _ = w.Write([]byte(call))
+			_, _ = w.Write(named(call))
 		case r.URL.Path == "/approvals/ar-1":
-			_, _ = w.Write([]byte(`{"request":{"request_id":"req-1","approval_id":"ar-1","expires_at":1900000000}}`))
-		case r.URL.Path == "/v1/calls/req-1":
-			_, _ = w.Write([]byte(awaited))
+			_, _ = w.Write(named(`{"request":{"request_id":"req-1","approval_id":"ar-1","expires_at":1900000000}}`))
+		case strings.HasPrefix(r.URL.Path, "/v1/calls/"):
+			_, _ = w.Write(named(awaited))
 		default:
 			http.NotFound(w, r)
 		}
