@@ -23,7 +23,11 @@ func TestDashboardRedrawDuringOwnVoteKeepsItsResult(t *testing.T) {
 		chromedp.WaitVisible(css(c+` button[data-action="approve"]`)),
 		// The answer to the vote is held back until released: the vote
 		// reaches chiod and commits; only its answer waits.
+		// The request as the page holds it before the vote: once the vote
+		// commits, the stream may remove it from state.pending (resolved)
+		// before the escalation below is staged.
 		chromedp.Evaluate[chromedp.Void](`(() => {
+			window.__req = state.pending.get('`+pend.ApprovalRequestID+`');
 			window.__held = new Promise((r) => { window.__release = r; });
 			const f = window.fetch;
 			window.fetch = async (u, o) => {
@@ -35,7 +39,7 @@ func TestDashboardRedrawDuringOwnVoteKeepsItsResult(t *testing.T) {
 		press(c+` button[data-action="approve"]`),
 		chromedp.WaitReady(css(c+`[data-deciding]`)),
 		// The same request, escalated meanwhile (as the stream would say).
-		chromedp.Evaluate[chromedp.Void](`(() => { const r = state.pending.get('`+pend.ApprovalRequestID+`');
+		chromedp.Evaluate[chromedp.Void](`(() => { const r = window.__req;
 			upsert({...r, tier: (r.tier || 0) + 1, expires_at: r.expires_at + 60}); })()`),
 		chromedp.Evaluate[chromedp.Void](`window.__release()`),
 	)
