@@ -67,8 +67,8 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	// no deadline runs it (auto_approve_advisory, where a human may still
 	// say no, parks). Parked, it told an approver "the call runs once N
 	// have approved", a promise nobody could keep.
-	if n := MayDecideAtMost(g.Approval, req.SubjectID); n < req.Quorum && !MayRunAtDeadline(g.Approval) {
-		return k.deny(ctx, rec, p, GuardApprovalPolicy, QuorumUnreachable(g.ID, req.Quorum, n), now)
+	if quorumOutOfReach(p, req) {
+		return k.deny(ctx, rec, p, GuardApprovalPolicy, quorumUnreachable(p, req), now)
 	}
 	rec.Status, rec.ApprovalID, rec.Reason = StatusPendingApproval, req.ApprovalID, d.Reason
 	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Incomplete, Reason: "awaiting human approval"},

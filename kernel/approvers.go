@@ -82,9 +82,16 @@ func quorumOutOfReach(p *policy.Policy, now *approval.Request) bool {
 	return ok && g.Approval != nil && MayDecideAtMost(g.Approval, now.SubjectID) < now.Quorum && !MayRunAtDeadline(g.Approval)
 }
 
+// quorumUnreachable is the reason a request whose quorum is out of reach
+// (quorumOutOfReach) is denied; req's quorum is p's (withApproversNow).
+func quorumUnreachable(p *policy.Policy, req *approval.Request) string {
+	g, _ := p.Grant(req.PolicyID)
+	return QuorumUnreachable(req.PolicyID, req.Quorum, MayDecideAtMost(g.Approval, req.SubjectID))
+}
+
 // QuorumUnreachable is the reason a call is denied when only n of grant's
-// approvers may decide it, fewer than its quorum (suspend; what `chio
-// policy explain` predicts).
+// approvers may decide it, fewer than its quorum (suspend and reconcile;
+// what `chio policy explain` predicts).
 func QuorumUnreachable(grant string, quorum, n int) string {
 	return fmt.Sprintf("grant %s's quorum of %d approvals cannot be met: only %d of its approvers may decide this call: "+
 		"the kernel never counts the calling agent's vote on its own call, nor a requester's", grant, quorum, n)
@@ -270,25 +277,17 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 			return false, nil // decided meanwhile
 		}
 		return false, err
-	case orphaned:
-		// Nobody may decide it any more: it ends with a deny receipt now.
+	case orphaned, unreachable:
+		// Nobody may decide it any more, or never enough to approve it: it
+		// ends with a deny receipt now.
 		_, err := k.endPendingWhileInForce(ctx, p, id, ending{
 			status: approval.StatusDenied, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalPolicy,
 			reason: func(req *approval.Request) string {
+				if unreachable {
+					now, _ := withApproversNow(p, req)
+					return quorumUnreachable(p, now)
+				}
 				return fmt.Sprintf("no approver of grant %s may decide this call under the policy in force", req.PolicyID)
-			},
-		})
-		if errors.Is(err, approval.ErrNotPending) {
-			return false, nil // decided meanwhile
-		}
-		return false, err
-	case unreachable:
-		_, err := k.endPendingWhileInForce(ctx, p, id, ending{
-			status: approval.StatusDenied, callStatus: StatusDenied, verdict: receipt.Deny, guard: GuardApprovalPolicy,
-			reason: func(req *approval.Request) string {
-				now, _ := withApproversNow(p, req)
-				g, _ := p.Grant(req.PolicyID)
-				return QuorumUnreachable(req.PolicyID, now.Quorum, MayDecideAtMost(g.Approval, req.SubjectID))
 			},
 		})
 		if errors.Is(err, approval.ErrNotPending) {
