@@ -58,20 +58,7 @@ func TestCallWhoseQuorumCannotBeMetIsDenied(t *testing.T) {
 		{policy.TimeoutAutoApproveAdvisory, kernel.StatusPendingApproval},
 	} {
 		f := newFixture(t)
-		ctx := context.Background()
-		p, err := policy.Parse([]byte(fmt.Sprintf(unreachableQuorumPolicy, c.action, f.agent.Public().String(), cfo.Public().String())), "quorum.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.k.SetPolicy(p)
-		f.capRaw, f.cap, err = f.k.IssueCapability(f.agent.Public(), []string{"payouts"}, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := f.k.Submit(ctx, f.call(t, "echo", `{"payout":"vendor"}`, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := submitPayoutUnder(t, f, fmt.Sprintf(unreachableQuorumPolicy, c.action, f.agent.Public().String(), cfo.Public().String()))
 		if out.Status != c.want {
 			t.Errorf("timeout_action %s: the call is %s (guard %q, %q); want %s", c.action, out.Status, out.Guard, out.Reason, c.want)
 			continue
@@ -128,19 +115,7 @@ func TestCallWhoseQuorumALaterTierMeetsParks(t *testing.T) {
 	cfo := keys.FromSeed(bytes.Repeat([]byte{41}, 32))
 	cto := keys.FromSeed(bytes.Repeat([]byte{42}, 32))
 	f := newFixture(t)
-	p, err := policy.Parse([]byte(fmt.Sprintf(escalatingQuorumPolicy, f.agent.Public().String(), cfo.Public().String(), cto.Public().String())), "quorum.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.k.SetPolicy(p)
-	f.capRaw, f.cap, err = f.k.IssueCapability(f.agent.Public(), []string{"payouts"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := f.k.Submit(context.Background(), f.call(t, "echo", `{"payout":"vendor"}`, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := submitPayoutUnder(t, f, fmt.Sprintf(escalatingQuorumPolicy, f.agent.Public().String(), cfo.Public().String(), cto.Public().String()))
 	if out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("the call is %s (guard %q, %q); want pending_approval: its second tier can meet the quorum", out.Status, out.Guard, out.Reason)
 	}
@@ -160,18 +135,9 @@ func TestReloadLeavingTheQuorumOutOfReachEndsTheCall(t *testing.T) {
 public_key = %q
 display_name = "CTO"
 `
-	p, err := policy.Parse([]byte(fmt.Sprintf(three, policy.TimeoutDeny, f.agent.Public().String(), cfo.Public().String(), cto.Public().String())), "quorum.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.k.SetPolicy(p)
-	f.capRaw, f.cap, err = f.k.IssueCapability(f.agent.Public(), []string{"payouts"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := f.k.Submit(ctx, f.call(t, "echo", `{"payout":"vendor"}`, ""))
-	if err != nil || out.Status != kernel.StatusPendingApproval {
-		t.Fatalf("the call: %+v %v; want it parked (CFO and CTO may meet the quorum)", out, err)
+	out := submitPayoutUnder(t, f, fmt.Sprintf(three, policy.TimeoutDeny, f.agent.Public().String(), cfo.Public().String(), cto.Public().String()))
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("the call: %+v; want it parked (CFO and CTO may meet the quorum)", out)
 	}
 	two, err := policy.Parse([]byte(fmt.Sprintf(unreachableQuorumPolicy, policy.TimeoutDeny, f.agent.Public().String(), cfo.Public().String())), "quorum.toml")
 	if err != nil {
@@ -187,4 +153,24 @@ display_name = "CTO"
 	if req.Status != approval.StatusDenied || req.Resolution == nil || req.Resolution.Guard != kernel.GuardApprovalPolicy {
 		t.Fatalf("after the reload that removed CTO the request is %s (%+v); want denied by %s", req.Status, req.Resolution, kernel.GuardApprovalPolicy)
 	}
+}
+
+// submitPayoutUnder puts the policy text in force on f, gives f's agent a
+// capability for grant payouts and submits one echo call under it.
+func submitPayoutUnder(t *testing.T, f *fixture, toml string) *kernel.Outcome {
+	t.Helper()
+	p, err := policy.Parse([]byte(toml), "quorum.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.k.SetPolicy(p)
+	f.capRaw, f.cap, err = f.k.IssueCapability(f.agent.Public(), []string{"payouts"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.k.Submit(context.Background(), f.call(t, "echo", `{"payout":"vendor"}`, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
