@@ -82,6 +82,9 @@ func verifySession(bearer string, audience keys.PublicKey, trusted []keys.Public
 		return nil, fmt.Errorf("%w: it is for another kernel (audience %q)", ErrSession, t.Audience)
 	case time.Unix(t.IssuedAt, 0).After(now.Add(MaxSkew)):
 		return nil, fmt.Errorf("%w: issued in the future", ErrSession)
+	case t.ExpiresAt <= t.IssuedAt:
+		// No lifetime at all: malformed, whatever the clock says.
+		return nil, fmt.Errorf("%w: expires_at is not after issued_at", ErrSession)
 	case !now.Before(time.Unix(t.ExpiresAt, 0)):
 		return nil, fmt.Errorf("%w: expired", ErrSession)
 	case t.ExpiresAt-t.IssuedAt > int64(MaxSessionTTL/time.Second):
