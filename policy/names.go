@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
 	invisibleChar "github.com/chiokernel/chio/internal/invisible"
@@ -54,16 +55,22 @@ func checkDisplayName(s string) error { return checkText(s, true) }
 
 // displayNameKey is what a person reads in display name s: two approvers
 // of one grant whose display names have the same key could be told apart
-// only by their public keys. It is s in Unicode canonical composition (NFC: "é" and
-// "e"+U+0301 are the same text), without the joiners checkDisplayName
-// lets through, with every run of white space one U+0020 and none at the
-// ends, and in lower case ("Alice" and "alice" are easily taken for each
-// other in "denied by alice"). Look-alikes across scripts (Latin "a",
+// only by their public keys. It is s case-folded in Unicode compatibility
+// composition (NFKC_Casefold: "é" and "e"+U+0301 are the same text, so
+// are "Alice", full-width "Ａｌｉｃｅ" and mathematical bold "𝐀𝐥𝐢𝐜𝐞", a
+// "ﬁ" ligature and "fi"; and "Alice" and "alice", "Straße" and "STRASSE",
+// are easily taken for each other in "denied by alice"), without the
+// joiners checkDisplayName lets through, with every run of white space
+// one U+0020 and none at the ends. Look-alikes across scripts (Latin "a",
 // Cyrillic "а") are not caught.
 func displayNameKey(s string) string {
+	// Folding may undo a composition (and NFKC a folding): NFKC, fold,
+	// NFKC again, as Unicode's NFKC_Casefold is defined. A Caser holds
+	// state: one per call.
+	folded := norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s)))
 	var b strings.Builder
 	space := false
-	for _, r := range norm.NFC.String(s) {
+	for _, r := range folded {
 		switch {
 		case r == zwnj || r == zwj:
 			continue
@@ -75,7 +82,7 @@ func displayNameKey(s string) string {
 			b.WriteByte(' ')
 			space = false
 		}
-		b.WriteRune(unicode.ToLower(r))
+		b.WriteRune(r)
 	}
 	return b.String()
 }

@@ -76,7 +76,7 @@ func (v *validator) approval(base []string, g *Grant) {
 		case names[ap.DisplayName]:
 			v.at(base, append(ab, "display_name"), "display_name %q is used by two approvers of this grant", ap.DisplayName)
 		case readAlike[displayNameKey(ap.DisplayName)] != "":
-			v.at(base, append(ab, "display_name"), "display_name %q reads the same as approver %q's (letter case, spaces, accents "+
+			v.at(base, append(ab, "display_name"), "display_name %q reads the same as approver %q's (letter case, width, spaces, accents "+
 				"or joiners aside): receipts and messages name approvers by display_name, so give each a name of its own",
 				ap.DisplayName, readAlike[displayNameKey(ap.DisplayName)])
 		}
