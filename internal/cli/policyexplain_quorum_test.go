@@ -57,3 +57,42 @@ func TestPolicyExplainDeniesWhenTheQuorumCannotBeMet(t *testing.T) {
 		t.Fatalf("another agent's call: outcome %+v", x.Outcome)
 	}
 }
+
+// explainConfirmQuorumPolicy: a confirm needs 2 approvals of %s and %s;
+// the deadline says auto_approve_advisory, which never runs a confirm.
+const explainConfirmQuorumPolicy = `
+[[servers]]
+id = "demo"
+transport = "builtin"
+
+[[grants]]
+id = "confirms"
+server = "demo"
+tool = "confirm"
+[grants.approval]
+quorum = 2
+timeout_action = "auto_approve_advisory"
+[[grants.approval.approvers]]
+public_key = "%s"
+display_name = "Ops Bot"
+[[grants.approval.approvers]]
+public_key = "%s"
+display_name = "Lead"
+`
+
+// A confirm (or ask) is declined at its deadline, whatever the grant's
+// timeout_action: the kernel never answers a person's question itself.
+// So an auto_approve_advisory deadline does not let a confirm whose quorum
+// cannot be met park: the kernel denies it, and explain says so.
+func TestPolicyExplainDeniesAConfirmWhoseQuorumCannotBeMetDespiteAdvisory(t *testing.T) {
+	agent, _ := keys.Generate(rand.Reader)
+	lead, _ := keys.Generate(rand.Reader)
+	pf := filepath.Join(t.TempDir(), "chio.toml")
+	if err := os.WriteFile(pf, []byte(fmt.Sprintf(explainConfirmQuorumPolicy, agent.Public(), lead.Public())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x := explain(t, pf, "--server", "demo", "--tool", "confirm", "--args", `{"prompt":"Ship it?"}`, "--subject", agent.Public().String())
+	if x.Outcome.Verdict != "deny" || x.Outcome.Guard != "approval-policy" || !strings.Contains(x.Outcome.Reason, "quorum of 2") {
+		t.Fatalf("the agent's own confirm: outcome %+v, want deny by approval-policy, the quorum of 2 unmet", x.Outcome)
+	}
+}
