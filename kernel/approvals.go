@@ -64,8 +64,9 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	}
 	// Likewise a request that can only end denied: fewer approvers may
 	// decide it, in every tier it could escalate to, than its quorum, and
-	// no deadline runs it (auto_approve_advisory, where a human may still
-	// say no, parks). Parked, it told an approver "the call runs once N
+	// no deadline runs it (a tool call under auto_approve_advisory, where a
+	// human may still say no, parks; a confirm or ask never runs at its
+	// deadline). Parked, it told an approver "the call runs once N
 	// have approved", a promise nobody could keep.
 	if quorumOutOfReach(p, req) {
 		return k.deny(ctx, rec, p, GuardApprovalPolicy, quorumUnreachable(p, req), now)

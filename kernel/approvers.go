@@ -62,8 +62,13 @@ func MayDecideAtMost(a *policy.Approval, subject string) int {
 }
 
 // MayRunAtDeadline says whether a's deadline can run a call nobody
-// approved (auto_approve_advisory, at once or after the last tier).
-func MayRunAtDeadline(a *policy.Approval) bool {
+// approved (auto_approve_advisory, at once or after the last tier). Never
+// a confirm or ask (hitl): the deadline declines those whatever a says
+// (timers.go, expire), since they exist to hear a person.
+func MayRunAtDeadline(a *policy.Approval, hitl bool) bool {
+	if hitl {
+		return false
+	}
 	switch a.TimeoutAction {
 	case policy.TimeoutAutoApproveAdvisory:
 		return true
@@ -79,7 +84,8 @@ func MayRunAtDeadline(a *policy.Approval) bool {
 // only end denied.
 func quorumOutOfReach(p *policy.Policy, now *approval.Request) bool {
 	g, ok := p.Grant(now.PolicyID)
-	return ok && g.Approval != nil && MayDecideAtMost(g.Approval, now.SubjectID) < now.Quorum && !MayRunAtDeadline(g.Approval)
+	return ok && g.Approval != nil && MayDecideAtMost(g.Approval, now.SubjectID) < now.Quorum &&
+		!MayRunAtDeadline(g.Approval, now.Kind != approval.KindToolCall)
 }
 
 // quorumUnreachable is the reason a request whose quorum is out of reach

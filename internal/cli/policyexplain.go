@@ -190,8 +190,9 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 			break
 		}
 		// Nor one whose quorum fewer may meet, in every tier, and that no
-		// deadline runs: it could only end denied (suspend, likewise).
-		if n := kernel.MayDecideAtMost(grant.Approval, in.Subject); n < x.Approval.Quorum && !kernel.MayRunAtDeadline(grant.Approval) {
+		// deadline runs (a confirm's or ask's never does): it could only
+		// end denied (suspend, likewise).
+		if n := kernel.MayDecideAtMost(grant.Approval, in.Subject); n < x.Approval.Quorum && !kernel.MayRunAtDeadline(grant.Approval, tool.IsHITL()) {
 			x.Outcome = outcomeRow{Verdict: kernel.Deny.String(), Guard: kernel.GuardApprovalPolicy, TriggeredBy: d.TriggeredBy,
 				Reason: kernel.QuorumUnreachable(grant.ID, x.Approval.Quorum, n)}
 			x.Outcome.DecidedBy = []string{"grant " + grant.ID, "guard " + kernel.GuardApprovalPolicy}
