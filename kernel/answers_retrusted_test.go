@@ -1,0 +1,109 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/policy"
+)
+
+// A question whose counted answers disagree (the Finance Lead's "us",
+// trusted again by a reload, beside the CFO's "eu", given while the
+// Finance Lead was removed) stays open: neither is a quorum. The SRE then
+// answers "eu" too, and two counted approvals give the same answers: a
+// quorum of 2. The SRE's answer was refused ("these answers differ from
+// those Finance Lead gave"), and so would any answer be, agreeing with the
+// one or the other: the question could never be answered, only declined
+// at its deadline.
+func TestAnswerAgreeingWithOneSideOfARetrustedDisagreementDecides(t *testing.T) {
+	f := deadlineFixture(t, fmt.Sprintf(askQuorumPolicy, askApprovers("%[1]s", "Finance Lead", "%[2]s", "CFO", "%[3]s", "SRE")), "ask")
+	ctx := context.Background()
+	out, err := f.k.Submit(ctx, f.call(t, "ask", `{"questions":[{"id":"region","text":"Deploy to which region?","type":"single","options":["eu","us"]}]}`, ""))
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("%+v %v", out, err)
+	}
+	id := out.ApprovalRequestID
+	if _, err := f.k.Respond(ctx, id, f.token(t, id, financeLead, approval.DecisionApproved, answering("us")), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	all := f.k.Policy()
+	p, err := policy.Parse([]byte(fmt.Sprintf(askQuorumPolicy, askApprovers(cfo.Public().String(), "CFO", sre.Public().String(), "SRE"))), "removed.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.k.ApplyPolicy(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.Respond(ctx, id, f.token(t, id, cfo, approval.DecisionApproved, answering("eu")), "", ""); err != nil {
+		t.Fatalf("the CFO's answer after the Finance Lead's removal: %v", err)
+	}
+	if err := f.k.ApplyPolicy(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	f.k.WaitRecovery(ctx)
+	res, err := f.k.Respond(ctx, id, f.token(t, id, sre, approval.DecisionApproved, answering("eu")), "", "")
+	if err != nil || res.Outcome != approval.StatusApproved {
+		t.Fatalf("the SRE's answer, agreeing with the CFO's: %+v %v", res, err)
+	}
+	if rec, _ := f.k.Call(out.RequestID); rec.Status != kernel.StatusAllowed || !strings.Contains(string(rec.Output), `"region":"eu"`) {
+		t.Fatalf("answer: %s %s", rec.Status, rec.Output)
+	}
+	// The receipt lists the Finance Lead among the approvers (they
+	// approved), and says their vote did not count toward "eu".
+	r := f.receipt(t, res.ReceiptID)
+	if got := keysOf(t, r.Metadata["uncounted"]); !slices.Equal(got, []string{financeLead.Public().String()}) {
+		t.Fatalf("uncounted %v, want only the Finance Lead %s, whose answer (us) is not the one given", got, financeLead.Public())
+	}
+}
+
+// With quorum 3 the same disagreement needs three agreeing answers: the
+// SRE's "eu" beside the CFO's makes two (the Finance Lead's "us" counts,
+// but not toward "eu"), so the question stays open, and the CTO's "eu"
+// decides it. Counting every approval (three with the SRE's) would
+// approve it on answers that do not agree, and its resume deny it.
+func TestRetrustedDisagreementNeedsAQuorumOfAgreeingAnswers(t *testing.T) {
+	cto := keys.FromSeed([]byte("cto-cto-cto-cto-cto-cto-cto-cto-"))
+	quorum3 := strings.Replace(askQuorumPolicy, "quorum = 2", "quorum = 3", 1)
+	f := deadlineFixture(t, fmt.Sprintf(quorum3, askApprovers("%[1]s", "Finance Lead", "%[2]s", "CFO", "%[3]s", "SRE", cto.Public().String(), "CTO")), "ask")
+	ctx := context.Background()
+	out, err := f.k.Submit(ctx, f.call(t, "ask", `{"questions":[{"id":"region","text":"Deploy to which region?","type":"single","options":["eu","us"]}]}`, ""))
+	if err != nil || out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("%+v %v", out, err)
+	}
+	id := out.ApprovalRequestID
+	if _, err := f.k.Respond(ctx, id, f.token(t, id, financeLead, approval.DecisionApproved, answering("us")), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	all := f.k.Policy()
+	p, err := policy.Parse([]byte(fmt.Sprintf(quorum3, askApprovers(cfo.Public().String(), "CFO", sre.Public().String(), "SRE", cto.Public().String(), "CTO"))), "removed.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.k.ApplyPolicy(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.Respond(ctx, id, f.token(t, id, cfo, approval.DecisionApproved, answering("eu")), "", ""); err != nil {
+		t.Fatalf("the CFO's answer after the Finance Lead's removal: %v", err)
+	}
+	if err := f.k.ApplyPolicy(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	f.k.WaitRecovery(ctx)
+	res, err := f.k.Respond(ctx, id, f.token(t, id, sre, approval.DecisionApproved, answering("eu")), "", "")
+	if err != nil || res.Outcome != approval.StatusPending {
+		t.Fatalf("the SRE's answer, the second \"eu\" of quorum 3: %+v %v; want it recorded, the question still open", res, err)
+	}
+	res, err = f.k.Respond(ctx, id, f.token(t, id, cto, approval.DecisionApproved, answering("eu")), "", "")
+	if err != nil || res.Outcome != approval.StatusApproved {
+		t.Fatalf("the CTO's answer, the third \"eu\": %+v %v", res, err)
+	}
+	if rec, _ := f.k.Call(out.RequestID); rec.Status != kernel.StatusAllowed || !strings.Contains(string(rec.Output), `"region":"eu"`) {
+		t.Fatalf("answer: %s %s", rec.Status, rec.Output)
+	}
+}
