@@ -486,10 +486,16 @@ func (k *Kernel) chainReceipt(rec *CallRecord, p *policy.Policy, req *approval.R
 		// req's tier, recorded before a reload removed it, is listed but
 		// did not count. "uncounted" names those keys, so the receipt says
 		// who decided: approvers and dissenters less the uncounted.
+		// So does an approval of a question that gave other answers than
+		// the deciding vote (counted answers disagree once a reload trusts
+		// a voter again: sameAnswers): it did not count toward these.
 		trusted, _, _ := approversNow(p, req)
 		uncounted := []string{}
-		for _, v := range req.Votes {
-			if v.Approver != k.pub.String() && !slices.Contains(trusted, v.Approver) {
+		for i := range req.Votes {
+			v := &req.Votes[i]
+			otherAnswers := req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved &&
+				v.Decision == approval.DecisionApproved && !sameAnswersAs(v, vote)
+			if v.Approver != k.pub.String() && (!slices.Contains(trusted, v.Approver) || otherAnswers) {
 				uncounted = append(uncounted, v.Approver)
 			}
 		}

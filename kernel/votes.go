@@ -23,7 +23,12 @@ import (
 // the same answers, not N answers of which the last is returned. Only the
 // votes of keys in counted (those the policy in force trusts) bind: a
 // vote recorded before a reload removed its key no longer counts, and no
-// longer dictates the answer either.
+// longer dictates the answer either. Counted answers disagree only once a
+// reload trusts such a voter again (the answer given while they were
+// removed beside theirs): an answer must then be one of those, never a
+// third, and its quorum is counted among the approvals giving it
+// (agreeingApprovals); refusing every answer would leave the question
+// unanswerable.
 func sameAnswers(votes []approval.Vote, tok *approval.Token, counted []string) error {
 	if tok == nil {
 		return fmt.Errorf("%w: an answer needs its token", approval.ErrMalformedToken)
@@ -32,7 +37,9 @@ func sameAnswers(votes []approval.Vote, tok *approval.Token, counted []string) e
 	if err != nil {
 		return fmt.Errorf("%w: answers: %v", approval.ErrMalformedToken, err)
 	}
-	for _, v := range votes {
+	var differs *approval.Vote // the first counted approval whose answers differ
+	for i := range votes {
+		v := &votes[i]
 		if v.Decision != approval.DecisionApproved || !slices.Contains(counted, v.Approver) {
 			continue
 		}
@@ -41,10 +48,16 @@ func sameAnswers(votes []approval.Vote, tok *approval.Token, counted []string) e
 			return fmt.Errorf("%w: stored vote of %s unreadable", ErrConflict, v.Approver)
 		}
 		theirs, err := canon.Canonicalize(earlier.Answers)
-		if err != nil || !bytes.Equal(mine, theirs) {
-			return fmt.Errorf("%w: these answers differ from those %s gave; a quorum must give the same answers",
-				approval.ErrMalformedToken, nameOr(v.DisplayName, v.Approver))
+		switch {
+		case err == nil && bytes.Equal(mine, theirs):
+			return nil
+		case differs == nil:
+			differs = v
 		}
+	}
+	if differs != nil {
+		return fmt.Errorf("%w: these answers differ from those %s gave; a quorum must give the same answers",
+			approval.ErrMalformedToken, nameOr(differs.DisplayName, differs.Approver))
 	}
 	return nil
 }
@@ -61,6 +74,22 @@ func agreeingApprovals(req *approval.Request, counted []string, deciding *approv
 		approved, _ := req.CountsAmong(counted)
 		return approved
 	}
+	n := 0
+	for i := range req.Votes {
+		v := &req.Votes[i]
+		if v.Decision != approval.DecisionApproved || !slices.Contains(counted, v.Approver) {
+			continue
+		}
+		if sameAnswersAs(v, deciding) {
+			n++
+		}
+	}
+	return n
+}
+
+// sameAnswersAs reports whether votes v and w carry tokens with the same
+// answers (canonically); an unreadable one agrees with nothing.
+func sameAnswersAs(v, w *approval.Vote) bool {
 	answers := func(v *approval.Vote) ([]byte, bool) {
 		var tok approval.Token
 		if canon.Unmarshal(v.Token, &tok) != nil {
@@ -69,21 +98,9 @@ func agreeingApprovals(req *approval.Request, counted []string, deciding *approv
 		b, err := canon.Canonicalize(tok.Answers)
 		return b, err == nil
 	}
-	want, ok := answers(deciding)
-	if !ok {
-		return 0
-	}
-	n := 0
-	for i := range req.Votes {
-		v := &req.Votes[i]
-		if v.Decision != approval.DecisionApproved || !slices.Contains(counted, v.Approver) {
-			continue
-		}
-		if got, ok := answers(v); ok && bytes.Equal(got, want) {
-			n++
-		}
-	}
-	return n
+	a, ok := answers(v)
+	b, ok2 := answers(w)
+	return ok && ok2 && bytes.Equal(a, b)
 }
 
 func (k *Kernel) displayName(req *approval.Request, key string) string {
@@ -213,6 +230,12 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		trusted, _, _ := approversNow(p, req)
 		counted := append(trusted, k.pub.String())
 		approved, denied := req.CountsAmong(counted)
+		if req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved {
+			// Only the approvals giving this vote's answers make its quorum
+			// (counted ones disagree after a reload trusts a voter again:
+			// sameAnswers).
+			approved = agreeingApprovals(req, counted, &vote)
+		}
 		req.Quorum, req.DenyQuorum = quorumsNow(p, req)
 		if advisory(&vote, k.pub.String()) {
 			// advisoryApplies checked, in this commit, that the deadline
