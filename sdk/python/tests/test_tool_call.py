@@ -77,6 +77,26 @@ class ToolCall(unittest.TestCase):
                 with self.assertRaises((ValueError, Unauthorized)):
                     verify_tool_call(headers(c), c["body"].encode(), c["public_key"], c["server"], now=year_later, max_age=max_age)
 
+    def test_now_not_a_finite_time_is_refused(self):
+        """now is the clock the freshness check reads; a NaN (a clock read
+        wrong) compared false with every skew and let a call captured a
+        year ago run, and an infinity is no time either. Each is a caller's
+        error (ValueError, as a bad max_age), never a check turned off or
+        a refusal that blames the call."""
+        c = CASES[0]
+        for now in (float("nan"), float("inf"), float("-inf"), True, str(c["sent_at_ms"] / 1000)):
+            with self.subTest(now=now):
+                with self.assertRaises(ValueError):
+                    verify_tool_call(headers(c), c["body"].encode(), c["public_key"], c["server"], now=now)
+
+    def test_max_age_infinite_is_refused(self):
+        """An infinite max_age is no bound at all: a call captured a year
+        ago ran. It is refused as a NaN is (ValueError)."""
+        c = CASES[0]
+        year_later = c["sent_at_ms"] / 1000 + 365 * 86400
+        with self.assertRaises(ValueError):
+            verify_tool_call(headers(c), c["body"].encode(), c["public_key"], c["server"], now=year_later, max_age=float("inf"))
+
 
 if __name__ == "__main__":
     unittest.main()

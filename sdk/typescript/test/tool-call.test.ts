@@ -48,3 +48,26 @@ test("verifyToolCall refuses what chio did not send to this server", () => {
     assert.throws(() => verifyToolCall(h, b, key, server, { nowMs: t }), (e: unknown) => e instanceof ChioError && e.code === "unauthorized", name);
   }
 });
+
+// nowMs is the clock the freshness check reads and maxAgeMs its window: a
+// NaN compared false with every skew and let a call captured a year ago
+// run, and an infinite window is none. Each is the caller's error
+// ("bad_request", as a bad kernel key), never a check turned off.
+test("verifyToolCall refuses a clock or window that is not a finite time", () => {
+  const c = CASES[0]!;
+  const body = Buffer.from(c.body, "utf8");
+  const yearLater = c.sent_at_ms + 365 * 86_400_000;
+  const bad: [string, { nowMs?: number; maxAgeMs?: number }][] = [
+    ["nowMs NaN", { nowMs: NaN }],
+    ["nowMs Infinity", { nowMs: Infinity }],
+    ["nowMs -Infinity", { nowMs: -Infinity }],
+    ["nowMs a string", { nowMs: String(c.sent_at_ms) as unknown as number }],
+    ["maxAgeMs NaN", { nowMs: yearLater, maxAgeMs: NaN }],
+    ["maxAgeMs Infinity", { nowMs: yearLater, maxAgeMs: Infinity }],
+    ["maxAgeMs 0", { nowMs: c.sent_at_ms, maxAgeMs: 0 }],
+    ["maxAgeMs negative", { nowMs: c.sent_at_ms, maxAgeMs: -1 }],
+  ];
+  for (const [name, opts] of bad) {
+    assert.throws(() => verifyToolCall(headers(c), body, c.public_key, c.server, opts), (e: unknown) => e instanceof ChioError && e.code === "bad_request", name);
+  }
+});
