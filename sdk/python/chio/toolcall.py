@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Mapping
 
@@ -66,8 +67,9 @@ def verify_tool_call(
     server's [[servers]] id) within max_age seconds of now. body is the
     request body exactly as received; its Idempotency-Key header must be the
     body's request_id. A call repeated within max_age is the same call (same
-    Idempotency-Key): deduplicate it. A kernel_key, server_id or max_age
-    (a positive number of seconds) that is not one is ValueError."""
+    Idempotency-Key): deduplicate it. A kernel_key, server_id, max_age (a
+    positive, finite number of seconds) or now (a finite unix time in
+    seconds) that is not one is ValueError."""
     if not isinstance(body, (bytes, bytearray)) or len(body) > MAX_CALL_BODY:
         raise Unauthorized(f"chio: a call body is bytes of at most {MAX_CALL_BODY}")
     try:
@@ -76,9 +78,14 @@ def verify_tool_call(
         raise ValueError(f"chio: kernel_key {e}") from None
     if not server_id:
         raise ValueError("chio: server_id is required")
-    # A NaN compares false with every age: the window would have no bound.
-    if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not max_age > 0:
+    # A NaN compares false with every age, and an infinity is no bound:
+    # either would turn the freshness check off.
+    if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not 0 < max_age < math.inf:
         raise ValueError(f"chio: max_age {max_age!r} must be a positive number of seconds")
+    # So would a NaN clock (every skew compares false); an infinite one is
+    # no time either. A caller's error, never a call refused or let through.
+    if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now)):
+        raise ValueError(f"chio: now {now!r} must be a finite unix time in seconds")
     pub = Ed25519PublicKey.from_public_bytes(raw_key)
     got = _header(headers, SERVER_HEADER)
     if got != server_id:

@@ -35,9 +35,9 @@ export function toolCallMessage(server: string, sentAtMs: number, body: Uint8Arr
 }
 
 export interface VerifyToolCallOptions {
-  /** The clock, in unix milliseconds (default Date.now()). */
+  /** The clock, in unix milliseconds (default Date.now()); a finite number. */
   nowMs?: number;
-  /** Default DEFAULT_TOOL_CALL_MAX_AGE_MS. */
+  /** Default DEFAULT_TOOL_CALL_MAX_AGE_MS; a positive, finite number. */
   maxAgeMs?: number;
 }
 
@@ -52,7 +52,8 @@ function refuse(why: string): never {
  * lookup by lower-case name (Node's IncomingMessage.headers is one); body
  * is the request body exactly as received; its Idempotency-Key header must
  * be the body's request_id. A call repeated within the window is the same
- * call (same Idempotency-Key): deduplicate it.
+ * call (same Idempotency-Key): deduplicate it. A kernelKey, serverId,
+ * nowMs or maxAgeMs that is not one throws ChioError("bad_request").
  */
 export function verifyToolCall(
   headers: Record<string, string | string[] | undefined>,
@@ -68,6 +69,14 @@ export function verifyToolCall(
     throw new ChioError("bad_request", `chio: kernelKey ${(e as Error).message}`);
   }
   if (!serverId) throw new ChioError("bad_request", "chio: serverId is required");
+  // A NaN clock or window compares false with every skew, and an infinite
+  // window is no bound: either would turn the freshness check off.
+  const nowMs = opts.nowMs ?? Date.now();
+  const maxAge = opts.maxAgeMs ?? DEFAULT_TOOL_CALL_MAX_AGE_MS;
+  if (typeof nowMs !== "number" || !Number.isFinite(nowMs)) throw new ChioError("bad_request", `chio: nowMs ${String(nowMs)} must be a finite unix time in milliseconds`);
+  if (typeof maxAge !== "number" || !Number.isFinite(maxAge) || !(maxAge > 0)) {
+    throw new ChioError("bad_request", `chio: maxAgeMs ${String(maxAge)} must be a positive, finite number of milliseconds`);
+  }
   if (body.length > MAX_TOOL_CALL_BODY) refuse(`a body larger than ${MAX_TOOL_CALL_BODY} bytes`);
   const one = (name: string): string => {
     const v = headers[name];
@@ -98,7 +107,6 @@ export function verifyToolCall(
   const key = one("idempotency-key");
   if (key !== requestId) refuse(`Idempotency-Key is ${JSON.stringify(key.slice(0, 64))}, not the signed request_id ${JSON.stringify(requestId.slice(0, 64))}`);
   // Freshness after the signature: an unsigned time says nothing.
-  const skew = (opts.nowMs ?? Date.now()) - sentAt;
-  const maxAge = opts.maxAgeMs ?? DEFAULT_TOOL_CALL_MAX_AGE_MS;
+  const skew = nowMs - sentAt;
   if (Math.abs(skew) > maxAge) refuse(`sent ${Math.round(skew / 1000)}s from this server's clock, more than ${Math.round(maxAge / 1000)}s`);
 }
