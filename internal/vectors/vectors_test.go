@@ -640,6 +640,10 @@ func TestToolCallSignature(t *testing.T) {
 			Body: `{"request_id":"req-1","tool":"issue_refund","arguments":{"amount":450,"currency":"USD"}}`},
 		{Name: "non-ASCII body", Server: "db-server", SentAtMs: 1_700_000_000_001,
 			Body: `{"request_id":"odd \"quoted\" id","tool":"write_row","arguments":{"note":"é\u2028"}}`},
+		// Zero has spellings of its own that are not its decimal ("-0",
+		// "00"): testdata/sdk/tool_call_sent_at.json.
+		{Name: "sent at the epoch", Server: "payments", SentAtMs: 0,
+			Body: `{"request_id":"req-0","tool":"ping","arguments":{}}`},
 	}
 	for _, c := range cases {
 		c.Key, c.PublicKey = "approver", k.Public().String()

@@ -13,6 +13,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 
 with open(os.path.join(ROOT, "testdata", "vectors", "tool_call.json"), encoding="utf-8") as f:
     CASES = json.load(f)["cases"]
+with open(os.path.join(ROOT, "testdata", "sdk", "tool_call_sent_at.json"), encoding="utf-8") as f:
+    SENT_AT_SPELLINGS = json.load(f)["cases"]
 
 
 def headers(c, **over):
@@ -96,6 +98,19 @@ class ToolCall(unittest.TestCase):
         year_later = c["sent_at_ms"] / 1000 + 365 * 86400
         with self.assertRaises(ValueError):
             verify_tool_call(headers(c), c["body"].encode(), c["public_key"], c["server"], now=year_later, max_age=float("inf"))
+
+    def test_sent_at_spelled_otherwise_is_refused(self):
+        """X-Chio-Sent-At is the decimal chiod signs, and nothing else:
+        "01800000000123" and "-0" verified here as the signed value, and Go
+        also took "+1800000000123" (testdata/sdk/tool_call_sent_at.json,
+        shared with the Go and TypeScript SDKs' tests)."""
+        self.assertTrue(SENT_AT_SPELLINGS)
+        by_name = {c["name"]: c for c in CASES}
+        for sp in SENT_AT_SPELLINGS:
+            c = by_name[sp["vector"]]
+            with self.subTest(vector=sp["vector"], sent_at=sp["sent_at"]):
+                with self.assertRaisesRegex(Unauthorized, "X-Chio-Sent-At must be unix milliseconds"):
+                    verify_tool_call(headers(c, **{SENT_AT_HEADER: sp["sent_at"]}), c["body"].encode(), c["public_key"], c["server"], now=c["sent_at_ms"] / 1000)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,11 @@ import { test } from "node:test";
 
 import { ChioError, toolCallMessage, verifyToolCall } from "@chio-protocol/sdk";
 
-import { VECTORS } from "./paths.js";
+import { ROOT, VECTORS } from "./paths.js";
 
 interface Case { name: string; public_key: string; server: string; sent_at_ms: number; body: string; message: string; signature: string }
 const CASES = (JSON.parse(readFileSync(join(VECTORS, "tool_call.json"), "utf8")) as { cases: Case[] }).cases;
+const SENT_AT_SPELLINGS = (JSON.parse(readFileSync(join(ROOT, "testdata", "sdk", "tool_call_sent_at.json"), "utf8")) as { cases: { vector: string; sent_at: string }[] }).cases;
 
 function headers(c: Case, over: Record<string, string> = {}): Record<string, string> {
   // chiod sends the body's request_id as the Idempotency-Key.
@@ -69,5 +70,22 @@ test("verifyToolCall refuses a clock or window that is not a finite time", () =>
   ];
   for (const [name, opts] of bad) {
     assert.throws(() => verifyToolCall(headers(c), body, c.public_key, c.server, opts), (e: unknown) => e instanceof ChioError && e.code === "bad_request", name);
+  }
+});
+
+// X-Chio-Sent-At is the decimal chiod signs, and nothing else:
+// "01800000000123" and "-0" verified here as the signed value, and Go also
+// took "+1800000000123" (testdata/sdk/tool_call_sent_at.json, shared with
+// the Go and Python SDKs' tests).
+test("verifyToolCall refuses an X-Chio-Sent-At spelled otherwise than chiod signs it", () => {
+  assert.ok(SENT_AT_SPELLINGS.length > 0);
+  for (const sp of SENT_AT_SPELLINGS) {
+    const c = CASES.find((v) => v.name === sp.vector);
+    assert.ok(c, `no vector ${sp.vector}`);
+    assert.throws(
+      () => verifyToolCall(headers(c, { "x-chio-sent-at": sp.sent_at }), Buffer.from(c.body, "utf8"), c.public_key, c.server, { nowMs: c.sent_at_ms }),
+      (e: unknown) => e instanceof ChioError && e.code === "unauthorized" && e.message.includes("X-Chio-Sent-At must be unix milliseconds"),
+      `${sp.vector} with X-Chio-Sent-At ${JSON.stringify(sp.sent_at)}`,
+    );
   }
 });
