@@ -70,8 +70,12 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	if got := h.Get(signed.ToolCallServerHeader); got != v.server {
 		return fmt.Errorf("%w: %s is %q, want %q", ErrNotFromChio, signed.ToolCallServerHeader, clipHeader(got), v.server)
 	}
-	sentAt, err := strconv.ParseInt(h.Get(signed.ToolCallSentAtHeader), 10, 64)
-	if err != nil {
+	// Exactly the decimal chiod signs (strconv.FormatInt): ParseInt alone
+	// also reads "+5", "05" and "-0", which the Python and TypeScript
+	// verifiers refuse (testdata/sdk/tool_call_sent_at.json).
+	rawSentAt := h.Get(signed.ToolCallSentAtHeader)
+	sentAt, err := strconv.ParseInt(rawSentAt, 10, 64)
+	if err != nil || strconv.FormatInt(sentAt, 10) != rawSentAt {
 		return fmt.Errorf("%w: %s must be unix milliseconds", ErrNotFromChio, signed.ToolCallSentAtHeader)
 	}
 	sigHex := h.Get(signed.ToolCallSignatureHeader)

@@ -4,7 +4,8 @@ chiod signs every call it sends to an http tool server with its kernel key
 (docs/platform.md, "Only chio's calls should run"):
 
     X-Chio-Server:    the [[servers]] id the call was routed to
-    X-Chio-Sent-At:   unix milliseconds on chiod's clock (per attempt)
+    X-Chio-Sent-At:   unix milliseconds on chiod's clock (per attempt), as
+        the decimal signed: no "+", leading zero or space, not "-0"
     X-Chio-Signature: 128 lowercase hex = Ed25519(kernel key,
         "chio.tool-call.v1" || 0x00 || server || "\\n" || sent_at || "\\n" || hex(SHA-256(body)))
 
@@ -95,8 +96,16 @@ def verify_tool_call(
     # which raised ValueError instead of refusing.
     # At most 19 digits, as Go's ParseInt (int64): int() of thousands
     # raised ValueError (its digit limit) instead of refusing.
+    # Exactly the decimal chiod signs (Go's FormatInt), as Go and
+    # TypeScript: not "05" or "-0" (testdata/sdk/tool_call_sent_at.json).
     digits = sent.removeprefix("-")
-    if not sent.isascii() or not digits.isdigit() or len(digits) > 19 or not -(2**63) <= int(sent) < 2**63:
+    if (
+        not sent.isascii()
+        or not digits.isdigit()
+        or len(digits) > 19
+        or str(int(sent)) != sent
+        or not -(2**63) <= int(sent) < 2**63
+    ):
         raise Unauthorized(f"chio: not a call chio sent to this tool server: {SENT_AT_HEADER} must be unix milliseconds")
     sent_at = int(sent)
     sig_hex = _header(headers, SIGNATURE_HEADER)

@@ -5,7 +5,8 @@
  * key (docs/platform.md, "Only chio's calls should run"):
  *
  *   X-Chio-Server:    the [[servers]] id the call was routed to
- *   X-Chio-Sent-At:   unix milliseconds on chiod's clock (per attempt)
+ *   X-Chio-Sent-At:   unix milliseconds on chiod's clock (per attempt), as
+ *       the decimal signed: no "+", leading zero or space, not "-0"
  *   X-Chio-Signature: 128 lowercase hex = Ed25519(kernel key,
  *       "chio.tool-call.v1" || 0x00 || server || "\n" || sent_at || "\n" || hex(SHA-256(body)))
  *
@@ -28,8 +29,8 @@ export const MAX_TOOL_CALL_BODY = 1 << 20;
 /** SPKI DER of an Ed25519 public key is this prefix and the 32-byte key (RFC 8410). */
 const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 
-/** What the kernel signs (after the domain and a 0x00 byte). */
-export function toolCallMessage(server: string, sentAtMs: number, body: Uint8Array): Buffer {
+/** What the kernel signs (after the domain and a 0x00 byte); sentAtMs as a bigint is exact beyond 2^53. */
+export function toolCallMessage(server: string, sentAtMs: number | bigint, body: Uint8Array): Buffer {
   const sum = createHash("sha256").update(body).digest("hex");
   return Buffer.from(`${server}\n${sentAtMs}\n${sum}`, "utf8");
 }
@@ -84,9 +85,11 @@ export function verifyToolCall(
   };
   const server = one("x-chio-server");
   if (server !== serverId) refuse(`X-Chio-Server is ${JSON.stringify(server.slice(0, 64))}, want ${JSON.stringify(serverId)}`);
+  // Exactly the decimal chiod signs (Go's strconv.FormatInt of an int64),
+  // as Go and Python: not "05" or "-0" (testdata/sdk/tool_call_sent_at.json).
   const sent = one("x-chio-sent-at");
-  if (!/^-?[0-9]{1,16}$/.test(sent)) refuse("X-Chio-Sent-At must be unix milliseconds");
-  const sentAt = Number(sent);
+  const sentAt = /^-?[0-9]{1,19}$/.test(sent) ? BigInt(sent) : undefined;
+  if (sentAt === undefined || String(sentAt) !== sent || sentAt < -(2n ** 63n) || sentAt >= 2n ** 63n) refuse("X-Chio-Sent-At must be unix milliseconds");
   const sig = one("x-chio-signature");
   if (!/^[0-9a-f]{128}$/.test(sig)) refuse("X-Chio-Signature must be 128 lowercase hex digits");
   const pub = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, rawKey]), format: "der", type: "spki" });
@@ -107,6 +110,6 @@ export function verifyToolCall(
   const key = one("idempotency-key");
   if (key !== requestId) refuse(`Idempotency-Key is ${JSON.stringify(key.slice(0, 64))}, not the signed request_id ${JSON.stringify(requestId.slice(0, 64))}`);
   // Freshness after the signature: an unsigned time says nothing.
-  const skew = nowMs - sentAt;
+  const skew = nowMs - Number(sentAt);
   if (Math.abs(skew) > maxAge) refuse(`sent ${Math.round(skew / 1000)}s from this server's clock, more than ${Math.round(maxAge / 1000)}s`);
 }
