@@ -66,9 +66,10 @@ type callState struct {
 		Amended             bool            `json:"amended"`
 		AmendedArguments    json.RawMessage `json:"amended_arguments"`
 	} `json:"approval"`
-	// An error envelope, when a 403 carries one instead of an outcome.
-	Error   string `json:"error"`
-	Message string `json:"message"`
+	// An error envelope, when a 403 carries one instead of an outcome;
+	// nil when absent (or null), so that an empty one ("") is told apart.
+	Error   *string `json:"error"`
+	Message string  `json:"message"`
 }
 
 // names checks that the state is of the call asked about: chiod's always

@@ -273,8 +273,14 @@ func (c *Client) postCall(ctx context.Context, requestID string, body []byte, ou
 		// same answer would come back), reported as ErrOutcomeUnknown.
 		return &errCallAnswerUnreadable{bad}
 	}
-	if err == nil && out.Error != "" {
-		return &APIError{Status: status, Code: out.Error, Message: out.Message}
+	if err == nil && out.Error != nil && *out.Error == "" {
+		// An envelope that claims an error and names none is neither an
+		// error nor an outcome: unreadable, and the call may have run (as
+		// the Python and TypeScript SDKs; testdata/sdk/call_outcomes.json).
+		return &errCallAnswerUnreadable{&errBadAnswer{fmt.Errorf("chio: bad response from chiod (%d): an error envelope naming no error", status)}}
+	}
+	if err == nil && out.Error != nil {
+		return &APIError{Status: status, Code: *out.Error, Message: out.Message}
 	}
 	if err == nil {
 		if err := out.names(requestID, status); err != nil {

@@ -431,7 +431,13 @@ class Client(_Approvals):
                 ) from e
             if not isinstance(state, dict):
                 raise BadAnswer(f"chio: bad response from chiod ({status}): not an object", status=status)
-            if not state.get("error"):
+            # An envelope that claims an error and names none ("", 7, []) is
+            # neither an error nor an outcome: unreadable, as in Go and
+            # TypeScript (testdata/sdk/call_outcomes.json). null is absent.
+            code = state.get("error")
+            if code is not None and not (isinstance(code, str) and code):
+                raise BadAnswer(f"chio: bad response from chiod ({status}): an error envelope naming no error", status=status)
+            if not code:
                 _check_names(state, request_id, status)
         except BadAnswer as e:
             # chiod (or a proxy after it) answered and the answer cannot be

@@ -364,7 +364,14 @@ export class ChioClient {
         throw new BadAnswerError(`chio: bad response from chiod (${e.status}): a status chiod never answers a call with`, e.status);
       }
       if (!isObject(data)) throw new BadAnswerError(`chio: bad response from chiod (${status}): not an object`, status);
-      if (typeof data["error"] !== "string") checkNames(data, requestId, status);
+      // An envelope that claims an error and names none ("", 7, []) is
+      // neither an error nor an outcome: unreadable, as in Go and Python
+      // (testdata/sdk/call_outcomes.json). null is absent.
+      const code = data["error"];
+      if (code !== undefined && code !== null && (typeof code !== "string" || !code)) {
+        throw new BadAnswerError(`chio: bad response from chiod (${status}): an error envelope naming no error`, status);
+      }
+      if (typeof code !== "string") checkNames(data, requestId, status);
     } catch (e) {
       if (!(e instanceof BadAnswerError)) throw e;
       // chiod (or a proxy after it) answered and the answer cannot be read:
