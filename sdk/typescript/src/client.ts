@@ -315,15 +315,19 @@ export class ChioClient {
         { requestId, cause: e },
       );
     }
-    if (result.status === "pending_approval" && result.deadline === undefined) {
-      // A replayed outcome (an idempotent retry) does not carry the deadline:
-      // read it from the request. Best effort; the id is what matters.
+    // A replayed outcome (an idempotent retry) does not carry the deadline:
+    // read it from the request. Best effort; the id is what matters. Within
+    // timeoutMs, as every read of the call (as Go's ctx and Python's
+    // timeout): not started once it passed, and cut short when it passes.
+    const left = deadline === undefined ? undefined : deadline - Date.now();
+    if (result.status === "pending_approval" && result.deadline === undefined && (left === undefined || left > 0)) {
+      const stop = anySignal(left === undefined ? undefined : AbortSignal.timeout(left), signal);
       try {
-        const req = await this.approval(result.approvalRequestId, signal);
+        const req = await this.approval(result.approvalRequestId, stop);
         if (typeof req.expires_at === "number") result.deadline = new Date(req.expires_at * 1000);
         if (!result.summary && typeof req.summary === "string") result.summary = req.summary;
       } catch (e) {
-        if (!(e instanceof ChioError) && !signal?.aborted) throw e;
+        if (!(e instanceof ChioError) && !stop?.aborted) throw e;
       }
     }
     return result;
