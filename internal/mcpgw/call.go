@@ -140,15 +140,6 @@ func waitFor(meta mcpsdk.Meta, def time.Duration) time.Duration {
 	return def
 }
 
-// secondsUpTo is n whole seconds, at most limit (n ≥ 0): capped before
-// the multiplication, which would wrap around past ~292 years.
-func secondsUpTo(n int, limit time.Duration) time.Duration {
-	if n >= int(limit/time.Second) {
-		return limit
-	}
-	return time.Duration(n) * time.Second
-}
-
 // submitError answers a call for which Submit returned no outcome.
 // Refusals of this call (bad proof, reused id, malformed) are results the
 // model can read: nothing was decided. Any other error (the store failing,
