@@ -143,6 +143,40 @@ function collectAnswers(card) {
   return answers;
 }
 
+// votesList lists every recorded vote, one a line, as Slack's message
+// does: who, how, through which channel, and their note. Counted as the
+// quorum line counts (counted): the vote of an approver the request no
+// longer trusts (a reload removed them since they voted, or left them
+// only in a later tier) stays on the request, but the kernel does not
+// count it (the final receipt names it "uncounted"), and its line says so.
+// Names and notes are drawn as text (el: visible.js), never as markup.
+function votesList(req, counted) {
+  const votes = req.votes || [];
+  if (votes.length === 0) return null;
+  return el('div', { class: 'votes-block' },
+    el('div', { class: 'votes-label', text: 'Votes' }),
+    el('ul', { class: 'votes' }, votes.map((v) => {
+      const token = parseJSON(v.token) || {};
+      const amended = v.decision === 'approved' && token.amended_arguments !== undefined && token.amended_arguments !== null;
+      return el('li', { class: 'vote vote-' + (v.decision === 'approved' ? 'approved' : 'denied') + (counted(v) ? '' : ' uncounted') },
+        el('strong', { title: v.approver, text: v.display_name || shortKey(v.approver) }),
+        ` ${v.decision}` + (v.channel ? ` via ${v.channel}` : ''),
+        counted(v) ? null : el('span', { class: 'not-counted', text: ' (not counted: no longer an approver of this request)' }),
+        v.custodial ? ' (custodial key)' : null,
+        amended ? ' with amended arguments' : null,
+        v.note ? el('span', { class: 'vote-note', text: ': ' + v.note }) : null);
+    })));
+}
+
+// progressOf is what a card draws of a request's progress: its votes,
+// tier and deadline, and who may decide it (a reload rewrites the trusted
+// approvers, requesters and quorums, and with them which votes count and
+// whether this approver may vote).
+function progressOf(req) {
+  return JSON.stringify([(req.votes || []).map((v) => v.token_id), req.tier, req.expires_at,
+    req.trusted_approvers || [], req.requesters || [], req.quorum, req.deny_quorum]);
+}
+
 function renderCard(req) {
   const intent = parseJSON(req.governed_intent);
   const args = parseJSON(req.arguments);
@@ -269,6 +303,7 @@ function renderCard(req) {
     args !== null && kind === 'tool_call' ? el('details', { class: 'args', open: true },
       el('summary', { text: 'Arguments' }),
       el('pre', { class: 'mono', text: canonicalText(args, true) })) : null,
+    votesList(req, counted),
     kind === 'question' ? questionForm(req) : null,
     amendBox,
     note,
@@ -301,8 +336,7 @@ function upsert(req) {
   const old = state.cards.get(req.approval_id);
   if (old) {
     // Keep what the approver typed: only refresh when progress changed.
-    const prev = old.req;
-    if ((prev.votes || []).length === (req.votes || []).length && prev.tier === req.tier && prev.expires_at === req.expires_at) return;
+    if (progressOf(old.req) === progressOf(req)) return;
     // This approver's vote is in flight: its answer goes to this card, so
     // the card is drawn again once the answer is shown (act: flushDeferred).
     if (old.el.dataset.deciding) { old.next = req; return; }
