@@ -213,7 +213,14 @@ func runApprovalShow(e *Env, args []string) int {
 		if amended != nil {
 			decision += " with amended arguments"
 		}
-		row("VOTE", fmt.Sprintf("%s by %s via %s: %s", decision, nameOr(vote.DisplayName, vote.Approver), vote.Channel, vote.Note))
+		by := nameOr(vote.DisplayName, vote.Approver)
+		if a.Status == approval.StatusPending && !a.Trusts(vote.Approver) {
+			// Counted as QUORUM counts (Progress): while pending, only the
+			// votes of approvers the request trusts now (a reload removed
+			// this one since they voted), as Slack and the dashboard say.
+			by += " (not counted: no longer an approver of this request)"
+		}
+		row("VOTE", fmt.Sprintf("%s by %s via %s: %s", decision, by, vote.Channel, vote.Note))
 		if amended != nil {
 			// What the tool receives instead of ARGUMENTS above.
 			fmt.Fprintf(tw, "AMENDED ARGUMENTS\t%s\n", shownJSONNoted(amended))
