@@ -100,7 +100,7 @@ func runCall(e *Env, args []string) int {
 }
 
 // knownOutcome checks that out is an answer chiod sends for requestID: a
-// status this CLI knows (outcomeCode) about this call. Anything else reads
+// status this CLI knows (outcomeCode) about this call, naming it. Anything else reads
 // as a lost answer, never as success, a decision or "not run".
 func knownOutcome(requestID string, out *kernel.Outcome) error {
 	if outcomeCode(out) == ExitError {
@@ -111,7 +111,9 @@ func knownOutcome(requestID string, out *kernel.Outcome) error {
 		// would hand the script nothing to await, and no request id.
 		return fmt.Errorf("%w: a pending answer without an approval id", errBadResponse)
 	}
-	if out.RequestID != "" && out.RequestID != requestID {
+	// chiod's answer always names its call: one naming no call, or
+	// another, says nothing of this one (as the SDKs read it).
+	if out.RequestID != requestID {
 		return fmt.Errorf("%w: an answer for request %q", errBadResponse, out.RequestID)
 	}
 	return nil

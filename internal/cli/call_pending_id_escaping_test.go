@@ -18,10 +18,11 @@ func TestCallEscapesTheApprovalIDItPrints(t *testing.T) {
 	url, _ := fakeFront(t, func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "application/json")
 		rw.WriteHeader(http.StatusAccepted)
-		io.WriteString(rw, `{"status":"pending_approval","approval_request_id":"ar-1\u001b[2K\r\u001b[1Aapproved, executed","deadline":4102444800,"summary":"s"}`)
+		io.WriteString(rw, `{"status":"pending_approval","request_id":"req-esc-ar","approval_request_id":"ar-1\u001b[2K\r\u001b[1Aapproved, executed","deadline":4102444800,"summary":"s"}`)
 	})
 	env := map[string]string{"CHIO_URL": url, "CHIO_KEY": w.key("agent"), "CHIO_CAPABILITY": w.capFile(t)}
-	so, se, code := w.run(env, "call", "demo", "echo", "--args", `{"msg":"x"}`)
+	// The answer names the call (as chiod's does), or it is not read at all.
+	so, se, code := w.run(env, "call", "demo", "echo", "--args", `{"msg":"x"}`, "--request-id", "req-esc-ar")
 	if !strings.Contains(so+se, "ar-1") {
 		t.Fatalf("exit %d: the approval id is not printed:\nstdout %q\nstderr %q", code, so, se)
 	}
