@@ -61,8 +61,12 @@ func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out httpa
 		var connected atomic.Bool
 		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true); sc.sent.Store(true) }}
 		attemptCtx, cancel := context.WithTimeout(httptrace.WithClientTrace(ctx, trace), callAttemptTimeout)
-		var code int
-		code, err = r.do(attemptCtx, "POST", "/v1/calls", sc.call, &out, 200, 202, 403)
+		var (
+			code int
+			ans  callAnswer
+		)
+		code, err = r.do(attemptCtx, "POST", "/v1/calls", sc.call, &ans, 200, 202, 403)
+		out = ans.CallStatus
 		if err != nil && !connected.Load() && (connect.NeverMade(err) || attemptCtx.Err() != nil) {
 			// No connection was made (refused, the connect timeout, or
 			// the attempt's own limit while connecting): not sent.
@@ -78,6 +82,11 @@ func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out httpa
 			// proxy's 203 for chiod's 200, a 201, a 204): something says
 			// the request went through, so the call may have run.
 			err = fmt.Errorf("%w: a %d answer", errBadResponse, ae.Status)
+		}
+		if err == nil {
+			// An error envelope, whatever outcome it also carries, is
+			// chiod's error or, naming none, unreadable (call_answer.go).
+			err = ans.envelopeError(code)
 		}
 		if err == nil && callHTTPStatus(out.Status) != code {
 			// Not chiod's answer (a 403 saying "allowed", a 200 saying
@@ -109,9 +118,14 @@ func retryableCall(err error) bool {
 
 // answerLost reports whether a failed POST may have reached chiod and run
 // the call without its outcome reaching us: no complete answer, an answer
-// that is not chiod's (a proxy's 5xx) or that could not be read.
+// that is not chiod's (a proxy's 5xx), that could not be read, or that
+// says so (outcome_unknown).
 func answerLost(err error) bool {
-	return retryableCall(err) && !neverSent(err) || errors.Is(err, errBadResponse)
+	var ae *apiError
+	return retryableCall(err) && !neverSent(err) || errors.Is(err, errBadResponse) ||
+		// chiod's own "outcome unknown", with whatever HTTP status it
+		// came (the SDKs' ErrOutcomeUnknown): the call may have run.
+		errors.As(err, &ae) && ae.Code == httpapi.CodeOutcomeUnknown
 }
 
 // neverSent reports an attempt that certainly did not reach chiod: it never
