@@ -215,7 +215,7 @@ func printAwaited(e *Env, r *remote, st *httpapi.CallStatus, code int) int {
 	}
 	switch st.Status {
 	case kernel.StatusAllowed:
-		if st.ToolError != "" {
+		if withoutResult(&st.Outcome) {
 			fmt.Fprintf(e.Stderr, "allowed, but %s\n", shown(noResult(st.Execution, st.ToolError, "the tool failed: ")))
 		}
 		fmt.Fprintln(e.Stdout, shownOutput(st.Output))

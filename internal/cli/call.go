@@ -213,7 +213,7 @@ func printOutcome(e *Env, r *remote, out *httpapi.CallStatus) int {
 		// value (shown_output.go).
 		switch out.Status {
 		case kernel.StatusAllowed:
-			if out.ToolError != "" {
+			if withoutResult(&out.Outcome) {
 				fmt.Fprintf(e.Stderr, "allowed, but %s\n", shown(noResult(out.Execution, out.ToolError, "the tool failed: ")))
 			}
 			fmt.Fprintln(e.Stdout, shownOutput(out.Output))
@@ -245,7 +245,7 @@ func printOutcome(e *Env, r *remote, out *httpapi.CallStatus) int {
 func outcomeCode(out *kernel.Outcome) int {
 	switch out.Status {
 	case kernel.StatusAllowed:
-		if out.ToolError != "" {
+		if withoutResult(out) {
 			return ExitToolFailed
 		}
 		return ExitOK

@@ -156,3 +156,11 @@ func noResult(execution, toolError, failed string) string {
 	}
 	return failed + toolError
 }
+
+// withoutResult reports whether an allowed call has no result (exit 6): a
+// tool_error, or an execution other than "succeeded" — one this CLI does
+// not know included — as the SDKs' failed (Go Allowed.Failed) reads it.
+// Never a success whose output is used.
+func withoutResult(out *kernel.Outcome) bool {
+	return out.ToolError != "" || out.Execution != "" && out.Execution != kernel.ExecutionSucceeded
+}
