@@ -111,12 +111,15 @@ func newAwaiter(ctx context.Context, e *Env, r *remote, keyFile, cmd string) (*a
 }
 
 // settle long-polls the call requestID until it is allowed, denied or
-// cancelled, and returns that state. At the deadline it returns
+// cancelled, and returns that state; a poll answered well before its wait
+// is followed by a pause, backing off. At the deadline it returns
 // errTimedOut with the last state seen (nil if none).
 func (a *awaiter) settle(requestID string, deadline time.Time) (*httpapi.CallStatus, error) {
 	var st *httpapi.CallStatus
+	backoff := 250 * time.Millisecond
 	for {
 		var cur httpapi.CallStatus
+		started, asked := time.Now(), min(awaitPoll, time.Until(deadline))
 		err := a.retry(deadline, func(ctx context.Context) error {
 			wait := min(awaitPoll, time.Until(deadline)).Round(time.Millisecond)
 			if wait <= 0 {
@@ -145,6 +148,18 @@ func (a *awaiter) settle(requestID string, deadline time.Time) (*httpapi.CallSta
 		}
 		if !time.Now().Before(deadline) {
 			return st, errTimedOut
+		}
+		if time.Since(started) < asked/2 {
+			// Still pending, answered well before its wait (a proxy that
+			// drops ?wait=, a chiod shutting down): pause as after a
+			// failure rather than ask again at once, in a tight loop
+			// until the deadline (as the SDKs' Await does).
+			if !sleepCtx(a.ctx, min(backoff, time.Until(deadline))) {
+				return st, context.Cause(a.ctx)
+			}
+			backoff = min(2*backoff, awaitMaxBackoff)
+		} else {
+			backoff = 250 * time.Millisecond
 		}
 	}
 }
