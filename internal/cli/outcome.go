@@ -30,7 +30,7 @@ func deniedBy(guard, who string) string {
 func callResult(c *kernel.Outcome, who string) (string, int) {
 	switch c.Status {
 	case kernel.StatusAllowed:
-		if c.ToolError != "" {
+		if withoutResult(c) {
 			return noResult(c.Execution, c.ToolError, "executed, but the tool failed: "), ExitToolFailed
 		}
 		return "executed", ExitOK
