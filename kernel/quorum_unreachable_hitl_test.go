@@ -2,16 +2,12 @@ package kernel_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 )
 
 // unreachableConfirmPolicy: a confirm needs 2 approvals of Lead (%s) and
@@ -50,23 +46,9 @@ display_name = "CFO"
 func TestConfirmWhoseQuorumCannotBeMetIsDeniedDespiteAdvisory(t *testing.T) {
 	cfo := keys.FromSeed(bytes.Repeat([]byte{41}, 32))
 	cto := keys.FromSeed(bytes.Repeat([]byte{42}, 32))
-	ctx := context.Background()
 	submit := func(t *testing.T, f *fixture, toml string) *kernel.Outcome {
 		t.Helper()
-		p, err := policy.Parse([]byte(toml), "quorum.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.k.SetPolicy(p)
-		f.capRaw, f.cap, err = f.k.IssueCapability(f.agent.Public(), []string{"payouts"}, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := f.k.Submit(ctx, f.call(t, "confirm", `{"prompt":"Pay the vendor?"}`, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return submitUnder(t, f, toml, "confirm", `{"prompt":"Pay the vendor?"}`)
 	}
 
 	t.Run("at park", func(t *testing.T) {
@@ -85,19 +67,7 @@ func TestConfirmWhoseQuorumCannotBeMetIsDeniedDespiteAdvisory(t *testing.T) {
 		if out.Status != kernel.StatusPendingApproval {
 			t.Fatalf("the confirm: %+v; want it parked (CFO and CTO may meet the quorum)", out)
 		}
-		two, err := policy.Parse([]byte(fmt.Sprintf(unreachableConfirmPolicy, f.agent.Public().String(), cfo.Public().String(), "")), "quorum.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.k.ApplyPolicy(ctx, two); err != nil {
-			t.Fatal(err)
-		}
-		req, err := f.k.Approval(out.ApprovalRequestID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if req.Status != approval.StatusDenied || req.Resolution == nil || req.Resolution.Guard != kernel.GuardApprovalPolicy {
-			t.Fatalf("after the reload that removed CTO the confirm is %s (%+v); want denied by %s", req.Status, req.Resolution, kernel.GuardApprovalPolicy)
-		}
+		// The reload removes CTO.
+		reloadDeniesByApprovalPolicy(t, f, fmt.Sprintf(unreachableConfirmPolicy, f.agent.Public().String(), cfo.Public().String(), ""), out.ApprovalRequestID)
 	})
 }

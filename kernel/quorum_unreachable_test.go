@@ -130,7 +130,6 @@ func TestReloadLeavingTheQuorumOutOfReachEndsTheCall(t *testing.T) {
 	cfo := keys.FromSeed(bytes.Repeat([]byte{41}, 32))
 	cto := keys.FromSeed(bytes.Repeat([]byte{42}, 32))
 	f := newFixture(t)
-	ctx := context.Background()
 	three := unreachableQuorumPolicy + `[[grants.approval.approvers]]
 public_key = %q
 display_name = "CTO"
@@ -139,25 +138,20 @@ display_name = "CTO"
 	if out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("the call: %+v; want it parked (CFO and CTO may meet the quorum)", out)
 	}
-	two, err := policy.Parse([]byte(fmt.Sprintf(unreachableQuorumPolicy, policy.TimeoutDeny, f.agent.Public().String(), cfo.Public().String())), "quorum.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.k.ApplyPolicy(ctx, two); err != nil {
-		t.Fatal(err)
-	}
-	req, err := f.k.Approval(out.ApprovalRequestID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if req.Status != approval.StatusDenied || req.Resolution == nil || req.Resolution.Guard != kernel.GuardApprovalPolicy {
-		t.Fatalf("after the reload that removed CTO the request is %s (%+v); want denied by %s", req.Status, req.Resolution, kernel.GuardApprovalPolicy)
-	}
+	// The reload removes CTO.
+	reloadDeniesByApprovalPolicy(t, f, fmt.Sprintf(unreachableQuorumPolicy, policy.TimeoutDeny, f.agent.Public().String(), cfo.Public().String()), out.ApprovalRequestID)
 }
 
 // submitPayoutUnder puts the policy text in force on f, gives f's agent a
 // capability for grant payouts and submits one echo call under it.
 func submitPayoutUnder(t *testing.T, f *fixture, toml string) *kernel.Outcome {
+	t.Helper()
+	return submitUnder(t, f, toml, "echo", `{"payout":"vendor"}`)
+}
+
+// submitUnder puts the policy text in force on f, gives f's agent a
+// capability for grant payouts and submits one call of tool with args.
+func submitUnder(t *testing.T, f *fixture, toml, tool, args string) *kernel.Outcome {
 	t.Helper()
 	p, err := policy.Parse([]byte(toml), "quorum.toml")
 	if err != nil {
@@ -168,9 +162,29 @@ func submitPayoutUnder(t *testing.T, f *fixture, toml string) *kernel.Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := f.k.Submit(context.Background(), f.call(t, "echo", `{"payout":"vendor"}`, ""))
+	out, err := f.k.Submit(context.Background(), f.call(t, tool, args, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// reloadDeniesByApprovalPolicy applies the policy text on f and checks
+// that it ended the parked request approvalID, denied by approval-policy.
+func reloadDeniesByApprovalPolicy(t *testing.T, f *fixture, toml, approvalID string) {
+	t.Helper()
+	p, err := policy.Parse([]byte(toml), "quorum.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.k.ApplyPolicy(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	req, err := f.k.Approval(approvalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Status != approval.StatusDenied || req.Resolution == nil || req.Resolution.Guard != kernel.GuardApprovalPolicy {
+		t.Fatalf("after the reload the request is %s (%+v); want denied by %s", req.Status, req.Resolution, kernel.GuardApprovalPolicy)
+	}
 }
