@@ -1,0 +1,32 @@
+package slack
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/chiokernel/chio/approval"
+)
+
+// A question whose counted answers disagree after a reload trusted the
+// Finance Lead again ("us" beside the CFO's and the SRE's "eu", quorum 3)
+// is still open: the kernel decides it only by three agreeing answers.
+// Its message read "3/3 approvals" beside the Answer button; it must
+// count the agreeing answers, 2/3.
+func TestQuestionMessageCountsOnlyAgreeingAnswers(t *testing.T) {
+	vote := func(key, name, region string) approval.Vote {
+		return approval.Vote{Approver: key, DisplayName: name, Decision: approval.DecisionApproved, Channel: "api",
+			Token: json.RawMessage(`{"answers":{"region":"` + region + `"}}`)}
+	}
+	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindQuestion, Status: approval.StatusPending, ToolServer: "chio", ToolName: "ask",
+		Quorum: 3, TrustedApprovers: []string{"ed25519:lead", "ed25519:cfo", "ed25519:sre", "ed25519:cto"},
+		Votes: []approval.Vote{vote("ed25519:lead", "Finance Lead", "us"), vote("ed25519:cfo", "CFO", "eu"), vote("ed25519:sre", "SRE", "eu")}}
+	blocks, _, _ := (&Channel{}).render(req)
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(raw); strings.Contains(s, "3/3 approvals") || !strings.Contains(s, "2/3 approvals") {
+		t.Fatalf("the open question's message must say 2/3 approvals (two agreeing answers), not 3/3:\n%s", s)
+	}
+}
