@@ -11,7 +11,7 @@ func answered(key, region string) Vote {
 }
 
 // A question is decided only by a quorum of counted approvals giving the
-// same answers (the kernel's sameAnswers and agreeingApprovals): after a
+// same answers (the kernel's sameAnswers and AgreeingWith): after a
 // reload trusts again the Finance Lead, whose "us" differs from the CFO's
 // and the SRE's "eu", three counted approvals make a quorum of 3 for no
 // answer, and the question stays open. Progress counted all three, and

@@ -176,9 +176,12 @@ func (r *Request) CountsAmong(trusted []string) (approved, denied int) {
 // trusts now (a reload that removes an approver keeps their vote on the
 // request but stops counting it, and rewrites TrustedApprovers); once it
 // is resolved, every recorded vote (the kernel's advisory vote included).
+// The approvals of a pending question are its largest set of counted ones
+// giving the same answers (LeadingApprovals): only such a set decides it.
 func (r *Request) Progress() (approved, denied int) {
 	if r.Status == StatusPending {
-		return r.CountsAmong(r.TrustedApprovers)
+		_, denied = r.CountsAmong(r.TrustedApprovers)
+		return r.LeadingApprovals(r.TrustedApprovers), denied
 	}
 	return r.Counts()
 }

@@ -494,7 +494,7 @@ func (k *Kernel) chainReceipt(rec *CallRecord, p *policy.Policy, req *approval.R
 		for i := range req.Votes {
 			v := &req.Votes[i]
 			otherAnswers := req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved &&
-				v.Decision == approval.DecisionApproved && !sameAnswersAs(v, vote)
+				v.Decision == approval.DecisionApproved && !approval.SameAnswers(v, vote)
 			if v.Approver != k.pub.String() && (!slices.Contains(trusted, v.Approver) || otherAnswers) {
 				uncounted = append(uncounted, v.Approver)
 			}

@@ -52,7 +52,7 @@ func approvedNow(p *policy.Policy, req *approval.Request, byAdvisory bool) (guar
 	case approved < now.Quorum:
 		return GuardApprovalPolicy, fmt.Sprintf("under the policy in force %d of the approvals recorded count, short of quorum %d (an approver removed, or the quorum raised, since they voted)",
 			approved, now.Quorum), false
-	case len(req.Votes) > 0 && agreeingApprovals(now, now.TrustedApprovers, decidingVote(req)) < now.Quorum:
+	case len(req.Votes) > 0 && now.AgreeingWith(now.TrustedApprovers, decidingVote(req)) < now.Quorum:
 		return GuardApprovalPolicy, fmt.Sprintf("under the policy in force fewer than quorum %d of the approvals counted give the deciding answers "+
 			"(an approver who answered otherwise is trusted again, or the quorum raised, since they voted)", now.Quorum), false
 	}

@@ -46,7 +46,7 @@ func approvingVoteNow(p *policy.Policy, req *approval.Request) (*approval.Vote, 
 		if canon.Unmarshal(v.Token, &tok) != nil {
 			return nil, nil
 		}
-		if agreeingApprovals(now, now.TrustedApprovers, v) < now.Quorum {
+		if now.AgreeingWith(now.TrustedApprovers, v) < now.Quorum {
 			// A question whose counted approvals give different answers (a
 			// voter trusted again disagrees) has no quorum of answers.
 			return nil, nil

@@ -27,7 +27,7 @@ import (
 // reload trusts such a voter again (the answer given while they were
 // removed beside theirs): an answer must then be one of those, never a
 // third, and its quorum is counted among the approvals giving it
-// (agreeingApprovals); refusing every answer would leave the question
+// (approval.Request.AgreeingWith); refusing every answer would leave the question
 // unanswerable.
 func sameAnswers(votes []approval.Vote, tok *approval.Token, counted []string) error {
 	if tok == nil {
@@ -60,47 +60,6 @@ func sameAnswers(votes []approval.Vote, tok *approval.Token, counted []string) e
 			approval.ErrMalformedToken, nameOr(differs.DisplayName, differs.Approver))
 	}
 	return nil
-}
-
-// agreeingApprovals counts the approvals on req by keys in counted that
-// a quorum may rest on with deciding, the approving vote that would
-// decide: on a question request only those giving the same answers as
-// deciding's token (sameAnswers keeps a vote from differing from the
-// counted ones when it is cast, but a reload that trusts an earlier voter
-// again can bring a differing answer back into the count); on other kinds
-// every counted approval.
-func agreeingApprovals(req *approval.Request, counted []string, deciding *approval.Vote) int {
-	if req.Kind != approval.KindQuestion {
-		approved, _ := req.CountsAmong(counted)
-		return approved
-	}
-	n := 0
-	for i := range req.Votes {
-		v := &req.Votes[i]
-		if v.Decision != approval.DecisionApproved || !slices.Contains(counted, v.Approver) {
-			continue
-		}
-		if sameAnswersAs(v, deciding) {
-			n++
-		}
-	}
-	return n
-}
-
-// sameAnswersAs reports whether votes v and w carry tokens with the same
-// answers (canonically); an unreadable one agrees with nothing.
-func sameAnswersAs(v, w *approval.Vote) bool {
-	answers := func(v *approval.Vote) ([]byte, bool) {
-		var tok approval.Token
-		if canon.Unmarshal(v.Token, &tok) != nil {
-			return nil, false
-		}
-		b, err := canon.Canonicalize(tok.Answers)
-		return b, err == nil
-	}
-	a, ok := answers(v)
-	b, ok2 := answers(w)
-	return ok && ok2 && bytes.Equal(a, b)
 }
 
 func (k *Kernel) displayName(req *approval.Request, key string) string {
@@ -234,7 +193,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			// Only the approvals giving this vote's answers make its quorum
 			// (counted ones disagree after a reload trusts a voter again:
 			// sameAnswers).
-			approved = agreeingApprovals(req, counted, &vote)
+			approved = req.AgreeingWith(counted, &vote)
 		}
 		req.Quorum, req.DenyQuorum = quorumsNow(p, req)
 		if advisory(&vote, k.pub.String()) {
@@ -325,7 +284,14 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 	}
 	k.consumed.Add(vote.TokenID, struct{}{})
 	trusted, _, _ := approversNow(p, final)
-	approved, _ := final.CountsAmong(append(trusted, k.pub.String()))
+	counted := append(trusted, k.pub.String())
+	approved, _ := final.CountsAmong(counted)
+	if final.Status == approval.StatusPending {
+		// Told as the kernel decides: on a question only approvals giving
+		// the same answers make a quorum, so a vote that leaves it open is
+		// told its largest agreeing set, never every counted approval.
+		approved = final.LeadingApprovals(counted)
+	}
 	res := &RespondResult{ApprovalID: approvalID, Outcome: approval.StatusPending, Approvals: approved, Quorum: final.Quorum}
 	switch final.Status {
 	case approval.StatusDenied:

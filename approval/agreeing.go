@@ -1,0 +1,72 @@
+package approval
+
+// Agreeing answers: a question request is decided only by a quorum of
+// counted approvals giving the same answers, not by N answers of which the
+// last is returned. The kernel decides by this rule (kernel/votes.go), and
+// every view of a request's progress counts by it, here, so none says
+// "2 of 2" for a question still open.
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/chiokernel/chio/internal/canon"
+)
+
+// SameAnswers reports whether votes v and w carry signed tokens with the
+// same answers (canonically); an unreadable one agrees with nothing.
+func SameAnswers(v, w *Vote) bool {
+	answers := func(v *Vote) ([]byte, bool) {
+		var tok Token
+		if canon.Unmarshal(v.Token, &tok) != nil {
+			return nil, false
+		}
+		b, err := canon.Canonicalize(tok.Answers)
+		return b, err == nil
+	}
+	a, ok := answers(v)
+	b, ok2 := answers(w)
+	return ok && ok2 && bytes.Equal(a, b)
+}
+
+// AgreeingWith counts the approvals on r by keys in counted that a quorum
+// may rest on with deciding, the approving vote that would decide: on a
+// question request only those giving the same answers as deciding's token
+// (the kernel keeps a vote from differing from the counted ones when it
+// is cast, but a reload that trusts an earlier voter again can bring a
+// differing answer back into the count); on other kinds every counted
+// approval.
+func (r *Request) AgreeingWith(counted []string, deciding *Vote) int {
+	if r.Kind != KindQuestion {
+		approved, _ := r.CountsAmong(counted)
+		return approved
+	}
+	n := 0
+	for i := range r.Votes {
+		v := &r.Votes[i]
+		if v.Decision == DecisionApproved && slices.Contains(counted, v.Approver) && SameAnswers(v, deciding) {
+			n++
+		}
+	}
+	return n
+}
+
+// LeadingApprovals counts the approvals on r by keys in counted that are
+// nearest its quorum: on a question request the largest set of them giving
+// the same answers (AgreeingWith; when counted answers disagree, none
+// decides with more than its own agreeing set), on other kinds every
+// counted approval. What "N of M approvals" shows while r is open.
+func (r *Request) LeadingApprovals(counted []string) int {
+	if r.Kind != KindQuestion {
+		approved, _ := r.CountsAmong(counted)
+		return approved
+	}
+	most := 0
+	for i := range r.Votes {
+		v := &r.Votes[i]
+		if v.Decision == DecisionApproved && slices.Contains(counted, v.Approver) {
+			most = max(most, r.AgreeingWith(counted, v))
+		}
+	}
+	return most
+}
