@@ -177,6 +177,24 @@ function progressOf(req) {
     req.trusted_approvers || [], req.requesters || [], req.quorum, req.deny_quorum]);
 }
 
+// approvalsOf counts req's approvals among the votes counted(v) keeps as
+// the kernel decides (approval.Request.Progress): on a pending question
+// only the largest set of them giving the same answers (LeadingApprovals;
+// a reload that trusts an earlier voter again can bring a differing answer
+// back into the count, and the kernel decides only by quorum agreeing
+// answers), never every counted approval. Answers are strings and lists
+// of strings, which JSON.parse reads exactly; a token without answers
+// agrees with nothing, as in the kernel (approval.SameAnswers).
+function approvalsOf(req, counted) {
+  const approvals = (req.votes || []).filter((v) => v.decision === 'approved' && counted(v));
+  if (req.kind !== 'question' || req.status !== 'pending') return approvals.length;
+  const answers = approvals.map((v) => {
+    const token = parseJSON(v.token);
+    return token && token.answers !== undefined && token.answers !== null ? canonicalText(token.answers) : null;
+  });
+  return Math.max(0, ...answers.map((a) => (a === null ? 0 : answers.filter((b) => b === a).length)));
+}
+
 function renderCard(req) {
   const intent = parseJSON(req.governed_intent);
   const args = parseJSON(req.arguments);
@@ -184,7 +202,7 @@ function renderCard(req) {
   // only votes of approvers the request trusts now (a reload that removed
   // an approver keeps their vote but no longer counts it).
   const counted = (v) => req.status !== 'pending' || (req.trusted_approvers || []).includes(v.approver);
-  const approved = (req.votes || []).filter((v) => v.decision === 'approved' && counted(v)).length;
+  const approved = approvalsOf(req, counted);
   const kind = req.kind || 'tool_call';
   const canAmend = kind === 'tool_call' && req.arguments !== undefined && req.arguments !== null && (req.quorum || 1) <= 1;
   const trusted = !state.key || (req.trusted_approvers || []).includes(state.key.publicKey);
