@@ -30,3 +30,27 @@ func TestQuestionMessageCountsOnlyAgreeingAnswers(t *testing.T) {
 		t.Fatalf("the open question's message must say 2/3 approvals (two agreeing answers), not 3/3:\n%s", s)
 	}
 }
+
+// Beside "2/3 approvals" the open question's message listed three
+// approvals alike: nothing said that the Finance Lead's ("us") is not one
+// of the two agreeing ("eu"). Its line must say so, and only its.
+func TestQuestionMessageMarksAnApprovalThatAnsweredOtherwise(t *testing.T) {
+	vote := func(key, name, region string) approval.Vote {
+		return approval.Vote{Approver: key, DisplayName: name, Decision: approval.DecisionApproved, Channel: "api",
+			Token: json.RawMessage(`{"answers":{"region":"` + region + `"}}`)}
+	}
+	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindQuestion, Status: approval.StatusPending, ToolServer: "chio", ToolName: "ask",
+		Quorum: 3, TrustedApprovers: []string{"ed25519:lead", "ed25519:cfo", "ed25519:sre", "ed25519:cto"},
+		Votes: []approval.Vote{vote("ed25519:lead", "Finance Lead", "us"), vote("ed25519:cfo", "CFO", "eu"), vote("ed25519:sre", "SRE", "eu")}}
+	blocks, _, _ := (&Channel{}).render(req)
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	lead := s[strings.Index(s, "Finance Lead"):]
+	lead = lead[:strings.Index(lead, "\\n")]
+	if !strings.Contains(lead, "answered otherwise") || strings.Count(s, "answered otherwise") != 1 {
+		t.Fatalf("the Finance Lead's line %q must say their answers are not the agreeing ones, and only theirs:\n%s", lead, s)
+	}
+}
