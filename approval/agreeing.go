@@ -70,3 +70,17 @@ func (r *Request) LeadingApprovals(counted []string) int {
 	}
 	return most
 }
+
+// AnsweredOtherwise reports whether v is an approval on a pending question
+// r, by a key r trusts, whose answers differ from those of r's largest
+// agreeing set (LeadingApprovals): it is not counted among them, and its
+// line says so beside their "N of M". Of sets tied for the largest, none.
+func (r *Request) AnsweredOtherwise(v *Vote) bool {
+	if r.Kind != KindQuestion || r.Status != StatusPending || v.Decision != DecisionApproved || !r.Trusts(v.Approver) {
+		return false
+	}
+	return r.AgreeingWith(r.TrustedApprovers, v) < r.LeadingApprovals(r.TrustedApprovers)
+}
+
+// AnsweredOtherwiseNote is how every view marks such an approval.
+const AnsweredOtherwiseNote = "answered otherwise: not counted with the approvals that agree"

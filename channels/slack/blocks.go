@@ -158,6 +158,11 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 				// one since they voted).
 				line += " (not counted: no longer an approver of this request)"
 			}
+			if req.AnsweredOtherwise(&v) {
+				// Counted as Progress counts a question: only its largest
+				// set of approvals giving the same answers.
+				line += " (" + approval.AnsweredOtherwiseNote + ")"
+			}
 			if v.Custodial {
 				line += " (custodial key)"
 			}

@@ -220,6 +220,11 @@ func runApprovalShow(e *Env, args []string) int {
 			// this one since they voted), as Slack and the dashboard say.
 			by += " (not counted: no longer an approver of this request)"
 		}
+		if a.AnsweredOtherwise(&vote) {
+			// Counted as QUORUM counts a question (Progress): only its
+			// largest set of approvals giving the same answers.
+			by += " (" + approval.AnsweredOtherwiseNote + ")"
+		}
 		row("VOTE", fmt.Sprintf("%s by %s via %s: %s", decision, by, vote.Channel, vote.Note))
 		if amended != nil {
 			// What the tool receives instead of ARGUMENTS above.
