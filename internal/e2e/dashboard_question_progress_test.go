@@ -130,4 +130,15 @@ func TestDashboardCountsOnlyAgreeingAnswersOfAQuestion(t *testing.T) {
 	if !strings.Contains(got.Progress, "2 of 3") {
 		t.Fatalf("the open question's card reads %q (votes %q); want 2 of 3 approvals: only the two \"eu\" answers agree", got.Progress, got.Lines)
 	}
+	// Beside "2 of 3" the card listed three approvals alike: the DBA's
+	// ("us"), not one of the two agreeing, must say so, and only it.
+	marked := 0
+	for _, l := range got.Lines {
+		if strings.Contains(l, approval.AnsweredOtherwiseNote) {
+			marked++
+		}
+	}
+	if len(got.Lines) != 3 || !strings.Contains(got.Lines[0], "DBA") || !strings.Contains(got.Lines[0], approval.AnsweredOtherwiseNote) || marked != 1 {
+		t.Fatalf("the open question's card lists votes %q; want the DBA's (\"us\") marked %q, and only it", got.Lines, approval.AnsweredOtherwiseNote)
+	}
 }
