@@ -148,8 +148,9 @@ function collectAnswers(card) {
 // quorum line counts (counted): the vote of an approver the request no
 // longer trusts (a reload removed them since they voted, or left them
 // only in a later tier) stays on the request, but the kernel does not
-// count it (the final receipt names it "uncounted"), and its line says so.
-// Names and notes are drawn as text (el: visible.js), never as markup.
+// count it (the final receipt names it "uncounted"), and its line says so,
+// as does that of an open question's approval outside its largest
+// agreeing set (answeredOtherwise). Names and notes are drawn as text (el: visible.js), never as markup.
 function votesList(req, counted) {
   const votes = req.votes || [];
   if (votes.length === 0) return null;
@@ -162,6 +163,8 @@ function votesList(req, counted) {
         el('strong', { title: v.approver, text: v.display_name || shortKey(v.approver) }),
         ` ${v.decision}` + (v.channel ? ` via ${v.channel}` : ''),
         counted(v) ? null : el('span', { class: 'not-counted', text: ' (not counted: no longer an approver of this request)' }),
+        answeredOtherwise(req, counted, v)
+          ? el('span', { class: 'not-counted', text: ' (answered otherwise: not counted with the approvals that agree)' }) : null,
         v.custodial ? ' (custodial key)' : null,
         amended ? ' with amended arguments' : null,
         v.note ? el('span', { class: 'vote-note', text: ': ' + v.note }) : null);
@@ -182,17 +185,31 @@ function progressOf(req) {
 // only the largest set of them giving the same answers (LeadingApprovals;
 // a reload that trusts an earlier voter again can bring a differing answer
 // back into the count, and the kernel decides only by quorum agreeing
-// answers), never every counted approval. Answers are strings and lists
-// of strings, which JSON.parse reads exactly; a token without answers
-// agrees with nothing, as in the kernel (approval.SameAnswers).
+// answers), never every counted approval.
 function approvalsOf(req, counted) {
   const approvals = (req.votes || []).filter((v) => v.decision === 'approved' && counted(v));
   if (req.kind !== 'question' || req.status !== 'pending') return approvals.length;
-  const answers = approvals.map((v) => {
-    const token = parseJSON(v.token);
+  return Math.max(0, ...approvals.map((v) => agreeingWith(approvals, v)));
+}
+
+// answeredOtherwise reports whether v is a counted approval on a pending
+// question outside its largest agreeing set (approval.Request.AnsweredOtherwise).
+function answeredOtherwise(req, counted, v) {
+  if (req.kind !== 'question' || req.status !== 'pending' || v.decision !== 'approved' || !counted(v)) return false;
+  const approvals = (req.votes || []).filter((w) => w.decision === 'approved' && counted(w));
+  return agreeingWith(approvals, v) < approvalsOf(req, counted);
+}
+
+// agreeingWith counts the approvals giving v's answers (approval.Request.AgreeingWith).
+// Answers are strings and lists of strings, which JSON.parse reads exactly;
+// a token without answers agrees with nothing (approval.SameAnswers).
+function agreeingWith(approvals, v) {
+  const answersOf = (w) => {
+    const token = parseJSON(w.token);
     return token && token.answers !== undefined && token.answers !== null ? canonicalText(token.answers) : null;
-  });
-  return Math.max(0, ...answers.map((a) => (a === null ? 0 : answers.filter((b) => b === a).length)));
+  };
+  const mine = answersOf(v);
+  return mine === null ? 0 : approvals.filter((w) => answersOf(w) === mine).length;
 }
 
 function renderCard(req) {
