@@ -74,6 +74,9 @@ func (v *verifier) chain(line int, rc *Receipt, call callKey) {
 	}
 	f := final{line: line, rc: rc, tokenID: metaStr(rc, "approval_token_id"), batchID: metaStr(rc, "batch_approval_id"),
 		approver: metaStr(rc, "approver"), auto: metaStr(rc, "auto_approved") == "true"}
+	for _, why := range uncountedProblems(rc) { // verify_uncounted.go
+		v.problem(line, rc, "%s", why)
+	}
 	switch {
 	case prev == "" && arid != "":
 		v.problem(line, rc, "approval_request_id %s but no previous_receipt_id: the chain is broken", arid)
