@@ -65,6 +65,9 @@ type tokenView struct {
 	// AmendedArguments is set when the approver changed the call's
 	// arguments (only its presence is read: see sameCall).
 	AmendedArguments jsontext.Value `json:"amended_arguments"`
+	// Answers are an approval's answers to a question, as signed (the
+	// token is canonical, so equal answers are equal bytes).
+	Answers jsontext.Value `json:"answers"`
 }
 
 type checkedToken struct {
@@ -83,8 +86,10 @@ type evidenceItem struct {
 	// What the request's final receipt signs about its votes (vouch, in
 	// verify_votes.go); final.rc is nil until a deciding token is found.
 	final       final
-	decision    string // the deciding token's
-	complete    bool   // the receipt names every vote, not only the deciding side
+	decision    string          // the deciding token's
+	answers     jsontext.Value  // the deciding token's (verify_answers.go)
+	uncounted   map[string]bool // keys the final receipt names in uncounted
+	complete    bool            // the receipt names every vote, not only the deciding side
 	signed      map[string]signedVote
 	signedOrder []string
 }

@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
@@ -42,6 +43,11 @@ func (v *verifier) vouch(f final, ev *evidenceItem, deciding tokenView) {
 		return // unchecked votes would otherwise pass: the problem fails the export
 	}
 	ev.final, ev.decision, ev.complete = f, deciding.Decision, !hasApprovers || hasDissenters
+	ev.answers, ev.uncounted = deciding.Answers, map[string]bool{}
+	uncounted, _, _ := metaKeys(f.rc, "uncounted") // malformed: a problem of its own (verify_uncounted.go)
+	for _, k := range uncounted {
+		ev.uncounted[k] = true
+	}
 	ev.signed = map[string]signedVote{deciding.Approver: {list: "approval_token_id"}}
 	ev.signedOrder = []string{deciding.Approver}
 	add := func(key, list string, dissent bool) {
@@ -90,6 +96,9 @@ func (v *verifier) accounted(ev *evidenceItem, t tokenView, seen map[string]stri
 		v.problem(ev.line, nil, "approval %s: final receipt %s lists %s among its dissenters, but token %s says %q, as the deciding token does", ev.id, ev.final.rc.ID, t.Approver, t.ID, t.Decision)
 	case !s.dissent && t.Decision != ev.decision:
 		v.problem(ev.line, nil, "approval %s: final receipt %s lists %s in %s, deciding %q, but token %s says %q", ev.id, ev.final.rc.ID, t.Approver, s.list, ev.decision, t.ID, t.Decision)
+	case !s.dissent && !ev.uncounted[t.Approver] && !bytes.Equal(t.Answers, ev.answers):
+		v.problem(ev.line, nil, "approval %s: final receipt %s lists %s in %s, counted, but its token %s answers %s, not the deciding token %s's %s: %s",
+			ev.id, ev.final.rc.ID, t.Approver, s.list, t.ID, answersText(t.Answers), ev.final.tokenID, answersText(ev.answers), answersRule)
 	}
 	return true
 }
