@@ -164,6 +164,14 @@ func (v *verifier) evidence(ev *evidenceItem) {
 		if !signed && !ev.trusted[t.Approver] && !(autoOK && t.Approver == v.opts.KernelKey.String()) {
 			v.problem(ev.line, nil, "approval %s: approver %s of token %s is not in trusted_approvers", ev.id, t.Approver, t.ID)
 		}
+		// The kernel's own vote (auto_approve_advisory) is recorded only by
+		// the deadline path, in the commit it resolves the request with: it
+		// is the deciding token (approval checks it is flagged
+		// auto_approved), never one vote among a person's.
+		if t.Approver == v.opts.KernelKey.String() && ev.final.rc != nil && t.ID != ev.final.tokenID {
+			v.problem(ev.line, nil, "approval %s: token %s is signed by the kernel key, but it is not the deciding token %s of final receipt %s: the kernel's advisory vote only ever decides a request",
+				ev.id, t.ID, ev.final.tokenID, ev.final.rc.ID)
+		}
 		if link == nil {
 			continue // reported once, below the loop
 		}
