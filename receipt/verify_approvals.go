@@ -119,10 +119,16 @@ func (v *verifier) approval(f *final, ev *evidenceItem) {
 		if f.rc.Decision.Verdict == Deny && f.rc.Decision.Guard == "human-approval" {
 			want = "denied"
 		}
-		if f.rc.Decision.Verdict == Allow || want == "denied" {
-			if ct.tok.Decision != want {
-				v.problem(f.line, f.rc, "receipt is %s but the deciding token %s says %q", f.rc.Decision.Verdict, ct.tok.ID, ct.tok.Decision)
-			}
+		switch {
+		case (f.rc.Decision.Verdict == Allow || want == "denied") && ct.tok.Decision != want:
+			v.problem(f.line, f.rc, "receipt is %s but the deciding token %s says %q", f.rc.Decision.Verdict, ct.tok.ID, ct.tok.Decision)
+		case f.rc.Decision.Verdict == Deny && ct.tok.Decision != want:
+			// Any other guard's deny that names a deciding token stopped a
+			// call a person (or the deadline's advisory vote) approved:
+			// resume, recoverApproved. Only a human-approval deny is
+			// decided by a denial (kernel recordVote).
+			v.problem(f.line, f.rc, "receipt is deny by guard %s (an approved call the kernel stopped) but the deciding token %s says %q: only a human-approval deny is decided by a denial",
+				f.rc.Decision.Guard, ct.tok.ID, ct.tok.Decision)
 		}
 		if f.approver != "" && f.approver != ct.tok.Approver {
 			v.problem(f.line, f.rc, "receipt names approver %s but token %s is signed by %s", f.approver, ct.tok.ID, ct.tok.Approver)
