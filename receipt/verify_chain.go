@@ -77,6 +77,16 @@ func (v *verifier) chain(line int, rc *Receipt, call callKey) {
 	for _, why := range uncountedProblems(rc) { // verify_uncounted.go
 		v.problem(line, rc, "%s", why)
 	}
+	// A standing approval allows a call as it arrives (kernel tryBatch),
+	// never one parked: its receipt is checked against the batch alone,
+	// so one that also ends an approval chain would leave that chain's
+	// deciding token checked by nothing.
+	for _, k := range []string{"approval_request_id", "previous_receipt_id", "approval_token_id"} {
+		if s := metaStr(rc, k); f.batchID != "" && s != "" {
+			v.problem(line, rc, "receipt names batch_approval_id %s and %s %s: the kernel allows a call under a standing approval when it arrives, never one it parked", f.batchID, k, s)
+			break
+		}
+	}
 	switch {
 	case prev == "" && arid != "":
 		v.problem(line, rc, "approval_request_id %s but no previous_receipt_id: the chain is broken", arid)
