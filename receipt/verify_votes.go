@@ -96,6 +96,13 @@ func (v *verifier) accounted(ev *evidenceItem, t tokenView, seen map[string]stri
 		v.problem(ev.line, nil, "approval %s: final receipt %s lists %s among its dissenters, but token %s says %q, as the deciding token does", ev.id, ev.final.rc.ID, t.Approver, t.ID, t.Decision)
 	case !s.dissent && t.Decision != ev.decision:
 		v.problem(ev.line, nil, "approval %s: final receipt %s lists %s in %s, deciding %q, but token %s says %q", ev.id, ev.final.rc.ID, t.Approver, s.list, ev.decision, t.ID, t.Decision)
+	case !s.dissent && len(t.AmendedArguments) > 0 && t.ID != ev.final.tokenID:
+		// An amending approval resolves the request or is refused (kernel
+		// recordVote: amendments only on quorum 1): it is the deciding
+		// token (amendment() holds the receipt to it), or a dissent
+		// recorded as denials ended the request.
+		v.problem(ev.line, nil, "approval %s: token %s carries amended_arguments but is not the deciding token %s: final receipt %s lists %s in %s, as if it approved the arguments that ran",
+			ev.id, t.ID, ev.final.tokenID, ev.final.rc.ID, t.Approver, s.list)
 	case !s.dissent && !ev.uncounted[t.Approver] && !bytes.Equal(t.Answers, ev.answers):
 		v.problem(ev.line, nil, "approval %s: final receipt %s lists %s in %s, counted, but its token %s answers %s, not the deciding token %s's %s: %s",
 			ev.id, ev.final.rc.ID, t.Approver, s.list, t.ID, answersText(t.Answers), ev.final.tokenID, answersText(ev.answers), answersRule)
