@@ -278,6 +278,12 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 				_, dq := quorumsNow(p, req)
 				return fmt.Sprintf("denied: the policy in force ends grant %s's calls at %d denial(s), and they are recorded", req.PolicyID, dq)
 			},
+			// People denied it: the receipt names the latest counted
+			// denial, as recordVote's deny does (deniedNow found one).
+			decider: func(req *approval.Request) *approval.Vote {
+				trusted, _, _ := approversNow(p, req)
+				return lastDenial(req.Votes, trusted)
+			},
 		})
 		if errors.Is(err, approval.ErrNotPending) || errors.Is(err, errNotDeniedNow) {
 			return false, nil // decided meanwhile

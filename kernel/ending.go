@@ -24,6 +24,11 @@ type ending struct {
 	check     func(req *approval.Request) error
 	decidedBy string         // who asked for the end, when someone did
 	meta      map[string]any // extra receipt metadata
+	// decider, if set, returns the recorded vote that decided the end
+	// (checked by check): the receipt names it and every vote, as a
+	// vote's own deny does (chainReceipt), so the export carries the
+	// signed votes and an auditor checks them.
+	decider func(req *approval.Request) *approval.Vote
 }
 
 // endPending ends pending request id and its parked call in ONE durable
@@ -49,7 +54,11 @@ func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, no
 			return err
 		}
 		reason := e.reason(req)
-		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: e.verdict, Guard: e.guard, Reason: reason}, nil, now)
+		var vote *approval.Vote
+		if e.decider != nil {
+			vote = e.decider(req)
+		}
+		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: e.verdict, Guard: e.guard, Reason: reason}, vote, now)
 		for key, v := range e.meta {
 			r.Metadata[key] = v
 		}
