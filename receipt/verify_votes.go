@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Which votes the signed receipts account for. The approval evidence of an
@@ -43,6 +44,10 @@ func (v *verifier) vouch(f final, ev *evidenceItem, deciding tokenView) {
 		return // unchecked votes would otherwise pass: the problem fails the export
 	}
 	ev.final, ev.decision, ev.complete = f, deciding.Decision, !hasApprovers || hasDissenters
+	if hasApprovers && !slices.Contains(approvers, deciding.Approver) {
+		// approvers is every key that voted as the deciding vote did.
+		v.problem(f.line, f.rc, "receipt names %s as its deciding approver, but not among its approvers, which list every vote deciding as it did", deciding.Approver)
+	}
 	ev.answers, ev.uncounted = deciding.Answers, map[string]bool{}
 	uncounted, _, _ := metaKeys(f.rc, "uncounted") // malformed: a problem of its own (verify_uncounted.go)
 	for _, k := range uncounted {
