@@ -4,7 +4,7 @@ import "github.com/go-json-experiment/json/jsontext"
 
 // The answers of a question's approvals (accounted, verify_votes.go). The
 // kernel counts an approval toward the deciding vote only when it gives
-// the same answers (kernel agreeingApprovals), and names every other
+// the same answers (approval.Request.AgreeingWith), and names every other
 // approval of the deciding side in "uncounted" (chainReceipt). So each
 // key a final receipt lists with the deciding vote, and not in uncounted,
 // must have a token whose answers are the deciding token's. Tokens are
