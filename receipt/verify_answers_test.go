@@ -9,7 +9,7 @@ import (
 )
 
 // On a question, an approval counts toward the deciding vote only when it
-// gives the same answers (kernel agreeingApprovals); the kernel names any
+// gives the same answers (approval.Request.AgreeingWith); the kernel names any
 // other approval in "uncounted". verify read no answers: a final receipt
 // listing as counted an approver whose token answered otherwise than the
 // deciding token verified OK.
