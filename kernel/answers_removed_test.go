@@ -9,7 +9,6 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 )
 
 // askQuorumPolicy: an ask grant with quorum 2; %s are its approvers.
@@ -45,27 +44,9 @@ func answering(region string) func(*approval.Token) {
 // still dictated the answer, or left the question unanswerable. The CFO
 // and the SRE, who count, answer "eu" together, and "eu" is the answer.
 func TestRemovedApproversAnswersBindNobody(t *testing.T) {
-	f := deadlineFixture(t, fmt.Sprintf(askQuorumPolicy, askApprovers("%[1]s", "Finance Lead", "%[2]s", "CFO", "%[3]s", "SRE")), "ask")
-	ctx := context.Background()
-	out, err := f.k.Submit(ctx, f.call(t, "ask", `{"questions":[{"id":"region","text":"Deploy to which region?","type":"single","options":["eu","us"]}]}`, ""))
-	if err != nil || out.Status != kernel.StatusPendingApproval {
-		t.Fatalf("%+v %v", out, err)
-	}
+	f, out := retrustedDisagreement(t, 2, false)
 	id := out.ApprovalRequestID
-	if _, err := f.k.Respond(ctx, id, f.token(t, id, financeLead, approval.DecisionApproved, answering("us")), "", ""); err != nil {
-		t.Fatal(err)
-	}
-	p, err := policy.Parse([]byte(fmt.Sprintf(askQuorumPolicy, askApprovers(cfo.Public().String(), "CFO", sre.Public().String(), "SRE"))), "removed.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.k.ApplyPolicy(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.k.Respond(ctx, id, f.token(t, id, cfo, approval.DecisionApproved, answering("eu")), "", ""); err != nil {
-		t.Fatalf("the CFO's answer after the Finance Lead's removal: %v", err)
-	}
-	res, err := f.k.Respond(ctx, id, f.token(t, id, sre, approval.DecisionApproved, answering("eu")), "", "")
+	res, err := f.k.Respond(context.Background(), id, f.token(t, id, sre, approval.DecisionApproved, answering("eu")), "", "")
 	if err != nil || res.Outcome != approval.StatusApproved {
 		t.Fatalf("the SRE's agreeing answer: %+v %v", res, err)
 	}
@@ -79,32 +60,8 @@ func TestRemovedApproversAnswersBindNobody(t *testing.T) {
 // approvals that disagree are not a quorum of answers: the reload must not
 // resolve the request with either, and the question stays open.
 func TestReaddedApproversDisagreeingAnswerIsNoQuorum(t *testing.T) {
-	f := deadlineFixture(t, fmt.Sprintf(askQuorumPolicy, askApprovers("%[1]s", "Finance Lead", "%[2]s", "CFO", "%[3]s", "SRE")), "ask")
-	ctx := context.Background()
-	out, err := f.k.Submit(ctx, f.call(t, "ask", `{"questions":[{"id":"region","text":"Deploy to which region?","type":"single","options":["eu","us"]}]}`, ""))
-	if err != nil || out.Status != kernel.StatusPendingApproval {
-		t.Fatalf("%+v %v", out, err)
-	}
-	id := out.ApprovalRequestID
-	if _, err := f.k.Respond(ctx, id, f.token(t, id, financeLead, approval.DecisionApproved, answering("us")), "", ""); err != nil {
-		t.Fatal(err)
-	}
-	all := f.k.Policy()
-	p, err := policy.Parse([]byte(fmt.Sprintf(askQuorumPolicy, askApprovers(cfo.Public().String(), "CFO", sre.Public().String(), "SRE"))), "removed.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.k.ApplyPolicy(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.k.Respond(ctx, id, f.token(t, id, cfo, approval.DecisionApproved, answering("eu")), "", ""); err != nil {
-		t.Fatalf("the CFO's answer after the Finance Lead's removal: %v", err)
-	}
-	if err := f.k.ApplyPolicy(ctx, all); err != nil {
-		t.Fatal(err)
-	}
-	f.k.WaitRecovery(ctx)
-	req, err := f.k.Approval(id)
+	f, out := retrustedDisagreement(t, 2, true)
+	req, err := f.k.Approval(out.ApprovalRequestID)
 	if err != nil {
 		t.Fatal(err)
 	}

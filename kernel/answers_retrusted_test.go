@@ -13,27 +13,41 @@ import (
 	"github.com/chiokernel/chio/policy"
 )
 
-// A question whose counted answers disagree (the Finance Lead's "us",
-// trusted again by a reload, beside the CFO's "eu", given while the
-// Finance Lead was removed) stays open: neither is a quorum. The SRE then
-// answers "eu" too, and two counted approvals give the same answers: a
-// quorum of 2. The SRE's answer was refused ("these answers differ from
-// those Finance Lead gave"), and so would any answer be, agreeing with the
-// one or the other: the question could never be answered, only declined
-// at its deadline.
-func TestAnswerAgreeingWithOneSideOfARetrustedDisagreementDecides(t *testing.T) {
-	f := deadlineFixture(t, fmt.Sprintf(askQuorumPolicy, askApprovers("%[1]s", "Finance Lead", "%[2]s", "CFO", "%[3]s", "SRE")), "ask")
-	ctx := context.Background()
-	out, err := f.k.Submit(ctx, f.call(t, "ask", `{"questions":[{"id":"region","text":"Deploy to which region?","type":"single","options":["eu","us"]}]}`, ""))
+// askCTO is a fourth approver for the quorum-3 disagreements.
+var askCTO = keys.FromSeed([]byte("cto-cto-cto-cto-cto-cto-cto-cto-"))
+
+// askRegion parks the region question on f.
+func askRegion(t *testing.T, f *lf) *kernel.Outcome {
+	t.Helper()
+	out, err := f.k.Submit(context.Background(), f.call(t, "ask", `{"questions":[{"id":"region","text":"Deploy to which region?","type":"single","options":["eu","us"]}]}`, ""))
 	if err != nil || out.Status != kernel.StatusPendingApproval {
 		t.Fatalf("%+v %v", out, err)
 	}
+	return out
+}
+
+// retrustedDisagreement stages counted answers that disagree on an ask
+// grant of the given quorum (2: Finance Lead, CFO and SRE; 3: the CTO
+// too): the Finance Lead answers "us", a reload removes them, the CFO
+// answers "eu", and a reload trusts the Finance Lead again (their "us"
+// counts again beside the CFO's "eu"). With retrust false it stops before
+// that last reload. It returns the fixture and the parked question.
+func retrustedDisagreement(t *testing.T, quorum int, retrust bool) (*lf, *kernel.Outcome) {
+	t.Helper()
+	text := strings.Replace(askQuorumPolicy, "quorum = 2", fmt.Sprintf("quorum = %d", quorum), 1)
+	var cto []any
+	if quorum > 2 {
+		cto = []any{askCTO.Public().String(), "CTO"}
+	}
+	f := deadlineFixture(t, fmt.Sprintf(text, askApprovers(append([]any{"%[1]s", "Finance Lead", "%[2]s", "CFO", "%[3]s", "SRE"}, cto...)...)), "ask")
+	ctx := context.Background()
+	out := askRegion(t, f)
 	id := out.ApprovalRequestID
 	if _, err := f.k.Respond(ctx, id, f.token(t, id, financeLead, approval.DecisionApproved, answering("us")), "", ""); err != nil {
 		t.Fatal(err)
 	}
 	all := f.k.Policy()
-	p, err := policy.Parse([]byte(fmt.Sprintf(askQuorumPolicy, askApprovers(cfo.Public().String(), "CFO", sre.Public().String(), "SRE"))), "removed.toml")
+	p, err := policy.Parse([]byte(fmt.Sprintf(text, askApprovers(append([]any{cfo.Public().String(), "CFO", sre.Public().String(), "SRE"}, cto...)...))), "removed.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +57,27 @@ func TestAnswerAgreeingWithOneSideOfARetrustedDisagreementDecides(t *testing.T) 
 	if _, err := f.k.Respond(ctx, id, f.token(t, id, cfo, approval.DecisionApproved, answering("eu")), "", ""); err != nil {
 		t.Fatalf("the CFO's answer after the Finance Lead's removal: %v", err)
 	}
-	if err := f.k.ApplyPolicy(ctx, all); err != nil {
-		t.Fatal(err)
+	if retrust {
+		if err := f.k.ApplyPolicy(ctx, all); err != nil {
+			t.Fatal(err)
+		}
+		f.k.WaitRecovery(ctx)
 	}
-	f.k.WaitRecovery(ctx)
-	res, err := f.k.Respond(ctx, id, f.token(t, id, sre, approval.DecisionApproved, answering("eu")), "", "")
+	return f, out
+}
+
+// A question whose counted answers disagree (the Finance Lead's "us",
+// trusted again by a reload, beside the CFO's "eu", given while the
+// Finance Lead was removed) stays open: neither is a quorum. The SRE then
+// answers "eu" too, and two counted approvals give the same answers: a
+// quorum of 2. The SRE's answer was refused ("these answers differ from
+// those Finance Lead gave"), and so would any answer be, agreeing with the
+// one or the other: the question could never be answered, only declined
+// at its deadline.
+func TestAnswerAgreeingWithOneSideOfARetrustedDisagreementDecides(t *testing.T) {
+	f, out := retrustedDisagreement(t, 2, true)
+	id := out.ApprovalRequestID
+	res, err := f.k.Respond(context.Background(), id, f.token(t, id, sre, approval.DecisionApproved, answering("eu")), "", "")
 	if err != nil || res.Outcome != approval.StatusApproved {
 		t.Fatalf("the SRE's answer, agreeing with the CFO's: %+v %v", res, err)
 	}
@@ -68,38 +98,13 @@ func TestAnswerAgreeingWithOneSideOfARetrustedDisagreementDecides(t *testing.T) 
 // decides it. Counting every approval (three with the SRE's) would
 // approve it on answers that do not agree, and its resume deny it.
 func TestRetrustedDisagreementNeedsAQuorumOfAgreeingAnswers(t *testing.T) {
-	cto := keys.FromSeed([]byte("cto-cto-cto-cto-cto-cto-cto-cto-"))
-	quorum3 := strings.Replace(askQuorumPolicy, "quorum = 2", "quorum = 3", 1)
-	f := deadlineFixture(t, fmt.Sprintf(quorum3, askApprovers("%[1]s", "Finance Lead", "%[2]s", "CFO", "%[3]s", "SRE", cto.Public().String(), "CTO")), "ask")
-	ctx := context.Background()
-	out, err := f.k.Submit(ctx, f.call(t, "ask", `{"questions":[{"id":"region","text":"Deploy to which region?","type":"single","options":["eu","us"]}]}`, ""))
-	if err != nil || out.Status != kernel.StatusPendingApproval {
-		t.Fatalf("%+v %v", out, err)
-	}
-	id := out.ApprovalRequestID
-	if _, err := f.k.Respond(ctx, id, f.token(t, id, financeLead, approval.DecisionApproved, answering("us")), "", ""); err != nil {
-		t.Fatal(err)
-	}
-	all := f.k.Policy()
-	p, err := policy.Parse([]byte(fmt.Sprintf(quorum3, askApprovers(cfo.Public().String(), "CFO", sre.Public().String(), "SRE", cto.Public().String(), "CTO"))), "removed.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.k.ApplyPolicy(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.k.Respond(ctx, id, f.token(t, id, cfo, approval.DecisionApproved, answering("eu")), "", ""); err != nil {
-		t.Fatalf("the CFO's answer after the Finance Lead's removal: %v", err)
-	}
-	if err := f.k.ApplyPolicy(ctx, all); err != nil {
-		t.Fatal(err)
-	}
-	f.k.WaitRecovery(ctx)
+	f, out := retrustedDisagreement(t, 3, true)
+	ctx, id := context.Background(), out.ApprovalRequestID
 	res, err := f.k.Respond(ctx, id, f.token(t, id, sre, approval.DecisionApproved, answering("eu")), "", "")
 	if err != nil || res.Outcome != approval.StatusPending {
 		t.Fatalf("the SRE's answer, the second \"eu\" of quorum 3: %+v %v; want it recorded, the question still open", res, err)
 	}
-	res, err = f.k.Respond(ctx, id, f.token(t, id, cto, approval.DecisionApproved, answering("eu")), "", "")
+	res, err = f.k.Respond(ctx, id, f.token(t, id, askCTO, approval.DecisionApproved, answering("eu")), "", "")
 	if err != nil || res.Outcome != approval.StatusApproved {
 		t.Fatalf("the CTO's answer, the third \"eu\": %+v %v", res, err)
 	}
