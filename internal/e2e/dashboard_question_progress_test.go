@@ -12,11 +12,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/channels/dashboard"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 )
 
 // askQuorumGrant is a question needing three agreeing answers, from the
@@ -57,7 +55,6 @@ display_name = "DBA"
 // (quorum 3). The Finance Lead's card read "3 of 3 approvals" (all pips
 // on) beside the form still asking for an answer; it must read 2 of 3.
 func TestDashboardCountsOnlyAgreeingAnswersOfAQuestion(t *testing.T) {
-	chromium(t)
 	load := func(name string) keys.PrivateKey {
 		k, err := keys.LoadPrivateKey(filepath.Join(repoRoot(), "examples", "keys", name))
 		if err != nil {
@@ -67,13 +64,7 @@ func TestDashboardCountsOnlyAgreeingAnswersOfAQuestion(t *testing.T) {
 	}
 	dba, cfo, sre := load("dba.pem"), load("cfo.pem"), load("sre-lead.pem")
 	sreKey := sre.Public().String()
-	lk := startLiveKernel(t, `"dashboard"`, askQuorumGrant(sreKey, true), nil, func(lk *liveKernel) {
-		h, err := dashboard.New(dashboard.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lk.api.Handle(dashboard.Prefix, h)
-	})
+	lk, open := dashboardAsLeadWith(t, askQuorumGrant(sreKey, true))
 	ctx := context.Background()
 	capRaw, _, err := lk.k.IssueCapability(lk.agent.Public(), []string{"ask-quorum"}, time.Hour)
 	if err != nil {
@@ -98,34 +89,17 @@ func TestDashboardCountsOnlyAgreeingAnswersOfAQuestion(t *testing.T) {
 		}
 		return res
 	}
-	reload := func(withDBA bool) {
-		t.Helper()
-		p, err := policy.Parse([]byte(fmt.Sprintf(channelsPolicy, lk.url, `"dashboard"`, askQuorumGrant(sreKey, withDBA))), "channels.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lk.k.ApplyPolicy(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-	}
 	answer(dba, "us")
-	reload(false)
+	lk.reloadDashboardPolicy(t, askQuorumGrant(sreKey, false))
 	answer(cfo, "eu")
-	reload(true)
+	lk.reloadDashboardPolicy(t, askQuorumGrant(sreKey, true))
 	lk.k.WaitRecovery(ctx)
 	if res := answer(sre, "eu"); res.Outcome != approval.StatusPending {
 		t.Fatalf("the SRE's answer: %+v; want the question still open (two agreeing answers of three)", res)
 	}
 
-	b := newBrowser(t)
-	sel := card(id)
-	browse(t, b, "open and import key",
-		chromedp.Navigate(lk.url+"/dashboard/"),
-		chromedp.WaitVisible(css("#setup")),
-		chromedp.SetUploadFiles(css("#key-file"), []string{filepath.Join(repoRoot(), "examples/keys/finance-lead.pem")}),
-		chromedp.WaitReady(css(`#live[data-state="live"]`)),
-		chromedp.WaitVisible(css(sel)),
-	)
+	b, sel := open(), card(id)
+	browse(t, b, "the card", chromedp.WaitVisible(css(sel)))
 	got := read(t, b, "the card's progress", chromedp.Evaluate[dashVotes](fmt.Sprintf(readVotes, sel)))
 	if !strings.Contains(got.Progress, "2 of 3") {
 		t.Fatalf("the open question's card reads %q (votes %q); want 2 of 3 approvals: only the two \"eu\" answers agree", got.Progress, got.Lines)

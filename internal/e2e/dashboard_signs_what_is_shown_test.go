@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,20 +13,22 @@ import (
 	"github.com/chiokernel/chio/channels/dashboard"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/kernel"
+	"github.com/chiokernel/chio/policy"
 )
 
 // dashboardAsLead serves the dashboard; open opens it in Chromium signed
 // in as the Finance Lead.
 func dashboardAsLead(t *testing.T) (lk *liveKernel, open func() context.Context) {
 	t.Helper()
+	return dashboardAsLeadWith(t, "")
+}
+
+// dashboardAsLeadWith is dashboardAsLead with extraTOML (grants) in the
+// policy.
+func dashboardAsLeadWith(t *testing.T, extraTOML string) (lk *liveKernel, open func() context.Context) {
+	t.Helper()
 	chromium(t)
-	lk = startLiveKernel(t, `"dashboard"`, "", nil, func(lk *liveKernel) {
-		h, err := dashboard.New(dashboard.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lk.api.Handle(dashboard.Prefix, h)
-	})
+	lk = startLiveKernel(t, `"dashboard"`, extraTOML, nil, mountDashboard(t))
 	return lk, func() context.Context {
 		ctx := newBrowser(t)
 		browse(t, ctx, "open and import key",
@@ -35,6 +38,30 @@ func dashboardAsLead(t *testing.T) (lk *liveKernel, open func() context.Context)
 			chromedp.WaitReady(css(`#live[data-state="live"]`)),
 		)
 		return ctx
+	}
+}
+
+// mountDashboard serves the dashboard on a live kernel's API.
+func mountDashboard(t *testing.T) func(*liveKernel) {
+	return func(lk *liveKernel) {
+		h, err := dashboard.New(dashboard.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lk.api.Handle(dashboard.Prefix, h)
+	}
+}
+
+// reloadDashboardPolicy puts the dashboard channel's policy with
+// extraTOML (grants) in force on lk, as a reload does.
+func (lk *liveKernel) reloadDashboardPolicy(t *testing.T, extraTOML string) {
+	t.Helper()
+	p, err := policy.Parse([]byte(fmt.Sprintf(channelsPolicy, lk.url, `"dashboard"`, extraTOML)), "channels.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.k.ApplyPolicy(context.Background(), p); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/channels/dashboard"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/testkit"
@@ -408,13 +407,7 @@ func press(sel string) chromedp.Action[chromedp.Void] {
 
 func TestDashboardInChromium(t *testing.T) {
 	chromium(t)
-	lk := startLiveKernel(t, `"dashboard"`, "", nil, func(lk *liveKernel) {
-		h, err := dashboard.New(dashboard.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lk.api.Handle(dashboard.Prefix, h)
-	})
+	lk := startLiveKernel(t, `"dashboard"`, "", nil, mountDashboard(t))
 	ctx := newBrowser(t)
 	root := repoRoot()
 

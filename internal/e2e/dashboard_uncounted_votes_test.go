@@ -13,11 +13,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/chiokernel/chio/approval"
-	"github.com/chiokernel/chio/channels/dashboard"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
-	"github.com/chiokernel/chio/policy"
 )
 
 // quorumGrant is a grant whose refunds need two approvals: the Finance
@@ -73,15 +71,7 @@ const readVotes = `(() => { const c = document.querySelector('%s');
 // deadline, not at who may decide. The card must list every vote, the
 // DBA's marked as not counted, beside a progress that leaves it out.
 func TestDashboardMarksVotesThatDoNotCount(t *testing.T) {
-	chromium(t)
-	mount := func(lk *liveKernel) {
-		h, err := dashboard.New(dashboard.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lk.api.Handle(dashboard.Prefix, h)
-	}
-	lk := startLiveKernel(t, `"dashboard"`, quorumGrant(true), nil, mount)
+	lk, open := dashboardAsLeadWith(t, quorumGrant(true))
 	capRaw, _, err := lk.k.IssueCapability(lk.agent.Public(), []string{"refunds-quorum"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -102,15 +92,8 @@ func TestDashboardMarksVotesThatDoNotCount(t *testing.T) {
 		t.Fatalf("the DBA's vote: %+v %v; want it recorded, the request still pending", res, err)
 	}
 
-	ctx := newBrowser(t)
-	c := card(id)
-	browse(t, ctx, "open and import key",
-		chromedp.Navigate(lk.url+"/dashboard/"),
-		chromedp.WaitVisible(css("#setup")),
-		chromedp.SetUploadFiles(css("#key-file"), []string{filepath.Join(repoRoot(), "examples/keys/finance-lead.pem")}),
-		chromedp.WaitReady(css(`#live[data-state="live"]`)),
-		chromedp.WaitVisible(css(c)),
-	)
+	ctx, c := open(), card(id)
+	browse(t, ctx, "the card", chromedp.WaitVisible(css(c)))
 	before := read(t, ctx, "votes before the reload", chromedp.Evaluate[dashVotes](fmt.Sprintf(readVotes, c)))
 	if len(before.Lines) != 1 || !strings.Contains(before.Lines[0], "DBA <i>on call</i>") || !strings.Contains(before.Lines[0], note) ||
 		strings.Contains(before.Lines[0], "not counted") || before.Markup != 0 || !strings.Contains(before.Progress, "1 of 2") {
@@ -118,13 +101,7 @@ func TestDashboardMarksVotesThatDoNotCount(t *testing.T) {
 			"want the DBA's approval listed as written, with its note, counted: 1 of 2", before.Lines, before.Markup, before.Progress)
 	}
 
-	p, err := policy.Parse([]byte(fmt.Sprintf(channelsPolicy, lk.url, `"dashboard"`, quorumGrant(false))), "channels.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lk.k.ApplyPolicy(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	lk.reloadDashboardPolicy(t, quorumGrant(false))
 	// The JSON the page reads (GET /approvals/{id}, as the stream carries
 	// it): the DBA's vote is still on the request, and the DBA is no
 	// longer among those it trusts.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/chiokernel/chio/channels/dashboard"
 	"github.com/chiokernel/chio/internal/httpapi"
 )
 
@@ -17,13 +16,7 @@ import (
 // are waiting; a request made afterwards still arrives live.
 func TestDashboardShowsTruncatedReplay(t *testing.T) {
 	chromium(t)
-	lk := startLiveKernel(t, `"dashboard"`, "", nil, func(lk *liveKernel) {
-		h, err := dashboard.New(dashboard.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lk.api.Handle(dashboard.Prefix, h)
-	})
+	lk := startLiveKernel(t, `"dashboard"`, "", nil, mountDashboard(t))
 	for i := 0; i < httpapi.MaxStreamReplay+2; i++ {
 		lk.pendingRefund(t, 300+i, "refund "+strconv.Itoa(i))
 	}
