@@ -1,13 +1,11 @@
 package cli_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/kernel"
 )
 
 // `chio approval show` of a pending request printed the vote of an
@@ -18,35 +16,14 @@ import (
 // table must too, and only on that vote.
 func TestApprovalShowMarksAVoteThatNoLongerCounts(t *testing.T) {
 	w := newApprovalWorld(t)
-	out := w.submit(t, "delete_file", `{"path":"/tmp/x"}`, "")
-	if out.ApprovalRequestID == "" {
-		t.Fatalf("not parked: %+v", out)
-	}
 	departed, _ := keys.Generate(nil)
-	err := w.tw.Store.Update(context.Background(), func(tx kernel.Tx) error {
-		req, err := tx.Approval(out.ApprovalRequestID)
-		if err != nil {
-			return err
-		}
+	id := w.parkStaged(t, func(req *approval.Request) {
 		// What a reload that removed this approver leaves: their vote,
 		// their key gone from the trusted approvers.
 		req.Votes = append(req.Votes, approval.Vote{Approver: departed.Public().String(), DisplayName: "Departed Lead",
 			Decision: approval.DecisionApproved, TokenID: "t-departed", Channel: "api"})
-		return tx.PutApproval(req)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	so, se, code := w.run(adminEnv(), "approval", "show", out.ApprovalRequestID)
-	if code != 0 {
-		t.Fatalf("approval show: exit %d: %s", code, se)
-	}
-	var vote string
-	for _, l := range strings.Split(so, "\n") {
-		if strings.HasPrefix(l, "VOTE") {
-			vote = l
-		}
-	}
+	vote, so := w.showLine(t, id, "VOTE", "")
 	if !strings.Contains(vote, "Departed Lead") || !strings.Contains(vote, "not counted: no longer an approver of this request") ||
 		strings.Count(so, "not counted") != 1 {
 		t.Fatalf("approval show lists the removed approver's vote as %q; want it marked as not counted:\n%s", vote, so)
