@@ -19,23 +19,7 @@ import (
 // that its wait is refused and what range is accepted.
 func TestAwaitRefusesAWaitOutOfRange(t *testing.T) {
 	approver, _ := keys.Generate(nil)
-	w := newPolicyToolsWorld(t, fmt.Sprintf(`
-[[servers]]
-id = "demo"
-transport = "builtin"
-
-[[grants]]
-id = "refunds"
-server = "demo"
-tool = "issue_refund"
-[grants.constraints]
-require_approval_always = true
-[grants.approval]
-channels = ["poll"]
-[[grants.approval.approvers]]
-public_key = "%s"
-display_name = "Approver"
-`, approver.Public()), []string{"refunds"})
+	w := newPolicyToolsWorld(t, fmt.Sprintf(alwaysApprovedRefunds, approver.Public()), []string{"refunds"})
 	cs := w.bridge(t)
 	r := callTool(t, cs, "demo__issue_refund", map[string]any{"customer_id": "cust-1", "amount": 5, "currency": "USD"})
 	approvalID, _ := r.Meta[MetaApprovalID].(string)

@@ -74,6 +74,26 @@ type policyToolsWorld struct {
 	approver keys.PrivateKey
 }
 
+// alwaysApprovedRefunds: demo's issue_refund always needs the approval of
+// one approver (%s), asked through poll.
+const alwaysApprovedRefunds = `
+[[servers]]
+id = "demo"
+transport = "builtin"
+
+[[grants]]
+id = "refunds"
+server = "demo"
+tool = "issue_refund"
+[grants.constraints]
+require_approval_always = true
+[grants.approval]
+channels = ["poll"]
+[[grants.approval.approvers]]
+public_key = "%s"
+display_name = "Approver"
+`
+
 func newPolicyToolsWorld(t *testing.T, text string, grants []string) *policyToolsWorld {
 	t.Helper()
 	p, err := policy.Parse([]byte(text), "policytools.toml")

@@ -24,23 +24,7 @@ import (
 // fetches its outcome later.
 func TestDeletedSessionEndsItsWaits(t *testing.T) {
 	approver, _ := keys.Generate(nil)
-	w := newPolicyToolsWorld(t, fmt.Sprintf(`
-[[servers]]
-id = "demo"
-transport = "builtin"
-
-[[grants]]
-id = "refunds"
-server = "demo"
-tool = "issue_refund"
-[grants.constraints]
-require_approval_always = true
-[grants.approval]
-channels = ["poll"]
-[[grants.approval.approvers]]
-public_key = "%s"
-display_name = "Approver"
-`, approver.Public()), []string{"refunds"})
+	w := newPolicyToolsWorld(t, fmt.Sprintf(alwaysApprovedRefunds, approver.Public()), []string{"refunds"})
 	bearer, err := SignSession(w.Agent, w.CapRaw, w.Kernel.PublicKey().String(), time.Now(), 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)

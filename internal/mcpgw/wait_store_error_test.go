@@ -57,23 +57,7 @@ func (tx recordReadsDownTx) Approval(id string) (*approval.Request, error) {
 func waitStoreWorld(t *testing.T, st *recordReadsDownStore) (*testkit.World, keys.PrivateKey) {
 	t.Helper()
 	approver, _ := keys.Generate(nil)
-	p, err := policy.Parse([]byte(fmt.Sprintf(`
-[[servers]]
-id = "demo"
-transport = "builtin"
-
-[[grants]]
-id = "refunds"
-server = "demo"
-tool = "issue_refund"
-[grants.constraints]
-require_approval_always = true
-[grants.approval]
-channels = ["poll"]
-[[grants.approval.approvers]]
-public_key = "%s"
-display_name = "Approver"
-`, approver.Public())), "wait_store_error.toml")
+	p, err := policy.Parse([]byte(fmt.Sprintf(alwaysApprovedRefunds, approver.Public())), "wait_store_error.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
