@@ -81,7 +81,7 @@ var (
 
 // APIError is chiod's error envelope ({"error": code, "message": text}).
 type APIError struct {
-	Status  int    // HTTP status
+	Status  int    `json:"-"` // HTTP status (the answer's, never a member of its body)
 	Code    string `json:"error"`
 	Message string `json:"message"`
 	// RetryAfter is the answer's Retry-After (delta-seconds, or the time
