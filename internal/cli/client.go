@@ -68,7 +68,7 @@ func (r *remote) checkOutput() error {
 
 // apiError is the server's error envelope.
 type apiError struct {
-	Status  int
+	Status  int    `json:"-"` // HTTP status (the answer's, never a member of its body)
 	Code    string `json:"error"`
 	Message string `json:"message"`
 }
