@@ -1,39 +1,14 @@
 package chio
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync/atomic"
 	"testing"
-)
 
-// callOutcomes is testdata/sdk/call_outcomes.json, shared with the Python
-// and TypeScript SDKs' tests: what a call reports when every attempt meets
-// the same answer or transport failure.
-type callOutcomes struct {
-	Cases []struct {
-		Name              string `json:"name"`
-		Refused           bool   `json:"refused"`
-		CloseAfterRequest bool   `json:"close_after_request"`
-		Answer            *struct {
-			Status  int               `json:"status"`
-			Headers map[string]string `json:"headers"`
-			Body    string            `json:"body"`
-		} `json:"answer"`
-		Outcome  string `json:"outcome"`
-		Attempts int32  `json:"attempts"`
-	} `json:"cases"`
-}
+	"github.com/chiokernel/chio/internal/testkit"
+)
 
 // outcomeOf names err as the fixture does.
 func outcomeOf(err error) string {
@@ -54,69 +29,17 @@ func outcomeOf(err error) string {
 	return "other"
 }
 
-// serveCallAnswers answers every request on ln, after reading all of it,
-// with answer (nil: closes the connection without answering), counting
-// the requests.
-func serveCallAnswers(ln net.Listener, answer []byte, requests *atomic.Int32) {
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer conn.Close()
-			req, err := http.ReadRequest(bufio.NewReader(conn))
-			if err != nil {
-				return
-			}
-			if _, err := io.Copy(io.Discard, req.Body); err != nil {
-				return
-			}
-			requests.Add(1)
-			if answer != nil {
-				_, _ = conn.Write(answer)
-			}
-		}()
-	}
-}
-
+// testdata/sdk/call_outcomes.json is shared with the Python and TypeScript
+// SDKs' tests and `chio call`'s (testkit.CallOutcomeCase): what a call
+// reports when every attempt meets the same answer or transport failure.
 func TestCallOutcomesSharedWithTheOtherSDKs(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "sdk", "call_outcomes.json")) // TestMain runs from the repository root
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f callOutcomes
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range f.Cases {
+	cases := testkit.LoadCallOutcomes(t, filepath.Join("testdata", "sdk", "call_outcomes.json")) // TestMain runs from the repository root
+	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			var requests atomic.Int32
-			addr := closedPort(t)
+			addr, requests := closedPort(t), new(atomic.Int32)
 			if !tc.Refused {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { ln.Close() })
-				var answer []byte
-				if a := tc.Answer; a != nil {
-					var b strings.Builder
-					fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\n", a.Status, http.StatusText(a.Status), len(a.Body))
-					keys := make([]string, 0, len(a.Headers))
-					for k := range a.Headers {
-						keys = append(keys, k)
-					}
-					sort.Strings(keys)
-					for _, k := range keys {
-						fmt.Fprintf(&b, "%s: %s\r\n", k, a.Headers[k])
-					}
-					b.WriteString("\r\n" + a.Body)
-					answer = []byte(b.String())
-				}
-				go serveCallAnswers(ln, answer, &requests)
-				addr = ln.Addr().String()
+				addr, requests = testkit.ServeCanned(t, tc.Answer.Raw())
 			}
 			c := clientAt(t, "http://"+addr)
 			_, err := c.CallTool(context.Background(), Call{Server: "pay", Tool: "issue_refund", RequestID: "req-outcome"})

@@ -1,96 +1,25 @@
 package cli_test
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/chiokernel/chio/internal/cli"
+	"github.com/chiokernel/chio/internal/testkit"
 )
 
-// callOutcomeCase is one case of testdata/sdk/call_outcomes.json, which the
-// Go, Python and TypeScript SDKs are held to: what a call reports when
-// every attempt meets the same answer or transport failure.
-type callOutcomeCase struct {
-	Name              string `json:"name"`
-	Refused           bool   `json:"refused"`
-	CloseAfterRequest bool   `json:"close_after_request"`
-	Answer            *struct {
-		Status  int               `json:"status"`
-		Headers map[string]string `json:"headers"`
-		Body    string            `json:"body"`
-	} `json:"answer"`
-	Outcome  string `json:"outcome"`
-	Attempts int32  `json:"attempts"`
-}
-
-// rawAnswer is c's answer as bytes on the wire (nil: close without one).
-func (c *callOutcomeCase) rawAnswer() []byte {
-	a := c.Answer
-	if a == nil {
-		return nil
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\n", a.Status, http.StatusText(a.Status), len(a.Body))
-	keys := make([]string, 0, len(a.Headers))
-	for k := range a.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s: %s\r\n", k, a.Headers[k])
-	}
-	b.WriteString("\r\n" + a.Body)
-	return []byte(b.String())
-}
-
-// fakeChiodAnswering serves c on a loopback listener to every request,
-// after reading all of it, and counts the requests; for a refused case it
-// returns a URL nothing listens on.
-func fakeChiodAnswering(t *testing.T, c *callOutcomeCase) (url string, requests *atomic.Int32) {
+// fakeChiodAnswering serves c's answer on a loopback listener to every
+// request and counts them; for a refused case it returns a URL nothing
+// listens on.
+func fakeChiodAnswering(t *testing.T, c *testkit.CallOutcomeCase) (url string, requests *atomic.Int32) {
 	t.Helper()
-	requests = new(atomic.Int32)
 	if c.Refused {
-		return freeURL(t), requests
+		return freeURL(t), new(atomic.Int32)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	answer := c.rawAnswer()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				req, err := http.ReadRequest(bufio.NewReader(conn))
-				if err != nil {
-					return
-				}
-				if _, err := io.Copy(io.Discard, req.Body); err != nil {
-					return
-				}
-				requests.Add(1)
-				if answer != nil {
-					_, _ = conn.Write(answer)
-				}
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String(), requests
+	addr, requests := testkit.ServeCanned(t, c.Answer.Raw())
+	return "http://" + addr, requests
 }
 
 // checkCallOutcome holds chio call's exit code and stderr to outcome, the
@@ -127,20 +56,8 @@ func checkCallOutcome(t *testing.T, outcome, requestID, so, se string, code int)
 // never read as allowed (0), pending (3) or denied (4) — "denied" tells a
 // script the call did not run and is safe to send again.
 func TestCallOutcomesSharedWithTheSDKs(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "sdk", "call_outcomes.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Cases []callOutcomeCase `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Cases) == 0 {
-		t.Fatal("no cases")
-	}
-	for _, c := range f.Cases {
+	cases := testkit.LoadCallOutcomes(t, filepath.Join("..", "..", "testdata", "sdk", "call_outcomes.json"))
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			url, requests := fakeChiodAnswering(t, &c)
 			// The fixture's answers name the call req-outcome.
@@ -180,11 +97,7 @@ func TestCallAnswerNamingAnErrorIsNotAnOutcome(t *testing.T) {
 			"outcome_unknown", "outcome_unknown (403): m"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			oc := callOutcomeCase{Answer: &struct {
-				Status  int               `json:"status"`
-				Headers map[string]string `json:"headers"`
-				Body    string            `json:"body"`
-			}{Status: c.status, Body: c.body}}
+			oc := testkit.CallOutcomeCase{Answer: &testkit.CannedAnswer{Status: c.status, Body: c.body}}
 			url, requests := fakeChiodAnswering(t, &oc)
 			so, se, code := chio(inflightAgent(t, url), "call", "pay", "issue_refund", "--args", `{}`, "--request-id", "req-outcome")
 			checkCallOutcome(t, c.outcome, "req-outcome", so, se, code)
