@@ -84,3 +84,22 @@ func (r *Request) AnsweredOtherwise(v *Vote) bool {
 
 // AnsweredOtherwiseNote is how every view marks such an approval.
 const AnsweredOtherwiseNote = "answered otherwise: not counted with the approvals that agree"
+
+// NoLongerApproverNote is how every view marks the vote of an approver a
+// pending request no longer trusts (a reload removed them since they
+// voted): it stays on the request, but Progress does not count it.
+const NoLongerApproverNote = "not counted: no longer an approver of this request"
+
+// UncountedNote says why vote v on r does not count toward r's progress
+// as shown ("N of M": Progress), or "" when it counts: the words every
+// view (Slack, `chio approval show`; the dashboard mirrors them) puts
+// beside the vote.
+func (r *Request) UncountedNote(v *Vote) string {
+	switch {
+	case r.Status == StatusPending && !r.Trusts(v.Approver):
+		return NoLongerApproverNote
+	case r.AnsweredOtherwise(v):
+		return AnsweredOtherwiseNote
+	}
+	return ""
+}

@@ -152,16 +152,8 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 				icon = ":x:"
 			}
 			line := fmt.Sprintf("%s %s *%s* via %s", icon, escape(who(v)), v.Decision, escape(v.Channel))
-			if req.Status == approval.StatusPending && !req.Trusts(v.Approver) {
-				// Counted as Progress counts: while pending, only the votes
-				// of approvers the request trusts now (a reload removed this
-				// one since they voted).
-				line += " (not counted: no longer an approver of this request)"
-			}
-			if req.AnsweredOtherwise(&v) {
-				// Counted as Progress counts a question: only its largest
-				// set of approvals giving the same answers.
-				line += " (" + approval.AnsweredOtherwiseNote + ")"
+			if note := req.UncountedNote(&v); note != "" {
+				line += " (" + note + ")" // counted as Progress counts
 			}
 			if v.Custodial {
 				line += " (custodial key)"

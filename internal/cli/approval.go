@@ -214,16 +214,8 @@ func runApprovalShow(e *Env, args []string) int {
 			decision += " with amended arguments"
 		}
 		by := nameOr(vote.DisplayName, vote.Approver)
-		if a.Status == approval.StatusPending && !a.Trusts(vote.Approver) {
-			// Counted as QUORUM counts (Progress): while pending, only the
-			// votes of approvers the request trusts now (a reload removed
-			// this one since they voted), as Slack and the dashboard say.
-			by += " (not counted: no longer an approver of this request)"
-		}
-		if a.AnsweredOtherwise(&vote) {
-			// Counted as QUORUM counts a question (Progress): only its
-			// largest set of approvals giving the same answers.
-			by += " (" + approval.AnsweredOtherwiseNote + ")"
+		if note := a.UncountedNote(&vote); note != "" {
+			by += " (" + note + ")" // counted as QUORUM counts (Progress), as Slack and the dashboard say
 		}
 		row("VOTE", fmt.Sprintf("%s by %s via %s: %s", decision, by, vote.Channel, vote.Note))
 		if amended != nil {

@@ -24,7 +24,7 @@ func TestApprovalShowMarksAVoteThatNoLongerCounts(t *testing.T) {
 			Decision: approval.DecisionApproved, TokenID: "t-departed", Channel: "api"})
 	})
 	vote, so := w.showLine(t, id, "VOTE", "")
-	if !strings.Contains(vote, "Departed Lead") || !strings.Contains(vote, "not counted: no longer an approver of this request") ||
+	if !strings.Contains(vote, "Departed Lead") || !strings.Contains(vote, approval.NoLongerApproverNote) ||
 		strings.Count(so, "not counted") != 1 {
 		t.Fatalf("approval show lists the removed approver's vote as %q; want it marked as not counted:\n%s", vote, so)
 	}

@@ -123,8 +123,8 @@ func TestDashboardMarksVotesThatDoNotCount(t *testing.T) {
 		t.Errorf("after the reload the card's progress reads %q; want 0 of 2: the kernel no longer counts the DBA's approval", after.Progress)
 	}
 	if len(after.Lines) != 1 || !strings.Contains(after.Lines[0], "DBA <i>on call</i>") ||
-		!strings.Contains(after.Lines[0], "not counted: no longer an approver of this request") || after.Markup != 0 {
+		!strings.Contains(after.Lines[0], approval.NoLongerApproverNote) || after.Markup != 0 {
 		t.Errorf("after the reload the card shows votes %q (%d elements drawn from their text); "+
-			"want the DBA's approval listed and marked \"not counted: no longer an approver of this request\"", after.Lines, after.Markup)
+			"want the DBA's approval listed and marked %q", after.Lines, after.Markup, approval.NoLongerApproverNote)
 	}
 }

@@ -150,7 +150,8 @@ function collectAnswers(card) {
 // only in a later tier) stays on the request, but the kernel does not
 // count it (the final receipt names it "uncounted"), and its line says so,
 // as does that of an open question's approval outside its largest
-// agreeing set (answeredOtherwise). Names and notes are drawn as text (el: visible.js), never as markup.
+// agreeing set (answeredOtherwise); the words are Go's approval.NoLongerApproverNote and
+// approval.AnsweredOtherwiseNote (the e2e tests hold them to those). Names and notes are drawn as text (el: visible.js), never as markup.
 function votesList(req, counted) {
   const votes = req.votes || [];
   if (votes.length === 0) return null;
