@@ -5,9 +5,7 @@ package daemon
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,10 +28,8 @@ import (
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/mcpgw"
-	"github.com/chiokernel/chio/internal/secretfile"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
-	"github.com/chiokernel/chio/receipt"
 )
 
 // MinTokenLen is the shortest bearer token chiod accepts from the
@@ -377,181 +371,3 @@ const (
 	ShutdownGrace       = 15 * time.Second
 	ShutdownAnswerGrace = 5 * time.Second
 )
-
-// loadOrCreateKey loads the kernel key (refusing a file other users may
-// read: secretfile.Read) or, when there is none, generates one (mode 0600).
-func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
-	data, err := secretfile.Read(path)
-	if err == nil {
-		k, err := keys.ParsePKCS8PEM(data)
-		if err != nil {
-			return keys.PrivateKey{}, false, fmt.Errorf("refusing to start: kernel key %s: %w", path, err)
-		}
-		return k, false, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return keys.PrivateKey{}, false, fmt.Errorf("refusing to start: kernel key: %w", err)
-	}
-	k, err := keys.Generate(rand.Reader)
-	if err != nil {
-		return keys.PrivateKey{}, false, err
-	}
-	if err := keys.WritePrivateKey(path, k); err != nil {
-		return keys.PrivateKey{}, false, err
-	}
-	return k, true, nil
-}
-
-// Token files in the data dir, written on first start when the
-// environment does not set the token.
-const (
-	AdminTokenFile = "admin.token"
-	ReadTokenFile  = "read.token"
-)
-
-// /metrics access (Options.MetricsAuth, chiod -metrics-auth).
-const (
-	MetricsAuthToken = "token"
-	MetricsAuthNone  = "none"
-)
-
-// bearerToken returns the token in the environment variable env or, when
-// it is unset, the one in dataDir/file, generated (mode 0600) on first
-// start; path is that file ("" when the environment set the token). A
-// token file other users may read is refused (secretfile.Read).
-func bearerToken(getenv func(string) string, dataDir, env, file string, log *slog.Logger) (token, path string, err error) {
-	if t := getenv(env); t != "" {
-		if len(t) < MinTokenLen {
-			return "", "", fmt.Errorf("refusing to start: %s is shorter than %d characters", env, MinTokenLen)
-		}
-		return t, "", nil
-	}
-	path = filepath.Join(dataDir, file)
-	if b, err := secretfile.Read(path); err == nil {
-		t := strings.TrimSpace(string(b))
-		if len(t) < MinTokenLen {
-			return "", "", fmt.Errorf("refusing to start: %s holds a token shorter than %d characters", path, MinTokenLen)
-		}
-		log.Info(env+" not set; using the token in "+file, "path", path)
-		return t, path, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", "", fmt.Errorf("refusing to start: %s: %w", env, err)
-	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", err
-	}
-	t := hex.EncodeToString(b[:])
-	// O_EXCL: never overwrite a token someone wrote meanwhile.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err == nil {
-		_, err = f.WriteString(t + "\n")
-		if err == nil {
-			err = f.Sync() // its name is made durable before serving (files.syncEntries)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", env, err)
-	}
-	log.Info(env+" not set; generated a token", "path", path)
-	return t, path, nil
-}
-
-// connectAddr is the host:port to connect to chiod at: the bound address
-// a, or for a wildcard listen (0.0.0.0, ::, or no host) a loopback address
-// on the same port: [::1] when listen named an IPv6 host, else 127.0.0.1
-// (Go binds 0.0.0.0 as a dual-stack ::, so a's family does not say). A
-// wildcard binds every address but is none to connect to.
-func connectAddr(listen string, a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok || !tcp.IP.IsUnspecified() {
-		return a.String()
-	}
-	host, _, _ := net.SplitHostPort(listen)
-	ip := "127.0.0.1"
-	if strings.Contains(host, ":") {
-		ip = "::1"
-	}
-	return net.JoinHostPort(ip, strconv.Itoa(tcp.Port))
-}
-
-// firstSteps is the start-up text; base is chiod's URL (scheme and host:port).
-func firstSteps(base string, p *policy.Policy, adminPath, readPath, pidPath string) string {
-	admin, read := "$CHIO_ADMIN_TOKEN", "$CHIO_READ_TOKEN"
-	if adminPath != "" {
-		admin = "$(cat " + adminPath + ")"
-	}
-	if readPath != "" {
-		read = "$(cat " + readPath + ")"
-	}
-	return fmt.Sprintf(`
-chiod is ready at %[1]s  (policy %[2]s)
-First call, in another shell (in a checkout, chio is in bin/: export PATH=$PWD/bin:$PATH):
-  export CHIO_URL=%[1]s CHIO_ADMIN_TOKEN=%[3]s
-  mkdir -p agent && chio keygen --out agent/agent.pem
-%[6]sApprovers and auditors read with CHIO_READ_TOKEN=%[4]s
-Dashboard: %[1]s/dashboard/   Reload the policy: kill -HUP $(cat %[5]s)
-See README.md "Quick start" for a denied and a pending call.
-`, base, p.Source, admin, read, pidPath, firstCall(p))
-}
-
-// firstCall is the capability and the call chiod suggests first, from the
-// policy it runs: the quick start's echo grant when the policy has one,
-// else its first grant, so that the printed commands name a grant the
-// policy has. Arguments are known only for echo; any other tool's are
-// left for the reader to fill in.
-func firstCall(p *policy.Policy) string {
-	if len(p.Grants) == 0 {
-		return ""
-	}
-	g := p.Grants[0]
-	for _, c := range p.Grants {
-		if c.Tool == "echo" {
-			g = c
-			break
-		}
-	}
-	tool, args := g.Tool, `'{"hello":"world"}'`
-	if tool != "echo" {
-		args = `'{…}'`
-	}
-	if strings.ContainsAny(tool, "*?[\\") {
-		tool = "TOOL" // a pattern grant: any tool it matches
-	}
-	return fmt.Sprintf(`  chio capability issue --subject $(chio keygen --show agent/agent.pem) --grant %s --ttl 1h --out agent/agent.cap
-  chio call %s %s --args %s --capability agent/agent.cap --key agent/agent.pem
-`, g.ID, g.Server, tool, args)
-}
-
-// newReceiptLog is the Merkle log over the receipts, checkpointed per
-// [receipts] checkpoint_every / checkpoint_interval_seconds. The store loads
-// it when it opens and feeds it every commit.
-func newReceiptLog(p *policy.Policy, key keys.PrivateKey, clk clock.Clock, log *slog.Logger) *receipt.Log {
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	return receipt.NewLog(key, receipt.LogOptions{
-		Every:    uint64(p.Receipts.CheckpointEvery),
-		Interval: time.Duration(p.Receipts.CheckpointIntervalSeconds) * time.Second,
-		Now:      clk.Now,
-		OnError:  func(err error) { log.Error("checkpoint failed", "err", err) },
-	})
-}
-
-// startReceiptLog checks the store's leaves against the latest signed
-// checkpoint (a store that no longer matches what the kernel signed refuses
-// to start: fail closed) and starts the checkpoint signer. The returned stop
-// signs a final checkpoint.
-func startReceiptLog(ctx context.Context, l *receipt.Log, store receipt.CheckpointStore) (func(), error) {
-	if err := l.Start(ctx, store); err != nil {
-		return nil, fmt.Errorf("refusing to start: %w", err)
-	}
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = l.Close(sctx)
-	}, nil
-}

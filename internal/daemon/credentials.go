@@ -1,0 +1,99 @@
+package daemon
+
+// The kernel key and the bearer tokens chiod loads or creates at start.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/chiokernel/chio/internal/keys"
+	"github.com/chiokernel/chio/internal/secretfile"
+)
+
+// loadOrCreateKey loads the kernel key (refusing a file other users may
+// read: secretfile.Read) or, when there is none, generates one (mode 0600).
+func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
+	data, err := secretfile.Read(path)
+	if err == nil {
+		k, err := keys.ParsePKCS8PEM(data)
+		if err != nil {
+			return keys.PrivateKey{}, false, fmt.Errorf("refusing to start: kernel key %s: %w", path, err)
+		}
+		return k, false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return keys.PrivateKey{}, false, fmt.Errorf("refusing to start: kernel key: %w", err)
+	}
+	k, err := keys.Generate(rand.Reader)
+	if err != nil {
+		return keys.PrivateKey{}, false, err
+	}
+	if err := keys.WritePrivateKey(path, k); err != nil {
+		return keys.PrivateKey{}, false, err
+	}
+	return k, true, nil
+}
+
+// Token files in the data dir, written on first start when the
+// environment does not set the token.
+const (
+	AdminTokenFile = "admin.token"
+	ReadTokenFile  = "read.token"
+)
+
+// /metrics access (Options.MetricsAuth, chiod -metrics-auth).
+const (
+	MetricsAuthToken = "token"
+	MetricsAuthNone  = "none"
+)
+
+// bearerToken returns the token in the environment variable env or, when
+// it is unset, the one in dataDir/file, generated (mode 0600) on first
+// start; path is that file ("" when the environment set the token). A
+// token file other users may read is refused (secretfile.Read).
+func bearerToken(getenv func(string) string, dataDir, env, file string, log *slog.Logger) (token, path string, err error) {
+	if t := getenv(env); t != "" {
+		if len(t) < MinTokenLen {
+			return "", "", fmt.Errorf("refusing to start: %s is shorter than %d characters", env, MinTokenLen)
+		}
+		return t, "", nil
+	}
+	path = filepath.Join(dataDir, file)
+	if b, err := secretfile.Read(path); err == nil {
+		t := strings.TrimSpace(string(b))
+		if len(t) < MinTokenLen {
+			return "", "", fmt.Errorf("refusing to start: %s holds a token shorter than %d characters", path, MinTokenLen)
+		}
+		log.Info(env+" not set; using the token in "+file, "path", path)
+		return t, path, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", "", fmt.Errorf("refusing to start: %s: %w", env, err)
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", err
+	}
+	t := hex.EncodeToString(b[:])
+	// O_EXCL: never overwrite a token someone wrote meanwhile.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		_, err = f.WriteString(t + "\n")
+		if err == nil {
+			err = f.Sync() // its name is made durable before serving (files.syncEntries)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", env, err)
+	}
+	log.Info(env+" not set; generated a token", "path", path)
+	return t, path, nil
+}
