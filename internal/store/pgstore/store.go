@@ -122,6 +122,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// A replica that vanishes mid-transaction must not hold its locks for
 	// hours: the server ends its session (session.go).
 	sessionParams(cfg.ConnConfig.RuntimeParams, opts.IdleTxTimeout)
+	// Every commit is flushed before it is answered, whatever the
+	// operator's synchronous_commit (durable.go).
+	cfg.AfterConnect = durable
 	if !dsnSetsPool(opts.DSN) {
 		cfg.MaxConns = int32(max(16, 4*runtime.GOMAXPROCS(0)))
 	}
