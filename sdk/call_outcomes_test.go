@@ -42,9 +42,17 @@ func TestCallOutcomesSharedWithTheOtherSDKs(t *testing.T) {
 				addr, requests = testkit.ServeCanned(t, tc.Answer.Raw())
 			}
 			c := clientAt(t, "http://"+addr)
-			_, err := c.CallTool(context.Background(), Call{Server: "pay", Tool: "issue_refund", RequestID: "req-outcome"})
-			if got := outcomeOf(err); got != tc.Outcome {
-				t.Fatalf("outcome %s, want %s: %v", got, tc.Outcome, err)
+			res, err := c.CallTool(context.Background(), Call{Server: "pay", Tool: "issue_refund", RequestID: "req-outcome"})
+			got := outcomeOf(err)
+			a, allowed := res.(*Allowed)
+			if err == nil && allowed && !a.Failed() {
+				got = "succeeded"
+			}
+			if got != tc.Outcome {
+				t.Fatalf("outcome %s, want %s: %v (result %+v)", got, tc.Outcome, err, res)
+			}
+			if got == "succeeded" && string(a.Output) != tc.Output {
+				t.Fatalf("output %s, want the tool's bytes %s", a.Output, tc.Output)
 			}
 			if n := requests.Load(); n != tc.Attempts {
 				t.Fatalf("%d requests reached the listener, want %d", n, tc.Attempts)

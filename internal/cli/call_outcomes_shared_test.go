@@ -54,7 +54,8 @@ func checkCallOutcome(t *testing.T, outcome, requestID, so, se string, code int)
 // SDK's: it is held to the same shared cases, through a fake chiod on
 // loopback. A case the SDKs report as outcome unknown or an error must
 // never read as allowed (0), pending (3) or denied (4) — "denied" tells a
-// script the call did not run and is safe to send again.
+// script the call did not run and is safe to send again. A succeeded case
+// exits 0 and prints the tool's output as the tool sent it.
 func TestCallOutcomesSharedWithTheSDKs(t *testing.T) {
 	cases := testkit.LoadCallOutcomes(t, filepath.Join("..", "..", "testdata", "sdk", "call_outcomes.json"))
 	for _, c := range cases {
@@ -62,7 +63,14 @@ func TestCallOutcomesSharedWithTheSDKs(t *testing.T) {
 			url, requests := fakeChiodAnswering(t, &c)
 			// The fixture's answers name the call req-outcome.
 			so, se, code := chio(inflightAgent(t, url), "call", "pay", "issue_refund", "--args", `{}`, "--request-id", "req-outcome")
-			checkCallOutcome(t, c.Outcome, "req-outcome", so, se, code)
+			if c.Outcome == "succeeded" {
+				// The tool's output, printed as the tool sent it.
+				if code != cli.ExitOK || so != c.Output+"\n" {
+					t.Fatalf("exit %d, stdout %q, want 0 and the tool's output %q\nstderr %q", code, so, c.Output, se)
+				}
+			} else {
+				checkCallOutcome(t, c.Outcome, "req-outcome", so, se, code)
+			}
 			if n := requests.Load(); n != c.Attempts {
 				t.Fatalf("%d requests reached the listener, want %d", n, c.Attempts)
 			}

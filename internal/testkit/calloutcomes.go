@@ -24,7 +24,9 @@ type CallOutcomeCase struct {
 	CloseAfterRequest bool          `json:"close_after_request"`
 	Answer            *CannedAnswer `json:"answer"`
 	Outcome           string        `json:"outcome"`
-	Attempts          int32         `json:"attempts"`
+	// Output is the tool output a "succeeded" case's call carries, exactly.
+	Output   string `json:"output"`
+	Attempts int32  `json:"attempts"`
 }
 
 // CannedAnswer is an HTTP answer given verbatim.

@@ -85,9 +85,14 @@ class CallOutcomes(unittest.IsolatedAsyncioTestCase):
 
             threading.Thread(target=serve, daemon=True).start()
         client = client_at(f"http://127.0.0.1:{port}")
-        with self.assertRaises(chio.ChioError) as cm:
-            await client.call_tool("pay", "issue_refund", {"amount": 450}, request_id="req-outcome")
-        self.assertEqual(outcome_of(cm.exception), case["outcome"], repr(cm.exception))
+        try:
+            res = await client.call_tool("pay", "issue_refund", {"amount": 450}, request_id="req-outcome")
+        except chio.ChioError as e:
+            self.assertEqual(outcome_of(e), case["outcome"], repr(e))
+        else:
+            self.assertEqual("succeeded" if isinstance(res, chio.Allowed) and not res.failed else "other", case["outcome"], repr(res))
+            # The tool's output, equal to its text as this SDK parses JSON.
+            self.assertEqual(res.output, json.loads(case["output"]))
         with lock:
             self.assertEqual(requests, case["attempts"], "requests that reached the listener")
 

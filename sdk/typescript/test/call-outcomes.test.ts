@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { ChioClient, ChioError, PrivateKey } from "@chio-protocol/sdk";
+import { ChioClient, ChioError, PrivateKey, type Allowed, type CallResult } from "@chio-protocol/sdk";
 
 import { ROOT } from "./paths.js";
 
@@ -20,6 +20,7 @@ interface Case {
   close_after_request?: boolean;
   answer?: { status: number; headers?: Record<string, string>; body: string };
   outcome: string;
+  output?: string;
   attempts: number;
 }
 
@@ -78,13 +79,20 @@ for (const c of CASES) {
       const key = PrivateKey.fromSeed(new Uint8Array(32));
       const client = new ChioClient({ url: `http://127.0.0.1:${port}`, key, capability: JSON.stringify({ id: "cap-1", subject: key.publicKey }) });
       let err: unknown;
+      let res: CallResult | undefined;
       try {
-        await client.callTool({ server: "pay", tool: "issue_refund", arguments: { amount: 450 }, requestId: "req-outcome" });
+        res = await client.callTool({ server: "pay", tool: "issue_refund", arguments: { amount: 450 }, requestId: "req-outcome" });
       } catch (e) {
         err = e;
       }
-      assert.ok(err instanceof ChioError, `not a ChioError: ${err}`);
-      assert.equal(outcomeOf(err), c.outcome, err.message);
+      if (res !== undefined) {
+        assert.equal(res.status === "allowed" && !res.failed ? "succeeded" : "other", c.outcome, JSON.stringify(res));
+        // The tool's output, equal to its text as this SDK parses JSON.
+        assert.deepEqual((res as Allowed).output, JSON.parse(c.output!));
+      } else {
+        assert.ok(err instanceof ChioError, `not a ChioError: ${err}`);
+        assert.equal(outcomeOf(err), c.outcome, err.message);
+      }
       assert.equal(requests, c.attempts, "requests that reached the listener");
     } finally {
       if (server.listening) server.close();
