@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiokernel/chio/internal/envelope"
 	"github.com/chiokernel/chio/internal/keys"
 )
 
@@ -266,10 +267,14 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr
 	if len(data) > maxResponseBytes {
 		return resp.StatusCode, &errBadAnswer{fmt.Errorf("chio: response larger than %d bytes", maxResponseBytes)}
 	}
+	// chiod's answers are read as every chio client reads them: member
+	// names matched exactly, and one that can be read two ways (two of its
+	// own members named alike) refused, never read as Go's encoding/json
+	// would (internal/envelope, testdata/sdk/call_outcomes.json).
 	for _, s := range ok {
 		if resp.StatusCode == s {
 			if out != nil {
-				if err := json.Unmarshal(data, out); err != nil {
+				if err := envelope.Unmarshal(data, out); err != nil {
 					return resp.StatusCode, &errBadAnswer{fmt.Errorf("chio: bad response from chiod (%d): %w", resp.StatusCode, err)}
 				}
 			}
@@ -277,7 +282,9 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hdr
 		}
 	}
 	ae := &APIError{Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
-	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
+	// An error envelope that can be read two ways is not chiod's: the
+	// answer is classified by its status alone, as any other body.
+	if envelope.Unmarshal(data, ae) != nil || ae.Code == "" {
 		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
 		if len(ae.Message) > 200 {
 			ae.Message = ae.Message[:200]

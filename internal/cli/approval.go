@@ -17,6 +17,7 @@ import (
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/connect"
+	"github.com/chiokernel/chio/internal/envelope"
 	"github.com/chiokernel/chio/internal/httpapi"
 	"github.com/chiokernel/chio/kernel"
 )
@@ -436,7 +437,9 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 		}
 	}
 	ae := &apiError{Status: resp.StatusCode}
-	if json.Unmarshal(data, ae) != nil || ae.Code == "" {
+	// An error envelope that can be read two ways (internal/envelope) is
+	// not chiod's: the answer is classified by its status alone.
+	if envelope.Unmarshal(data, ae) != nil || ae.Code == "" {
 		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
 	}
 	if ae.Status == http.StatusUnauthorized && !r.agent && req.Header.Get("Authorization") == "" && hdr.Get("Chio-Proof") == "" {

@@ -118,7 +118,7 @@ func (a *awaiter) settle(requestID string, deadline time.Time) (*httpapi.CallSta
 	var st *httpapi.CallStatus
 	backoff := 250 * time.Millisecond
 	for {
-		var cur httpapi.CallStatus
+		var cur callAnswer // read as chio call reads a call's answer
 		started, asked := time.Now(), min(awaitPoll, time.Until(deadline))
 		err := a.retry(deadline, func(ctx context.Context) error {
 			wait := min(awaitPoll, time.Until(deadline)).Round(time.Millisecond)
@@ -138,7 +138,7 @@ func (a *awaiter) settle(requestID string, deadline time.Time) (*httpapi.CallSta
 		if cur.RequestID != requestID {
 			return st, fmt.Errorf("%w: asked for call %s, the answer is about %q", errBadResponse, requestID, cur.RequestID)
 		}
-		st = &cur
+		st = &cur.CallStatus
 		switch st.Status {
 		case kernel.StatusAllowed, kernel.StatusDenied, kernel.StatusCancelled:
 			return st, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/chiokernel/chio/internal/envelope"
 	"github.com/chiokernel/chio/internal/httpapi"
 )
 
@@ -14,6 +15,15 @@ type callAnswer struct {
 	httpapi.CallStatus
 	Error   json.RawMessage `json:"error"`
 	Message string          `json:"message"`
+}
+
+// UnmarshalJSON reads the answer as the SDKs do (internal/envelope): its
+// member names matched exactly, and one that can be read two ways (two of
+// its own members named alike: "status" and "Status") refused as an
+// answer that cannot be read. The tool's output is not looked into.
+func (a *callAnswer) UnmarshalJSON(data []byte) error {
+	type members callAnswer // without this method
+	return envelope.Unmarshal(data, (*members)(a))
 }
 
 // envelopeError is the error the answer's "error" member claims: nil when

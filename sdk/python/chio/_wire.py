@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .canon import RawJSON, canonicalize, loads_strict
+from .casefold import fold_key
 from .errors import BadAnswer, BadRequest, Cancelled, ChioError, DeniedByPolicy, TimedOut
 from .results import Allowed, ToolDenied
 
@@ -29,11 +30,43 @@ def _no_constants(name: str) -> Any:
 
 def _parse_response(data: bytes, status: int) -> Any:
     """chiod's answers are parsed as plain JSON (large integers in a tool's
-    output stay exact Python ints); they are not signed or hashed here."""
+    output stay exact Python ints); they are not signed or hashed here. One
+    that can be read two ways (_loads_envelope) cannot be read."""
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
+        return _loads_envelope(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise BadAnswer(f"chio: bad response from chiod ({status}): {e}", status=status) from None
+
+
+def _loads_envelope(text: str) -> Any:
+    """An answer of chiod's, parsed as every chio client reads it (the Go
+    SDK's internal/envelope): one whose own objects, its top level and its
+    "approval", hold two member names equal or differing only in letter
+    case can be read two ways (Go's encoding/json matched names in any
+    case; of a duplicate, a parser keeps the first or the last) and is
+    refused: chiod never sends one. The members' values (a tool's output)
+    are never checked: parsed as json.loads parses them, a later duplicate
+    winning."""
+    alike: list[tuple[dict, str]] = []  # objects with two members named alike
+
+    def obj(pairs: list[tuple[str, Any]]) -> dict:
+        d = dict(pairs)
+        seen: dict[str, str] = {}
+        for name, _ in pairs:
+            key = fold_key(name)
+            if key in seen:
+                alike.append((d, f"{ascii(seen[key])} and {ascii(name)}"))
+                break
+            seen[key] = name
+        return d
+
+    value = json.loads(text, object_pairs_hook=obj, parse_constant=_no_constants)
+    if isinstance(value, dict):
+        own = [value, value.get("approval")]
+        for d, names in alike:
+            if any(d is o for o in own):
+                raise _NotJSON(f"two members named alike: {names}")
+    return value
 
 
 # chiod's rule for request and approval ids (approval.IDRule): 1..128

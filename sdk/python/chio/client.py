@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-import json
 import os
 import time
 import urllib.parse
@@ -28,6 +27,7 @@ from ._wire import (
     _check_timeout,
     _hitl_denial,
     _json_object,
+    _loads_envelope,
     _parse_capability,
     _parse_response,
     _path,
@@ -740,7 +740,8 @@ class Client(_Approvals):
         if status in ok:
             return status, _parse_response(data, status)
         try:
-            env = json.loads(data.decode("utf-8"))
+            # One that can be read two ways is not chiod's envelope.
+            env = _loads_envelope(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             env = None
         if isinstance(env, dict) and isinstance(env.get("error"), str):

@@ -9,6 +9,7 @@
 
 import type { ApprovalRequest, Question } from "./approver.js";
 import { canonicalize, parseStrict } from "./canon.js";
+import { namedAlike } from "./envelope.js";
 import { BadAnswerError, ChioError, ConnectFailedError, NotSentError, apiError, blockedPort, isAnswerLost, isRetryable, neverConnected, parseRetryAfter } from "./errors.js";
 import { PrivateKey } from "./keys.js";
 import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
@@ -745,11 +746,16 @@ export class ChioClient {
       throw new ChioError("transport", `chio: cannot reach chiod at ${url}: ${why}`, { cause: e });
     }
     if (ok.includes(status)) {
+      let data: unknown;
       try {
-        return { status, data: JSON.parse(text) as unknown };
+        data = JSON.parse(text);
       } catch (e) {
         throw new BadAnswerError(`chio: bad response from chiod (${status}): ${(e as Error).message}`, status);
       }
+      // One that can be read two ways cannot be read (envelope.ts).
+      const alike = namedAlike(text);
+      if (alike !== undefined) throw new BadAnswerError(`chio: bad response from chiod (${status}): two members named alike: ${alike}`, status);
+      return { status, data };
     }
     let env: unknown;
     try {
@@ -757,6 +763,8 @@ export class ChioClient {
     } catch {
       env = undefined;
     }
+    // An error envelope that can be read two ways is not chiod's: the answer is classified by its status alone.
+    if (isObject(env) && namedAlike(text) !== undefined) env = undefined;
     if (isObject(env) && typeof env["error"] === "string") throw apiError(status, env["error"], String(env["message"] ?? ""), retryAfterMs);
     throw apiError(status, undefined, text.trim().slice(0, 200) || "no body", retryAfterMs);
   }
