@@ -43,9 +43,11 @@ var ErrNotFromChio = errors.New("not a call chio sent to this tool server")
 type Verifier struct {
 	kernel keys.PublicKey
 	server string
-	// MaxAge bounds |now - X-Chio-Sent-At| (default DefaultMaxAge). A call
-	// repeated within it is the same call (same Idempotency-Key): use
-	// Dedupe so that it does not run twice.
+	// MaxAge bounds |now - X-Chio-Sent-At| (NewVerifier sets
+	// DefaultMaxAge). A call repeated within it is the same call (same
+	// Idempotency-Key): use Dedupe so that it does not run twice. Zero or
+	// less is no bound: Verify then refuses every call, saying so, as the
+	// Python and TypeScript verifiers refuse such a max_age / maxAgeMs.
 	MaxAge time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -62,11 +64,16 @@ func NewVerifier(kernelKey, serverID string) (*Verifier, error) {
 	if serverID == "" {
 		return nil, errors.New("toolserver: a server id is required (the [[servers]] id chio routes to this server)")
 	}
-	return &Verifier{kernel: k, server: serverID}, nil
+	return &Verifier{kernel: k, server: serverID, MaxAge: DefaultMaxAge}, nil
 }
 
 // Verify checks a call as it arrived: its headers and its exact body bytes.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
+	if v.MaxAge <= 0 {
+		// A misconfigured verifier, not a call to judge: never a
+		// default window the caller did not choose.
+		return fmt.Errorf("toolserver: Verifier.MaxAge %s must be positive (NewVerifier sets DefaultMaxAge)", v.MaxAge)
+	}
 	if got := h.Get(signed.ToolCallServerHeader); got != v.server {
 		return fmt.Errorf("%w: %s is %q, want %q", ErrNotFromChio, signed.ToolCallServerHeader, clipHeader(got), v.server)
 	}
@@ -103,9 +110,6 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	}
 	// Freshness after the signature: an unsigned time says nothing.
 	maxAge := v.MaxAge
-	if maxAge <= 0 {
-		maxAge = DefaultMaxAge
-	}
 	now := time.Now
 	if v.Now != nil {
 		now = v.Now
