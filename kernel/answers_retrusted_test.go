@@ -112,3 +112,57 @@ func TestRetrustedDisagreementNeedsAQuorumOfAgreeingAnswers(t *testing.T) {
 		t.Fatalf("answer: %s %s", rec.Status, rec.Output)
 	}
 }
+
+// A reload decides a question by its largest agreeing set, not by the
+// latest counted approval alone. Quorum 2: the Finance Lead answers "eu"
+// and a reload removes them; the CFO answers "eu" and a reload removes the
+// CFO too; the SRE then answers "us" (no counted answer to differ from).
+// A reload trusting everyone again counts the Finance Lead's and the CFO's
+// "eu", a quorum of agreeing answers: the policy in force approves "eu",
+// as the CTO's answer would have at once. It was left open (the latest
+// counted approval, the SRE's "us", agrees with nobody), although every
+// view counts 2 of 2, and the CTO could still decide it "us".
+func TestReloadDecidesAQuestionByItsAgreeingQuorumNotTheLatestAnswer(t *testing.T) {
+	ctx := context.Background()
+	all := []any{"%[1]s", "Finance Lead", "%[2]s", "CFO", "%[3]s", "SRE", askCTO.Public().String(), "CTO"}
+	f := deadlineFixture(t, fmt.Sprintf(askQuorumPolicy, askApprovers(all...)), "ask")
+	everyone := f.k.Policy()
+	reload := func(pairs ...any) {
+		t.Helper()
+		p, err := policy.Parse([]byte(fmt.Sprintf(askQuorumPolicy, askApprovers(pairs...))), "reload.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.k.ApplyPolicy(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := askRegion(t, f)
+	id := out.ApprovalRequestID
+	if _, err := f.k.Respond(ctx, id, f.token(t, id, financeLead, approval.DecisionApproved, answering("eu")), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	reload(cfo.Public().String(), "CFO", sre.Public().String(), "SRE", askCTO.Public().String(), "CTO")
+	if _, err := f.k.Respond(ctx, id, f.token(t, id, cfo, approval.DecisionApproved, answering("eu")), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	reload(sre.Public().String(), "SRE", askCTO.Public().String(), "CTO")
+	if res, err := f.k.Respond(ctx, id, f.token(t, id, sre, approval.DecisionApproved, answering("us")), "", ""); err != nil || res.Outcome != approval.StatusPending {
+		t.Fatalf("the SRE's answer while the Finance Lead and the CFO are removed: %+v %v", res, err)
+	}
+	if err := f.k.ApplyPolicy(ctx, everyone); err != nil {
+		t.Fatal(err)
+	}
+	f.k.WaitRecovery(ctx)
+	req, err := f.k.Approval(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Status != approval.StatusApproved {
+		t.Fatalf("after the reload trusting everyone again the question is %s, its progress %d of %d: the Finance Lead's and the CFO's \"eu\" meet quorum 2, so the reload must approve it",
+			req.Status, req.LeadingApprovals(req.TrustedApprovers), req.Quorum)
+	}
+	if rec, _ := f.k.Call(out.RequestID); rec.Status != kernel.StatusAllowed || !strings.Contains(string(rec.Output), `"region":"eu"`) {
+		t.Fatalf("answer: %s %s", rec.Status, rec.Output)
+	}
+}
