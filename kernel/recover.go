@@ -396,9 +396,9 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 // decidingVote returns the vote that resolved approved req: the one whose
 // token its resolution names. A vote resolves with its own token, which
 // is the latest vote; a reload that resolves it (reload_resolve.go) names
-// the latest counted approval, and a later vote (a denial below
-// deny_quorum, a key the policy no longer trusts) must never stand in for
-// it. Without a match (a resolution recorded before resolutions named
+// the latest counted approval whose agreeing set meets the quorum, and a
+// later vote (a denial below deny_quorum, a key the policy no longer
+// trusts, an answer that agrees with too few) must never stand in for it. Without a match (a resolution recorded before resolutions named
 // their token) the latest vote decides, as before.
 func decidingVote(req *approval.Request) *approval.Vote {
 	if req.Resolution != nil && req.Resolution.TokenID != "" {

@@ -8,8 +8,9 @@ package kernel
 // such a request waited for an approving vote that may never come (every
 // approver named may have voted) and was then denied, or auto-approved,
 // at its deadline although the policy in force approves it. The reload is
-// no one's vote: the deciding vote is the latest counted approval, whose
-// signed token the allow receipt names, and the resolution commits only
+// no one's vote: the deciding vote is the latest counted approval that
+// meets the quorum with those agreeing with it (on a question, the same
+// answers), whose signed token the allow receipt names, and the resolution commits only
 // while the policy that judged it is in force (reconcile).
 
 import (
@@ -24,10 +25,12 @@ import (
 
 // approvingVoteNow returns the vote that resolves pending req as approved
 // under policy p with the votes it already holds, and its token: the
-// latest approval among the votes p counts, when they meet the quorum in
-// force and the denials do not meet deny_quorum. It returns nil when they
-// do not, or when that vote's stored token no longer parses (the request
-// then stays pending: a call is never run on a token nobody can check).
+// latest approval among the votes p counts whose agreeing approvals
+// (AgreeingWith: on a question, those giving its answers) meet the quorum
+// in force, when the denials do not meet deny_quorum. It returns nil when
+// none does, or when that vote's stored token no longer parses (the
+// request then stays pending: a call is never run on a token nobody can
+// check).
 func approvingVoteNow(p *policy.Policy, req *approval.Request) (*approval.Vote, *approval.Token) {
 	now, ok := withApproversNow(p, req)
 	if !ok || req.Status != approval.StatusPending {
@@ -42,13 +45,15 @@ func approvingVoteNow(p *policy.Policy, req *approval.Request) (*approval.Vote, 
 		if v.Decision != approval.DecisionApproved || !slices.Contains(now.TrustedApprovers, v.Approver) {
 			continue
 		}
-		var tok approval.Token
-		if canon.Unmarshal(v.Token, &tok) != nil {
-			return nil, nil
-		}
 		if now.AgreeingWith(now.TrustedApprovers, v) < now.Quorum {
 			// A question whose counted approvals give different answers (a
-			// voter trusted again disagrees) has no quorum of answers.
+			// voter trusted again disagrees): this answer has no quorum,
+			// but an earlier one may (the latest approval can be the odd
+			// one out), and that one decides, as its last voter would have.
+			continue
+		}
+		var tok approval.Token
+		if canon.Unmarshal(v.Token, &tok) != nil {
 			return nil, nil
 		}
 		return v, &tok
