@@ -65,6 +65,11 @@ func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, no
 		req.Status = e.status
 		req.Resolution = &approval.Resolution{Outcome: e.status, Reason: reason, At: now.Unix(), ReceiptID: r.ID,
 			Guard: e.guard, CallStatus: e.callStatus, DecidedBy: e.decidedBy}
+		if vote != nil {
+			// Who decided, as the receipt names them (GET /v1/calls/{id}
+			// reads the token as the deciding vote).
+			req.Resolution.TokenID, req.Resolution.DecidedBy = vote.TokenID, decidedBy(vote)
+		}
 		rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = e.callStatus, e.guard, reason, r.ID, now.UnixMilli()
 		tx.AppendReceipt(r)
 		if err := tx.PutCall(rec); err != nil {

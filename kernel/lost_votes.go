@@ -77,8 +77,10 @@ func (k *Kernel) tellLostVote(tokenID string, v lostVote) {
 	}
 	recorded := slices.ContainsFunc(req.Votes, func(x approval.Vote) bool { return x.TokenID == tokenID })
 	// A vote commits with what it decided, in one transaction: recorded, a
-	// denying vote left the request denied, naming its token.
-	denied := v.denies && req.Status == approval.StatusDenied && req.Resolution != nil && req.Resolution.TokenID == tokenID
+	// vote whose commit denies left the request denied (its resolution
+	// names the deciding denial, which is an earlier one when this vote
+	// approved under a lowered deny_quorum its denials already met).
+	denied := v.denies && req.Status == approval.StatusDenied
 	var rec *CallRecord
 	if recorded && denied {
 		if rec, err = k.storedCall(req.RequestID); err != nil {

@@ -218,7 +218,10 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			}
 			req.Status = approval.StatusDenied
 			denyReceipt = k.chainReceipt(rec, p, req, receipt.Decision{Verdict: receipt.Deny, Guard: GuardHumanApproval, Reason: reason}, by, now)
-			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: vote.TokenID,
+			// The resolution names the denial the receipt names (by), never
+			// this vote, which may be an approval: GET /v1/calls/{id} reads
+			// its token as who decided.
+			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: by.TokenID,
 				ReceiptID: denyReceipt.ID, Guard: GuardHumanApproval, DecidedBy: decidedBy(by), CallStatus: StatusDenied}
 			rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardHumanApproval, reason, denyReceipt.ID, now.UnixMilli()
 			tx.AppendReceipt(denyReceipt)
