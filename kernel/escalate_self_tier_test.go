@@ -228,3 +228,45 @@ func TestPassedOverTierKeepsItsDeadlineAcrossARestart(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A reload that passes a request over to a tier whose approvers include
+// one who already denied it, and lowers deny_quorum to the denials
+// recorded, ends it denied by that person now, as it would without the
+// pass-over: not left pending at a tier nobody may decide.
+func TestReloadPassingOverCountsTheNextTiersDenials(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
+	before := strings.Replace(fmt.Sprintf(selfTierPolicy, financeLead.Public(), cfo.Public()),
+		`timeout_action = "escalate"`, "timeout_action = \"escalate\"\ndeny_quorum = 2", 1)
+	p, err := policy.Parse([]byte(before), "before.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := testkit.NewWorld(t, testkit.Options{Policy: p, Clock: fake, Dispatcher: &argsDispatcher{}, Agent: testkit.Key(agentK), Server: "pay", Grants: []string{"refunds"}})
+	out := w.Submit(t, "issue_refund", `{"amount":500,"currency":"USD","customer_id":"c"}`, "")
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v", out)
+	}
+	if res, err := w.Kernel.Respond(t.Context(), out.ApprovalRequestID, w.Token(t, out.ApprovalRequestID, financeLead, approval.DecisionDenied, nil), "", ""); err != nil || res.Outcome != approval.StatusPending {
+		t.Fatalf("the first of two denials: %+v, %v", res, err)
+	}
+	// On-call is now the agent's key; the Finance Lead decides at tier 2,
+	// where one denial ends a call.
+	after := strings.NewReplacer(`approvers = ["Security"]`, `approvers = ["Security", "Finance Lead"]`,
+		"[grants.approval.escalation]\n", fmt.Sprintf("[[grants.approval.approvers]]\npublic_key = %q\ndisplay_name = \"Finance Lead\"\n[grants.approval.escalation]\n", financeLead.Public()),
+	).Replace(fmt.Sprintf(selfTierPolicy, agentK.Public(), cfo.Public()))
+	q, err := policy.Parse([]byte(after), "after.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Kernel.ApplyPolicy(t.Context(), q); err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.Kernel.Approval(out.ApprovalRequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != approval.StatusDenied || r.Resolution == nil || r.Resolution.Guard != kernel.GuardHumanApproval {
+		t.Fatalf("after the reload the request is %s at tier index %d (%+v), want denied by %s: the Finance Lead's denial meets deny_quorum 1 at tier 2",
+			r.Status, r.Tier, r.Resolution, kernel.GuardHumanApproval)
+	}
+}
