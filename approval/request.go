@@ -68,6 +68,11 @@ type Request struct {
 	// announces a pending request that is below it: its park or
 	// escalation committed, but the run that made it did not live to say so.
 	Notified int `json:"notified,omitempty"`
+	// SkippedTiers lists the escalation tiers (0-based, as Tier) the
+	// request was passed over without waiting: in each, nobody but the
+	// calling agent (or a requester) could vote, so its timeout would only
+	// have delayed the tier whose approvers may decide (skipped.go).
+	SkippedTiers []int `json:"skipped_tiers,omitempty"`
 }
 
 // Vote is one counted approver decision (quorum progress).

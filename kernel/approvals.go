@@ -54,11 +54,13 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	}
 	req := k.newApprovalRequest(rec, p, g, intent, d, now)
 	// A request whose approvers are all the calling agent or the grant's
-	// requesters (the kernel counts none of their votes, for or against)
-	// is one nobody may decide: denied now, as any reload or restart would
-	// end it (reconcile, guard approval-policy), not parked to time out
-	// (at auto_approve_advisory, to run with nobody able to say no).
-	if _, _, ok := approversNow(p, req); !ok {
+	// requesters (the kernel counts none of their votes, for or against),
+	// at every tier it could escalate to, is one nobody may decide: denied
+	// now, as any reload or restart would end it (reconcile, guard
+	// approval-policy), not parked to time out (at auto_approve_advisory,
+	// to run with nobody able to say no). A first tier of only such keys
+	// is passed over to the next tier with someone (skip_tiers.go).
+	if req = passOverSelfOnlyTiers(p, req, now); req == nil {
 		return k.deny(ctx, rec, p, GuardApprovalPolicy, fmt.Sprintf("no approver of grant %s may decide this call under the policy in force: "+
 			"the kernel never counts the calling agent's vote on its own call, nor a requester's", g.ID), now)
 	}
@@ -72,8 +74,11 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		return k.deny(ctx, rec, p, GuardApprovalPolicy, quorumUnreachable(p, req), now)
 	}
 	rec.Status, rec.ApprovalID, rec.Reason = StatusPendingApproval, req.ApprovalID, d.Reason
-	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Incomplete, Reason: "awaiting human approval"},
-		map[string]any{"approval_request_id": req.ApprovalID, "summary": req.Summary, "deadline": req.ExpiresAt}, now)
+	meta := map[string]any{"approval_request_id": req.ApprovalID, "summary": req.Summary, "deadline": req.ExpiresAt}
+	if len(req.SkippedTiers) > 0 {
+		meta["skipped_tiers"] = req.SkippedTiers // the audit trail says which tiers were passed over
+	}
+	r := k.newReceipt(rec, p, receipt.Decision{Verdict: receipt.Incomplete, Reason: "awaiting human approval"}, meta, now)
 	req.ReceiptID = r.ID
 	rec.ReceiptID = r.ID
 	timeout, deadline := req.ExpiresAt-req.CreatedAt, req.ExpiresAt
@@ -114,7 +119,11 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 			return err
 		}
 		k.armTimer(req.ApprovalID, req.ExpiresAt)
-		k.announceDurably(ctx, EventApprovalRequested, req)
+		event := EventApprovalRequested
+		if req.Tier > 0 {
+			event = EventApprovalEscalated // its first tiers were passed over
+		}
+		k.announceDurably(ctx, event, req)
 		return nil
 	})
 	if !inForce {

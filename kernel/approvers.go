@@ -130,8 +130,10 @@ func withApproversNow(p *policy.Policy, req *approval.Request) (*approval.Reques
 }
 
 // ApplyPolicy puts p in force and reconciles every pending request with
-// it: their trusted approvers are updated, and a request left with no
-// approver who may decide it, or with fewer than its quorum in every tier
+// it: their trusted approvers are updated (a request whose tier is left to
+// nobody but the calling agent is passed over to the next tier with
+// someone: skip_tiers.go), and a request left with no approver who may
+// decide it at any tier, or with fewer than its quorum in every tier
 // and a deadline that denies (quorumOutOfReach), ends with a deny receipt
 // (guard approval-policy), so the agent is answered rather than left to
 // time out;
@@ -203,10 +205,19 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 	inForce, err := k.commitWhileInForce(p, func() error {
 		return k.update(ctx, func(tx Tx) error {
 			updated, orphaned, unreachable, denied, approved = nil, false, false, false, nil
-			req, err := tx.Approval(id)
-			if err != nil || req.Status != approval.StatusPending {
+			stored, err := tx.Approval(id)
+			if err != nil || stored.Status != approval.StatusPending {
 				return err
 			}
+			// A tier p leaves to nobody but the calling agent (or a
+			// requester) is passed over to the next tier with someone, with
+			// that tier's full time (skip_tiers.go); with none, it ends.
+			req := passOverSelfOnlyTiers(p, stored, k.clock.Now())
+			if req == nil {
+				orphaned = true
+				return nil
+			}
+			passedOver := req != stored
 			now, ok := withApproversNow(p, req)
 			if !ok {
 				orphaned = true
@@ -241,13 +252,14 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 				approved, rec = now, c
 				return tx.PutApproval(now)
 			}
-			if unchanged(now, req) {
+			if !passedOver && unchanged(now, stored) {
 				return nil
 			}
-			if slices.ContainsFunc(now.TrustedApprovers, func(key string) bool { return !slices.Contains(req.TrustedApprovers, key) }) {
-				// Approvers the reload added were never told of this request:
-				// the tier counts as untold until they are (announceIfUntold,
-				// after this commit, or the next start if this run dies), so no
+			if passedOver || slices.ContainsFunc(now.TrustedApprovers, func(key string) bool { return !slices.Contains(stored.TrustedApprovers, key) }) {
+				// Approvers the reload added, or a tier the request was passed
+				// over to, were never told of this request: the tier counts as
+				// untold until they are (announceIfUntold, after this commit, or
+				// the next start if this run dies: as an escalation), so no
 				// deadline action applies before they have had its time.
 				now.Notified = min(now.Notified, now.Tier)
 			}
@@ -281,7 +293,7 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 			// People denied it: the receipt names the latest counted
 			// denial, as recordVote's deny does (deniedNow found one).
 			decider: func(req *approval.Request) *approval.Vote {
-				trusted, _, _ := approversNow(p, req)
+				trusted, _, _ := approversNow(p, atDecidingTier(p, req))
 				return lastDenial(req.Votes, trusted)
 			},
 		})
@@ -341,9 +353,10 @@ func unchanged(now, stored *approval.Request) bool {
 var errNotDeniedNow = errors.New("the recorded denials no longer meet deny_quorum")
 
 // deniedNow reports whether the denials recorded on req, counted among the
-// approvers policy p trusts, meet the deny_quorum in force.
+// approvers policy p trusts (at the tier req waits at under p:
+// atDecidingTier), meet the deny_quorum in force.
 func deniedNow(p *policy.Policy, req *approval.Request) bool {
-	now, _ := withApproversNow(p, req)
+	now, _ := withApproversNow(p, atDecidingTier(p, req))
 	_, denied := now.CountsAmong(now.TrustedApprovers)
 	return denied >= now.DenyQuorum
 }

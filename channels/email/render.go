@@ -43,6 +43,7 @@ type view struct {
 	ApprovalID string
 	Escalated  bool
 	Tier       int
+	Skipped    string // approval.Request.SkippedNote: tiers passed over, and why
 }
 
 func newView(req *approval.Request, now time.Time) view {
@@ -50,7 +51,7 @@ func newView(req *approval.Request, now time.Time) view {
 		Summary: clean(req.Summary, 500), Agent: req.SubjectID, AgentShort: short(req.SubjectID),
 		Tool: req.ToolServer + " · " + req.ToolName, Policy: req.PolicyID, Kind: req.Kind,
 		Deadline: time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC1123), Status: req.Status,
-		ApprovalID: req.ApprovalID, Tier: req.Tier + 1,
+		ApprovalID: req.ApprovalID, Tier: req.Tier + 1, Skipped: req.SkippedNote(),
 	}
 	v.Left = fmtLeft(time.Unix(req.ExpiresAt, 0).Sub(now))
 	approved, _ := req.Progress()
@@ -162,7 +163,8 @@ An agent is waiting for your decision{{if .Escalated}} (escalated, tier {{.Tier}
   Policy:    {{.Policy}}
   Quorum:    {{.Quorum}}
   Deadline:  {{.Deadline}} (in {{.Left}})
-
+{{if .Skipped}}  Escalation: {{.Skipped}}
+{{end}}
 Review it and sign your decision with your own key:
 
   {{.Link}}
@@ -190,6 +192,7 @@ var htmlTmpl = htmltemplate.Must(htmltemplate.New("html").Funcs(htmltemplate.Fun
 <tr><td style="color:#7a8296">Policy</td><td><code>{{.Policy}}</code></td></tr>
 <tr><td style="color:#7a8296">Quorum</td><td>{{.Quorum}}</td></tr>
 <tr><td style="color:#7a8296">Deadline</td><td>{{.Deadline}} (in {{.Left}})</td></tr>
+{{if .Skipped}}<tr><td style="color:#7a8296">Escalation</td><td>{{.Skipped}}</td></tr>{{end}}
 </table>
 <p style="margin:20px 0"><a href="{{.Link}}" style="display:inline-block;background:#4f46e5;color:#fff;text-decoration:none;font-weight:600;padding:10px 20px;border-radius:8px">Review &amp; decide</a></p>
 <p style="margin:0;color:#7a8296;font-size:12.5px">Opening the link decides nothing: you approve or deny on the page, which signs with your own key in your browser. The link works once, until the deadline.<br>Request <code>{{.ApprovalID}}</code></p>

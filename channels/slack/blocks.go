@@ -108,6 +108,10 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 	if holdsRTL(req, in) {
 		blocks = append(blocks, slackapi.NewContextBlock("chio_rtl", mrkdwn(rtlNotice)))
 	}
+	if note := req.SkippedNote(); note != "" {
+		// Why an approver of a later tier is asked with no earlier tier's wait.
+		blocks = append(blocks, slackapi.NewContextBlock("chio_skipped", mrkdwn(escape(note))))
+	}
 	if len(req.Arguments) > 0 && req.Kind == approval.KindToolCall {
 		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Arguments*\n"+codeBlock(req.Arguments), maxSectionText)), nil, nil))
 	}

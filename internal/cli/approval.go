@@ -195,6 +195,9 @@ func runApprovalShow(e *Env, args []string) int {
 	row("CREATED", time.Unix(a.CreatedAt, 0).UTC().Format(time.RFC3339))
 	row("DEADLINE", time.Unix(a.ExpiresAt, 0).UTC().Format(time.RFC3339)+" ("+until(time.Now(), a.ExpiresAt)+")")
 	row("QUORUM", fmt.Sprintf("%d/%d approved, %d denied (tier %d)", approved, a.Quorum, denied, a.Tier+1))
+	if note := a.SkippedNote(); note != "" {
+		row("ESCALATION", note) // tiers passed over, and why
+	}
 	row("WHY", triggerText(a)+" ("+strings.Join(a.TriggeredBy, ", ")+")")
 	names := v.approverNames()
 	for i, n := range names {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
@@ -74,7 +75,8 @@ type outcomeRow struct {
 	DecidedBy   []string `json:"decided_by"`
 }
 
-// approvalPlan is who a pending call would ask, in the first tier.
+// approvalPlan is who a pending call would ask, in the first tier (or the
+// first with someone whose vote counts: SkippedTiers).
 type approvalPlan struct {
 	Approvers      []string `json:"approvers"`
 	Quorum         int      `json:"quorum"`
@@ -85,6 +87,11 @@ type approvalPlan struct {
 	// Uncounted are the grant's approvers (of this tier) whose vote the
 	// kernel would refuse: the calling agent's own key (--subject).
 	Uncounted []string `json:"uncounted,omitempty"`
+	// Tier is the escalation tier (0-based) the call would wait at: the
+	// first, unless the kernel passes over tiers in which nobody but the
+	// calling agent may vote (SkippedTiers; kernel/skip_tiers.go).
+	Tier         int   `json:"tier,omitempty"`
+	SkippedTiers []int `json:"skipped_tiers,omitempty"`
 }
 
 // errBadCall is a call the kernel would refuse before deciding (400, no
@@ -220,12 +227,32 @@ func plan(g *policy.Grant, subject string) *approvalPlan {
 	}
 	pl := &approvalPlan{Quorum: max(a.Quorum, 1), TimeoutSeconds: a.TimeoutSeconds, TimeoutAction: a.TimeoutAction, Channels: a.Channels}
 	if a.TimeoutAction == "escalate" && a.Escalation != nil && len(a.Escalation.Tiers) > 0 {
-		t := a.Escalation.Tiers[0]
 		pl.Tiers = len(a.Escalation.Tiers)
-		for _, name := range t.Approvers {
-			ap, ok := a.ApproverByName(name)
-			pl.add(name, ok && subject != "" && ap.PublicKey.String() == subject)
+		// A tier in which nobody but the agent may vote is passed over to
+		// the next with someone (kernel/skip_tiers.go), whose approvers
+		// include the earlier tiers' (escalation is cumulative).
+		for pl.Tier = 0; ; pl.Tier++ {
+			pl.Approvers, pl.Uncounted = nil, nil
+			for _, t := range a.Escalation.Tiers[:pl.Tier+1] {
+				for _, name := range t.Approvers {
+					if slices.Contains(pl.Approvers, name) || slices.Contains(pl.Uncounted, name) {
+						continue
+					}
+					ap, ok := a.ApproverByName(name)
+					pl.add(name, ok && subject != "" && ap.PublicKey.String() == subject)
+				}
+			}
+			if len(pl.Approvers) > 0 || pl.Tier == pl.Tiers-1 {
+				break
+			}
 		}
+		if len(pl.Approvers) == 0 {
+			pl.Tier = 0 // nobody in any tier: denied at once, as asked at the first
+		}
+		for i := range pl.Tier {
+			pl.SkippedTiers = append(pl.SkippedTiers, i)
+		}
+		t := a.Escalation.Tiers[pl.Tier]
 		if len(t.Channels) > 0 {
 			pl.Channels = t.Channels
 		}
@@ -341,9 +368,12 @@ func printExplanation(w io.Writer, x *explanation) {
 		fmt.Fprintf(w, "asks:     %s (quorum %d) via %s; after %ds: %s", asks, a.Quorum,
 			strings.Join(a.Channels, ", "), a.TimeoutSeconds, a.TimeoutAction)
 		if a.Tiers > 0 {
-			fmt.Fprintf(w, " (tier 1 of %d)", a.Tiers)
+			fmt.Fprintf(w, " (tier %d of %d)", a.Tier+1, a.Tiers)
 		}
 		fmt.Fprintln(w)
+		if note := approval.SkippedTiersNote(a.SkippedTiers); note != "" {
+			fmt.Fprintf(w, "skipped:  %s\n", note)
+		}
 		if len(a.Uncounted) > 0 {
 			fmt.Fprintf(w, "uncounted: %s (the calling agent: the kernel refuses its vote on its own call)\n", strings.Join(a.Uncounted, ", "))
 		}

@@ -143,6 +143,16 @@ function collectAnswers(card) {
   return answers;
 }
 
+// skippedNote says why the request waits at a later tier than its
+// timeouts brought it to (null when no tier was passed over): the words of
+// Go's approval.Request.SkippedNote, tiers numbered from 1.
+function skippedNote(req) {
+  const skipped = req.skipped_tiers || [];
+  if (skipped.length === 0) return null;
+  return `escalated at once past tier ${skipped.map((t) => t + 1).join(', ')}: nobody there but the calling agent could decide ` +
+    "(the kernel never counts an agent's vote on its own call, nor a requester's)";
+}
+
 // votesList lists every recorded vote, one a line, as Slack's message
 // does: who, how, through which channel, and their note. Counted as the
 // quorum line counts (counted): the vote of an approver the request no
@@ -328,6 +338,7 @@ function renderCard(req) {
       detail('Asked by', askedBy(req), 'asker'),
       detail('Quorum', el('span', { class: 'quorum' }, pips, ` ${approved} of ${req.quorum || 1} approval${(req.quorum || 1) > 1 ? 's' : ''}`)),
       detail('Why', el('span', { title: (req.triggered_by || []).join(', '), text: whyText(req) }), 'why-asked'),
+      detail('Escalation', skippedNote(req), 'skipped-tiers'),
       detail('Category', intent && intent.action_category),
       detail('Request', el('code', { class: 'reqid', text: req.approval_id })),
     ),
