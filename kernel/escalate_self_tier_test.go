@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -57,6 +58,20 @@ timeout_seconds = 3600
 func selfTier(t *testing.T, onCall, security string) *policy.Policy {
 	t.Helper()
 	p, err := policy.Parse([]byte(fmt.Sprintf(selfTierPolicy, onCall, security)), "self-tier.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// selfTierWithLead is selfTier with On-call the agent's key, and the
+// Finance Lead beside Security in tier 2.
+func selfTierWithLead(t *testing.T) *policy.Policy {
+	t.Helper()
+	text := strings.NewReplacer(`approvers = ["Security"]`, `approvers = ["Security", "Finance Lead"]`,
+		"[grants.approval.escalation]\n", fmt.Sprintf("[[grants.approval.approvers]]\npublic_key = %q\ndisplay_name = \"Finance Lead\"\n[grants.approval.escalation]\n", financeLead.Public()),
+	).Replace(fmt.Sprintf(selfTierPolicy, agentK.Public(), cfo.Public()))
+	p, err := policy.Parse([]byte(text), "self-tier-lead.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,13 +266,7 @@ func TestReloadPassingOverCountsTheNextTiersDenials(t *testing.T) {
 	}
 	// On-call is now the agent's key; the Finance Lead decides at tier 2,
 	// where one denial ends a call.
-	after := strings.NewReplacer(`approvers = ["Security"]`, `approvers = ["Security", "Finance Lead"]`,
-		"[grants.approval.escalation]\n", fmt.Sprintf("[[grants.approval.approvers]]\npublic_key = %q\ndisplay_name = \"Finance Lead\"\n[grants.approval.escalation]\n", financeLead.Public()),
-	).Replace(fmt.Sprintf(selfTierPolicy, agentK.Public(), cfo.Public()))
-	q, err := policy.Parse([]byte(after), "after.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := selfTierWithLead(t)
 	if err := w.Kernel.ApplyPolicy(t.Context(), q); err != nil {
 		t.Fatal(err)
 	}
@@ -268,5 +277,56 @@ func TestReloadPassingOverCountsTheNextTiersDenials(t *testing.T) {
 	if r.Status != approval.StatusDenied || r.Resolution == nil || r.Resolution.Guard != kernel.GuardHumanApproval {
 		t.Fatalf("after the reload the request is %s at tier index %d (%+v), want denied by %s: the Finance Lead's denial meets deny_quorum 1 at tier 2",
 			r.Status, r.Tier, r.Resolution, kernel.GuardHumanApproval)
+	}
+}
+
+// The same rule for a call approved but not yet decided when chiod stops
+// (approved_now.go judges its votes again, "as they would a pending
+// request"): restarted with a policy that leaves the approver's tier to the
+// agent alone and names the approver in the next, a pending request would
+// be passed over to that tier, where the approval counts, and approved.
+// The approved call was denied instead: "nobody may decide".
+func TestRecoveredApprovalCountsAtThePassedOverTier(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_900_000_000, 0))
+	// The fifth update would commit the allow decision (the park, its
+	// announcement and the approving vote come before): chiod dies there.
+	cs := &crashStore{crashAt: 5}
+	tool := &argsDispatcher{}
+	w := testkit.NewWorld(t, testkit.Options{Policy: selfTier(t, financeLead.Public().String(), cfo.Public().String()), Clock: fake,
+		Dispatcher: tool, Agent: testkit.Key(agentK), Server: "pay", Grants: []string{"refunds"},
+		WrapStore: func(s kernel.Store) kernel.Store { cs.Store = s; return cs }})
+	out := w.Submit(t, "issue_refund", `{"amount":500,"currency":"USD","customer_id":"c"}`, "")
+	if out.Status != kernel.StatusPendingApproval {
+		t.Fatalf("park: %+v", out)
+	}
+	_, _ = w.Kernel.Respond(t.Context(), out.ApprovalRequestID, w.Token(t, out.ApprovalRequestID, financeLead, approval.DecisionApproved, nil), "", "")
+	w.Kernel.Close()
+	var left *kernel.CallRecord
+	if err := w.Store.View(func(tx kernel.ReadTx) error { var err error; left, err = tx.Call(out.RequestID); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if left.Status != kernel.StatusDispatching || left.DecisionReceiptID != "" || len(tool.got(out.RequestID)) != 0 {
+		t.Fatalf("the crash did not leave the call approved and undecided: %s, decision %q", left.Status, left.DecisionReceiptID)
+	}
+	k, err := kernel.New(kernel.Config{Key: w.KernelKey, Policy: selfTierWithLead(t), Store: w.Store, Dispatcher: tool, Clock: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	if err := k.Recover(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := k.WaitRecovery(wctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := k.Call(out.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tool.got(out.RequestID)); n != 1 || rec.Status != kernel.StatusAllowed {
+		t.Fatalf("the Finance Lead's approval counts at tier 2 under the policy in force, yet the call is %s (guard %q: %s) and ran %d time(s)",
+			rec.Status, rec.Guard, rec.Reason, n)
 	}
 }
