@@ -37,7 +37,9 @@ func approvedNow(p *policy.Policy, req *approval.Request, byAdvisory bool) (guar
 		}
 		return "", "", true
 	}
-	now, ok := withApproversNow(p, req)
+	// Counted at the tier a pending request would wait at under p: one
+	// left to nobody but the calling agent is passed over (skip_tiers.go).
+	now, ok := withApproversNow(p, atDecidingTier(p, req))
 	if !ok {
 		return GuardApprovalPolicy, fmt.Sprintf("under the policy in force nobody may decide requests of grant %s; the approval no longer counts", req.PolicyID), false
 	}
