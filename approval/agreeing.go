@@ -87,19 +87,42 @@ const AnsweredOtherwiseNote = "answered otherwise: not counted with the approval
 
 // NoLongerApproverNote is how every view marks the vote of an approver a
 // pending request no longer trusts (a reload removed them since they
-// voted): it stays on the request, but Progress does not count it.
+// voted): it stays on the request, but Progress does not count it. So is
+// a vote a resolved request's decision does not count for that reason.
 const NoLongerApproverNote = "not counted: no longer an approver of this request"
 
 // UncountedNote says why vote v on r does not count toward r's progress
 // as shown ("N of M": Progress), or "" when it counts: the words every
 // view (Slack, `chio approval show`; the dashboard mirrors them) puts
-// beside the vote.
+// beside the vote. On a resolved request, the votes its decision does not
+// count (Resolution.Uncounted, its receipt's "uncounted"): an approval of
+// a question r trusts whose answers differ from the deciding vote's
+// answered otherwise, any other one is no longer an approver's.
 func (r *Request) UncountedNote(v *Vote) string {
 	switch {
 	case r.Status == StatusPending && !r.Trusts(v.Approver):
 		return NoLongerApproverNote
 	case r.AnsweredOtherwise(v):
 		return AnsweredOtherwiseNote
+	case !r.uncountedByDecision(v):
+		return ""
+	case r.Trusts(v.Approver) && r.answersDifferFromDeciding(v):
+		return AnsweredOtherwiseNote
 	}
-	return ""
+	return NoLongerApproverNote
+}
+
+// answersDifferFromDeciding reports whether v is an approval of question
+// r whose answers are not those of the approving vote r's resolution
+// names (Resolution.TokenID).
+func (r *Request) answersDifferFromDeciding(v *Vote) bool {
+	if r.Kind != KindQuestion || v.Decision != DecisionApproved || r.Resolution == nil || r.Resolution.TokenID == "" {
+		return false
+	}
+	for i := range r.Votes {
+		if d := &r.Votes[i]; d.TokenID == r.Resolution.TokenID {
+			return d.Decision == DecisionApproved && !SameAnswers(v, d)
+		}
+	}
+	return false
 }

@@ -128,6 +128,12 @@ type Resolution struct {
 	At         int64  `json:"resolved_at"` // unix seconds
 	ReceiptID  string `json:"receipt_id,omitempty"`
 	TokenID    string `json:"token_id,omitempty"`
+	// Uncounted names the voters whose votes the decision does not count,
+	// as its final receipt's "uncounted" does (the kernel writes both from
+	// one rule): a key the deciding policy no longer trusts, or an
+	// approval of a question giving other answers than the deciding vote.
+	// Progress and UncountedNote leave them out of a resolved request.
+	Uncounted []string `json:"uncounted,omitempty"`
 }
 
 // Trusts reports whether key is in the request's trusted approver set.
@@ -180,15 +186,32 @@ func (r *Request) CountsAmong(trusted []string) (approved, denied int) {
 // "N of M": while the request is pending, only the votes of approvers it
 // trusts now (a reload that removes an approver keeps their vote on the
 // request but stops counting it, and rewrites TrustedApprovers); once it
-// is resolved, every recorded vote (the kernel's advisory vote included).
-// The approvals of a pending question are its largest set of counted ones
-// giving the same answers (LeadingApprovals): only such a set decides it.
+// is resolved, every recorded vote (the kernel's advisory vote included)
+// but those its decision does not count (Resolution.Uncounted, as its
+// receipt names them). The approvals of a pending question are its
+// largest set of counted ones giving the same answers (LeadingApprovals):
+// only such a set decides it.
 func (r *Request) Progress() (approved, denied int) {
 	if r.Status == StatusPending {
 		_, denied = r.CountsAmong(r.TrustedApprovers)
 		return r.LeadingApprovals(r.TrustedApprovers), denied
 	}
-	return r.Counts()
+	for i := range r.Votes {
+		switch v := &r.Votes[i]; {
+		case r.uncountedByDecision(v):
+		case v.Decision == DecisionApproved:
+			approved++
+		default:
+			denied++
+		}
+	}
+	return approved, denied
+}
+
+// uncountedByDecision reports whether v is a vote on resolved r that its
+// decision does not count (Resolution.Uncounted).
+func (r *Request) uncountedByDecision(v *Vote) bool {
+	return r.Status != StatusPending && r.Resolution != nil && slices.Contains(r.Resolution.Uncounted, v.Approver)
 }
 
 // HasVoted reports whether approver already has a counted vote.

@@ -496,19 +496,9 @@ func (k *Kernel) chainReceipt(rec *CallRecord, p *policy.Policy, req *approval.R
 		// did not count. "uncounted" names those keys, so the receipt says
 		// who decided: approvers and dissenters less the uncounted.
 		// So does an approval of a question that gave other answers than
-		// the deciding vote (counted answers disagree once a reload trusts
-		// a voter again: sameAnswers): it did not count toward these.
-		trusted, _, _ := approversNow(p, req)
-		uncounted := []string{}
-		for i := range req.Votes {
-			v := &req.Votes[i]
-			otherAnswers := req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved &&
-				v.Decision == approval.DecisionApproved && !approval.SameAnswers(v, vote)
-			if v.Approver != k.pub.String() && (!slices.Contains(trusted, v.Approver) || otherAnswers) {
-				uncounted = append(uncounted, v.Approver)
-			}
-		}
-		if len(uncounted) > 0 {
+		// the deciding vote: it did not count toward these (uncounted.go;
+		// the request's resolution names the same keys).
+		if uncounted := k.uncountedVoters(p, req, vote); len(uncounted) > 0 {
 			meta["uncounted"] = uncounted
 		}
 	}

@@ -244,7 +244,8 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 				}
 				now.Status = approval.StatusApproved
 				now.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: at.Unix(), TokenID: vote.TokenID,
-					DecidedBy: decidedBy(vote), Reason: fmt.Sprintf("approved at a policy reload: the approvals recorded meet quorum %d of the policy in force", now.Quorum)}
+					DecidedBy: decidedBy(vote), Reason: fmt.Sprintf("approved at a policy reload: the approvals recorded meet quorum %d of the policy in force", now.Quorum),
+					Uncounted: k.uncountedVoters(p, now, vote)}
 				c.Status, c.UpdatedAt = StatusDispatching, at.UnixMilli()
 				if err := tx.PutCall(c); err != nil {
 					return err

@@ -64,7 +64,7 @@ func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, no
 		}
 		req.Status = e.status
 		req.Resolution = &approval.Resolution{Outcome: e.status, Reason: reason, At: now.Unix(), ReceiptID: r.ID,
-			Guard: e.guard, CallStatus: e.callStatus, DecidedBy: e.decidedBy}
+			Guard: e.guard, CallStatus: e.callStatus, DecidedBy: e.decidedBy, Uncounted: receiptUncounted(r)}
 		if vote != nil {
 			// Who decided, as the receipt names them (GET /v1/calls/{id}
 			// reads the token as the deciding vote).

@@ -160,7 +160,7 @@ func (k *Kernel) resume(ctx context.Context, req *approval.Request, rec *CallRec
 		if cur.Resolution == nil {
 			cur.Resolution = &approval.Resolution{Outcome: cur.Status, At: now.Unix()}
 		}
-		cur.Resolution.ReceiptID = r.ID
+		cur.Resolution.ReceiptID, cur.Resolution.Uncounted = r.ID, receiptUncounted(r)
 		resolved = cur
 		return tx.PutApproval(cur)
 	}
@@ -219,7 +219,7 @@ func (k *Kernel) finishWith(ctx context.Context, req *approval.Request, rec *Cal
 			cur.Resolution = &approval.Resolution{Outcome: cur.Status, At: now.Unix()}
 		}
 		res := cur.Resolution
-		res.ReceiptID, res.CallStatus = r.ID, rec.Status
+		res.ReceiptID, res.CallStatus, res.Uncounted = r.ID, rec.Status, receiptUncounted(r)
 		if rec.Status == StatusDenied {
 			// The human approved; a guard refused when the call resumed. The
 			// resolution names the guard, never the approver, as the decider.

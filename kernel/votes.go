@@ -222,7 +222,8 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			// this vote, which may be an approval: GET /v1/calls/{id} reads
 			// its token as who decided.
 			req.Resolution = &approval.Resolution{Outcome: approval.StatusDenied, Reason: reason, At: now.Unix(), TokenID: by.TokenID,
-				ReceiptID: denyReceipt.ID, Guard: GuardHumanApproval, DecidedBy: decidedBy(by), CallStatus: StatusDenied}
+				ReceiptID: denyReceipt.ID, Guard: GuardHumanApproval, DecidedBy: decidedBy(by), CallStatus: StatusDenied,
+				Uncounted: receiptUncounted(denyReceipt)}
 			rec.Status, rec.Guard, rec.Reason, rec.ReceiptID, rec.UpdatedAt = StatusDenied, GuardHumanApproval, reason, denyReceipt.ID, now.UnixMilli()
 			tx.AppendReceipt(denyReceipt)
 			if err := tx.PutCall(rec); err != nil {
@@ -235,8 +236,10 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 			// request yet: reload_resolve.go) is recorded and decides
 			// nothing.
 			req.Status = approval.StatusApproved
+			// Uncounted as the allow receipt will name them (uncounted.go);
+			// the commit that chains it writes them again, as it counts.
 			req.Resolution = &approval.Resolution{Outcome: approval.StatusApproved, At: now.Unix(), TokenID: vote.TokenID,
-				DecidedBy: decidedBy(&vote)}
+				DecidedBy: decidedBy(&vote), Uncounted: k.uncountedVoters(p, req, &vote)}
 			rec.Status = StatusDispatching
 			rec.UpdatedAt = now.UnixMilli()
 			if err := tx.PutCall(rec); err != nil {
