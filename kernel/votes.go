@@ -289,14 +289,15 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		return nil, err
 	}
 	k.consumed.Add(vote.TokenID, struct{}{})
+	// Told as the kernel decides: on a question only approvals giving the
+	// same answers make a quorum, so a vote that leaves it open is told its
+	// largest agreeing set, never every counted approval; a vote that
+	// resolves it, the approvals its decision counts (Progress, less
+	// Resolution.Uncounted: those its receipt names uncounted).
 	trusted, _, _ := approversNow(p, final)
-	counted := append(trusted, k.pub.String())
-	approved, _ := final.CountsAmong(counted)
-	if final.Status == approval.StatusPending {
-		// Told as the kernel decides: on a question only approvals giving
-		// the same answers make a quorum, so a vote that leaves it open is
-		// told its largest agreeing set, never every counted approval.
-		approved = final.LeadingApprovals(counted)
+	approved := final.LeadingApprovals(append(trusted, k.pub.String()))
+	if final.Status != approval.StatusPending {
+		approved, _ = final.Progress()
 	}
 	res := &RespondResult{ApprovalID: approvalID, Outcome: approval.StatusPending, Approvals: approved, Quorum: final.Quorum}
 	switch final.Status {
