@@ -81,7 +81,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer stopHUP()
 	p, err := loadPolicy(o.ConfigPath)
 	if err != nil {
-		return fmt.Errorf("refusing to start: %w", err)
+		return fmt.Errorf("refusing to start: %w", missingPolicy(o.ConfigPath, err))
 	}
 	started := restartSettingsOf(p) // before the flags below override [kernel]
 	publicURLDefaulted := p.Kernel.PublicURL == policy.DefaultPublicURL(p.Kernel)
@@ -123,7 +123,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	listen := p.Kernel.Listen // as configured: the printed URL's family (connectAddr)
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return listenError(listen, err)
 	}
 	defer ln.Close()
 	if o.Listen != "" && publicURLDefaulted {
