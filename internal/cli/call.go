@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -152,7 +151,7 @@ func buildCall(e *Env, server, tool, op, args, intent, capFile, keyFile, reqID s
 	if capFile == "" || keyFile == "" {
 		return nil, usageErr("call", "--capability and --key (or CHIO_CAPABILITY and CHIO_KEY) are required")
 	}
-	capRaw, err := os.ReadFile(capFile)
+	capRaw, err := readCapabilityFile(capFile)
 	if err != nil {
 		return nil, err
 	}

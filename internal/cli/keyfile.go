@@ -17,7 +17,7 @@ import (
 func (e *Env) loadKey(path string) (keys.PrivateKey, error) {
 	k, err := keys.LoadPrivateKey(path)
 	if err != nil {
-		return k, err
+		return k, missingKey(path, err)
 	}
 	if fi, err := os.Stat(path); err == nil && secretfile.CheckMode(path, fi.Mode()) != nil {
 		fmt.Fprintf(e.Stderr, "chio: warning: key file %s has mode %#o: other users may read it and sign as %s; run `chmod 600 %s`\n",

@@ -45,7 +45,7 @@ func runMCPServe(e *Env, args []string) int {
 			return fail(e, err)
 		}
 	}
-	capRaw, err := os.ReadFile(capPath)
+	capRaw, err := readCapabilityFile(capPath)
 	if err != nil {
 		return fail(e, err)
 	}
