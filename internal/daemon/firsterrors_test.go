@@ -46,3 +46,14 @@ func TestListenInUseSaysWhatToDo(t *testing.T) {
 		t.Fatalf("the refused start left the data dir: %v", serr)
 	}
 }
+
+// A bearer token from the environment that is too short says how to make
+// one that is not (as docs/platform.md and examples/deploy/chiod.env do).
+func TestShortTokenSaysHowToMakeOne(t *testing.T) {
+	env := map[string]string{"CHIO_ADMIN_TOKEN": "changeme"}
+	err := daemon.Run(context.Background(), daemon.Options{ConfigPath: quickstart(), Listen: "127.0.0.1:0",
+		DataDir: filepath.Join(t.TempDir(), "data"), Out: io.Discard, Getenv: func(k string) string { return env[k] }})
+	if err == nil || !strings.Contains(err.Error(), "CHIO_ADMIN_TOKEN is shorter than 32") || !strings.Contains(err.Error(), "openssl rand -hex 32") {
+		t.Fatalf("a short CHIO_ADMIN_TOKEN: %v; want it to say how to make one (openssl rand -hex 32)", err)
+	}
+}
