@@ -60,7 +60,9 @@ const (
 func bearerToken(getenv func(string) string, dataDir, env, file string, log *slog.Logger) (token, path string, err error) {
 	if t := getenv(env); t != "" {
 		if len(t) < MinTokenLen {
-			return "", "", fmt.Errorf("refusing to start: %s is shorter than %d characters", env, MinTokenLen)
+			// Say how to make one: "changeme" is what a first try sets.
+			return "", "", fmt.Errorf("refusing to start: %s is shorter than %d characters; make one with `openssl rand -hex 32`, "+
+				"or unset it and chiod generates %s in its data dir", env, MinTokenLen, file)
 		}
 		return t, "", nil
 	}
