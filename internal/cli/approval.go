@@ -79,6 +79,9 @@ func runApprovalList(e *Env, args []string) int {
 	if err := wantArgs("approval list", pos, 0); err != nil {
 		return fail(e, err)
 	}
+	if err := refuseEmptyApprovalFilter(fs); err != nil {
+		return fail(e, err)
+	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}
