@@ -79,7 +79,7 @@ func runApprovalList(e *Env, args []string) int {
 	if err := wantArgs("approval list", pos, 0); err != nil {
 		return fail(e, err)
 	}
-	if err := refuseEmptyApprovalFilter(fs); err != nil {
+	if err := refuseEmptyFlags(fs, "approval list", "subject", "server", "tool"); err != nil {
 		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {

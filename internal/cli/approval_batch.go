@@ -45,6 +45,11 @@ func runBatchCreate(e *Env, args []string) int {
 			return fail(e, usageErr("approval batch create", "%s is required", f.name))
 		}
 	}
+	// Empty, these would be taken for no limit and sign a wider standing
+	// approval than the approver wrote: refused before anything is signed.
+	if err := refuseEmptyFlags(fs, "approval batch create", "subject", "max-amount-per-call", "max-total", "kernel-key"); err != nil {
+		return fail(e, err)
+	}
 	if err := approval.CheckPattern(*server); err != nil {
 		return fail(e, usageError("--server: pattern "+err.Error()))
 	}
