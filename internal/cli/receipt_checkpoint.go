@@ -42,6 +42,10 @@ func runReceiptCheckpoint(e *Env, args []string) int {
 	if err := wantArgs("receipt checkpoint", pos, 0); err != nil {
 		return fail(e, err)
 	}
+	// A pin given an empty value would be no pin: refused (flag_empty.go).
+	if err := refuseEmptyFlags(fs, "receipt checkpoint", "kernel-key", "since"); err != nil {
+		return fail(e, err)
+	}
 	ctx, cancel := ctxTimeout(time.Minute)
 	defer cancel()
 	key, err := trustedKernelKey(ctx, e, r, *keyText)

@@ -28,6 +28,10 @@ func runReceiptVerify(e *Env, args []string) int {
 	if err != nil {
 		return ExitUsage
 	}
+	// A pin given an empty value would be no pin: refused (flag_empty.go).
+	if err := refuseEmptyFlags(fs, "receipt verify", "kernel-key", "checkpoint"); err != nil {
+		return fail(e, err)
+	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}

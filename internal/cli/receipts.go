@@ -143,6 +143,10 @@ func runReceiptList(e *Env, args []string) int {
 	if err := filters.refuseEmpty(fs, "receipt list"); err != nil {
 		return fail(e, err)
 	}
+	// A pin given an empty value would be no pin: refused (flag_empty.go).
+	if err := refuseEmptyFlags(fs, "receipt list", "kernel-key"); err != nil {
+		return fail(e, err)
+	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}
@@ -399,6 +403,10 @@ func runReceiptShow(e *Env, args []string) int {
 		return ExitUsage
 	}
 	if err := wantArgs("receipt show", pos, 1); err != nil {
+		return fail(e, err)
+	}
+	// A pin given an empty value would be no pin: refused (flag_empty.go).
+	if err := refuseEmptyFlags(fs, "receipt show", "kernel-key"); err != nil {
 		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {
