@@ -293,6 +293,11 @@ func runDecision(e *Env, args []string, decision string) int {
 	case *ttl <= 0 || *ttl > approval.MaxApprovalTTL:
 		return fail(e, usageErr(name, "--ttl must be in (0, 1h]"))
 	}
+	// An empty --amend would approve the call as the agent sent it, not
+	// the edit the approver meant: refused (flag_empty.go).
+	if err := refuseEmptyFlags(fs, name, "amend"); err != nil {
+		return fail(e, err)
+	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}

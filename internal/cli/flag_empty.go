@@ -10,7 +10,8 @@ import (
 // "$TOOL"` with TOOL unset listed the pending requests of every tool (for
 // a script to approve them all), and `chio approval batch create --subject
 // "$AGENT" --max-total "$CAP"` signed a standing approval for any agent
-// with no amount limit; `chio receipt verify --all --kernel-key "$KEY"`
+// with no amount limit; `chio approval approve --amend "$ARGS"` approved
+// the call unamended; `chio receipt verify --all --kernel-key "$KEY"`
 // trusted the server's key. (receipt list's filters: refuseEmpty, receipts.go.)
 func refuseEmptyFlags(fs *flag.FlagSet, cmd string, names ...string) error {
 	var err error
