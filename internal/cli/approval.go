@@ -82,6 +82,9 @@ func runApprovalList(e *Env, args []string) int {
 	if err := refuseEmptyFlags(fs, "approval list", "subject", "server", "tool"); err != nil {
 		return fail(e, err)
 	}
+	if *limit < 1 || *limit > 1000 { // chiod's bounds: its 400 would exit 1, not 2
+		return fail(e, usageErr("approval list", "--limit must be 1..1000"))
+	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}

@@ -28,6 +28,9 @@ func runReceiptStats(e *Env, args []string) int {
 	if err := filters.refuseEmpty(fs, "receipt stats"); err != nil {
 		return fail(e, err)
 	}
+	if err := filters.checkDecision("receipt stats"); err != nil {
+		return fail(e, err)
+	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
 	}

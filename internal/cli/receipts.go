@@ -58,6 +58,17 @@ func (f *filterFlags) refuseEmpty(fs *flag.FlagSet, cmd string) error {
 	return err
 }
 
+// checkDecision refuses a --decision no receipt has, as a usage error
+// (exit 2): chiod's 400 for it exited 1, the code of a receipt that does
+// not verify.
+func (f *filterFlags) checkDecision(cmd string) error {
+	switch *f.decision {
+	case "", receipt.Allow, receipt.Deny, receipt.Cancelled, receipt.Incomplete:
+		return nil
+	}
+	return usageErr(cmd, "--decision must be %s, %s, %s or %s, not %q", receipt.Allow, receipt.Deny, receipt.Cancelled, receipt.Incomplete, *f.decision)
+}
+
 // filterFlagNames are the filter flags (--meta apart: chiod refuses an
 // empty one).
 var filterFlagNames = map[string]bool{"decision": true, "guard": true, "server": true, "tool": true,
@@ -141,6 +152,9 @@ func runReceiptList(e *Env, args []string) int {
 		return fail(e, err)
 	}
 	if err := filters.refuseEmpty(fs, "receipt list"); err != nil {
+		return fail(e, err)
+	}
+	if err := filters.checkDecision("receipt list"); err != nil {
 		return fail(e, err)
 	}
 	// A pin given an empty value would be no pin: refused (flag_empty.go).
