@@ -148,6 +148,10 @@ func TestReloadKeepsKernelSettings(t *testing.T) {
 	if out := f.r.out.String(); !strings.Contains(out, "take effect only after a restart") || strings.Contains(out, "policy reload refused") {
 		t.Fatalf("an edited [kernel] was not reported as awaiting a restart:\n%s", out)
 	}
+	// The one [kernel] setting a reload applies is not said to wait.
+	if out := f.r.out.String(); !strings.Contains(out, "but [kernel] max_pending_approvals_per_agent, which this reload applies") {
+		t.Fatalf("the reload's log says every [kernel] change waits for a restart, max_pending_approvals_per_agent too:\n%s", out)
+	}
 }
 
 // A reloaded policy whose grant names a channel the running chiod has not
