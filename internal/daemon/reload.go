@@ -83,14 +83,15 @@ func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Lo
 	}
 	if changed {
 		log.Warn("policy file's [kernel], [channels], [receipts] or [store] differ from those chiod started with; " +
-			"they take effect only after a restart, the running ones are kept")
+			"they take effect only after a restart, the running ones are kept (but [kernel] max_pending_approvals_per_agent, which this reload applies)")
 	}
 	// Pending approvals are reconciled with the new approvers: a key removed
 	// from a grant stops counting at once.
 	if err := k.ApplyPolicy(context.Background(), next); err != nil {
 		log.Error("reconciling pending approvals with the reloaded policy failed", "err", err)
 	}
-	log.Info("policy reloaded ([kernel], [channels], [receipts] and [store] changes take effect at restart)", "policy_hash", next.Hash)
+	log.Info("policy reloaded ([kernel] changes but max_pending_approvals_per_agent, and [channels], [receipts] and [store] changes, take effect at restart)",
+		"policy_hash", next.Hash)
 	return true
 }
 
