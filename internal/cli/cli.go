@@ -372,6 +372,17 @@ func wantArgs(name string, pos []string, n int) error {
 	case len(pos) > n:
 		return usageError(fmt.Sprintf("chio %s: unexpected argument %q (usage: chio %s [flags])", name, pos[n], strings.TrimSpace(name+" "+c.args)))
 	}
+	// An empty argument is most often an unset shell variable ("$CAP_ID"):
+	// said so here, not sent to chiod as a path it cannot route.
+	for i, a := range pos {
+		if a == "" {
+			arg := "an argument"
+			if i < len(want) {
+				arg = want[i]
+			}
+			return usageError(fmt.Sprintf("chio %s: %s is empty (usage: chio %s [flags])", name, arg, strings.TrimSpace(name+" "+c.args)))
+		}
+	}
 	return nil
 }
 
