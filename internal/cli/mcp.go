@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -70,17 +69,14 @@ func runMCPServe(e *Env, args []string) int {
 	if *listen != "" {
 		err = serveLoopback(ctx, e, *listen, b)
 	} else {
-		err = b.Server().Run(ctx, &mcpsdk.IOTransport{Reader: io.NopCloser(e.Stdin), Writer: nopCloser{e.Stdout}})
+		// A malformed line is answered, not the end of the session.
+		err = b.Server().Run(ctx, mcpgw.StdioTransport(e.Stdin, e.Stdout))
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fail(e, err)
 	}
 	return ExitOK
 }
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
 
 // serveLoopback serves the bridge over Streamable HTTP. Only loopback: the
 // bridge acts with the agent's key for whoever can reach it.

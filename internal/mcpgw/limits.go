@@ -3,6 +3,8 @@ package mcpgw
 import (
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/chiokernel/chio/internal/dispatch"
 	"github.com/chiokernel/chio/internal/dispatch/mcp"
 	"github.com/chiokernel/chio/kernel"
@@ -21,6 +23,11 @@ const (
 	// carries the amended arguments twice more (its text and _meta).
 	// Room for chio's own words and the JSON-RPC and SSE framing on top.
 	MaxAnswerBytes = 6*(max(mcp.MaxResultBytes, dispatch.MaxResponseBytes)+2*kernel.MaxArgumentsBytes) + 64<<10
+	// MaxStdioLineBytes bounds one message (one line) an MCP client writes
+	// to `chio mcp serve`'s stdin: the MCP SDK's own bound for its stdio
+	// transport. A longer line is answered with an error and skipped
+	// (StdioTransport).
+	MaxStdioLineBytes = mcpsdk.DefaultMaxLineLength
 	// MaxSessionTokenBytes bounds the bearer before it is decoded.
 	MaxSessionTokenBytes = 16 << 10
 	// MaxSessionTTL is the longest a session token may live.

@@ -1,0 +1,204 @@
+package mcpgw
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// StdioTransport serves MCP as newline-delimited JSON-RPC on in and out
+// (`chio mcp serve`'s stdin and stdout), through the SDK's IOTransport,
+// except for a line that is not a message the SDK can take: the SDK's
+// transport ends the whole session on it (and the bridge with it, so
+// every later call of the agent fails). Such a line is answered here, as
+// a JSON-RPC server answers it — a parse error (-32700) for a line that is
+// not one JSON value, an invalid request (-32600) for a JSON value that is
+// not a JSON-RPC message, a batch the session cannot take, or a line over
+// MaxStdioLineBytes — and skipped; the session goes on. The answer's id is
+// the request's when one can be read, null otherwise.
+func StdioTransport(in io.Reader, out io.Writer) mcpsdk.Transport {
+	pr, pw := io.Pipe()
+	w := &messageWriter{w: out}
+	go (&stdinFilter{out: w}).run(in, pw)
+	// The lines are bounded here (a line over the bound is answered, not
+	// passed on), so the SDK's own bound, which would end the session, is
+	// off.
+	return &mcpsdk.IOTransport{Reader: pr, Writer: w, MaxLineLength: -1}
+}
+
+// messageWriter writes the SDK's messages and the filter's answers to the
+// same stdout, one whole message at a time (the SDK writes each message,
+// newline included, in one Write). Closing it leaves out open.
+type messageWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (m *messageWriter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.w.Write(p)
+}
+
+func (*messageWriter) Close() error { return nil }
+
+// stdinFilter passes the SDK the lines it can take, and answers the rest.
+type stdinFilter struct {
+	out *messageWriter
+	// batches: the client's initialize asked for a protocol version in
+	// which the SDK takes a batch (before 2025-06-18). In later versions
+	// the SDK ends the session on one.
+	batches bool
+}
+
+func (f *stdinFilter) run(in io.Reader, pw *io.PipeWriter) {
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, over, err := readLine(br, MaxStdioLineBytes)
+		if over {
+			f.answer(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: a message longer than %d bytes", MaxStdioLineBytes))
+		} else if len(line) > 0 {
+			if id, code, reason := f.check(line); code != 0 {
+				f.answer(id, code, reason)
+			} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
+				return // the session has ended
+			}
+		}
+		if err != nil {
+			pw.CloseWithError(err) // io.EOF: the client closed stdin, and the session ends
+			return
+		}
+	}
+}
+
+// readLine reads one line without its line ending, trimmed of white
+// space. over: it was longer than limit (it is read to its end, and not
+// returned).
+func readLine(br *bufio.Reader, limit int) (line []byte, over bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !over {
+			line = append(line, chunk...)
+			if over = len(bytes.TrimRight(line, "\r\n")) > limit; over {
+				line = nil
+			}
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return bytes.TrimSpace(line), over, err
+		}
+	}
+}
+
+// check returns a non-zero JSON-RPC error code, with the id to answer
+// and why, for a line the SDK's transport would end the session on. The
+// SDK decodes each message with jsonrpc.DecodeMessage, as here.
+func (f *stdinFilter) check(line []byte) (id json.RawMessage, code int64, reason string) {
+	if !json.Valid(line) {
+		return nil, jsonrpc.CodeParseError, "parse error: the line is not one JSON value"
+	}
+	if line[0] == '[' {
+		if reason := f.checkBatch(line); reason != "" {
+			return nil, jsonrpc.CodeInvalidRequest, reason
+		}
+		return nil, 0, ""
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return requestID(line), jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		// The versions the SDK agrees to and takes batches in.
+		f.batches = p.ProtocolVersion == "2024-11-05" || p.ProtocolVersion == "2025-03-26"
+	}
+	return nil, 0, ""
+}
+
+// checkBatch says why the SDK would end the session on a batch, or "".
+func (f *stdinFilter) checkBatch(line []byte) string {
+	if !f.batches {
+		return "invalid request: JSON-RPC batches are not supported in this session's protocol version"
+	}
+	// The SDK bounds the nesting of the whole batch as it bounds a
+	// message's: decoding it as a response's result checks that bound
+	// (one level early, which refuses rather than ends the session).
+	wrapped := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), line...), '}')
+	if _, err := jsonrpc.DecodeMessage(wrapped); err != nil {
+		return "invalid request: " + err.Error()
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(line, &raws); err != nil || len(raws) == 0 {
+		return "invalid request: an empty batch"
+	}
+	ids := map[jsonrpc.ID]bool{}
+	for _, raw := range raws {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return "invalid request: in a batch: " + err.Error()
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			if ids[req.ID] {
+				return "invalid request: a batch uses one id twice"
+			}
+			ids[req.ID] = true
+		}
+	}
+	return ""
+}
+
+// requestID is the id of a request that could not be taken, when it has a
+// method and an id JSON-RPC allows (a string or an integer): the client
+// waiting for it gets its answer. Otherwise nil (answered with id null).
+func requestID(line []byte) json.RawMessage {
+	var m struct {
+		Method json.RawMessage `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method == nil {
+		return nil
+	}
+	var id any
+	d := json.NewDecoder(bytes.NewReader(m.ID))
+	d.UseNumber()
+	if d.Decode(&id) != nil {
+		return nil
+	}
+	switch v := id.(type) {
+	case string:
+		return m.ID
+	case json.Number:
+		if _, err := v.Int64(); err == nil {
+			return m.ID
+		}
+	}
+	return nil
+}
+
+// answer writes a JSON-RPC error response (id nil: null).
+func (f *stdinFilter) answer(id json.RawMessage, code int64, message string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	type rpcError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, message}})
+	if err == nil {
+		_, _ = f.out.Write(append(b, '\n'))
+	}
+}

@@ -1,0 +1,79 @@
+package mcpgw
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioSession serves a plain MCP server over StdioTransport on pipes,
+// initialized with protocol version; it returns a function that sends one
+// line and returns the next line written back.
+func stdioSession(t *testing.T, version string) func(line string) string {
+	t.Helper()
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "stdio-test", Version: "1"}, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, StdioTransport(inR, outW)); outW.Close() }()
+	t.Cleanup(func() { inW.Close(); cancel(); <-done })
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	roundTrip := func(line string) string {
+		t.Helper()
+		go inW.Write([]byte(line + "\n"))
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("after %.80q: the session ended: %v", line, <-done)
+			}
+			return l
+		case <-time.After(20 * time.Second):
+			t.Fatalf("after %.80q: no answer", line)
+		}
+		return ""
+	}
+	roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, version))
+	go inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}` + "\n\n  \r\n"))
+	return roundTrip
+}
+
+// In a protocol version with batches (before 2025-06-18) a batch the SDK
+// takes is passed on and answered as a batch; one it would end the
+// session on is answered with an error. A line over the bound is answered
+// too, and the session goes on.
+func TestStdioTransportBatchesAndOversizeLines(t *testing.T) {
+	send := stdioSession(t, "2025-03-26")
+	if got := send(`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`); !strings.HasPrefix(got, "[") ||
+		!strings.Contains(got, `"id":2`) || !strings.Contains(got, `"id":3`) {
+		t.Fatalf("a batch in 2025-03-26 was answered %q, want a batch of two answers", got)
+	}
+	for _, bad := range []string{`[]`, `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]`,
+		`[{"jsonrpc":"2.0","id":5,"method":"ping"},"x"]`, strings.Repeat("[", 1000) + strings.Repeat("]", 1000),
+		`{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"` + strings.Repeat("x", MaxStdioLineBytes) + `"}}`} {
+		var a struct {
+			ID    json.RawMessage
+			Error *struct{ Code int }
+		}
+		if got := send(bad); json.Unmarshal([]byte(got), &a) != nil || a.Error == nil || a.Error.Code != -32600 || string(a.ID) != "null" {
+			t.Fatalf("%.80q was answered %.200q, want an invalid request with id null", bad, got)
+		}
+		if got := send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); got != `{"jsonrpc":"2.0","id":9,"result":{}}` {
+			t.Fatalf("after %.80q a ping was answered %q", bad, got)
+		}
+	}
+}
