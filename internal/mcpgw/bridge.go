@@ -332,7 +332,16 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 				return res, nil
 			}
 			lastErr = err
-			if ctx.Err() != nil || !lostConnection(err) {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			if !lostConnection(err) {
+				if tg.server != "" {
+					// A JSON-RPC error for a call that was sent: chiod, or a
+					// proxy in front of it, may have received, decided and
+					// run it.
+					return mayHaveReachedChio(requestID, "chiod (or a proxy in front of it) answered this call with an error: "+err.Error()), nil
+				}
 				return nil, err
 			}
 			b.reset(cs)
@@ -345,12 +354,17 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 }
 
 // lostChiod answers a call whose every attempt lost its connection to
-// chiod, or could not connect. It may have reached chiod, and its tool may
-// be running or have run: an error would invite the client's retry, a new
-// request id and a second call. So, as chiod answers an outcome it could
-// not record (submitError), the answer names the request id to await.
+// chiod, or could not connect.
 func lostChiod(requestID string, err error) *mcpsdk.CallToolResult {
-	reason := "chio mcp serve lost its connection to chiod: " + err.Error()
+	return mayHaveReachedChio(requestID, "chio mcp serve lost its connection to chiod: "+err.Error())
+}
+
+// mayHaveReachedChio answers a call chio may have received without the
+// bridge getting its outcome: the tool may be running or have run, and an
+// error would invite the client's retry, a new request id and a second
+// call. So, as chiod answers an outcome it could not record
+// (submitError), the answer names the request id to await.
+func mayHaveReachedChio(requestID, reason string) *mcpsdk.CallToolResult {
 	return chioResult(fmt.Sprintf("%s. This call may have reached chio, and the tool may have run: do not call it "+
 		"again. Call %s with {\"id\":%q} for its outcome once chio is reachable. (If %s finds no call with this id, "+
 		"once chio is healthy again, chio never received it and the tool did not run.)", reason, AwaitTool, requestID, AwaitTool),
