@@ -103,7 +103,9 @@ func resultText(res *mcpsdk.CallToolResult) string {
 //     after the POST was accepted (the stream's resume met 404) is this
 //     case, not a refusal;
 //   - the server answered with a JSON-RPC error (unknown tool, invalid
-//     params): the server refused the call; a ToolError, not an error;
+//     params) and a 2xx status (or on stdio): the server refused the
+//     call; a ToolError, not an error. With another status the status
+//     decides, as above;
 //   - the answer was too large (a message the tap is sure was this call's
 //     answer, see tap.overflow): a ToolError (asking again gets the same).
 //     An oversized message that is not certainly its answer is no call's:
@@ -130,9 +132,13 @@ func (u *Upstream) classify(ctx, cctx context.Context, c *conn, seen slot, err e
 	}
 	// Only an error the server sent is its answer; the SDK also reports
 	// its own transport failures as JSON-RPC errors (-32005 "rejected by
-	// transport"), which the tap never saw arrive.
+	// transport"), which the tap never saw arrive. And only one that came
+	// with the call's POST accepted (2xx; 0 on stdio): a POST answered
+	// with another status is judged by that status below, whatever its
+	// body says — a proxy's 504 carries a JSON-RPC error too, while its
+	// backend may be running the tool.
 	var werr *jsonrpc.Error
-	if seen.answered && errors.As(err, &werr) {
+	if seen.answered && (seen.status == 0 || seen.status/100 == 2) && errors.As(err, &werr) {
 		return kernel.DispatchResult{Output: json.RawMessage("null"),
 			ToolError: clip(fmt.Sprintf("mcp error %d: %s", werr.Code, werr.Message), maxToolErrorText)}, nil
 	}
