@@ -12,22 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/cli"
 	"github.com/chiokernel/chio/internal/dispatch"
 	"github.com/chiokernel/chio/internal/dispatch/mcp"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/mcpgw"
 	"github.com/chiokernel/chio/internal/testkit"
+	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/policy"
 )
 
-// mcpServeAgent runs `chio mcp serve` over pipes against a chiod serving
-// /mcp with the builtin demo server, its agent granted echo. It returns a
-// function writing one line to the bridge's stdin, the channel of the
-// lines it writes to stdout, and the channel of its exit code.
-func mcpServeAgent(t *testing.T) (send func(string), out <-chan string, exited chan int, stderr func() string) {
-	t.Helper()
-	p, err := policy.Parse([]byte(`
+// echoPolicy: the builtin demo server, its echo tool granted as "echo".
+const echoPolicy = `
 [[servers]]
 id = "demo"
 transport = "builtin"
@@ -36,7 +33,33 @@ transport = "builtin"
 id = "echo"
 server = "demo"
 tool = "echo"
-`), "mcpstdin.toml")
+`
+
+// mcpServeAgent runs `chio mcp serve` over pipes against a chiod serving
+// /mcp with the builtin demo server, its agent granted echo. It returns a
+// function writing one line to the bridge's stdin, the channel of the
+// lines it writes to stdout, and the channel of its exit code.
+func mcpServeAgent(t *testing.T) (send func(string), out <-chan string, exited chan int, stderr func() string) {
+	t.Helper()
+	b := mcpServe(t, echoPolicy, []string{"echo"})
+	return b.send, b.out, b.exited, b.stderr
+}
+
+// mcpServeRun is a `chio mcp serve` running over pipes (mcpServe).
+type mcpServeRun struct {
+	w          *testkit.World
+	send       func(string)
+	closeStdin func()
+	out        <-chan string
+	exited     chan int
+	stderr     func() string
+}
+
+// mcpServe runs `chio mcp serve` (with args) over pipes against a chiod
+// serving /mcp under policyText, its agent granted grants.
+func mcpServe(t *testing.T, policyText string, grants []string, args ...string) *mcpServeRun {
+	t.Helper()
+	p, err := policy.Parse([]byte(policyText), "mcpstdin.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +68,7 @@ tool = "echo"
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { router.Close() })
-	w := testkit.NewWorld(t, testkit.Options{Policy: p, Dispatcher: router, Grants: []string{"echo"}, Serve: true,
+	w := testkit.NewWorld(t, testkit.Options{Policy: p, Dispatcher: router, Grants: grants, Serve: true,
 		BeforeServe: func(tw *testkit.World) {
 			g, err := mcpgw.New(mcpgw.Options{Kernel: tw.Kernel, Catalog: router.MCP()})
 			if err != nil {
@@ -66,7 +89,7 @@ tool = "echo"
 	var se syncBuffer
 	code := make(chan int, 1) // holds the exit code once it exited, for every reader
 	go func() {
-		c := cli.Main([]string{"mcp", "serve", "--url", w.URL, "--capability", capFile, "--key", keyFile},
+		c := cli.Main(append([]string{"mcp", "serve", "--url", w.URL, "--capability", capFile, "--key", keyFile}, args...),
 			&cli.Env{Stdin: inR, Stdout: outW, Stderr: &se, Getenv: func(string) string { return "" }})
 		outW.Close()
 		code <- c
@@ -89,10 +112,10 @@ tool = "echo"
 		}
 		close(lines)
 	}()
-	send = func(line string) {
+	send := func(line string) {
 		go inW.Write([]byte(line + "\n")) // a bridge that stopped reading must not hang the test
 	}
-	return send, lines, code, se.String
+	return &mcpServeRun{w: w, send: send, closeStdin: func() { inW.Close() }, out: lines, exited: code, stderr: se.String}
 }
 
 // syncBuffer is a bytes.Buffer the bridge and the test may share.
@@ -198,5 +221,68 @@ func TestMCPServeAnswersMalformedLinesAndKeepsServing(t *testing.T) {
 	a := nextAnswer(t, out, exited, stderr, "the malformed lines, a tools/call")
 	if a.Error != nil || string(a.ID) != "200" || !strings.Contains(string(a.Result), "world") {
 		t.Fatalf("the call after the malformed lines: %s %+v %s", a.ID, a.Error, a.Result)
+	}
+}
+
+// An MCP client that closes stdin while a call of its agent is parked
+// (or running) ends `chio mcp serve`. The call stands — chio decided it
+// durably, and an approver may yet let it run — but only the bridge knew
+// its request id: the agent never got an answer naming it, so neither a
+// new session's chio_await nor `chio await` could find its outcome. The
+// bridge must say, where its client's log keeps it (stderr), which call
+// it left behind and how to await it.
+func TestMCPServeClosedMidCallNamesTheCallLeftBehind(t *testing.T) {
+	approver, _ := keys.Generate(nil)
+	r := mcpServe(t, fmt.Sprintf(`
+[[servers]]
+id = "demo"
+transport = "builtin"
+
+[[grants]]
+id = "confirm"
+server = "demo"
+tool = "confirm"
+[grants.approval]
+channels = ["poll"]
+[[grants.approval.approvers]]
+public_key = %q
+display_name = "Approver"
+`, approver.Public()), []string{"confirm"}, "--pending-wait", "5m")
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdin-test","version":"1"}}}`)
+	if a := nextAnswer(t, r.out, r.exited, r.stderr, "initialize"); a.Error != nil {
+		t.Fatalf("initialize: %+v", a)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo__confirm","arguments":{"prompt":"Ship it?"}}}`)
+	var parked []*approval.Request
+	deadline := time.Now().Add(30 * time.Second)
+	for len(parked) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		var err error
+		if parked, err = r.w.Kernel.ListPending(kernel.PendingFilter{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(parked) != 1 {
+		t.Fatalf("the call was not parked: %d pending (stderr %q)", len(parked), r.stderr())
+	}
+	r.closeStdin() // the client goes away while chiod holds the call open
+	select {
+	case code := <-r.exited:
+		r.exited <- code
+		if code != cli.ExitOK {
+			t.Fatalf("chio mcp serve exited %d when its client closed stdin (stderr %q)", code, r.stderr())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("chio mcp serve did not end when its client closed stdin mid-call")
+	}
+	rec, err := r.w.Kernel.Call(parked[0].RequestID)
+	if err != nil || rec.Status != kernel.StatusPendingApproval {
+		t.Fatalf("the parked call did not stand: %+v %v", rec, err)
+	}
+	if se := r.stderr(); !strings.Contains(se, parked[0].RequestID) {
+		t.Fatalf("the client went away mid-call and chio mcp serve ended without naming the call it left behind "+
+			"(request %s, approval %s): its outcome cannot be found by the agent. stderr: %q",
+			parked[0].RequestID, parked[0].ApprovalID, se)
 	}
 }
