@@ -307,10 +307,12 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 			requestID = kernel.NewID("mcp-")
 		}
 		var lastErr error
+		sent := false // a tools/call for requestID went to chiod
 		for attempt := range 3 {
 			if attempt > 0 {
 				select {
 				case <-ctx.Done():
+					b.leftBehind(tg, requestID, sent, ctx.Err())
 					return nil, ctx.Err()
 				case <-time.After(time.Duration(attempt) * 250 * time.Millisecond):
 				}
@@ -327,12 +329,14 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 				lastErr = err
 				continue
 			}
+			sent = true
 			res, err := cs.CallTool(ctx, params)
 			if err == nil {
 				return res, nil
 			}
 			lastErr = err
 			if ctx.Err() != nil {
+				b.leftBehind(tg, requestID, sent, err)
 				return nil, err
 			}
 			if !lostConnection(err) {
@@ -351,6 +355,21 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 		}
 		return nil, lastErr
 	}
+}
+
+// leftBehind logs a call the client stopped waiting for (it cancelled the
+// call, or went away: closed stdin, ended its session) once it went to
+// chiod: chio may have decided it, and it may be parked or running, yet
+// only the bridge knows its request id, and no answer will carry it. The
+// log (stderr, which MCP clients keep) names it, for chio_await or `chio
+// await`.
+func (b *Bridge) leftBehind(tg target, requestID string, sent bool, err error) {
+	if tg.server == "" || !sent {
+		return
+	}
+	b.o.Log.Warn("the client stopped waiting for a call sent to chio; chio may have decided it, and it may yet run: "+
+		"call "+AwaitTool+" with {\"id\":\""+requestID+"\"} or run `chio await "+requestID+" --key <agent key>` for its outcome",
+		"request_id", requestID, "server", tg.server, "tool", tg.tool, "err", err)
 }
 
 // lostChiod answers a call whose every attempt lost its connection to
