@@ -286,3 +286,31 @@ display_name = "Approver"
 			parked[0].RequestID, parked[0].ApprovalID, se)
 	}
 }
+
+// A call whose arguments are over chio's bound is refused, as chiod
+// refuses it (a result saying so: nothing was decided, nothing ran),
+// however large: one too large for /mcp's request bound met chiod's 413
+// instead, which the bridge passed on as a transport error, then as "may
+// have reached chio, do not call it again".
+func TestMCPServeRefusesArgumentsOverTheBound(t *testing.T) {
+	send, out, exited, stderr := mcpServeAgent(t)
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdin-test","version":"1"}}}`)
+	nextAnswer(t, out, exited, stderr, "initialize")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	for i, n := range []int{kernel.MaxArgumentsBytes, mcpgw.MaxRequestBytes} {
+		id := fmt.Sprint(2 + i)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"demo__echo","arguments":{"a":"` +
+			strings.Repeat("x", n) + `"}}}`)
+		a := nextAnswer(t, out, exited, stderr, fmt.Sprintf("a call with %d bytes of arguments", n))
+		var r struct {
+			IsError bool           `json:"isError"`
+			Meta    map[string]any `json:"_meta"`
+		}
+		_ = json.Unmarshal(a.Result, &r)
+		if a.Error != nil || string(a.ID) != id || !r.IsError || r.Meta[mcpgw.MetaStatus] != mcpgw.StatusRefused ||
+			!strings.Contains(fmt.Sprint(r.Meta[mcpgw.MetaReason]), "arguments larger than") {
+			t.Fatalf("a call with %d bytes of arguments: answered %+v %v, want a %q result (arguments larger than …)",
+				n, a.Error, r.Meta, mcpgw.StatusRefused)
+		}
+	}
+}
