@@ -292,6 +292,12 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 		}
 		var requestID, paramHash string
 		if tg.server != "" {
+			// Refused here as chiod refuses them (callHandler): arguments
+			// too large for /mcp's request bound would meet chiod's 413
+			// instead, which says nothing of the call.
+			if len(args) > kernel.MaxArgumentsBytes {
+				return refused(fmt.Sprintf("arguments larger than %d bytes", kernel.MaxArgumentsBytes)), nil
+			}
 			// The agent's governed intent, checked and made canonical once:
 			// every attempt below signs and sends these same bytes.
 			intent, err := agentIntent(req.Params.Meta)
