@@ -77,3 +77,24 @@ func TestStdioTransportBatchesAndOversizeLines(t *testing.T) {
 		}
 	}
 }
+
+// The SDK reads a JSON-RPC id that is a number as an int64, and answered a
+// request with id 9.5 with id 9 (1e20 with whatever the conversion made
+// of it): the answer of one request resolved another the client was
+// waiting for. An id that is not a string or an integer is refused.
+func TestStdioTransportRefusesIDsItWouldAnswerAsAnother(t *testing.T) {
+	send := stdioSession(t, "2025-11-25")
+	for _, id := range []string{"9.5", "1e20", "-0.5"} {
+		line := `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`
+		var a struct {
+			ID    json.RawMessage
+			Error *struct{ Code int }
+		}
+		if got := send(line); json.Unmarshal([]byte(got), &a) != nil || a.Error == nil || a.Error.Code != -32600 || string(a.ID) != "null" {
+			t.Fatalf("%s was answered %q, want an invalid request with id null", line, got)
+		}
+	}
+	if got := send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); got != `{"jsonrpc":"2.0","id":9,"result":{}}` {
+		t.Fatalf("a ping with id 9 was answered %q", got)
+	}
+}
