@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -113,6 +117,9 @@ func (f *stdinFilter) check(line []byte) (id json.RawMessage, code int64, reason
 	if err != nil {
 		return requestID(line), jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
 	}
+	if otherID(line) {
+		return nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer"
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
@@ -145,6 +152,9 @@ func (f *stdinFilter) checkBatch(line []byte) string {
 		msg, err := jsonrpc.DecodeMessage(raw)
 		if err != nil {
 			return "invalid request: in a batch: " + err.Error()
+		}
+		if otherID(raw) {
+			return "invalid request: in a batch: an id must be a string or an integer"
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 			if ids[req.ID] {
@@ -182,6 +192,21 @@ func requestID(line []byte) json.RawMessage {
 		}
 	}
 	return nil
+}
+
+// otherID reports whether a message's id is a number that is not an
+// integer within int64: the SDK reads it as an int64 (9.5 as 9), and would
+// answer it as another request the client may be waiting for. Its member
+// is read by its exact name, as the SDK reads it.
+func otherID(msg []byte) bool {
+	var m struct {
+		ID jsontext.Value `json:"id"`
+	}
+	if jsonv2.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.ID.Kind() != '0' {
+		return false
+	}
+	_, err := strconv.ParseInt(string(m.ID), 10, 64)
+	return err != nil
 }
 
 // answer writes a JSON-RPC error response (id nil: null).
