@@ -98,3 +98,19 @@ func TestStdioTransportRefusesIDsItWouldAnswerAsAnother(t *testing.T) {
 		t.Fatalf("a ping with id 9 was answered %q", got)
 	}
 }
+
+// A request over the line bound is answered with its id when the line's
+// first bytes show it, so the client's call ends instead of waiting for
+// an answer that never comes.
+func TestStdioTransportAnswersAnOversizeRequestWithItsID(t *testing.T) {
+	send := stdioSession(t, "2025-11-25")
+	line := `{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"name":"x","arguments":{"pad":"` +
+		strings.Repeat("x", MaxStdioLineBytes) + `"}}}`
+	var a struct {
+		ID    json.RawMessage
+		Error *struct{ Code int }
+	}
+	if got := send(line); json.Unmarshal([]byte(got), &a) != nil || a.Error == nil || a.Error.Code != -32600 || string(a.ID) != `"big-1"` {
+		t.Fatalf("an oversize request was answered %.200q, want an invalid request with its id \"big-1\"", got)
+	}
+}
