@@ -65,9 +65,9 @@ type stdinFilter struct {
 func (f *stdinFilter) run(in io.Reader, pw *io.PipeWriter) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, over, err := readLine(br, MaxStdioLineBytes)
+		line, head, over, err := readLine(br, MaxStdioLineBytes)
 		if over {
-			f.answer(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: a message longer than %d bytes", MaxStdioLineBytes))
+			f.answer(headID(head), jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: a message longer than %d bytes", MaxStdioLineBytes))
 		} else if len(line) > 0 {
 			if id, code, reason := f.check(line); code != 0 {
 				f.answer(id, code, reason)
@@ -82,21 +82,53 @@ func (f *stdinFilter) run(in io.Reader, pw *io.PipeWriter) {
 	}
 }
 
+// stdioHeadBytes is how much of a line over the bound is kept to find its
+// id (headID).
+const stdioHeadBytes = 4 << 10
+
 // readLine reads one line without its line ending, trimmed of white
 // space. over: it was longer than limit (it is read to its end, and not
-// returned).
-func readLine(br *bufio.Reader, limit int) (line []byte, over bool, err error) {
+// returned); head is then its first stdioHeadBytes.
+func readLine(br *bufio.Reader, limit int) (line, head []byte, over bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !over {
 			line = append(line, chunk...)
 			if over = len(bytes.TrimRight(line, "\r\n")) > limit; over {
+				head = bytes.Clone(line[:stdioHeadBytes])
 				line = nil
 			}
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return bytes.TrimSpace(line), over, err
+			return bytes.TrimSpace(line), head, over, err
 		}
+	}
+}
+
+// headID is the id of an over-long message, when its first bytes show
+// one (a string or an integer, before any member too long to see past),
+// so the request is answered with it; nil otherwise.
+func headID(head []byte) json.RawMessage {
+	d := jsontext.NewDecoder(bytes.NewReader(head))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil
+	}
+	for {
+		name, err := d.ReadToken()
+		if err != nil || name.Kind() != '"' {
+			return nil
+		}
+		if name.String() != "id" {
+			if d.SkipValue() != nil {
+				return nil
+			}
+			continue
+		}
+		v, err := d.ReadValue()
+		if err != nil || !(v.Kind() == '"' || v.Kind() == '0' && integer(v)) {
+			return nil
+		}
+		return json.RawMessage(bytes.Clone(v))
 	}
 }
 
@@ -202,11 +234,13 @@ func otherID(msg []byte) bool {
 	var m struct {
 		ID jsontext.Value `json:"id"`
 	}
-	if jsonv2.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.ID.Kind() != '0' {
-		return false
-	}
-	_, err := strconv.ParseInt(string(m.ID), 10, 64)
-	return err != nil
+	return jsonv2.Unmarshal(msg, &m) == nil && len(m.ID) > 0 && m.ID.Kind() == '0' && !integer(m.ID)
+}
+
+// integer reports whether a JSON number is an integer within int64.
+func integer(n []byte) bool {
+	_, err := strconv.ParseInt(string(n), 10, 64)
+	return err == nil
 }
 
 // answer writes a JSON-RPC error response (id nil: null).

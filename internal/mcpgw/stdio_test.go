@@ -55,7 +55,8 @@ func stdioSession(t *testing.T, version string) func(line string) string {
 // In a protocol version with batches (before 2025-06-18) a batch the SDK
 // takes is passed on and answered as a batch; one it would end the
 // session on is answered with an error. A line over the bound is answered
-// too, and the session goes on.
+// too (id null: its id comes after what is read of it), and the session
+// goes on.
 func TestStdioTransportBatchesAndOversizeLines(t *testing.T) {
 	send := stdioSession(t, "2025-03-26")
 	if got := send(`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`); !strings.HasPrefix(got, "[") ||
@@ -64,7 +65,7 @@ func TestStdioTransportBatchesAndOversizeLines(t *testing.T) {
 	}
 	for _, bad := range []string{`[]`, `[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]`,
 		`[{"jsonrpc":"2.0","id":5,"method":"ping"},"x"]`, strings.Repeat("[", 1000) + strings.Repeat("]", 1000),
-		`{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"` + strings.Repeat("x", MaxStdioLineBytes) + `"}}`} {
+		`{"jsonrpc":"2.0","method":"ping","params":{"pad":"` + strings.Repeat("x", MaxStdioLineBytes) + `"},"id":6}`} {
 		var a struct {
 			ID    json.RawMessage
 			Error *struct{ Code int }
