@@ -145,8 +145,11 @@ func New(o Options) (*Gateway, error) {
 		if r.Method == http.MethodDelete {
 			// The SDK's close waits for the session's requests: its waits
 			// end first (sessionwaits.go). Only this agent's own.
+			// A wait that starts while the DELETE is served ends at once.
 			if a, ok := agentOf(auth.TokenInfoFromContext(r.Context())); ok && r.Header.Get(sessionIDHeader) != "" {
-				g.sessionWaits.end(sessionWaitKey(a.id(), r.Header.Get(sessionIDHeader)))
+				key := sessionWaitKey(a.id(), r.Header.Get(sessionIDHeader))
+				g.sessionWaits.end(key)
+				defer g.sessionWaits.forget(key)
 			}
 		}
 		g.mcp.ServeHTTP(w, r)

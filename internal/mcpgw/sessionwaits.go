@@ -22,6 +22,10 @@ import (
 type sessionWaits struct {
 	mu sync.Mutex
 	m  map[string]map[*context.CancelFunc]struct{}
+	// closing counts the DELETEs of each key under way (end to forget):
+	// a wait that starts then (its call parked as the client closed) is
+	// ended at once, or it would hold the DELETE for its whole wait.
+	closing map[string]int
 }
 
 func sessionWaitKey(agentID, sessionID string) string { return agentID + "\x00" + sessionID }
@@ -36,6 +40,9 @@ func (s *sessionWaits) add(key string, cancel context.CancelFunc) (remove func()
 	if s.m[key] == nil {
 		s.m[key] = map[*context.CancelFunc]struct{}{}
 	}
+	if s.closing[key] > 0 {
+		cancel() // its session is being closed
+	}
 	c := &cancel
 	s.m[key][c] = struct{}{}
 	return func() {
@@ -48,11 +55,27 @@ func (s *sessionWaits) add(key string, cancel context.CancelFunc) (remove func()
 	}
 }
 
-// end ends every wait of key (each unlists itself as it returns).
+// end ends every wait of key (each unlists itself as it returns), and
+// those that start until forget(key): a DELETE of the session is under
+// way.
 func (s *sessionWaits) end(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closing == nil {
+		s.closing = map[string]int{}
+	}
+	s.closing[key]++
 	for c := range s.m[key] {
 		(*c)()
+	}
+}
+
+// forget follows end once the DELETE is served (the SDK has closed the
+// session, its requests returned): no wait of key starts after it.
+func (s *sessionWaits) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing[key]--; s.closing[key] <= 0 {
+		delete(s.closing, key)
 	}
 }
