@@ -17,8 +17,9 @@ import (
 )
 
 // uncountedVoters names the voters of req whose votes policy p does not
-// count when vote decides it: a key p no longer trusts at req's tier
-// (recorded before a reload removed it), or an approval of a question
+// count when vote decides it: a key p no longer trusts at req's tier, or
+// at the tier it is passed over to when p leaves req's to the calling
+// agent alone (recorded before a reload removed it), or an approval of a question
 // that gave other answers than the deciding approval (counted answers
 // disagree once a reload trusts a voter again: sameAnswers). The kernel's
 // own advisory vote is never uncounted. None (nil) without a deciding
@@ -28,7 +29,11 @@ func (k *Kernel) uncountedVoters(p *policy.Policy, req *approval.Request, vote *
 	if vote == nil || len(req.Votes) <= 1 {
 		return nil
 	}
-	trusted, _, _ := approversNow(p, req)
+	// Counted at the tier req is decided at under p: one p leaves to
+	// nobody but the calling agent is passed over (skip_tiers.go), as
+	// deniedNow and approvedNow count it; at the tier passed over the
+	// deciding vote itself would be named uncounted.
+	trusted, _, _ := approversNow(p, atDecidingTier(p, req))
 	uncounted := []string{}
 	for i := range req.Votes {
 		v := &req.Votes[i]
