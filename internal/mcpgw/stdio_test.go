@@ -115,3 +115,23 @@ func TestStdioTransportAnswersAnOversizeRequestWithItsID(t *testing.T) {
 		t.Fatalf("an oversize request was answered %.200q, want an invalid request with its id \"big-1\"", got)
 	}
 }
+
+// The id check read the whole message strictly (go-json-experiment's
+// defaults), which refuses what the SDK takes: a member named twice
+// anywhere in it, or a string that is not valid UTF-8. Such a message
+// slipped past the check, and its id 9.5 was answered as id 9.
+func TestStdioTransportRefusesOtherIDsBesideWhatTheSDKTakes(t *testing.T) {
+	send := stdioSession(t, "2025-11-25")
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":9.5,"method":"ping","params":{"_meta":{"a":1,"a":2}}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":9.5,\"method\":\"ping\",\"params\":{\"_meta\":{\"a\":\"\xff\"}}}",
+	} {
+		var a struct {
+			ID    json.RawMessage
+			Error *struct{ Code int }
+		}
+		if got := send(line); json.Unmarshal([]byte(got), &a) != nil || a.Error == nil || a.Error.Code != -32600 || string(a.ID) != "null" {
+			t.Fatalf("%q was answered %q, want an invalid request with id null", line, got)
+		}
+	}
+}
