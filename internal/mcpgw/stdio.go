@@ -229,12 +229,15 @@ func requestID(line []byte) json.RawMessage {
 // otherID reports whether a message's id is a number that is not an
 // integer within int64: the SDK reads it as an int64 (9.5 as 9), and would
 // answer it as another request the client may be waiting for. Its member
-// is read by its exact name, as the SDK reads it.
+// is read by its exact name, as the SDK reads it. The message is read
+// as leniently as the SDK reads it otherwise: a member named twice, or a
+// string that is not UTF-8, made a strict read fail and the id pass.
 func otherID(msg []byte) bool {
 	var m struct {
 		ID jsontext.Value `json:"id"`
 	}
-	return jsonv2.Unmarshal(msg, &m) == nil && len(m.ID) > 0 && m.ID.Kind() == '0' && !integer(m.ID)
+	err := jsonv2.Unmarshal(msg, &m, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	return err == nil && len(m.ID) > 0 && m.ID.Kind() == '0' && !integer(m.ID)
 }
 
 // integer reports whether a JSON number is an integer within int64.
