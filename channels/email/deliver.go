@@ -24,9 +24,12 @@ type recipient struct {
 	key, name, addr string
 }
 
-// recipients are req's trusted approvers with an address who have not
-// voted; voted counts those left out only because they have (the kernel
-// refuses a second vote: "waiting for your decision" would be untrue).
+// recipients are req's approvers with an address who may decide it and
+// have not voted; voted counts those left out only because they have (the
+// kernel refuses a second vote: "waiting for your decision" would be
+// untrue). An approver whose key is the calling agent's or a requester's
+// is never mailed: the kernel never counts that vote (MayDecide, the rule
+// Verify applies), so a link to cast it would ask for nothing.
 func (c *Channel) recipients(req *approval.Request) (out []recipient, voted int) {
 	p := c.o.Policy()
 	if p == nil {
@@ -38,7 +41,7 @@ func (c *Channel) recipients(req *approval.Request) (out []recipient, voted int)
 	}
 	for _, ap := range g.Approval.Approvers {
 		key := ap.PublicKey.String()
-		if ap.Contact.Email == "" || !req.Trusts(key) {
+		if ap.Contact.Email == "" || !req.MayDecide(key) {
 			continue
 		}
 		if req.HasVoted(key) {
@@ -55,7 +58,7 @@ func (c *Channel) recipients(req *approval.Request) (out []recipient, voted int)
 // voted already; other events need no mail. It mails only approvers req,
 // as announced, trusted: those an escalation added meanwhile are mailed by
 // the escalation's own delivery.
-// When no trusted approver has an address it fails (permanently) rather
+// When no approver who may decide req has an address it fails (permanently) rather
 // than report a delivery that told nobody.
 // Each recipient gets its own SMTP transaction, up to maxParallelSends at
 // once, so a mailbox the relay stalls on delays only its own message.
