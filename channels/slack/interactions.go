@@ -244,6 +244,14 @@ func (c *Channel) click(k Kernel, p *payload, id, decision string) string {
 	if !ok {
 		return "You are not an approver for this request."
 	}
+	// The kernel never counts a vote by the calling agent's key on its own
+	// call, nor a requester's (MayDecide, the rule Verify applies): say so,
+	// rather than link to the dashboard to sign (or sign custodially) a
+	// vote it refuses.
+	if !req.MayDecide(ap.PublicKey.String()) {
+		return "This call was made with your own key (or the grant lists you as a requester): " +
+			"the kernel never counts your vote on it; another approver decides it."
+	}
 	if !g.Approval.SlackCustodial {
 		return "This request must be signed with your own key: " + link + "."
 	}
