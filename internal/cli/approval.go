@@ -44,7 +44,8 @@ type approvalView struct {
 
 // approverNames lists the request's trusted approvers by name, as the
 // server's view names them; a key the policy in force no longer lists is
-// shown as such.
+// shown as such, and so is one whose vote the kernel never counts on this
+// request (MayDecide: the calling agent's key, or a requester's).
 func (v *approvalView) approverNames() []string {
 	names := map[string]string{}
 	for _, a := range v.Approvers {
@@ -57,12 +58,24 @@ func (v *approvalView) approverNames() []string {
 		case !ok:
 			out = append(out, k+" (not an approver in the policy in force)")
 		case n == "":
-			out = append(out, k)
+			out = append(out, k+v.uncountedWhy(k))
 		default:
-			out = append(out, n+" ("+k+")")
+			out = append(out, n+" ("+k+")"+v.uncountedWhy(k))
 		}
 	}
 	return out
+}
+
+// uncountedWhy says why the kernel never counts key's vote on the
+// request ("" when it may decide it): the words beside it in APPROVERS.
+func (v *approvalView) uncountedWhy(key string) string {
+	switch r := &v.Request; {
+	case r.MayDecide(key):
+		return ""
+	case key == r.SubjectID || key == r.SubjectPublicKey:
+		return " (the calling agent's key: the kernel never counts its vote on its own call)"
+	}
+	return " (a requester of this grant: the kernel never counts its vote)"
 }
 
 func runApprovalList(e *Env, args []string) int {
