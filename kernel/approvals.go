@@ -223,7 +223,10 @@ func (k *Kernel) Approval(id string) (*approval.Request, error) {
 	return req, err
 }
 
-// PendingFilter narrows ListPending.
+// PendingFilter narrows ListPending. Approver keeps the requests that
+// key may decide (approval.Request.MayDecide): not the calling agent's
+// own call, nor one of a grant that lists the key as a requester, whose
+// votes the kernel never counts.
 type PendingFilter struct {
 	SubjectID, ToolServer, ToolName, Approver string
 	Limit                                     int
@@ -238,7 +241,7 @@ func (k *Kernel) ListPending(f PendingFilter) ([]*approval.Request, error) {
 	err := k.store.View(func(tx ReadTx) error {
 		return tx.PendingApprovals(func(r *approval.Request) bool {
 			if (f.SubjectID == "" || r.SubjectID == f.SubjectID) && (f.ToolServer == "" || r.ToolServer == f.ToolServer) &&
-				(f.ToolName == "" || r.ToolName == f.ToolName) && (f.Approver == "" || r.Trusts(f.Approver)) {
+				(f.ToolName == "" || r.ToolName == f.ToolName) && (f.Approver == "" || r.MayDecide(f.Approver)) {
 				out = append(out, r)
 			}
 			return len(out) < f.Limit
