@@ -2,7 +2,6 @@ package email
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/channels"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/policy"
 )
 
 // An approver whose key is the calling agent's, or a grant requester's,
@@ -20,19 +18,7 @@ import (
 // never count. Only approvers who may decide are mailed; when nobody
 // else has an address, the delivery fails as for no address at all.
 func TestCallingAgentAndRequesterAreNotAskedToDecide(t *testing.T) {
-	box, addr := startSink(t)
-	lead, _ := keys.Generate(nil)
-	cfo, _ := keys.Generate(nil)
-	p, err := policy.Parse([]byte(fmt.Sprintf(twoApproversPolicy, approverTOML(lead.Public(), "Lead")+approverTOML(cfo.Public(), "CFO"))), "t.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	c, err := New(&policy.Email{SMTPAddr: addr, From: "chio@example.com"}, Options{PublicURL: "http://127.0.0.1:7420",
-		Policy: func() *policy.Policy { return p }, Secret: make([]byte, 32), Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	box, lead, cfo, c, now := leadAndCFOChannel(t)
 	// The Lead's key is the calling agent's.
 	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindToolCall, PolicyID: "deploys", Status: approval.StatusPending,
 		Summary: "Delete a file", ExpiresAt: now.Add(time.Hour).Unix(), Quorum: 1,
@@ -65,7 +51,7 @@ func TestCallingAgentAndRequesterAreNotAskedToDecide(t *testing.T) {
 	// Nobody with an address may decide: a failure, and nobody mailed.
 	req3 := req2
 	req3.ApprovalID, req3.SubjectID, req3.SubjectPublicKey = "ar-3", lead.Public().String(), lead.Public().String()
-	err = c.Deliver(channels.WithDeliveryID(context.Background(), "d-3"), "approval.requested", &req3)
+	err := c.Deliver(channels.WithDeliveryID(context.Background(), "d-3"), "approval.requested", &req3)
 	box.mu.Lock()
 	n := len(box.rcpt)
 	box.mu.Unlock()

@@ -21,19 +21,7 @@ import (
 // mailed; when all who could be mailed have voted, there is nothing to
 // tell and nothing failed.
 func TestApproversWhoVotedAreNotAskedAgain(t *testing.T) {
-	box, addr := startSink(t)
-	lead, _ := keys.Generate(nil)
-	cfo, _ := keys.Generate(nil)
-	p, err := policy.Parse([]byte(fmt.Sprintf(twoApproversPolicy, approverTOML(lead.Public(), "Lead")+approverTOML(cfo.Public(), "CFO"))), "t.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	c, err := New(&policy.Email{SMTPAddr: addr, From: "chio@example.com"}, Options{PublicURL: "http://127.0.0.1:7420",
-		Policy: func() *policy.Policy { return p }, Secret: make([]byte, 32), Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	box, lead, cfo, c, now := leadAndCFOChannel(t)
 	req := &approval.Request{ApprovalID: "ar-1", Kind: approval.KindToolCall, PolicyID: "deploys", Status: approval.StatusPending,
 		Summary: "Delete a file", ExpiresAt: now.Add(time.Hour).Unix(), Quorum: 2, Tier: 1,
 		TrustedApprovers: []string{lead.Public().String(), cfo.Public().String()},
@@ -57,4 +45,26 @@ func TestApproversWhoVotedAreNotAskedAgain(t *testing.T) {
 	if len(box.rcpt) != 1 {
 		t.Fatalf("mailed %v after both voted", strings.Join(box.rcpt, ", "))
 	}
+}
+
+// leadAndCFOChannel is an email channel whose policy's grant "deploys"
+// has two approvers with addresses, the Lead (lead@example.com) and the
+// CFO (cfo@example.com), sending to a loopback SMTP sink, its clock fixed
+// at now.
+func leadAndCFOChannel(t *testing.T) (box *sink, lead, cfo keys.PrivateKey, c *Channel, now time.Time) {
+	t.Helper()
+	box, addr := startSink(t)
+	lead, _ = keys.Generate(nil)
+	cfo, _ = keys.Generate(nil)
+	p, err := policy.Parse([]byte(fmt.Sprintf(twoApproversPolicy, approverTOML(lead.Public(), "Lead")+approverTOML(cfo.Public(), "CFO"))), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = time.Now()
+	c, err = New(&policy.Email{SMTPAddr: addr, From: "chio@example.com"}, Options{PublicURL: "http://127.0.0.1:7420",
+		Policy: func() *policy.Policy { return p }, Secret: make([]byte, 32), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box, lead, cfo, c, now
 }
