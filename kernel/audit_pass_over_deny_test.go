@@ -95,5 +95,14 @@ func TestHonestLogVerifiesADenyAtAPassedOverTier(t *testing.T) {
 		t.Fatalf("deny names approver %v, uncounted %v (resolution %v); want the Finance Lead deciding, counted, and only the SRE (removed) uncounted",
 			rc.Metadata["approver"], rc.Metadata["uncounted"], r.Resolution.Uncounted)
 	}
+	// Every view reads the request: it says the tier that decided and the
+	// one passed over, as the deny receipt does.
+	if r.Tier != 1 || !slices.Equal(r.SkippedTiers, []int{0}) || !slices.Contains(r.TrustedApprovers, financeLead.Public().String()) {
+		t.Fatalf("the denied request says tier %d, skipped %v, approvers %v; want tier 1 (index), tier 0 passed over, the Finance Lead among its approvers",
+			r.Tier, r.SkippedTiers, r.TrustedApprovers)
+	}
+	if got := rc.Metadata["skipped_tiers"]; fmt.Sprint(got) != "[0]" {
+		t.Fatalf("the deny receipt's skipped_tiers %v, want [0]", got)
+	}
 	a.mustVerify(t, "a deny at a passed-over tier")
 }
