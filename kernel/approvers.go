@@ -297,6 +297,16 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 				trusted, _, _ := approversNow(p, atDecidingTier(p, req))
 				return lastDenial(req.Votes, trusted)
 			},
+			// Denied at the tier p passes it over to: the request says so
+			// (its deadline is kept: it ends now).
+			at: func(req *approval.Request) *approval.Request {
+				next := passOverSelfOnlyTiers(p, req, k.clock.Now())
+				if next == nil {
+					return req
+				}
+				next.ExpiresAt = req.ExpiresAt
+				return next
+			},
 		})
 		if errors.Is(err, approval.ErrNotPending) || errors.Is(err, errNotDeniedNow) {
 			return false, nil // decided meanwhile

@@ -29,6 +29,10 @@ type ending struct {
 	// vote's own deny does (chainReceipt), so the export carries the
 	// signed votes and an auditor checks them.
 	decider func(req *approval.Request) *approval.Vote
+	// at, if set, returns the request as the policy decides it (checked
+	// by check): moved to the tier it is passed over to (skip_tiers.go),
+	// which the ended request then says, as the views and its receipt do.
+	at func(req *approval.Request) *approval.Request
 }
 
 // endPending ends pending request id and its parked call in ONE durable
@@ -53,6 +57,10 @@ func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, no
 		if rec, err = tx.Call(req.RequestID); err != nil {
 			return err
 		}
+		skipped := len(req.SkippedTiers)
+		if e.at != nil {
+			req = e.at(req)
+		}
 		reason := e.reason(req)
 		var vote *approval.Vote
 		if e.decider != nil {
@@ -61,6 +69,9 @@ func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, no
 		r := k.chainReceipt(rec, p, req, receipt.Decision{Verdict: e.verdict, Guard: e.guard, Reason: reason}, vote, now)
 		for key, v := range e.meta {
 			r.Metadata[key] = v
+		}
+		if len(req.SkippedTiers) > skipped {
+			r.Metadata["skipped_tiers"] = req.SkippedTiers // passed over as it ended (at)
 		}
 		req.Status = e.status
 		req.Resolution = &approval.Resolution{Outcome: e.status, Reason: reason, At: now.Unix(), ReceiptID: r.ID,
