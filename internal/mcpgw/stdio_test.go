@@ -135,3 +135,22 @@ func TestStdioTransportRefusesOtherIDsBesideWhatTheSDKTakes(t *testing.T) {
 		}
 	}
 }
+
+// A line the SDK cannot take is answered with its id only when its
+// members are named as JSON-RPC names them: {"METHOD":…,"ID":5} has no
+// id, and an answer to id 5 would end another request the client may be
+// waiting for.
+func TestStdioTransportReadsAnUnusableRequestsIDByItsExactName(t *testing.T) {
+	send := stdioSession(t, "2025-11-25")
+	for _, line := range []string{`{"jsonrpc":"2.0","METHOD":"ping","ID":5}`, `{"jsonrpc":"1.0","Method":"ping","Id":5}`} {
+		var a struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if got := send(line); json.Unmarshal([]byte(got), &a) != nil || a.Error == nil || string(a.ID) != "null" {
+			t.Fatalf("%s was answered %q, want an error with id null", line, got)
+		}
+	}
+}
