@@ -203,10 +203,12 @@ func (f *stdinFilter) checkBatch(line []byte) string {
 // waiting for it gets its answer. Otherwise nil (answered with id null).
 func requestID(line []byte) json.RawMessage {
 	var m struct {
-		Method json.RawMessage `json:"method"`
-		ID     json.RawMessage `json:"id"`
+		Method jsontext.Value `json:"method"`
+		ID     jsontext.Value `json:"id"`
 	}
-	if json.Unmarshal(line, &m) != nil || m.Method == nil {
+	// By the members' exact names, as the SDK reads them ("ID" is no id),
+	// and as leniently otherwise (otherID).
+	if jsonv2.Unmarshal(line, &m, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil || m.Method == nil {
 		return nil
 	}
 	var id any
@@ -217,10 +219,10 @@ func requestID(line []byte) json.RawMessage {
 	}
 	switch v := id.(type) {
 	case string:
-		return m.ID
+		return json.RawMessage(m.ID)
 	case json.Number:
 		if _, err := v.Int64(); err == nil {
-			return m.ID
+			return json.RawMessage(m.ID)
 		}
 	}
 	return nil
