@@ -59,9 +59,9 @@ func (s *Store) commitGroup(live []*op, start time.Time) {
 				s.commitGroup([]*op{o}, time.Now())
 			}
 			return
-		case errors.Is(res.err, ErrSchemaTooNew):
+		case errors.Is(res.err, ErrSchemaTooNew) || errors.Is(res.err, ErrLogForked):
 			// Nothing of it was sent past the version read: certainly not
-			// committed, and no retry can help.
+			// committed, and no retry can help (schema_fence.go).
 			err := fmt.Errorf("%w (%w): %w", kernel.ErrUnavailable, kernel.ErrNotCommitted, res.err)
 			for _, o := range live {
 				o.done <- err

@@ -1,7 +1,9 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -20,6 +22,19 @@ import (
 // their NOTIFY arrives, and at least every FollowInterval in case one was
 // missed. The Log refuses any append that is not contiguous (it would then
 // prove nothing), so every feed runs under logMu.
+//
+// The database's log must only grow. One whose head moved back under a
+// running replica (a failover to an asynchronous standby, a restore from a
+// backup) no longer holds the tree this replica signed checkpoints of, and
+// the receipts it commits at the reused seqs would fork the signed log. So
+// every feed first checks that the database still holds the Log's last
+// leaf, at its seq (checkTip); if not, the store is fenced (schema_fence.go):
+// it commits and stores checkpoints no more, and Ready says why, until a
+// restart loads the log as the database now holds it.
+
+// ErrLogForked: the database no longer holds the receipt log this replica
+// holds (its log head moved back). The store is fenced until restarted.
+var ErrLogForked = errors.New("pgstore: the database's receipt log moved back under this replica")
 
 // loadLog fills the Log with every stored leaf, refusing a log with holes.
 func (s *Store) loadLog(ctx context.Context) error {
@@ -32,6 +47,9 @@ func (s *Store) loadLog(ctx context.Context) error {
 		return err
 	}
 	s.opts.Log.Load(leaves)
+	if len(leaves) > 0 {
+		s.tip = leaves[len(leaves)-1]
+	}
 	return nil
 }
 
@@ -74,6 +92,9 @@ func (s *Store) readLeaves(ctx context.Context, from, to uint64, fn func([32]byt
 // catchUp appends to the Log every committed leaf up to seq to that it
 // lacks. Call with logMu held.
 func (s *Store) catchUp(ctx context.Context, to uint64) error {
+	if err := s.checkTip(ctx); err != nil {
+		return err
+	}
 	log := s.opts.Log
 	from := log.Size() + 1
 	if to < from {
@@ -84,7 +105,39 @@ func (s *Store) catchUp(ctx context.Context, to uint64) error {
 		return err
 	}
 	log.Append(from, leaves)
+	s.tip = leaves[len(leaves)-1]
 	return nil
+}
+
+// checkTip makes sure the database still holds the Log's tree: its head is
+// not behind the tree, and its leaf at the tree's last seq is the Log's. If
+// not, it fences the store (logged at error level once) and returns
+// ErrLogForked. Call with logMu held.
+func (s *Store) checkTip(ctx context.Context) error {
+	if e := s.stale.Load(); e != nil && errors.Is(*e, ErrLogForked) {
+		return *e
+	}
+	size := s.opts.Log.Size()
+	if size == 0 {
+		return nil
+	}
+	var head int64
+	var leaf []byte
+	err := s.pool.QueryRow(ctx, "SELECT (SELECT last_seq FROM chio_log_head WHERE id = 1), (SELECT leaf FROM chio_receipts WHERE seq = $1)",
+		int64(size)).Scan(&head, &leaf)
+	if err != nil {
+		return fmt.Errorf("pgstore: read log head: %w", err)
+	}
+	if uint64(head) >= size && bytes.Equal(leaf, s.tip[:]) {
+		return nil
+	}
+	err = fmt.Errorf("%w (%w): the database's log head is %d, this replica's tree holds %d receipts whose last (seq %d) the database "+
+		"does not hold (a failover to an asynchronous standby, a restore from a backup?); it commits and signs nothing more: restart it",
+		ErrLogForked, receipt.ErrLogCorrupt, head, size, size)
+	if s.stale.CompareAndSwap(nil, &err) {
+		slog.Error("receipt log: the database no longer holds this replica's log: refusing every commit and checkpoint from now on", "err", err)
+	}
+	return *s.stale.Load()
 }
 
 // fed feeds the Log this replica's just-committed receipts (seq order),
@@ -99,6 +152,9 @@ func (s *Store) fed(appended []*kernel.Appended) {
 	ctx, cancel := context.WithTimeout(s.bg, CommitTimeout)
 	defer cancel()
 	if err := s.catchUp(ctx, first-1); err != nil {
+		if errors.Is(err, ErrLogForked) {
+			return // fenced: logged once (checkTip)
+		}
 		// The follower retries; the Log only lags meanwhile.
 		slog.Warn("receipt log: catching up with other replicas failed; retrying", "err", err)
 		return
@@ -112,6 +168,7 @@ func (s *Store) fed(appended []*kernel.Appended) {
 		leaves[i] = receipt.LeafHash(a.Raw)
 	}
 	s.opts.Log.Append(first, leaves)
+	s.tip = leaves[len(leaves)-1]
 }
 
 // follow brings the Log up to the database's head: to a notified seq, or
@@ -130,7 +187,7 @@ func (s *Store) follow(to uint64) {
 	}
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	if err := s.catchUp(ctx, to); err != nil && s.bg.Err() == nil {
+	if err := s.catchUp(ctx, to); err != nil && s.bg.Err() == nil && !errors.Is(err, ErrLogForked) {
 		slog.Warn("receipt log: following other replicas failed; retrying", "err", err)
 	}
 }

@@ -49,7 +49,12 @@ func TestLogHeadMovedBackFencesTheReplica(t *testing.T) {
 	exec(t, dsn, `BEGIN; DELETE FROM chio_receipts WHERE seq > 15; UPDATE chio_log_head SET last_seq = 15 WHERE id = 1; DELETE FROM chio_checkpoints; COMMIT`)
 	// Receipts committed now reuse seqs 16..20 with other contents, and
 	// go on past the replica's tree (21..23).
-	if _, err := synth.Generate(context.Background(), s, key, synth.Config{Receipts: 8, Days: 1, Seed: 5}); err != nil {
+	// The replica may notice first (its follower ticks every second): then
+	// it refuses them, and none is stored.
+	want := uint64(23)
+	if _, err := synth.Generate(context.Background(), s, key, synth.Config{Receipts: 8, Days: 1, Seed: 5}); errors.Is(err, kernel.ErrUnavailable) {
+		want = 15
+	} else if err != nil {
 		t.Fatal(err)
 	}
 
@@ -99,7 +104,7 @@ func TestLogHeadMovedBackFencesTheReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log2.Close(context.Background())
-	if log2.Size() != 23 || s2.Ready() != nil {
-		t.Fatalf("restarted: log of %d, ready %v; want 23 and ready", log2.Size(), s2.Ready())
+	if log2.Size() != want || s2.Ready() != nil {
+		t.Fatalf("restarted: log of %d, ready %v; want %d and ready", log2.Size(), s2.Ready(), want)
 	}
 }

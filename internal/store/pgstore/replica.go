@@ -164,7 +164,7 @@ func (s *Store) ClaimDeadlines(ctx context.Context, now time.Time, id string, li
 		ids, err = claimDeadlines(ctx, tx, []any{s.id, now.Unix(), limit, ClaimLease.Milliseconds(), id, s.opts.Lease.Milliseconds()})
 		return err
 	})
-	if errors.Is(err, ErrSchemaTooNew) {
+	if errors.Is(err, ErrSchemaTooNew) || errors.Is(err, ErrLogForked) {
 		return nil, nil
 	}
 	if err != nil {
@@ -235,7 +235,7 @@ func (s *Store) ClaimOrphans(ctx context.Context, limit int) ([]*kernel.CallReco
 		out, err = scanCalls(rows)
 		return err
 	})
-	if errors.Is(err, ErrSchemaTooNew) {
+	if errors.Is(err, ErrSchemaTooNew) || errors.Is(err, ErrLogForked) {
 		return nil, nil
 	}
 	if err != nil {

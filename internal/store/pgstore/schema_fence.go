@@ -42,10 +42,11 @@ func schemaGuard(v *int) []*pgx.QueuedQuery {
 }
 
 // checkSchema fences the store if the database is at version db, newer
-// than this build's, and returns why; nil otherwise.
+// than this build's, and returns why the store is fenced; nil if it is not
+// (it may be for a receipt log that moved back: logfeed.go).
 func (s *Store) checkSchema(db int) error {
 	if db <= s.schema {
-		return nil
+		return s.fenced()
 	}
 	err := fmt.Errorf("%w: the database was migrated to version %d while this replica (version %d) was running; "+
 		"it commits nothing more: upgrade it", ErrSchemaTooNew, db, s.schema)

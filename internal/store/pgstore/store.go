@@ -58,7 +58,8 @@ type Store struct {
 	opts Options
 	id   string // this process's replica id (replica.go)
 	// schema is the version this build migrated the database to; stale,
-	// once set, why it commits nothing more (schema_fence.go).
+	// once set, why it commits nothing more (schema_fence.go): a newer
+	// schema, or a database whose receipt log moved back (logfeed.go).
 	schema int
 	stale  atomic.Pointer[error]
 
@@ -70,6 +71,7 @@ type Store struct {
 	backAt atomic.Pointer[time.Time] // when the heartbeat last succeeded after failing, or the store opened
 
 	logMu   sync.Mutex  // one feeder of opts.Log at a time (logfeed.go)
+	tip     [32]byte    // the last leaf fed to opts.Log, under logMu (checkTip)
 	lookups chan *query // Views' keyed reads (reader.go)
 	bus     *Bus
 
