@@ -71,24 +71,9 @@ tool = "echo"
 	}))
 	t.Cleanup(proxy.Close)
 
+	cs := bridgeTo(t, proxy.URL, w.Agent, w.CapRaw)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := NewBridge(ctx, BridgeOptions{URL: proxy.URL, Key: w.Agent, Capability: w.CapRaw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	st, ct := mcpsdk.NewInMemoryTransports()
-	ss, err := b.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "proxy-test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
 
 	r, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "demo__echo", Arguments: map[string]any{"hello": "world"}})
 	mu.Lock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chiokernel/chio/internal/dispatch"
 	"github.com/chiokernel/chio/internal/dispatch/mcp"
+	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/mcptest"
 	"github.com/chiokernel/chio/internal/testkit"
 	"github.com/chiokernel/chio/kernel"
@@ -78,10 +79,16 @@ func newGatewayWorld(t testing.TB) *gwWorld {
 
 // bridge connects a go-sdk client to an in-process Bridge for w's agent.
 func (w *gwWorld) bridge(t testing.TB) *mcpsdk.ClientSession {
+	return bridgeTo(t, w.URL, w.Agent, w.CapRaw)
+}
+
+// bridgeTo connects a go-sdk client to an in-process Bridge that reaches
+// chiod at url as the agent holding capability.
+func bridgeTo(t testing.TB, url string, agent keys.PrivateKey, capability []byte) *mcpsdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := NewBridge(ctx, BridgeOptions{URL: w.URL, Key: w.Agent, Capability: w.CapRaw})
+	b, err := NewBridge(ctx, BridgeOptions{URL: url, Key: agent, Capability: capability})
 	if err != nil {
 		t.Fatal(err)
 	}
