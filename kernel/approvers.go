@@ -299,14 +299,7 @@ func (k *Kernel) reconcile(ctx context.Context, p *policy.Policy, id string) (re
 			},
 			// Denied at the tier p passes it over to: the request says so
 			// (its deadline is kept: it ends now).
-			at: func(req *approval.Request) *approval.Request {
-				next := passOverSelfOnlyTiers(p, req, k.clock.Now())
-				if next == nil {
-					return req
-				}
-				next.ExpiresAt = req.ExpiresAt
-				return next
-			},
+			at: func(req *approval.Request) *approval.Request { return atDecidingTier(p, req) },
 		})
 		if errors.Is(err, approval.ErrNotPending) || errors.Is(err, errNotDeniedNow) {
 			return false, nil // decided meanwhile

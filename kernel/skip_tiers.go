@@ -55,9 +55,12 @@ func passOverSelfOnlyTiers(p *policy.Policy, req *approval.Request, at time.Time
 // agent, or req itself. A reconcile counts the recorded votes among that
 // tier's approvers: a denial by an approver of the tier it is passed over
 // to ends it as it would there.
+// Its deadline is req's: it is read for who may decide, never re-armed.
 func atDecidingTier(p *policy.Policy, req *approval.Request) *approval.Request {
-	if next := passOverSelfOnlyTiers(p, req, time.Time{}); next != nil {
-		return next
+	next := passOverSelfOnlyTiers(p, req, time.Time{})
+	if next == nil || next == req {
+		return req
 	}
-	return req
+	next.ExpiresAt = req.ExpiresAt
+	return next
 }
