@@ -12,7 +12,7 @@ import (
 // "$AGENT" --max-total "$CAP"` signed a standing approval for any agent
 // with no amount limit; `chio approval approve --amend "$ARGS"` approved
 // the call unamended; `chio receipt verify --all --kernel-key "$KEY"`
-// trusted the server's key. (receipt list's filters: refuseEmpty, receipts.go.)
+// trusted the server's key.
 func refuseEmptyFlags(fs *flag.FlagSet, cmd string, names ...string) error {
 	var err error
 	fs.Visit(func(fl *flag.Flag) {

@@ -47,15 +47,10 @@ func addFilterFlags(fs *flag.FlagSet) *filterFlags {
 
 // refuseEmpty refuses a filter flag given an empty value: values() drops
 // an empty filter as not given, so `--tool "$TOOL"` with TOOL unset listed
-// (or counted) the receipts of every tool with the filter silently unapplied.
+// (or counted) the receipts of every tool with the filter silently unapplied
+// (refuseEmptyFlags, flag_empty.go).
 func (f *filterFlags) refuseEmpty(fs *flag.FlagSet, cmd string) error {
-	var err error
-	fs.Visit(func(fl *flag.Flag) {
-		if err == nil && filterFlagNames[fl.Name] && fl.Value.String() == "" {
-			err = usageErr(cmd, "--%s is empty: give it a value or leave it out (empty, it would filter nothing)", fl.Name)
-		}
-	})
-	return err
+	return refuseEmptyFlags(fs, cmd, filterFlagNames...)
 }
 
 // checkDecision refuses a --decision no receipt has, as a usage error
@@ -71,8 +66,7 @@ func (f *filterFlags) checkDecision(cmd string) error {
 
 // filterFlagNames are the filter flags (--meta apart: chiod refuses an
 // empty one).
-var filterFlagNames = map[string]bool{"decision": true, "guard": true, "server": true, "tool": true,
-	"subject": true, "request-id": true, "since": true, "until": true}
+var filterFlagNames = []string{"decision", "guard", "server", "tool", "subject", "request-id", "since", "until"}
 
 func (f *filterFlags) values() url.Values {
 	q := url.Values{}
