@@ -4,50 +4,48 @@ The Go SDK (sdk/) is the reference; this mirrors its behaviour: signed call
 proofs, retries with the same request id, waiting across agent and chiod
 restarts (and waiting out a call still in flight), Chio-Proof reads,
 cancelling a parked call, resume with a token, confirm and ask.
+
+Client is this module's calling of tools and its transport, with three
+parts it inherits: _approvals (read, answer, cancel, list approval
+requests), _waiting (status, await_approval, resume_with_approval) and
+_asking (confirm, ask).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import os
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any
 
 from . import _http
 from ._approvals import _Approvals
+from ._asking import _Asking
+from ._waiting import _check_names, _Waiting
 from ._wire import (
     ID_RULE,
     MAX_CAPABILITY_BYTES,
-    _check_id,
     _check_timeout,
-    _hitl_denial,
     _json_object,
     _loads_envelope,
     _parse_capability,
     _parse_response,
-    _path,
     _read_file,
-    _token_bytes,
 )
 from .canon import RawJSON, canonicalize
 from .errors import (
     BadAnswer,
     BadRequest,
-    Cancelled,
     ChioError,
     Conflict,
-    Declined,
-    DeniedByPolicy,
     NotSent,
     OutcomeUnknown,
     TimedOut,
     Unauthorized,
-    VoteRecorded,
     api_error,
     parse_retry_after,
     retryable,
@@ -57,7 +55,6 @@ from .results import Allowed, PendingApproval, Result, ToolDenied, from_state
 from .signing import STATUS_PROOF_HEADER, call_proof, new_id, parameter_hash, status_proof
 
 DEFAULT_URL = "http://127.0.0.1:7420"
-DEFAULT_HITL_SERVER = "demo"  # the server whose confirm/ask verbs are used
 
 # Retry policy for POST /v1/calls. A retry re-sends the same request id, so
 # it can never run a tool twice; it is still bounded, because a chiod that
@@ -68,14 +65,8 @@ CALL_FIRST_BACKOFF = 0.25
 # more than 60 s old); the id and content, which chiod deduplicates on, stay.
 PROOF_REFRESH = 30.0
 
-# Waiting: one long-poll (chiod caps it at 60 s), the margin by which one
-# request may outlive it before the connection is presumed dead, and the
-# reconnect pacing through network errors and chiod restarts.
-LONG_POLL = 30.0
-POLL_MARGIN = 15.0
-RECONNECT_FIRST = 0.25
-RECONNECT_MAX = 5.0
-REQUEST_TIMEOUT = 60.0  # any other request
+# Any request but a long-poll (see _waiting for the waiting pacing).
+REQUEST_TIMEOUT = 60.0
 # Making a connection: the TCP connect and, for https, the TLS handshake.
 # The same steps and default as the Go SDK (DefaultConnectTimeout) and the
 # TypeScript SDK (undici's connect timeout). No byte of a request is
@@ -83,30 +74,13 @@ REQUEST_TIMEOUT = 60.0  # any other request
 # ran out of connect time is NotSent.
 CONNECT_TIMEOUT = 10.0
 
-
-_FINAL = ("allowed", "denied", "cancelled")
 # A request id chiod takes: 1..128 characters of [A-Za-z0-9._:-], not "."
 # or ".." (checked apart).
 _REQUEST_ID = ID_RULE
 _USER_AGENT = "chio-python/0.1"
 
-T = TypeVar("T")
 
-
-def _check_names(state: dict, request_id: str, status: int) -> None:
-    """chiod's call state names its call (request_id, always). One naming
-    another call, or none (a proxy or cache that served another request's
-    answer), says nothing about this one: BadAnswer, never its outcome."""
-    named = state.get("request_id")
-    if named != request_id:
-        raise BadAnswer(
-            f"chio: bad response from chiod ({status}): the state (status {str(state.get('status'))[:40]!r}) "
-            f"of call {str(named)[:140]!r}, not of {request_id}",
-            status=status,
-        )
-
-
-class Client(_Approvals):
+class Client(_Approvals, _Waiting, _Asking):
     """An agent's asyncio client. Safe to share between tasks.
 
     key and capability are needed to call tools; either may be absent for
@@ -452,257 +426,6 @@ class Client(_Approvals):
         if state.get("error"):  # a 403 that is an error envelope, not a denial
             raise api_error(status, state.get("error"), str(state.get("message", "")))
         return state
-
-    async def status(self, id: str) -> Result:
-        """Read a call's state once, without waiting: Allowed, ToolDenied, or
-        PendingApproval while a human decides, or with ``running`` True
-        while the allowed (or approved) tool runs — then with
-        approval_request_id "" if no human was involved.
-        await_approval(result.request_id) finishes the wait in every case.
-        id is a request id or an approval id (ar-…)."""
-        rid = await self._request_id_of(id, None)
-        return from_state(await self._get_call(rid, 0))
-
-    # --- waiting ----------------------------------------------------------
-
-    async def await_approval(self, id: str, timeout: float | None = None) -> Allowed | ToolDenied:
-        """Wait until the call named by id (an approval id "ar-…" or a request
-        id) is allowed and executed, denied or cancelled, and return how it
-        ended; a denial is a ToolDenied, not an exception.
-
-        Only the id and the same agent key (or a bearer) are needed: the
-        process that made the call may be gone. A call that already ended
-        answers at once with its stored output. Reconnects through network
-        errors and chiod restarts; timeout (seconds, None = no limit) passing
-        raises TimedOut naming the call (request_id), which may still be
-        pending.
-        """
-        _check_timeout(timeout)
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        rid = await self._request_id_of(id, deadline)
-        status = "unresolved"
-        backoff = RECONNECT_FIRST
-        while True:
-            wait = LONG_POLL if deadline is None else min(LONG_POLL, deadline - loop.time())
-            if wait <= 0:
-                raise TimedOut(f"chio: await {id}: timed out (still {status})", request_id=rid)
-            started = loop.time()
-            try:
-                state = await self._retrying(lambda: self._get_call(rid, wait), deadline, f"await {id} (still {status})")
-            except TimedOut as e:
-                # The call may still be pending: name it, so a caller who let
-                # the SDK choose its id (confirm, ask) can await or cancel it.
-                if e.request_id is None:
-                    e.request_id = rid
-                raise
-            status = state.get("status", "")
-            if status in _FINAL:
-                result = from_state(state)
-                assert not isinstance(result, PendingApproval)
-                return result
-            if status not in ("pending_approval", "dispatching"):
-                # Neither ended nor waiting: an answer chiod never sends.
-                # Fail closed at once rather than poll it again in a loop.
-                raise ChioError(f"chio: await {id}: unknown status {status!r} from chiod")
-            if loop.time() - started < wait / 2:
-                # Still pending, answered well before the wait passed (a
-                # proxy that drops ?wait=, a chiod shutting down): pause as
-                # after a failure, rather than poll again in a tight loop.
-                pause = backoff if deadline is None else min(backoff, deadline - loop.time())
-                if pause > 0:
-                    await asyncio.sleep(pause)
-                backoff = min(2 * backoff, RECONNECT_MAX)
-            else:
-                backoff = RECONNECT_FIRST
-
-    async def resume_with_approval(
-        self,
-        approval_token: bytes | str | Mapping | Awaitable[bytes | str | Mapping],
-        *,
-        approval_request_id: str | None = None,
-        timeout: float | None = None,
-    ) -> Allowed | ToolDenied:
-        """Present a signed approval token obtained out of band (from a
-        channel, a workflow engine) and wait for the call, as await_approval.
-
-        approval_token is the token's JSON (bytes, str, or the parsed
-        object), or an awaitable that yields it: a future your channel
-        integration resolves when the approver's token comes back. The
-        token names its approval request; approval_request_id, if given,
-        must agree. A token already presented (or a request already
-        resolved) is not an error here: the wait reports how the call ended.
-        """
-        _check_timeout(timeout)
-        if inspect.isawaitable(approval_token):
-            approval_token = await approval_token
-        raw, token = _token_bytes(approval_token)
-        aid = token.get("request_id")
-        if not isinstance(aid, str) or not aid.startswith("ar-"):
-            raise BadRequest("chio: the token's request_id is not an approval id (ar-…)")
-        _check_id(aid, approval=True)
-        if approval_request_id is not None and approval_request_id != aid:
-            raise BadRequest(f"chio: the token is for {aid}, not {approval_request_id}")
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        try:
-            await self._retrying(lambda: self.respond(aid, raw), deadline, f"respond {aid}")
-        except (Conflict, VoteRecorded):
-            # After a retry, our own token consumed by the attempt whose
-            # answer was lost; otherwise someone decided first. VoteRecorded:
-            # our vote is recorded, the call not finished yet (recovery
-            # finishes it). Either way the call's state is the answer.
-            pass
-        remaining = None if deadline is None else max(0.0, deadline - loop.time())
-        return await self.await_approval(aid, remaining)
-
-    # --- asking a human mid-run --------------------------------------------
-
-    async def confirm(
-        self,
-        prompt: str,
-        details: Any = None,
-        *,
-        server: str = DEFAULT_HITL_SERVER,
-        request_id: str | None = None,
-        timeout: float | None = None,
-    ) -> bool:
-        """Ask a human a yes/no question and wait: True when approved, False
-        when a human said no. The approval's deadline (or timeout) passing
-        raises TimedOut; a policy guard denying the verb, DeniedByPolicy; a
-        withdrawn (cancelled) request, Cancelled. A timeout that passed
-        before chiod answered the call is a TimedOut naming its
-        ``request_id`` whose ``__cause__`` says whether it was sent:
-        NotSent (no human was asked; asking again is safe) or
-        OutcomeUnknown (it may be waiting for a human).
-        request_id names the checkpoint: a restarted run asking again with
-        the same id gets the first answer instead of asking twice."""
-        args: dict[str, Any] = {"prompt": prompt}
-        if details is not None:
-            args["details"] = details
-        res = await self._hitl("confirm", args, server, request_id, timeout)
-        if isinstance(res, ToolDenied) and res.guard == "human-approval":
-            return False
-        _hitl_denial(res)
-        out = res.output
-        if not isinstance(out, dict) or out.get("confirmed") is not True:
-            raise ChioError(f"chio: confirm {res.request_id}: unexpected output {out!r}")
-        return True
-
-    async def ask(
-        self,
-        prompt: str,
-        questions: Sequence[Mapping[str, Any]],
-        *,
-        server: str = DEFAULT_HITL_SERVER,
-        request_id: str | None = None,
-        timeout: float | None = None,
-    ) -> dict[str, list[str]]:
-        """Put a small form to a human and wait for the signed answers.
-
-        questions: [{"id", "text", "type": "text"|"single"|"multi",
-        "options": [...], "allow_other": bool}]. Every answer comes back as
-        a list (one element for text and single). A human declining raises
-        Declined; the deadline, TimedOut (its ``__cause__`` NotSent or
-        OutcomeUnknown when the timeout passed before chiod answered, as for
-        confirm); a policy guard, DeniedByPolicy; a withdrawn (cancelled)
-        request, Cancelled."""
-        args: dict[str, Any] = {"questions": [dict(q) for q in questions]}
-        if prompt:
-            args["prompt"] = prompt
-        res = await self._hitl("ask", args, server, request_id, timeout)
-        if isinstance(res, ToolDenied) and res.guard == "human-approval":
-            raise Declined(f"chio: ask {res.request_id}: declined: {res.reason}")
-        _hitl_denial(res)
-        answers = res.output.get("answers") if isinstance(res.output, dict) else None
-        if not isinstance(answers, dict):
-            raise ChioError(f"chio: ask {res.request_id}: unexpected output {res.output!r}")
-        out: dict[str, list[str]] = {}
-        for qid, v in answers.items():
-            if isinstance(v, str):
-                out[qid] = [v]
-            elif isinstance(v, list) and all(isinstance(x, str) for x in v):
-                out[qid] = list(v)
-            else:
-                raise ChioError(f"chio: ask {res.request_id}: answer to {qid!r} is {v!r}")
-        return out
-
-    async def _hitl(self, tool, args, server, request_id, timeout) -> Allowed | ToolDenied:
-        _check_timeout(timeout)
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        try:
-            r = await self.call_tool(server, tool, args, request_id=request_id, timeout=timeout)
-        except (NotSent, OutcomeUnknown) as e:
-            # The timeout passing is TimedOut, as in Go and TypeScript; its
-            # cause (NotSent or OutcomeUnknown, as TypeScript's) says
-            # whether the question can have reached chiod.
-            if not getattr(e, "_timeout_passed", False) and (deadline is None or loop.time() < deadline):
-                raise
-            if isinstance(e, NotSent):
-                sent = "it was not sent, so no human was asked; asking again is safe"
-            else:
-                sent = "it may have reached chiod and be waiting for a human: await_approval(request_id) or ask again with the same request_id"
-            raise TimedOut(f"chio: {tool} {e.request_id}: timed out before chiod answered; {sent}", request_id=e.request_id) from e
-        if isinstance(r, PendingApproval):
-            remaining = None if deadline is None else max(0.0, deadline - loop.time())
-            return await self.await_approval(r.request_id, remaining)
-        return r
-
-    # --- plumbing ---------------------------------------------------------
-
-    async def _request_id_of(self, id: str, deadline: float | None) -> str:
-        """Map an approval id to its parked call's request id."""
-        if not isinstance(id, str) or not id:
-            raise BadRequest("chio: empty id")
-        _check_id(id, approval=False)
-        if not id.startswith("ar-"):
-            return id
-        req = await self._retrying(lambda: self.approval(id), deadline, f"await {id}")
-        rid = req.get("request_id")
-        if not isinstance(rid, str) or not rid:
-            raise ChioError(f"chio: approval {id} names no call")
-        return rid
-
-    async def _get_call(self, request_id: str, wait: float) -> dict:
-        """One GET /v1/calls/{id}, long-polling for wait seconds."""
-        path = "/v1/calls/" + _path(request_id)
-        if wait > 0:
-            path += f"?wait={int(wait * 1000)}ms"
-        status, state = await self._send("GET", path, None, self._read_auth(request_id), timeout=wait + POLL_MARGIN)
-        if not isinstance(state, dict):
-            raise ChioError("chio: bad response from chiod: not an object")
-        _check_names(state, request_id, status)
-        return state
-
-    async def _retrying(self, fn: Callable[[], Awaitable[T]], deadline: float | None, what: str) -> T:
-        """fn() until it succeeds, fails in a way asking again will not
-        change, or the deadline passes (TimedOut). Only reads and token
-        presentation, which the kernel makes single-use, come through here."""
-        loop = asyncio.get_running_loop()
-        backoff = RECONNECT_FIRST
-        while True:
-            try:
-                if deadline is None:
-                    return await fn()
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    raise TimedOut(f"chio: {what}: timed out")
-                return await asyncio.wait_for(fn(), remaining)
-            except TimeoutError:
-                raise TimedOut(f"chio: {what}: timed out") from None
-            except ChioError as e:
-                if not retryable(e):
-                    raise
-                # Ask again no sooner than chiod's Retry-After; if it said
-                # a time past the deadline, its refusal is the answer now.
-                pause = max(backoff, e.retry_after)
-                if deadline is not None and loop.time() + pause >= deadline:
-                    if e.retry_after > backoff:
-                        raise
-                    raise TimedOut(f"chio: {what}: timed out; last error: {e}") from e
-            await asyncio.sleep(pause)
-            backoff = min(2 * backoff, RECONNECT_MAX)
 
     def _read_auth(self, id: str) -> dict[str, str]:
         """Authorize a read of id: the bearer if set, and a Chio-Proof by

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .canon import RawJSON
-from .client import DEFAULT_HITL_SERVER, Client
+from ._asking import DEFAULT_HITL_SERVER
+from .client import Client
 from .results import Allowed, Result, ToolDenied
 
 

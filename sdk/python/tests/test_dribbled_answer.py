@@ -16,7 +16,7 @@ import unittest
 from unittest import mock
 
 import chio
-from chio import client as chio_client
+from chio import _waiting
 
 from .test_answer_field_types import agent_client
 
@@ -66,7 +66,7 @@ class DribbledAnswer(unittest.IsolatedAsyncioTestCase):
             with self.subTest(head_slowly=head_slowly):
                 c = agent_client(dribbling(self, head_slowly))
                 # status() is one GET whose limit is POLL_MARGIN (its wait is 0).
-                with mock.patch.object(chio_client, "POLL_MARGIN", 1.0):
+                with mock.patch.object(_waiting, "POLL_MARGIN", 1.0):
                     try:
                         r = await c.status("req-d")
                     except chio.TransportError as e:
