@@ -28,7 +28,7 @@ func runReceiptStats(e *Env, args []string) int {
 	if err := filters.refuseEmpty(fs, "receipt stats"); err != nil {
 		return fail(e, err)
 	}
-	if err := filters.checkDecision("receipt stats"); err != nil {
+	if err := filters.checkValues("receipt stats"); err != nil {
 		return fail(e, err)
 	}
 	if err := r.checkOutput(); err != nil {

@@ -53,15 +53,31 @@ func (f *filterFlags) refuseEmpty(fs *flag.FlagSet, cmd string) error {
 	return refuseEmptyFlags(fs, cmd, filterFlagNames...)
 }
 
-// checkDecision refuses a --decision no receipt has, as a usage error
-// (exit 2): chiod's 400 for it exited 1, the code of a receipt that does
-// not verify.
-func (f *filterFlags) checkDecision(cmd string) error {
+// checkValues refuses, as usage errors (exit 2) before chiod is asked, a
+// --decision no receipt has, a --since/--until that is neither a duration
+// nor an RFC 3339 time, and a --meta that is not KEY or KEY=VALUE:
+// chiod's 400 for them exited 1, the code of a receipt that does not
+// verify, so an auditor's script read a typo as a forged log. The rules are
+// chiod's own (receipt.ParseTimeBound, receipt.ParseMeta).
+func (f *filterFlags) checkValues(cmd string) error {
 	switch *f.decision {
 	case "", receipt.Allow, receipt.Deny, receipt.Cancelled, receipt.Incomplete:
-		return nil
+	default:
+		return usageErr(cmd, "--decision must be %s, %s, %s or %s, not %q", receipt.Allow, receipt.Deny, receipt.Cancelled, receipt.Incomplete, *f.decision)
 	}
-	return usageErr(cmd, "--decision must be %s, %s, %s or %s, not %q", receipt.Allow, receipt.Deny, receipt.Cancelled, receipt.Incomplete, *f.decision)
+	for name, bound := range map[string]string{"since": *f.since, "until": *f.until} {
+		// Only the form is checked: chiod counts a duration back from its
+		// own clock.
+		if _, err := receipt.ParseTimeBound(bound, time.Time{}); err != nil {
+			return usageErr(cmd, "--%s: %v", name, err)
+		}
+	}
+	for _, m := range f.meta {
+		if _, err := receipt.ParseMeta(m); err != nil {
+			return usageErr(cmd, "%v", err)
+		}
+	}
+	return nil
 }
 
 // filterFlagNames are the filter flags (--meta apart: chiod refuses an
@@ -86,8 +102,8 @@ func (f *filterFlags) values() url.Values {
 // them. --since and --until are held only when they are times: a duration
 // ("1h", "7d") is counted back from chiod's clock, which may be behind or
 // ahead of this machine's, so chiod honestly answers receipts a bound
-// taken from our clock would exclude. A filter that does not parse is
-// left out: chiod refuses it (400).
+// taken from our clock would exclude. Filters that do not parse were
+// refused before (checkValues).
 func (f *filterFlags) heldTo(decision string) *receipt.Filter {
 	flt := &receipt.Filter{Decision: decision, Guard: *f.guard, Server: *f.server, Tool: *f.tool,
 		Subject: *f.subject, RequestID: *f.requestID}
@@ -148,7 +164,7 @@ func runReceiptList(e *Env, args []string) int {
 	if err := filters.refuseEmpty(fs, "receipt list"); err != nil {
 		return fail(e, err)
 	}
-	if err := filters.checkDecision("receipt list"); err != nil {
+	if err := filters.checkValues("receipt list"); err != nil {
 		return fail(e, err)
 	}
 	// A pin given an empty value would be no pin: refused (flag_empty.go).
