@@ -463,7 +463,7 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 			return resp.StatusCode, nil
 		}
 	}
-	ae := &apiError{Status: resp.StatusCode}
+	ae := &apiError{Status: resp.StatusCode, RetryAfter: retryDelay(resp.Header.Get("Retry-After"), time.Now())}
 	// An error envelope that can be read two ways (internal/envelope) is
 	// not chiod's: the answer is classified by its status alone.
 	if envelope.Unmarshal(data, ae) != nil || ae.Code == "" {

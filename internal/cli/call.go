@@ -64,6 +64,14 @@ func runCall(e *Env, args []string) int {
 			// learn its outcome, whatever the last attempt met.
 			return lostAnswer(e, call, err)
 		}
+		if turnedAway(err) {
+			// chiod (or a gateway before it) turned every attempt away:
+			// nothing was allowed. Asking again later under the same id
+			// is safe.
+			fail(e, err)
+			fmt.Fprintf(e.Stderr, "chio: the call did not run: chiod turned it away; try again later (with --request-id %s, or a new id)\n", shown(call.RequestID))
+			return ExitError
+		}
 		if neverSent(err) {
 			// Every attempt failed to connect: chiod never saw the call.
 			fail(e, err)

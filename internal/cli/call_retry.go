@@ -99,9 +99,18 @@ func postCall(ctx context.Context, e *Env, r *remote, sc *signedCall) (out httpa
 		if err == nil || !retryableCall(err) || attempt == callAttempts {
 			return out, lost, err
 		}
+		// chiod's Retry-After, when longer than the backoff, is honoured;
+		// one longer than an attempt's own limit ends the retries: its
+		// refusal is the answer now.
+		pause := backoff
+		if after := retryAfterOf(err); after > callAttemptTimeout {
+			return out, lost, err
+		} else if after > pause {
+			pause = after
+		}
 		// The error may quote the server (a proxy's page): escaped.
-		fmt.Fprintf(e.Stderr, "chio: %s; retrying request %s\n", shown(err.Error()), shown(sc.call.RequestID))
-		if !sleepCtx(ctx, backoff) {
+		fmt.Fprintf(e.Stderr, "chio: %s; retrying request %s in %s\n", shown(err.Error()), shown(sc.call.RequestID), pause)
+		if !sleepCtx(ctx, pause) {
 			return httpapi.CallStatus{}, lost, context.Cause(ctx)
 		}
 		backoff *= 2
@@ -116,13 +125,34 @@ func retryableCall(err error) bool {
 		errors.As(err, &ae) && (ae.Status >= 500 || ae.Status == http.StatusTooManyRequests)
 }
 
+// retryAfterOf is err's Retry-After, 0 if it carries none.
+func retryAfterOf(err error) time.Duration {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.RetryAfter
+	}
+	return 0
+}
+
+// turnedAway reports an answer by which the call was not taken: chiod's
+// own "unavailable" envelope (its store down, too many waiters: a 503, or
+// the 429 of its rate limit) or any 429 (a gateway's rate limit). Nothing
+// was allowed by that request, as the SDKs read it (ErrUnavailable). A 502
+// or 504 is never this: a gateway sends them after forwarding the request.
+func turnedAway(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status != http.StatusBadGateway && ae.Status != http.StatusGatewayTimeout &&
+		(ae.Code == httpapi.CodeUnavailable || ae.Status == http.StatusTooManyRequests)
+}
+
 // answerLost reports whether a failed POST may have reached chiod and run
 // the call without its outcome reaching us: no complete answer, an answer
 // that is not chiod's (a proxy's 5xx), that could not be read, or that
-// says so (outcome_unknown).
+// says so (outcome_unknown). A call chiod turned away (turnedAway) was
+// not taken.
 func answerLost(err error) bool {
 	var ae *apiError
-	return retryableCall(err) && !neverSent(err) || errors.Is(err, errBadResponse) ||
+	return retryableCall(err) && !neverSent(err) && !turnedAway(err) || errors.Is(err, errBadResponse) ||
 		// chiod's own "outcome unknown", with whatever HTTP status it
 		// came (the SDKs' ErrOutcomeUnknown): the call may have run.
 		errors.As(err, &ae) && ae.Code == httpapi.CodeOutcomeUnknown

@@ -71,6 +71,9 @@ type apiError struct {
 	Status  int    `json:"-"` // HTTP status (the answer's, never a member of its body)
 	Code    string `json:"error"`
 	Message string `json:"message"`
+	// RetryAfter is the answer's Retry-After header (retryDelay), 0 if it
+	// gave none: how long chiod asked to be left before the next request.
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (a *apiError) Error() string { return fmt.Sprintf("%s (%d): %s", a.Code, a.Status, a.Message) }
