@@ -243,8 +243,29 @@ func (v *validator) constraints(base []string, g *Grant) {
 			v.at(base, p, "on_trigger names unknown guard %q; it can route %s", guard, strings.Join(routableGuards, ", "))
 		case action != OnTriggerDeny && action != OnTriggerRequireApproval:
 			v.at(base, p, "on_trigger.%s = %q: use \"deny\" or \"require_approval\"", guard, action)
+		case action == OnTriggerRequireApproval && !guardSet(c, guard):
+			// It would also count as the trigger that lets
+			// [grants.approval] load: approvers nobody ever asks.
+			v.at(base, p, "on_trigger.%s = \"require_approval\", but this grant does not set %s, so that guard never fires "+
+				"and nobody is ever asked: set %s, or remove the route", guard, guard, guard)
 		}
 	}
+}
+
+// guardSet reports whether c sets the routable guard named guard, so that
+// it can deny (and so be routed to a human).
+func guardSet(c *Constraints, guard string) bool {
+	switch guard {
+	case "forbidden_paths":
+		return len(c.ForbiddenPaths) > 0
+	case "allowed_paths":
+		return c.AllowedPaths != nil
+	case "max_calls_per_minute":
+		return c.MaxCallsPerMinute > 0
+	case "governed_intent_required":
+		return c.GovernedIntentRequired
+	}
+	return true
 }
 
 // actionCategories checks require_approval_for_actions. Categories match

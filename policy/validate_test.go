@@ -156,7 +156,7 @@ require_approval_above = { treshold_units = 200, currency = "USD" }  # <-
 	{"always without approval", grantHead + "[grants.constraints]\nrequire_approval_always = true  # <-\n", "(require_approval_always)"},
 	{"first_n without approval", grantHead + "[grants.constraints]\nrequire_approval_first_n = 5  # <-\n", "(require_approval_first_n)"},
 	{"actions without approval", grantHead + "[grants.constraints]\nrequire_approval_for_actions = [\"financial\"]  # <-\n", "(require_approval_for_actions)"},
-	{"on_trigger without approval", grantHead + "[grants.constraints]\non_trigger = { max_calls_per_minute = \"require_approval\" }  # <-\n", "(on_trigger.max_calls_per_minute)"},
+	{"on_trigger without approval", grantHead + "[grants.constraints]\nmax_calls_per_minute = 30\non_trigger = { max_calls_per_minute = \"require_approval\" }  # <-\n", "(on_trigger.max_calls_per_minute)"},
 	{"approval without approvers", approvalHead[:len(approvalHead)-len("[grants.approval]\n")] + "[grants.approval]  # <-\ntimeout_seconds = 60\n", "has an approval table but no approvers"},
 
 	// Approvers.
