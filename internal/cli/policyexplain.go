@@ -213,6 +213,12 @@ func explainCall(p *policy.Policy, in callInput, now time.Time) (*explanation, e
 	default:
 		x.Outcome.DecidedBy = []string{"grant " + grant.ID + ": every guard allowed"}
 	}
+	if s, ok := p.Server(in.Server); ok && s.Transport == policy.TransportMCP && x.Outcome.Verdict != kernel.Deny.String() {
+		// chiod's pipeline also holds the call to the upstream's listing
+		// (internal/dispatch/mcp's SchemaGuard), which the file does not hold.
+		x.Assumes = append(x.Assumes, fmt.Sprintf("mcp server %s offers tool %s and the arguments match its inputSchema "+
+			"(chiod checks both against the upstream's tools/list; else guard mcp-input-schema denies)", in.Server, in.Tool))
+	}
 	return x, nil
 }
 
