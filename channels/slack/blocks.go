@@ -200,8 +200,19 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 		review.Text = plain("View in dashboard")
 		blocks = append(blocks, slackapi.NewActionBlock(BlockActions, review))
 	}
-	text = clip(strings.TrimPrefix(strings.TrimPrefix(title, ":bell: "), ":")+": "+escape(req.Summary), maxFallback)
+	text = clip(withoutEmoji(title)+": "+escape(req.Summary), maxFallback)
 	return blocks, text, complete
+}
+
+// withoutEmoji is a title without its leading emoji code (":bell: "):
+// the notification text is read where Slack does not draw the code.
+func withoutEmoji(title string) string {
+	if rest, ok := strings.CutPrefix(title, ":"); ok {
+		if _, words, ok := strings.Cut(rest, ": "); ok {
+			return words
+		}
+	}
+	return title
 }
 
 // clippedNotice says why a message offers no Approve button.
