@@ -26,7 +26,9 @@
 //
 // Where a message is remembered: each request's (channel, ts) is kept in
 // memory and written to <data_dir>/slack/messages/<approval_id>.json
-// (0600, atomically), so a restart still updates the right message. A
+// (0600, atomically and durably), so a restart still updates the right
+// message; one a crash left unreadable counts as a post whose answer was
+// lost (below). A
 // resolution that arrives before the request's message was posted (the hub
 // may deliver one request's events out of order) leaves a tombstone so the
 // late approval.requested posts nothing stale. References of resolved
@@ -89,6 +91,7 @@ import (
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/channels"
+	"github.com/chiokernel/chio/internal/atomicfile"
 	"github.com/chiokernel/chio/internal/clock"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/policy"
@@ -450,7 +453,11 @@ func (s *refStore) read(id string) (msgRef, bool, error) {
 	}
 	var ref msgRef
 	if err := json.Unmarshal(b, &ref); err != nil {
-		return msgRef{}, false, fmt.Errorf("slack: message store %s: %w", id, err)
+		// Torn by a crash (a file of an older chiod, written without
+		// fsync): whatever it said, a message may have been posted that
+		// chiod cannot update. Refusing it failed every delivery of the
+		// request; it is posted again, with repostedNotice.
+		return msgRef{Posting: true}, true, nil
 	}
 	return ref, true, nil
 }
@@ -497,18 +504,8 @@ func (s *refStore) put(id string, ref msgRef) error {
 		if err != nil {
 			return err
 		}
-		tmp, err := os.CreateTemp(s.dir, ".tmp-"+id+"-*")
-		if err != nil {
-			return fmt.Errorf("slack: message store: %w", err)
-		}
-		_, werr := tmp.Write(b)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr); err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("slack: message store: %w", err)
-		}
-		if err := os.Rename(tmp.Name(), filepath.Join(s.dir, id+".json")); err != nil {
-			os.Remove(tmp.Name())
+		// Durable before the post it announces: fsync, rename, fsync.
+		if err := atomicfile.Write(filepath.Join(s.dir, id+".json"), b); err != nil {
 			return fmt.Errorf("slack: message store: %w", err)
 		}
 	}
