@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/chiokernel/chio/internal/atomicfile"
 	"github.com/chiokernel/chio/internal/secretfile"
 )
 
@@ -18,8 +20,20 @@ import (
 // create, it is read once more, and only once: a path that reads as
 // missing yet cannot be created (a dangling symbolic link) is an error,
 // not a loop.
+//
+// An empty file is what a crash left between creating the file and
+// writing it (chiods before createSecret wrote the secret whole before
+// naming it): it holds no secret, so no link was ever minted from it. It
+// is removed and created as if missing. (A data dir serves one chiod at a
+// time: nothing else is replacing it meanwhile.)
 func loadOrCreateSecret(path string) ([]byte, error) {
 	s, err := loadSecret(path)
+	if errors.Is(err, errEmptySecret) {
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return nil, fmt.Errorf("email: %w", rerr)
+		}
+		err = os.ErrNotExist
+	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return s, err
 	}
@@ -46,6 +60,9 @@ func loadSecret(path string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("email: %w", err)
 	}
+	if strings.TrimSpace(string(b)) == "" {
+		return nil, errEmptySecret
+	}
 	s, err := hex.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(s) < 32 {
 		return nil, fmt.Errorf("email: %s is not a hex secret of ≥ 32 bytes", path)
@@ -53,28 +70,42 @@ func loadSecret(path string) ([]byte, error) {
 	return s, nil
 }
 
-// createSecret writes a new random secret to path, which must not exist
-// (O_EXCL); when it does, the error satisfies errors.Is(err, os.ErrExist).
+// errEmptySecret: the secret file exists and holds nothing.
+var errEmptySecret = errors.New("empty link secret")
+
+// createSecret writes a new random secret to path, which must not exist;
+// when it does, the error satisfies errors.Is(err, os.ErrExist). The
+// secret is written and synced under a temporary name and then linked to
+// path (which, like O_EXCL, never replaces a file), so that after a crash
+// path holds the whole secret or is missing, never empty.
 func createSecret(path string) ([]byte, error) {
 	s := make([]byte, 32)
 	if _, err := rand.Read(s); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, err
-		}
 		return nil, fmt.Errorf("email: %w", err)
 	}
+	defer os.Remove(f.Name())
 	_, err = f.WriteString(hex.EncodeToString(s) + "\n")
 	if err == nil {
-		err = f.Sync() // its name is made durable at chiod's start (startfiles.go)
+		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
+		return nil, fmt.Errorf("email: %w", err)
+	}
+	if err := os.Link(f.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("email: %w", err)
+	}
+	// Its name is made durable at chiod's start too (startfiles.go).
+	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("email: %w", err)
 	}
 	return s, nil
