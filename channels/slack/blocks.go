@@ -28,7 +28,8 @@ const (
 
 // render builds a request's message: blocks and the notification text.
 // complete is false when Slack's length limits cut any part of the request
-// an approval is bound to (summary, amount, intent, tool, arguments): such
+// an approval is bound to (summary, amount, intent: purpose, category and
+// context, tool, arguments): such
 // a message offers no Approve button, and a click on one is refused (see
 // click), because the approver would sign for what they were not shown.
 func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text string, complete bool) {
@@ -76,6 +77,7 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 	in := parseIntent(req.GovernedIntent)
 	boundField("Amount", escape(amountText(req.Amount, in.MaxAmount)))
 	boundField("Intent", escape(in.Purpose))
+	boundField("Category", escape(in.ActionCategory))
 	if req.SubjectID != "" {
 		// Named as the dashboard names it: by the label of its signed
 		// capability, which 8 hex digits of a key (32 bits, another agent
@@ -111,6 +113,11 @@ func (c *Channel) render(req *approval.Request) (blocks []slackapi.Block, text s
 	if note := req.SkippedNote(); note != "" {
 		// Why an approver of a later tier is asked with no earlier tier's wait.
 		blocks = append(blocks, slackapi.NewContextBlock("chio_skipped", mrkdwn(escape(note))))
+	}
+	if len(in.Context) > 0 && string(in.Context) != "null" {
+		// The agent's word besides its purpose: the approval binds it
+		// (parameter_hash covers the whole intent), as the dashboard says.
+		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Context (from the agent)*\n"+codeBlock(in.Context), maxSectionText)), nil, nil))
 	}
 	if len(req.Arguments) > 0 && req.Kind == approval.KindToolCall {
 		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwn(bound("*Arguments*\n"+codeBlock(req.Arguments), maxSectionText)), nil, nil))
@@ -242,8 +249,10 @@ func who(v approval.Vote) string {
 }
 
 type intent struct {
-	Purpose   string           `json:"purpose"`
-	MaxAmount *approval.Amount `json:"max_amount"`
+	Purpose        string           `json:"purpose"`
+	MaxAmount      *approval.Amount `json:"max_amount"`
+	ActionCategory string           `json:"action_category"`
+	Context        json.RawMessage  `json:"context"`
 }
 
 func parseIntent(raw json.RawMessage) intent {
@@ -383,7 +392,7 @@ const rtlNotice = "_Right-to-left text is written as \\uXXXX escapes, in the ord
 // holdsRTL reports whether any request text the message shows holds a
 // right-to-left letter.
 func holdsRTL(req *approval.Request, in intent) bool {
-	texts := []string{req.Summary, in.Purpose, req.SubjectLabel, string(req.Arguments), string(req.Questions)}
+	texts := []string{req.Summary, in.Purpose, in.ActionCategory, string(in.Context), req.SubjectLabel, string(req.Arguments), string(req.Questions)}
 	for _, v := range req.Votes {
 		texts = append(texts, v.Note, string(v.AmendedArguments()))
 	}

@@ -8,13 +8,14 @@
 // On approval.requested the channel posts to [channels.slack] channel: the
 // summary, the amount (the one the kernel derived from the arguments, else
 // the intent's max_amount marked "declared by the agent", as the dashboard
-// shows it), the purpose from the governed intent, the requesting agent
+// shows it), the purpose, action_category and context of the governed
+// intent (which the approval binds, as the dashboard shows), the requesting agent
 // (its capability's label, and its short key), the tool, the deadline, quorum progress and the kind, with
 // Approve / Deny buttons (value = the approval id) and a "Review & sign"
 // link button to PUBLIC_URL/dashboard/#request=<id>. A question request has
 // no Approve button: its answers are given in the dashboard. Nor has a
-// request that Slack's length limits cut (summary, amount, purpose, tool or
-// arguments): the message says so and points to the dashboard, and a click
+// request that Slack's length limits cut (summary, amount, the intent's
+// purpose, category or context, tool or arguments): the message says so and points to the dashboard, and a click
 // on Approve for it is refused (see click), so nobody signs what they were
 // not shown. Deny stays.
 // approval.escalated and approval.resolved update that message in place
