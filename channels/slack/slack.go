@@ -19,7 +19,8 @@
 // on Approve for it is refused (see click), so nobody signs what they were
 // not shown. Deny stays.
 // approval.escalated and approval.resolved update that message in place
-// (chat.update): the new tier, or who decided what and the receipt (and,
+// (chat.update; a message deleted meanwhile is posted again while the
+// request is pending): the new tier, or who decided what and the receipt (and,
 // when an approver amended the call, the arguments approved instead). A click
 // on a request already decided, or by an approver who already voted,
 // updates the message too: what it did not show is lost when chiod stops
@@ -291,12 +292,24 @@ func (c *Channel) sync(ctx context.Context, req *approval.Request) error {
 		blocks = append(blocks, slackapi.NewContextBlock("chio_reposted", mrkdwn(repostedNotice)))
 	}
 	opts := []slackapi.MsgOption{slackapi.MsgOptionBlocks(blocks...), slackapi.MsgOptionText(text, false)}
+	updated := false
 	if ok && ref.TS != "" {
-		if _, _, _, err := c.api.UpdateMessageContext(ctx, ref.Channel, ref.TS, opts...); err != nil {
+		_, _, _, err := c.api.UpdateMessageContext(ctx, ref.Channel, ref.TS, opts...)
+		var se slackapi.SlackErrorResponse
+		switch {
+		case err == nil:
+			ref.state, updated = st, true
+		case !errors.As(err, &se) || se.Err != "message_not_found":
 			return classify("chat.update", err)
+		case st.Final: // deleted, and nothing is left to ask
+			return c.refs.put(req.ApprovalID, msgRef{state: st, UpdatedAt: c.clock.Now().Unix()})
+		default:
+			// Deleted (an admin, a retention policy) while approvers are
+			// still to be told: posted again.
+			ref = msgRef{Reposted: ref.Reposted}
 		}
-		ref.state = st
-	} else {
+	}
+	if !updated {
 		// Slack has no idempotent post: record the intent first, so a post
 		// whose answer is lost (or a stop before its ts is written) is
 		// known on the next attempt, whose message then says so.
