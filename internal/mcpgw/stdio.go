@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 
@@ -228,9 +229,11 @@ func requestID(line []byte) json.RawMessage {
 	return nil
 }
 
-// otherID reports whether a message's id is a number that is not an
-// integer within int64: the SDK reads it as an int64 (9.5 as 9), and would
-// answer it as another request the client may be waiting for. Its member
+// otherID reports whether a message's id is a number the SDK does not
+// read as itself: not an integer within int64, or one a float64 cannot
+// hold. The SDK decodes it as a float64, then converts it to an int64
+// (9.5 as 9, 9007199254740993 as 9007199254740992), and would answer it
+// as another request the client may be waiting for. Its member
 // is read by its exact name, as the SDK reads it. The message is read
 // as leniently as the SDK reads it otherwise: a member named twice, or a
 // string that is not UTF-8, made a strict read fail and the id pass.
@@ -239,7 +242,15 @@ func otherID(msg []byte) bool {
 		ID jsontext.Value `json:"id"`
 	}
 	err := jsonv2.Unmarshal(msg, &m, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	return err == nil && len(m.ID) > 0 && m.ID.Kind() == '0' && !integer(m.ID)
+	return err == nil && len(m.ID) > 0 && m.ID.Kind() == '0' && !readExactly(m.ID)
+}
+
+// readExactly reports whether the SDK reads JSON number n as the integer
+// n says: an integer within int64 that a float64 holds exactly.
+func readExactly(n []byte) bool {
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	f := float64(i)
+	return err == nil && f >= math.MinInt64 && f < math.MaxInt64 && int64(f) == i
 }
 
 // integer reports whether a JSON number is an integer within int64.
