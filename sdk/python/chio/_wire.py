@@ -38,6 +38,11 @@ def _parse_response(data: bytes, status: int) -> Any:
         raise BadAnswer(f"chio: bad response from chiod ({status}): {e}", status=status) from None
 
 
+# A surrogate code point in a str json.loads made: an escape no pair
+# completed (a pair is one code point).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _loads_envelope(text: str) -> Any:
     """An answer of chiod's, parsed as every chio client reads it (the Go
     SDK's internal/envelope): one whose own objects, its top level and its
@@ -46,14 +51,15 @@ def _loads_envelope(text: str) -> Any:
     case; of a duplicate, a parser keeps the first or the last) and is
     refused: chiod never sends one. The members' values (a tool's output)
     are never checked: parsed as json.loads parses them, a later duplicate
-    winning."""
+    winning. A name's lone surrogate (an escape such as \\ud800 that no
+    pair completes) is compared as U+FFFD, as Go reads it."""
     alike: list[tuple[dict, str]] = []  # objects with two members named alike
 
     def obj(pairs: list[tuple[str, Any]]) -> dict:
         d = dict(pairs)
         seen: dict[str, str] = {}
         for name, _ in pairs:
-            key = fold_key(name)
+            key = fold_key(_LONE_SURROGATE.sub("\ufffd", name))
             if key in seen:
                 alike.append((d, f"{ascii(seen[key])} and {ascii(name)}"))
                 break

@@ -9,7 +9,8 @@
  * sends two members named alike. So an answer whose own objects — its top
  * level and its "approval" — hold two member names that are equal or
  * differ only in letter case (simple folding, casefold.ts) can be read two
- * ways and is refused. The members' values (a tool's output) are never
+ * ways and is refused (a name's lone surrogate compared as U+FFFD, as Go
+ * reads it). The members' values (a tool's output) are never
  * looked into: JSON.parse reads them as it does, a later duplicate winning.
  */
 
@@ -17,6 +18,9 @@ import { foldKey } from "./casefold.js";
 
 /** Top-level members whose object is the answer's own, read by the client. */
 const NESTED = new Set(["approval"]);
+
+/** A surrogate no pair completes (an escape such as \\ud800): compared as U+FFFD, as Go reads it. */
+const LONE_SURROGATE = /[\ud800-\udfff]/gu;
 
 const WS = /[ \t\n\r]*/y;
 const SCALAR = /[^,\]}\s]*/y;
@@ -34,9 +38,10 @@ function objectNamedAlike(s: string, i: number, top: boolean): string | undefine
   while (s[i] !== "}") {
     const end = stringEnd(s, i);
     const name = JSON.parse(s.slice(i, end)) as string;
-    const prev = seen.get(foldKey(name));
+    const key = foldKey(name.replace(LONE_SURROGATE, "\ufffd"));
+    const prev = seen.get(key);
     if (prev !== undefined) return `${visible(prev)} and ${visible(name)}`;
-    seen.set(foldKey(name), name);
+    seen.set(key, name);
     i = ws(s, ws(s, end) + 1); // past the ':'
     if (top && NESTED.has(name) && s[i] === "{") {
       const inner = objectNamedAlike(s, i, false);
