@@ -106,31 +106,45 @@ func readLine(br *bufio.Reader, limit int) (line, head []byte, over bool, err er
 	}
 }
 
-// headID is the id of an over-long message, when its first bytes show
-// one (a string or an integer, before any member too long to see past),
-// so the request is answered with it; nil otherwise.
+// headID is the id of an over-long request, when its first bytes show
+// one (a string or an integer) and its method (before any member too long
+// to see past), so the request is answered with it; nil otherwise. A
+// message that shows no method may be a response (the client's answer to
+// a request of the server's): answered with its id, the error would end
+// the client's own request of that id (requestID likewise).
 func headID(head []byte) json.RawMessage {
 	d := jsontext.NewDecoder(bytes.NewReader(head))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil
 	}
+	var id json.RawMessage
+	method := false
 	for {
 		name, err := d.ReadToken()
 		if err != nil || name.Kind() != '"' {
-			return nil
+			break
 		}
-		if name.String() != "id" {
-			if d.SkipValue() != nil {
+		switch name.String() {
+		case "id":
+			v, err := d.ReadValue()
+			if err != nil || !(v.Kind() == '"' || v.Kind() == '0' && integer(v)) {
 				return nil
 			}
-			continue
+			id = json.RawMessage(bytes.Clone(v))
+		case "method":
+			method = true
+			err = d.SkipValue()
+		default:
+			err = d.SkipValue()
 		}
-		v, err := d.ReadValue()
-		if err != nil || !(v.Kind() == '"' || v.Kind() == '0' && integer(v)) {
-			return nil
+		if err != nil || id != nil && method {
+			break
 		}
-		return json.RawMessage(bytes.Clone(v))
 	}
+	if !method {
+		return nil
+	}
+	return id
 }
 
 // check returns a non-zero JSON-RPC error code, with the id to answer
