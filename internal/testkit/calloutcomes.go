@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bufio"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +35,9 @@ type CannedAnswer struct {
 	Status  int               `json:"status"`
 	Headers map[string]string `json:"headers"`
 	Body    string            `json:"body"`
+	// BodyHex, when set, is the body instead, as hex: bytes a JSON string
+	// cannot hold (not UTF-8).
+	BodyHex string `json:"body_hex"`
 }
 
 // LoadCallOutcomes reads the cases of the call_outcomes.json at path.
@@ -60,8 +64,16 @@ func (a *CannedAnswer) Raw() []byte {
 	if a == nil {
 		return nil
 	}
+	body := a.Body
+	if a.BodyHex != "" {
+		raw, err := hex.DecodeString(a.BodyHex)
+		if err != nil {
+			panic("call_outcomes.json: body_hex: " + err.Error())
+		}
+		body = string(raw)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\n", a.Status, http.StatusText(a.Status), len(a.Body))
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\n", a.Status, http.StatusText(a.Status), len(body))
 	keys := make([]string, 0, len(a.Headers))
 	for k := range a.Headers {
 		keys = append(keys, k)
@@ -70,7 +82,7 @@ func (a *CannedAnswer) Raw() []byte {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s: %s\r\n", k, a.Headers[k])
 	}
-	b.WriteString("\r\n" + a.Body)
+	b.WriteString("\r\n" + body)
 	return []byte(b.String())
 }
 

@@ -63,7 +63,7 @@ class CallOutcomes(unittest.IsolatedAsyncioTestCase):
             answer = None
             if "answer" in case:
                 a = case["answer"]
-                body = a["body"].encode()
+                body = bytes.fromhex(a["body_hex"]) if "body_hex" in a else a["body"].encode()
                 head = f"HTTP/1.1 {a['status']} {responses.get(a['status'], '')}\r\nConnection: close\r\nContent-Length: {len(body)}\r\n"
                 head += "".join(f"{k}: {v}\r\n" for k, v in sorted(a.get("headers", {}).items()))
                 answer = head.encode() + b"\r\n" + body

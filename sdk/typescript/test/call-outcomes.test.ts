@@ -18,7 +18,7 @@ interface Case {
   name: string;
   refused?: boolean;
   close_after_request?: boolean;
-  answer?: { status: number; headers?: Record<string, string>; body: string };
+  answer?: { status: number; headers?: Record<string, string>; body?: string; body_hex?: string };
   outcome: string;
   output?: string;
   attempts: number;
@@ -64,7 +64,7 @@ for (const c of CASES) {
         requests++;
         const a = c.answer;
         if (!a) return void sock.destroy(); // close_after_request: no answer
-        const body = Buffer.from(a.body);
+        const body = a.body_hex !== undefined ? Buffer.from(a.body_hex, "hex") : Buffer.from(a.body ?? "");
         let head = `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status] ?? ""}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n`;
         for (const k of Object.keys(a.headers ?? {}).sort()) head += `${k}: ${a.headers![k]}\r\n`;
         sock.end(Buffer.concat([Buffer.from(head + "\r\n"), body]));
