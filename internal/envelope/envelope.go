@@ -14,12 +14,18 @@
 // exactly. The members' values (a tool's output, amended arguments) are
 // never looked into: they are passed through as they are, whatever their
 // own members are named.
+//
+// chiod's answers are UTF-8 (Go writes its strings so, and it checks a
+// tool's output). An answer holding a byte sequence that is not UTF-8 is
+// not chiod's and is refused ([ErrNotUTF8]), as the Python SDK refuses
+// it, never read with U+FFFD in place of the bytes or passed on raw.
 package envelope
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -32,14 +38,21 @@ import (
 // one of its own objects named alike.
 var ErrNamedAlike = errors.New("two members named alike")
 
+// ErrNotUTF8 is an answer holding bytes that are not UTF-8.
+var ErrNotUTF8 = errors.New("not UTF-8")
+
 // nested are the top-level members whose object is the envelope's own,
 // read by the clients (a call's approval), not passed through.
 var nested = map[string]bool{"approval": true}
 
 // Unmarshal decodes data into v as encoding/json does, except that member
 // names are matched exactly and an answer whose own objects hold two
-// members named alike is refused (ErrNamedAlike), leaving v as it was.
+// members named alike (ErrNamedAlike), or that is not UTF-8 (ErrNotUTF8),
+// is refused, leaving v as it was.
 func Unmarshal(data []byte, v any) error {
+	if !utf8.Valid(data) {
+		return ErrNotUTF8
+	}
 	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	if err := checkNames(dec, true); err != nil {
 		return err

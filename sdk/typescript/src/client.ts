@@ -725,6 +725,7 @@ export class ChioClient {
     const sig = anySignal(timeout, signal)!;
     let status: number;
     let text: string;
+    let utf8: boolean;
     let retryAfterMs: number;
     try {
       // A proof or token is meant for this server: never follow a redirect.
@@ -733,7 +734,7 @@ export class ChioClient {
       const resp = await this.#fetch(url, init);
       status = resp.status;
       retryAfterMs = parseRetryAfter(resp.headers.get("Retry-After"));
-      text = await readBody(resp);
+      ({ text, utf8 } = await readBody(resp));
     } catch (e) {
       if (e instanceof ChioError) throw e;
       signal?.throwIfAborted();
@@ -746,6 +747,8 @@ export class ChioClient {
       throw new ChioError("transport", `chio: cannot reach chiod at ${url}: ${why}`, { cause: e });
     }
     if (ok.includes(status)) {
+      // Not UTF-8: not chiod's (it never sends such bytes), read no further.
+      if (!utf8) throw new BadAnswerError(`chio: bad response from chiod (${status}): not UTF-8`, status);
       let data: unknown;
       try {
         data = JSON.parse(text);
@@ -759,7 +762,7 @@ export class ChioClient {
     }
     let env: unknown;
     try {
-      env = JSON.parse(text);
+      env = utf8 ? JSON.parse(text) : undefined; // not UTF-8: not chiod's envelope
     } catch {
       env = undefined;
     }

@@ -4,6 +4,7 @@
  * form before anything is sent, and waiting (signals, sleeps).
  */
 
+import { isUtf8 } from "node:buffer";
 import { readFileSync, statSync } from "node:fs";
 
 import { RawJSON, canonicalize, parseStrict } from "./canon.js";
@@ -19,13 +20,18 @@ export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-/** Read a response body, refusing more than MAX_RESPONSE_BYTES. */
-export async function readBody(resp: Response): Promise<string> {
+/**
+ * Read a response body, refusing more than MAX_RESPONSE_BYTES. utf8 is
+ * false when its bytes are not UTF-8 (text then holds U+FFFD in their
+ * place): chiod's answers always are, so such a body is not chiod's (as the
+ * Go and Python SDKs refuse it).
+ */
+export async function readBody(resp: Response): Promise<{ text: string; utf8: boolean }> {
   const declared = Number(resp.headers.get("content-length") ?? "0");
   if (declared > MAX_RESPONSE_BYTES || !resp.body) {
     await resp.body?.cancel();
     if (declared > MAX_RESPONSE_BYTES) throw new BadAnswerError(`chio: response larger than ${MAX_RESPONSE_BYTES} bytes`);
-    return "";
+    return { text: "", utf8: true };
   }
   const chunks: Uint8Array[] = [];
   let n = 0;
@@ -40,7 +46,8 @@ export async function readBody(resp: Response): Promise<string> {
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  const body = Buffer.concat(chunks);
+  return { text: body.toString("utf8"), utf8: isUtf8(body) };
 }
 
 export function readLimited(path: string, limit: number, what: string): Buffer {
