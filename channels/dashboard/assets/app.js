@@ -182,7 +182,7 @@ function connect() {
   setLive('connecting');
   const es = new EventSource('/approvals/stream');
   state.es = es;
-  es.onopen = () => { setLive('live'); showError(''); showNotice(''); state.backoff = 0; };
+  es.onopen = () => { setLive('live'); showError(''); showNotice(''); state.backoff = 0; recheckPending(); };
   const onApproval = (ev) => {
     let e;
     try { e = JSON.parse(ev.data); } catch { return; }
@@ -216,6 +216,29 @@ function connect() {
       setTimeout(connect, Math.max(5000, state.backoff));
     }
   };
+}
+
+// recheckPending asks chiod about each request the page lists as pending
+// when a stream opens. A stream replays only what is pending: a request
+// resolved while no stream was open (a dropped connection, a refused
+// stream, chiod restarting) sent its approval.resolved to no one, and its
+// card stayed, Approve live, for good. One no longer pending (or unknown)
+// leaves as if that event had arrived; a status that is not pending is
+// final, so the answer cannot be stale.
+async function recheckPending() {
+  const ids = Array.from(state.pending.keys());
+  let removed = false;
+  await Promise.all(ids.map(async (id) => {
+    try {
+      const view = await withSession(() => api('GET', '/approvals/' + encodeURIComponent(id)));
+      if (view && view.status === 'pending') return;
+    } catch (e) {
+      if (e.status !== 404) return; // unknown for now: the next stream asks again
+    }
+    removeCard(id);
+    removed = true;
+  }));
+  if (removed) scheduleHistory();
 }
 
 // streamRefusal asks chiod why it refused the live stream (EventSource
