@@ -25,6 +25,7 @@ func TestHandler(t *testing.T) {
 		{"GET", "/dashboard/visible.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/strictjson.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/canonorder.js", 200, "text/javascript; charset=utf-8"},
+		{"GET", "/dashboard/entries.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/style.css", 200, "text/css; charset=utf-8"},
 		{"GET", "/dashboard/favicon.svg", 200, "image/svg+xml"},
 		{"GET", "/dashboard", 301, ""},
@@ -52,7 +53,7 @@ func TestHandler(t *testing.T) {
 // Every asset is served from the binary: no page may reach another origin.
 func TestNoExternalAssets(t *testing.T) {
 	h, _ := New(Options{})
-	for _, p := range []string{"/dashboard/", "/dashboard/app.js", "/dashboard/signing.js", "/dashboard/cards.js", "/dashboard/visible.js", "/dashboard/strictjson.js", "/dashboard/canonorder.js", "/dashboard/style.css"} {
+	for _, p := range []string{"/dashboard/", "/dashboard/app.js", "/dashboard/signing.js", "/dashboard/cards.js", "/dashboard/visible.js", "/dashboard/strictjson.js", "/dashboard/canonorder.js", "/dashboard/entries.js", "/dashboard/style.css"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
 		body, _ := io.ReadAll(rec.Body)

@@ -424,24 +424,6 @@ function flushDeferred(id, card) {
   }
 }
 
-// keepEntries carries what the approver entered in a card into the card
-// drawn again for the same request (its progress changed): the note, the
-// answers ticked and typed, the amended arguments and whether the Amend
-// box is open. Keeping only the note closed an open Amend box and put
-// Approve (the original call) where Approve amended stood. Both cards draw
-// the same request, so their fields pair up in order; a field that does
-// not match its pair is left as drawn.
-function keepEntries(from, to) {
-  const a = from.querySelectorAll('textarea, input'), b = to.querySelectorAll('textarea, input');
-  a.forEach((x, i) => {
-    const y = b[i];
-    if (!y || x.type !== y.type || x.className !== y.className) return;
-    if (x.type === 'radio' || x.type === 'checkbox') { if (x.value === y.value) y.checked = x.checked; } else y.value = x.value;
-  });
-  const box = from.querySelector('.amend');
-  if (box && !box.hidden) to.querySelector('button[data-action="amend"]').click(); // its own toggle: box and buttons together
-}
-
 function removeCard(id) {
   state.pending.delete(id);
   const c = state.cards.get(id);
