@@ -435,16 +435,29 @@ async function main() {
   $('key-generate').addEventListener('click', async () => {
     try { onKey(await generateKey()); } catch (e) { showError('Could not generate a key: ' + e.message); }
   });
-  const forget = async (path) => {
+  // A sign-out chiod was not told of leaves the session live there, so the
+  // page says so and keeps the key to try again. This browser's session
+  // already ended (401) is signed out; but every session of the key
+  // (DELETE /v1/sessions) is named by a live one, so a lapsed session
+  // signs in again first, as for every other request (withSession).
+  const forget = async (path, told) => {
+    try {
+      await (path === '/v1/sessions' ? withSession(() => api('DELETE', path)) : api('DELETE', path));
+    } catch (e) {
+      if (told && (path === '/v1/sessions' || e.status !== 401)) {
+        showError('Not signed out: chiod did not end the session' + (path === '/v1/sessions' ? 's' : '') + ' (' + e.message + '). Try again.');
+        return;
+      }
+    }
     if (state.es) state.es.close();
-    try { await api('DELETE', path); } catch { /* already gone */ }
     await forgetKey();
     location.reload();
   };
-  $('signout').addEventListener('click', () => forget('/v1/session'));
+  $('signout').addEventListener('click', () => forget('/v1/session', true));
   // Every session of this approver, in every browser (DELETE /v1/sessions).
-  $('signout-all').addEventListener('click', () => forget('/v1/sessions'));
-  $('forget-key').addEventListener('click', () => forget('/v1/session'));
+  $('signout-all').addEventListener('click', () => forget('/v1/sessions', true));
+  // The key was refused at sign-in: no session to end.
+  $('forget-key').addEventListener('click', () => forget('/v1/session', false));
   $('retry-signin').addEventListener('click', () => onKey(state.key));
   $('copy-key').addEventListener('click', () => navigator.clipboard && navigator.clipboard.writeText($('my-pubkey').textContent));
   holdCards($('cards'));
