@@ -224,20 +224,22 @@ function connect() {
 // stream, chiod restarting) sent its approval.resolved to no one, and its
 // card stayed, Approve live, for good. One no longer pending (or unknown)
 // leaves as if that event had arrived; a status that is not pending is
-// final, so the answer cannot be stale.
+// final, so the answer cannot be stale. One at a time: were the session
+// to lapse, concurrent retries would each sign in again (withSession),
+// and past 16 sign-ins chiod ends the approver's sessions in other
+// browsers.
 async function recheckPending() {
-  const ids = Array.from(state.pending.keys());
   let removed = false;
-  await Promise.all(ids.map(async (id) => {
+  for (const id of Array.from(state.pending.keys())) {
     try {
       const view = await withSession(() => api('GET', '/approvals/' + encodeURIComponent(id)));
-      if (view && view.status === 'pending') return;
+      if (view && view.status === 'pending') continue;
     } catch (e) {
-      if (e.status !== 404) return; // unknown for now: the next stream asks again
+      if (e.status !== 404) continue; // unknown for now: the next stream asks again
     }
     removeCard(id);
     removed = true;
-  }));
+  }
   if (removed) scheduleHistory();
 }
 
