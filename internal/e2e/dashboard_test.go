@@ -139,10 +139,12 @@ display_name = "DBA on call"
 // echoDispatcher answers every call with its arguments, so an amendment
 // shows in the output; arguments with "fail":true make the tool fail,
 // "lose":true lose the tool's answer after the call was sent (outcome
-// unknown), "unreachable":true keep the call from reaching the tool.
+// unknown), "unreachable":true keep the call from reaching the tool;
+// "hold":NAME holds the call until heldCalls' channel NAME is closed.
 type echoDispatcher struct{}
 
 func (echoDispatcher) Dispatch(ctx context.Context, r kernel.DispatchRequest) (kernel.DispatchResult, error) {
+	holdCall(r.Arguments)
 	switch args := string(r.Arguments); {
 	case strings.Contains(args, `"fail":true`):
 		return kernel.DispatchResult{ToolError: "card network timeout"}, nil
