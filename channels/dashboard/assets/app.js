@@ -190,6 +190,13 @@ function connect() {
     if (e.type === 'approval.resolved') { removeCard(e.approval.approval_id); scheduleHistory(); } else upsert(e.approval);
   };
   for (const t of ['approval.requested', 'approval.escalated', 'approval.resolved']) es.addEventListener(t, onApproval);
+  // A request resolves before its approved call is sent: History reads it
+  // as "running" then, and again when the call ends (call.completed).
+  es.addEventListener('call.completed', (ev) => {
+    let e;
+    try { e = JSON.parse(ev.data); } catch { return; }
+    if (e.call && e.call.approval_request_id) scheduleHistory();
+  });
   // chiod replays a bounded number of pending requests on connect; new ones
   // still arrive live.
   es.addEventListener('stream.truncated', (ev) => {
