@@ -263,6 +263,8 @@ function renderCard(req) {
   async function act(decision, mode) {
     err.hidden = true;
     const extra = { note: note.value.trim() };
+    const long = noteRefusal(extra.note);
+    if (long) { err.textContent = long + ' Nothing was signed.'; err.hidden = false; return; }
     if (mode === 'amend') {
       // Parsed strictly (strictjson.js): JSON.parse would keep the last of
       // two "amount" members and round 9007199254740993, and the signature

@@ -6,6 +6,16 @@
 const TOKEN_DOMAIN = 'chio.approval-token.v1';
 const SESSION_DOMAIN = 'chio.session.v1';
 const TOKEN_TTL = 600; // seconds; the kernel caps tokens at 3600
+const NOTE_MAX_BYTES = 2000; // approval.MaxNoteLen: bytes of UTF-8, not characters
+
+// noteRefusal says why chio would refuse note ('' when it would not): it
+// counts bytes of UTF-8, so 1001 "é" are too many, and chiod's own answer
+// ("malformed approval token: schema, id, decision or note") tells the
+// approver nothing they can act on.
+function noteRefusal(note) {
+  const n = new TextEncoder().encode(note).length;
+  return n > NOTE_MAX_BYTES ? `The note is ${n} bytes of UTF-8; chio takes at most ${NOTE_MAX_BYTES}: shorten it.` : '';
+}
 
 // ---------------------------------------------------------------------------
 // RFC 8785 (JCS). Object members sorted by UTF-16 code units (what
