@@ -117,9 +117,17 @@ function parseJSON(raw) {
 // ---------------------------------------------------------------------------
 // Session
 // ---------------------------------------------------------------------------
-async function signIn() {
+// challenge fetches a sign-in challenge and sets state.offset from it: a
+// challenge expires 60 s after chiod issued it, so tokens are signed and
+// deadlines counted on chiod's clock, not the browser's.
+async function challenge() {
   const ch = await api('GET', '/v1/session/challenge');
   state.offset = (ch.expires_at - 60) - Date.now() / 1000;
+  return ch;
+}
+
+async function signIn() {
+  const ch = await challenge();
   const pub = state.key.publicKey;
   const signature = await sign(SESSION_DOMAIN, { challenge: ch.challenge, public_key: pub });
   state.me = await api('POST', '/v1/session', { public_key: pub, challenge: ch.challenge, signature });
@@ -373,6 +381,7 @@ function switchView(v) {
 async function startEmail() {
   $('view-pending').hidden = false;
   $('tabs').hidden = true;
+  await challenge(); // no session here, but chiod's clock all the same
   const info = await api('GET', '/email/a/' + encodeURIComponent(state.email));
   const req = info.request;
   if (req.status !== 'pending') {
