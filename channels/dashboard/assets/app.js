@@ -453,23 +453,29 @@ async function main() {
   $('key-generate').addEventListener('click', async () => {
     try { onKey(await generateKey()); } catch (e) { showError('Could not generate a key: ' + e.message); }
   });
-  // A sign-out chiod was not told of leaves the session live there, so the
-  // page says so and keeps the key to try again. This browser's session
-  // already ended (401) is signed out; but every session of the key
-  // (DELETE /v1/sessions) is named by a live one, so a lapsed session
-  // signs in again first, as for every other request (withSession).
+  // Sign out ends this browser's session in chiod and removes the key from
+  // this browser, whatever chiod answers: on a shared computer the key
+  // must go. A session already ended (401) is signed out; every session of
+  // the key (DELETE /v1/sessions) is named by a live one, so a lapsed
+  // session signs in again first (withSession). A sign-out chiod was not
+  // told of leaves sessions live there: the page says so instead of
+  // reloading as if all were done.
   const forget = async (path, told) => {
+    const all = path === '/v1/sessions';
+    let failed = null;
     try {
-      await (path === '/v1/sessions' ? withSession(() => api('DELETE', path)) : api('DELETE', path));
+      await (all ? withSession(() => api('DELETE', path)) : api('DELETE', path));
     } catch (e) {
-      if (told && (path === '/v1/sessions' || e.status !== 401)) {
-        showError('Not signed out: chiod did not end the session' + (path === '/v1/sessions' ? 's' : '') + ' (' + e.message + '). Try again.');
-        return;
-      }
+      if (told && (all || e.status !== 401)) failed = e;
     }
     if (state.es) state.es.close();
     await forgetKey();
-    location.reload();
+    if (!failed) { location.reload(); return; }
+    state.key = null;
+    showSetup();
+    showError('Your key is removed from this browser, but chiod did not end ' + (all ? 'your sessions' : 'this session') +
+      ` (${failed.message}): ` + (all ? 'they stay live until they expire; import your key and press Sign out everywhere again.'
+        : 'it stays live until it expires (12 h at most), or until Sign out everywhere.'));
   };
   $('signout').addEventListener('click', () => forget('/v1/session', true));
   // Every session of this approver, in every browser (DELETE /v1/sessions).
