@@ -10,8 +10,9 @@
 // private key is imported (PKCS#8 PEM) or generated in the browser, kept in
 // IndexedDB as a non-extractable CryptoKey, and never leaves the browser.
 //
-// Deep links: /dashboard/#request=ar-… highlights one request (Slack's
-// "Review & sign" link); /dashboard/#email=LINK signs for an email link
+// Deep links: /dashboard/#request=ar-… shows and highlights one request
+// (Slack's "Review & sign" link), read on its own when the stream's replay
+// does not hold it, or says it is no longer pending; /dashboard/#email=LINK signs for an email link
 // (channels/email) and posts the token to /email/a/LINK instead.
 //
 // WebCrypto only works in a secure context: serve chiod on localhost or

@@ -44,6 +44,7 @@ const state = {
   me: null,             // {approver, display_name}
   offset: 0,            // server clock − browser clock, seconds
   pending: new Map(),   // approval_id → request
+  resolved: new Set(),  // approval_ids the stream said were resolved
   cards: new Map(),     // approval_id → {el, ...}
   es: null,
   backoff: 0,           // ms before reconnecting a refused stream
@@ -190,12 +191,19 @@ function connect() {
   setLive('connecting');
   const es = new EventSource('/approvals/stream');
   state.es = es;
-  es.onopen = () => { setLive('live'); showError(''); showNotice(''); state.backoff = 0; recheckPending(); };
+  es.onopen = () => {
+    setLive('live'); showError(''); showNotice(''); state.backoff = 0;
+    recheckPending().then(() => fetchFocused());
+  };
   const onApproval = (ev) => {
     let e;
     try { e = JSON.parse(ev.data); } catch { return; }
     if (!e.approval) return;
-    if (e.type === 'approval.resolved') { removeCard(e.approval.approval_id); scheduleHistory(); } else upsert(e.approval);
+    if (e.type === 'approval.resolved') {
+      state.resolved.add(e.approval.approval_id);
+      removeCard(e.approval.approval_id);
+      scheduleHistory();
+    } else upsert(e.approval);
   };
   for (const t of ['approval.requested', 'approval.escalated', 'approval.resolved']) es.addEventListener(t, onApproval);
   // A request resolves before its approved call is sent: History reads it
@@ -256,6 +264,27 @@ async function recheckPending() {
     removed = true;
   }
   if (removed) scheduleHistory();
+}
+
+// fetchFocused reads the request a #request= link names (Slack's "Review &
+// sign"): a stream replays only the oldest pending requests, so that one
+// may never arrive, and one decided meanwhile would show nothing at all.
+// A pending one is drawn unless the stream drew it first or said it was
+// resolved since (whatever it sends is as new as this answer, or newer).
+async function fetchFocused() {
+  const id = state.focus;
+  if (!id || state.cards.has(id)) return;
+  let view;
+  try {
+    view = await withSession(() => api('GET', '/approvals/' + encodeURIComponent(id)));
+  } catch (e) {
+    if (state.focus === id) showNotice(`The linked request ${id} cannot be shown: ${e.message}`);
+    return;
+  }
+  if (state.focus !== id || state.cards.has(id) || state.resolved.has(id)) return;
+  if (view.status === 'pending') { upsert(view.request); return; }
+  state.focus = '';
+  showNotice(`The linked request ${id} is no longer pending: it is ${view.status}.`);
 }
 
 // streamRefusal asks chiod why it refused the live stream (EventSource
