@@ -62,5 +62,7 @@ func TestDashboardDeepLinkShowsItsRequest(t *testing.T) {
 		chromedp.Navigate(lk.url+"/dashboard/#request="+gone.ApprovalRequestID), chromedp.Reload(),
 		chromedp.WaitReady(css(`#live[data-state="live"]`)))
 	poll("the linked request, cancelled", `document.body.innerText`,
-		func(s string) bool { return strings.Contains(s, gone.ApprovalRequestID) && strings.Contains(s, "cancelled") })
+		func(s string) bool {
+			return strings.Contains(s, gone.ApprovalRequestID) && strings.Contains(s, "cancelled")
+		})
 }
