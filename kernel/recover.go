@@ -75,7 +75,8 @@ func (k *Kernel) Recover(ctx context.Context) error {
 		// The policy may have changed while chiod was down: its approvers
 		// are the ones that count (a request left with none ends now).
 		if _, err := k.reconcile(ctx, p, r.ApprovalID); err != nil {
-			return fmt.Errorf("reconcile %s: %w", r.ApprovalID, err)
+			// The store failed again: its next heal reconciles it.
+			slog.Error("reconciling a pending approval with the policy in force failed", "approval_id", r.ApprovalID, "err", err)
 		}
 		// A request whose park or escalation committed while the run that
 		// made it died (or was told its commit failed) was never announced.
@@ -104,15 +105,27 @@ func (k *Kernel) pendingRequests() ([]*approval.Request, error) {
 // boltstore's heal.go): a request it parked or escalated is pending with
 // no deadline armed and no approver told. Each such request gets its
 // deadline armed and is announced at its tier; then the calls the failure
-// left in flight are finished (RecoverInFlight).
+// left in flight are finished (RecoverInFlight). A reload whose reconcile
+// failed with the store left requests with the approvers of the policy it
+// replaced: each is reconciled with the policy in force first, as at a
+// start (Recover).
 func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
 	pending, err := k.pendingRequests()
 	if err != nil {
 		return err
 	}
+	p := k.Policy()
 	for _, r := range pending {
-		if !k.announceIfUntold(ctx, r) && !k.timerArmed(r.ApprovalID) {
-			k.armTimer(r.ApprovalID, r.ExpiresAt)
+		if _, err := k.reconcile(ctx, p, r.ApprovalID); err != nil {
+			// The store failed again: its next heal reconciles it.
+			slog.Error("reconciling a pending approval with the policy in force failed", "approval_id", r.ApprovalID, "err", err)
+		}
+		cur, err := k.Approval(r.ApprovalID)
+		if err != nil || cur.Status != approval.StatusPending {
+			continue // ended by the reconcile, or a vote meanwhile
+		}
+		if !k.announceIfUntold(ctx, cur) && !k.timerArmed(cur.ApprovalID) {
+			k.armTimer(cur.ApprovalID, cur.ExpiresAt)
 		}
 	}
 	// A denial, counted vote or ending reported failed may be durable
