@@ -157,7 +157,10 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 	for _, req := range pending {
 		resumed, err := k.reconcile(ctx, p, req.ApprovalID)
 		if err != nil {
-			slog.Error("reconciling a pending approval with the reloaded policy failed", "approval_id", req.ApprovalID, "err", err)
+			// Done again once the store takes commits: by the replica
+			// sweep (reconcileAgain) or the heal (RecoverAfterHeal).
+			k.unreconciled.Store(true)
+			slog.Error("reconciling a pending approval with the reloaded policy failed; it is retried", "approval_id", req.ApprovalID, "err", err)
 		}
 		if resumed {
 			approved++
@@ -168,6 +171,31 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 			"approved_calls", approved)
 	}
 	return nil
+}
+
+// reconcileAgain, on each replica sweep, reconciles every pending request
+// with the policy in force when a reload's reconcile failed with the
+// store. Nothing else would until a restart (Recover): a shared store has
+// no heal hook, and left as it was the request kept approvers the reload
+// removed, the ones it added were never told, and its deadline ended it
+// as unanswered.
+func (k *Kernel) reconcileAgain(ctx context.Context) {
+	if !k.unreconciled.Swap(false) {
+		return
+	}
+	pending, err := k.pendingRequests()
+	if err != nil {
+		k.unreconciled.Store(true)
+		return
+	}
+	p := k.Policy()
+	for _, req := range pending {
+		if _, err := k.reconcile(ctx, p, req.ApprovalID); err != nil {
+			k.unreconciled.Store(true)
+			slog.Warn("replica sweep: reconciling a pending approval with the policy in force failed; retrying next sweep",
+				"approval_id", req.ApprovalID, "err", err)
+		}
+	}
 }
 
 // reconcile updates one pending request to the approvers of policy p. A

@@ -116,6 +116,10 @@ type Kernel struct {
 	// also looks through this kernel's own calls in flight, because a
 	// ClaimOrphans failed and may have committed (recover.go ownStranded).
 	lostClaimUntil atomic.Int64
+	// unreconciled: a reload's reconcile of a pending request failed with
+	// the store; the replica sweep reconciles every pending request with
+	// the policy in force again (approvers.go reconcileAgain).
+	unreconciled atomic.Bool
 	// voting holds the approval ids of votes being recorded and resumed
 	// right now, so recovery never takes an approved call a live resume
 	// is about to decide (live_votes.go).

@@ -99,6 +99,7 @@ func (k *Kernel) sweep(r Replicated) {
 			slog.Error("replica sweep: deadline handling failed; it is retried when the claim lapses", "approval_id", id, "err", err)
 		}
 	}
+	k.reconcileAgain(ctx)
 	if err := k.RecoverInFlight(ctx); err != nil {
 		slog.Warn("replica sweep: claiming calls of replicas that are gone failed; retrying next sweep", "err", err)
 	}
