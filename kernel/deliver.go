@@ -161,7 +161,7 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 		return tx.PutCall(&next)
 	})
 	if err != nil {
-		k.delivering.Delete(rec.RequestID)
+		defer k.delivering.Delete(rec.RequestID) // after the maps below: recovery then finds them
 		if mayHaveCommitted(err) {
 			// A commit reported failed may still have reached the disk (and
 			// recovery then runs the call): never "nothing was allowed".
@@ -172,6 +172,9 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 				// from another replica's decision of the same request id.
 				k.uncertain.Store(rec.RequestID, r.ID)
 			}
+			// Nothing was sent: recovery's attempt is the first
+			// (recoverCall). Stored after uncertain, which lists it.
+			k.unsent.Store(rec.RequestID, r.ID)
 			return fmt.Errorf("%w: the allow decision's commit failed and may be durable: %w", ErrOutcomeUnknown, err)
 		}
 		return err

@@ -116,6 +116,11 @@ type Kernel struct {
 	// also looks through this kernel's own calls in flight, because a
 	// ClaimOrphans failed and may have committed (recover.go ownStranded).
 	lostClaimUntil atomic.Int64
+	// unsent: calls whose allow decision this kernel took and whose
+	// commit was reported failed but may be durable: request id → that
+	// decision's receipt id. Nothing is sent before its decision commits,
+	// so recovery delivers such a call as its first attempt (recover.go).
+	unsent sync.Map
 	// unreconciled: a reload's reconcile of a pending request failed with
 	// the store; the replica sweep reconciles every pending request with
 	// the policy in force again (approvers.go reconcileAgain).

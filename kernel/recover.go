@@ -141,6 +141,7 @@ func (k *Kernel) RecoverAfterHeal(ctx context.Context) error {
 func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 	var inflight []*CallRecord
 	var err error
+	before := k.unsentNow()
 	if r, shared := k.store.(Replicated); shared {
 		// Other replicas are delivering their own calls right now: take
 		// over only those of replicas that are gone. This kernel's own
@@ -168,10 +169,31 @@ func (k *Kernel) RecoverInFlight(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	k.forgetUnsent(before, inflight)
 	for _, c := range inflight {
 		k.recoverInBackground(ctx, c)
 	}
 	return nil
+}
+
+// unsentNow lists the unsent decisions (request id → receipt id) known
+// before the calls in flight are read.
+func (k *Kernel) unsentNow() map[string]any {
+	out := map[string]any{}
+	k.unsent.Range(func(id, d any) bool { out[id.(string)] = d; return true })
+	return out
+}
+
+// forgetUnsent drops the unsent decisions of before whose calls are not
+// among inflight, read after them: their commit never happened, or their
+// call has finished. One added since before was read is kept.
+func (k *Kernel) forgetUnsent(before map[string]any, inflight []*CallRecord) {
+	for _, c := range inflight {
+		delete(before, c.RequestID)
+	}
+	for id, d := range before {
+		k.unsent.CompareAndDelete(id, d)
+	}
 }
 
 // recoverInBackground finishes call c on one of recovery's workers (at
@@ -388,6 +410,15 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 	cur, err := k.storedCall(c.RequestID)
 	if err != nil || cur.Status != StatusDispatching || cur.DecisionReceiptID != c.DecisionReceiptID {
 		k.delivering.Delete(c.RequestID)
+		return err
+	}
+	if d, ok := k.unsent.LoadAndDelete(c.RequestID); ok && d == cur.DecisionReceiptID {
+		// This kernel took this decision, and its commit was reported
+		// failed (yet is durable): nothing is sent before a decision
+		// commits, so no attempt can have reached the tool. This is its
+		// first delivery, at_most_once or not; settling it "unknown"
+		// said a call nobody sent may have run, and never ran it.
+		_, err := k.deliverMarked(ctx, cur)
 		return err
 	}
 	if cur.Delivery == AtMostOnce {
