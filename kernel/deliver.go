@@ -172,8 +172,8 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 				// from another replica's decision of the same request id.
 				k.uncertain.Store(rec.RequestID, r.ID)
 			}
-			// Nothing was sent: recovery's attempt is the first
-			// (recoverCall). Stored after uncertain, which lists it.
+			// Nothing was sent: an at_most_once call's recovery sends
+			// it (recoverCall). Stored after uncertain, which lists it.
 			k.unsent.Store(rec.RequestID, r.ID)
 			return fmt.Errorf("%w: the allow decision's commit failed and may be durable: %w", ErrOutcomeUnknown, err)
 		}

@@ -119,7 +119,8 @@ type Kernel struct {
 	// unsent: calls whose allow decision this kernel took and whose
 	// commit was reported failed but may be durable: request id → that
 	// decision's receipt id. Nothing is sent before its decision commits,
-	// so recovery delivers such a call as its first attempt (recover.go).
+	// so recovery sends such an at_most_once call once rather than
+	// settling it "unknown" (recover.go).
 	unsent sync.Map
 	// unreconciled: a reload's reconcile of a pending request failed with
 	// the store; the replica sweep reconciles every pending request with

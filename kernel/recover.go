@@ -412,12 +412,16 @@ func (k *Kernel) recoverCall(ctx context.Context, c *CallRecord) error {
 		k.delivering.Delete(c.RequestID)
 		return err
 	}
-	if d, ok := k.unsent.LoadAndDelete(c.RequestID); ok && d == cur.DecisionReceiptID {
+	d, unsent := k.unsent.LoadAndDelete(c.RequestID)
+	if cur.Delivery == AtMostOnce && unsent && d == cur.DecisionReceiptID {
 		// This kernel took this decision, and its commit was reported
 		// failed (yet is durable): nothing is sent before a decision
-		// commits, so no attempt can have reached the tool. This is its
-		// first delivery, at_most_once or not; settling it "unknown"
-		// said a call nobody sent may have run, and never ran it.
+		// commits, and any other kernel that takes the call over settles
+		// an at_most_once call without sending it. So no attempt can have
+		// reached the tool, and this is its one delivery: settling it
+		// "unknown" said a call nobody sent may have run, and never ran
+		// the approved call. (An at_least_once call is sent below as after
+		// a crash: a replica that took it over may be sending it too.)
 		_, err := k.deliverMarked(ctx, cur)
 		return err
 	}
