@@ -75,8 +75,10 @@ func (k *Kernel) Recover(ctx context.Context) error {
 		// The policy may have changed while chiod was down: its approvers
 		// are the ones that count (a request left with none ends now).
 		if _, err := k.reconcile(ctx, p, r.ApprovalID); err != nil {
-			// The store failed again: its next heal reconciles it.
-			slog.Error("reconciling a pending approval with the policy in force failed", "approval_id", r.ApprovalID, "err", err)
+			// The start fails (closed): on a shared store no heal would
+			// reconcile it later, and the request would keep approvers
+			// the policy in force no longer trusts.
+			return fmt.Errorf("reconcile %s: %w", r.ApprovalID, err)
 		}
 		// A request whose park or escalation committed while the run that
 		// made it died (or was told its commit failed) was never announced.
