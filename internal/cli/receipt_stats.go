@@ -43,16 +43,31 @@ func runReceiptStats(e *Env, args []string) int {
 	}
 	ctx, cancel := ctxTimeout(5 * time.Minute)
 	defer cancel()
-	var res receipt.StatsResult
-	if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &res); err != nil {
+	var ans struct {
+		receipt.StatsResult
+		Since string `json:"since"`
+		Until string `json:"until"`
+	}
+	if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &ans); err != nil {
 		return fail(e, err)
 	}
+	res := ans.StatsResult
 	out := statsOutput{StatsResult: res}
 	// Grouped by approver, the kernel's own auto-approvals at a deadline
 	// (auto_approve_advisory) would count as an approver and their latency
 	// (the whole timeout) as a person's: they are moved to a section of
 	// their own, found by asking again for just the auto-approved receipts.
 	if isApproverField(*groupBy) {
+		// Of the same window: a bound given as a duration is asked again
+		// as the time chiod counted it to, or time passing between the
+		// two answers would move it (receipts.go, pinDurationBound).
+		var held int64
+		if err := pinDurationBound(q, "since", ans.Since, &held); err != nil {
+			return fail(e, fmt.Errorf("receipt stats: %w; nothing shown", err))
+		}
+		if err := pinDurationBound(q, "until", ans.Until, &held); err != nil {
+			return fail(e, fmt.Errorf("receipt stats: %w; nothing shown", err))
+		}
 		q.Add("meta", "auto_approved=true")
 		var auto receipt.StatsResult
 		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &auto); err != nil {

@@ -133,7 +133,7 @@ func pinDurationBound(q url.Values, name, answered string, held *int64) error {
 	}
 	t, err := time.Parse(time.RFC3339, answered)
 	if err != nil {
-		return fmt.Errorf("receipt list: chiod answered the --%s bound %q, not an RFC 3339 time; nothing listed", name, answered)
+		return fmt.Errorf("chiod answered the --%s bound %q, not an RFC 3339 time", name, answered)
 	}
 	q.Set(name, answered)
 	*held = t.UnixMilli()
@@ -224,10 +224,10 @@ func runReceiptList(e *Env, args []string) int {
 		// it, asking later pages for them and holding receipts to them,
 		// or its window would slide while it pages.
 		if err := pinDurationBound(q, "since", page.Since, &asked.Since); err != nil {
-			return fail(e, err)
+			return fail(e, fmt.Errorf("receipt list: %w; nothing listed", err))
 		}
 		if err := pinDurationBound(q, "until", page.Until, &asked.Until); err != nil {
-			return fail(e, err)
+			return fail(e, fmt.Errorf("receipt list: %w; nothing listed", err))
 		}
 		rows := make([]*listed, 0, len(page.Receipts))
 		for _, raw := range page.Receipts {

@@ -228,7 +228,7 @@ func (s *Server) receiptStats(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, StatsAnswer{res, timeBound(f.Since), timeBound(f.Until)})
 		return
 	}
 	err = s.index().QueryReceipts(receipt.Query{Filter: f, Decode: true}, func(_ uint64, _ []byte, rc *receipt.Receipt) bool {
@@ -242,7 +242,18 @@ func (s *Server) receiptStats(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st.Result())
+	writeJSON(w, http.StatusOK, StatsAnswer{st.Result(), timeBound(f.Since), timeBound(f.Until)})
+}
+
+// StatsAnswer is GET /v1/receipts/stats' answer: the counts, and the time
+// bounds they were counted for, as ReceiptPage's. A client that asks again
+// about the same receipts (chio receipt stats sets the kernel's own
+// auto-approvals apart with a second question) asks for these bounds: a
+// duration ("1h") is counted back from chiod's clock on each request.
+type StatsAnswer struct {
+	receipt.StatsResult
+	Since string `json:"since,omitempty"`
+	Until string `json:"until,omitempty"`
 }
 
 // scanIndex answers queries by reading every receipt: the fallback for a
