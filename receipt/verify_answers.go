@@ -7,8 +7,9 @@ import "github.com/go-json-experiment/json/jsontext"
 // the same answers (approval.Request.AgreeingWith), and names every other
 // approval of the deciding side in "uncounted" (chainReceipt). So each
 // key a final receipt lists with the deciding vote, and not in uncounted,
-// must have a token whose answers are the deciding token's. Tokens are
-// canonical (checkToken), so equal answers are equal bytes; a tool call
+// must have a token whose answers are the deciding token's. checkToken
+// canonicalizes each token's answers (a token is stored as presented, in
+// whatever encoding its SDK wrote), so equal answers are equal bytes; a tool call
 // or confirm carries none, nor does a denial (kernel Respond refuses
 // them there), so there both sides are empty.
 

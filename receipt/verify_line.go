@@ -65,8 +65,8 @@ type tokenView struct {
 	// AmendedArguments is set when the approver changed the call's
 	// arguments (only its presence is read: see sameCall).
 	AmendedArguments jsontext.Value `json:"amended_arguments"`
-	// Answers are an approval's answers to a question, as signed (the
-	// token is canonical, so equal answers are equal bytes).
+	// Answers are an approval's answers to a question, canonicalized by
+	// checkToken, so equal answers are equal bytes.
 	Answers jsontext.Value `json:"answers"`
 }
 
@@ -221,6 +221,17 @@ func checkToken(raw []byte, schema, listed string) checkedToken {
 	if err := jsonv2.Unmarshal(raw, &ct.tok); err != nil || ct.tok.Schema != schema || ct.tok.ID == "" {
 		ct.err = fmt.Errorf("malformed token (want schema %s)", schema)
 		return ct
+	}
+	// The kernel stores a token as the approver presented it, and compares
+	// answers canonically (approval.SameAnswers): so does accounted, by
+	// these bytes. The signature below is over the canonical form anyway.
+	if len(ct.tok.Answers) > 0 {
+		a := jsontext.Value(bytes.Clone(ct.tok.Answers))
+		if err := a.Canonicalize(); err != nil {
+			ct.err = fmt.Errorf("malformed token %s: answers: %v", ct.tok.ID, err)
+			return ct
+		}
+		ct.tok.Answers = a
 	}
 	if listed != "" && listed != ct.tok.Approver {
 		ct.err = fmt.Errorf("evidence lists approver %s but token %s names %s", listed, ct.tok.ID, ct.tok.Approver)
