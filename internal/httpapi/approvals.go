@@ -163,6 +163,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
+		req = agentView(req)
 	}
 	writeJSON(w, http.StatusOK, ApprovalView{Request: req, Status: req.Status, Resolution: req.Resolution, Approvers: s.approverNames(req)})
 }

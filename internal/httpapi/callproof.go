@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/signed"
@@ -105,4 +106,13 @@ func decimal(s string) bool {
 		}
 	}
 	return true
+}
+
+// agentView is req as its agent reads it: without the channels' delivery
+// failures, which are for approvers and operators (they name approvers'
+// email addresses, the mail relay, what a webhook receiver answered).
+func agentView(req *approval.Request) *approval.Request {
+	v := *req
+	v.NotifyErrors = nil
+	return &v
 }
