@@ -59,8 +59,10 @@ func IssueLabeledCapability(issuer keys.PrivateKey, subject keys.PublicKey, labe
 	if len(grants) == 0 || len(grants) > MaxCapabilityGrants {
 		return nil, nil, fmt.Errorf("%w: need 1..%d grants", ErrCapabilityInvalid, MaxCapabilityGrants)
 	}
-	if ttl <= 0 || ttl > MaxCapabilityTTL {
-		return nil, nil, fmt.Errorf("%w: ttl must be in (0, %s]", ErrCapabilityInvalid, MaxCapabilityTTL)
+	// Times are whole seconds: a ttl under one would sign a capability
+	// that expires as it is issued, which ParseCapability refuses.
+	if ttl < time.Second || ttl > MaxCapabilityTTL {
+		return nil, nil, fmt.Errorf("%w: ttl must be from 1s to %s", ErrCapabilityInvalid, MaxCapabilityTTL)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
