@@ -469,13 +469,8 @@ func (r *remote) send(ctx context.Context, method, path string, body []byte, hdr
 	if envelope.Unmarshal(data, ae) != nil || ae.Code == "" {
 		ae.Code, ae.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(data))
 	}
-	if ae.Status == http.StatusUnauthorized && !r.agent && req.Header.Get("Authorization") == "" && hdr.Get("Chio-Proof") == "" {
-		// Most often a shell without the README's export: say so.
-		ae.Message += "; no token was sent: set CHIO_ADMIN_TOKEN (or CHIO_READ_TOKEN to read), which chiod writes to admin.token and read.token in its data dir"
-	} else if ae.Status == http.StatusUnauthorized && !r.agent && strings.HasPrefix(req.Header.Get("Authorization"), "Bearer ") {
-		// Most often a shell that kept the token of an earlier chiod (a
-		// quick start begun again on a fresh data dir): say where to read it.
-		ae.Message += "; the token sent is not this chiod's: read CHIO_ADMIN_TOKEN (or CHIO_READ_TOKEN) again from admin.token (read.token) in chiod's data dir, or its environment"
+	if ae.Status == http.StatusUnauthorized && !r.agent {
+		explainUnauthorized(ae, req, resp, hdr)
 	}
 	return resp.StatusCode, ae
 }

@@ -127,3 +127,22 @@ func marshalJSON(v any, compact bool) ([]byte, error) {
 	}
 	return jsonexact.MarshalIndent(v, "", "  ")
 }
+
+// explainUnauthorized adds to an operator command's 401 what most often
+// caused it: no token sent, a token that may only read (chiod's
+// WWW-Authenticate error="insufficient_scope"), or a token that is not
+// this chiod's.
+func explainUnauthorized(ae *apiError, req *http.Request, resp *http.Response, hdr http.Header) {
+	switch {
+	case req.Header.Get("Authorization") == "" && hdr.Get("Chio-Proof") == "":
+		// Most often a shell without the README's export: say so.
+		ae.Message += "; no token was sent: set CHIO_ADMIN_TOKEN (or CHIO_READ_TOKEN to read), which chiod writes to admin.token and read.token in its data dir"
+	case strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`):
+		// chiod took the token, but it may only read (the reader token).
+		ae.Message += "; this command needs CHIO_ADMIN_TOKEN (chiod writes it to admin.token in its data dir)"
+	case strings.HasPrefix(req.Header.Get("Authorization"), "Bearer "):
+		// Most often a shell that kept the token of an earlier chiod (a
+		// quick start begun again on a fresh data dir): say where to read it.
+		ae.Message += "; the token sent is not this chiod's: read CHIO_ADMIN_TOKEN (or CHIO_READ_TOKEN) again from admin.token (read.token) in chiod's data dir, or its environment"
+	}
+}

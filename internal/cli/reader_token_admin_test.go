@@ -23,6 +23,7 @@ func TestReaderTokenOnAnAdminCommandIsToldItNeedsTheAdminToken(t *testing.T) {
 	for _, args := range [][]string{
 		{"capability", "issue", "--subject", w.Agent.Public().String(), "--grant", "echo"},
 		{"capability", "revoke", "cap-1"},
+		{"approval", "cancel", "ar-1", "--reason", "wrong payee"},
 	} {
 		var so, se bytes.Buffer
 		code := cli.Main(args, &cli.Env{Stdin: strings.NewReader(""), Stdout: &so, Stderr: &se,

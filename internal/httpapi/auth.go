@@ -72,10 +72,31 @@ func (s *Server) credentialOf(r *http.Request) string {
 // requireRole wraps h so it runs only for at least min.
 func (s *Server) requireRole(min role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.bearerRole(r) < min {
-			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token or approver session is required"))
+		if got := s.bearerRole(r); got < min {
+			writeErr(w, s.refusal(w, got, min))
 			return
 		}
 		h(w, r)
 	}
 }
+
+// refusal says why a credential of role got is not enough for min. A
+// valid reader token or approver session on an admin route is told that
+// the admin token is needed, not that it is wrong, and the answer carries
+// RFC 6750's WWW-Authenticate error="insufficient_scope", which clients
+// (the CLI) read to say the same.
+func (s *Server) refusal(w http.ResponseWriter, got, min role) error {
+	if got >= roleReader && min == roleAdmin {
+		w.Header().Set("WWW-Authenticate", InsufficientScope)
+		return apiErr(http.StatusUnauthorized, CodeUnauthorized,
+			"the admin token is required: the credential sent (a reader token or session) may only read")
+	}
+	if min == roleAdmin {
+		return apiErr(http.StatusUnauthorized, CodeUnauthorized, "the admin token is required")
+	}
+	return apiErr(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token or approver session is required")
+}
+
+// InsufficientScope is the WWW-Authenticate challenge sent with a valid
+// credential that may not do what it asked (RFC 6750 §3.1).
+const InsufficientScope = `Bearer error="insufficient_scope"`

@@ -60,6 +60,9 @@ func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
 	by := kernel.CancelledByAdmin
 	if s.bearerRole(r) < roleAdmin {
 		if r.Header.Get(StatusProofHeader) == "" {
+			if s.bearerRole(r) >= roleReader {
+				w.Header().Set("WWW-Authenticate", InsufficientScope) // see refusal
+			}
 			writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "the admin token or the call's agent's Chio-Proof is required"))
 			return
 		}
