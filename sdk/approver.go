@@ -57,11 +57,12 @@ func WithAnswers(a Answers) TokenOption {
 	return func(o *tokenOpts) error { o.answers = a; return nil }
 }
 
-// WithTTL sets the token's lifetime (default DefaultTokenTTL, at most 1 h).
+// WithTTL sets the token's lifetime (default DefaultTokenTTL, at least 1 s
+// — a token's times are whole seconds — and at most 1 h).
 func WithTTL(d time.Duration) TokenOption {
 	return func(o *tokenOpts) error {
-		if d <= 0 || d > approval.MaxApprovalTTL {
-			return fmt.Errorf("%w: token ttl must be in (0, %s]", ErrBadRequest, approval.MaxApprovalTTL)
+		if d < approval.MinApprovalTTL || d > approval.MaxApprovalTTL {
+			return fmt.Errorf("%w: token ttl must be in [%s, %s]", ErrBadRequest, approval.MinApprovalTTL, approval.MaxApprovalTTL)
 		}
 		o.ttl = d
 		return nil

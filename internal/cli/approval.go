@@ -282,7 +282,7 @@ func runDecision(e *Env, args []string, decision string) int {
 	fs := newFlags(e, "approval "+verb)
 	r := addRemote(fs, e)
 	keyFile := fs.String("key", "", "approver private key (PKCS#8 PEM)")
-	ttl := fs.Duration("ttl", 10*time.Minute, "token lifetime (max 1h)")
+	ttl := fs.Duration("ttl", 10*time.Minute, "token lifetime (1s to 1h)")
 	var note, amend, answers *string
 	if decision == approval.DecisionApproved {
 		note = fs.String("note", "", "note for the agent and the receipt")
@@ -306,8 +306,9 @@ func runDecision(e *Env, args []string, decision string) int {
 		return fail(e, usageErr(name, "--reason is required (signed, shown to the agent and in the receipt)"))
 	case len(*note) > approval.MaxNoteLen:
 		return fail(e, usageErr(name, "note/reason longer than %d bytes", approval.MaxNoteLen))
-	case *ttl <= 0 || *ttl > approval.MaxApprovalTTL:
-		return fail(e, usageErr(name, "--ttl must be in (0, 1h]"))
+	case *ttl < approval.MinApprovalTTL || *ttl > approval.MaxApprovalTTL:
+		// A token's times are whole seconds: a shorter one can expire as issued.
+		return fail(e, usageErr(name, "--ttl must be in [1s, 1h]"))
 	}
 	// An empty --amend would approve the call as the agent sent it, not
 	// the edit the approver meant: refused (flag_empty.go).
