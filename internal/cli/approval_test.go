@@ -319,6 +319,7 @@ func TestApproveDenyAwait(t *testing.T) {
 			"amend not an object":      {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"), "--amend", "[1]"}, 2, "--amend"},
 			"ttl over an hour":         {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"), "--ttl", "2h"}, 2, "--ttl"},
 			"ttl under a second":       {adminEnv(), []string{"approval", "approve", out.ApprovalRequestID, "--key", w.key("lead"), "--ttl", "500ms"}, 2, "--ttl"},
+			"watch ttl under a second": {adminEnv(), []string{"approval", "watch", "--key", w.key("lead"), "--ttl", "500ms"}, 2, "--ttl"},
 			"unknown approval":         {adminEnv(), []string{"approval", "approve", "ar-nope", "--key", w.key("lead")}, 1, "not_found"},
 			"await without auth":       {map[string]string{}, []string{"await", out.ApprovalRequestID}, 2, "CHIO_KEY"},
 			"await with another key":   {map[string]string{"CHIO_KEY": otherPath}, []string{"await", out.ApprovalRequestID}, 1, "unauthorized"},
