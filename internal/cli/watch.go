@@ -61,7 +61,7 @@ func runApprovalWatch(e *Env, args []string) int {
 	fs := newFlags(e, "approval watch")
 	r := addRemote(fs, e)
 	keyFile := fs.String("key", "", "approver private key (PKCS#8 PEM)")
-	ttl := fs.Duration("ttl", 10*time.Minute, "token lifetime (max 1h)")
+	ttl := fs.Duration("ttl", 10*time.Minute, "token lifetime (1s to 1h)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return ExitUsage
@@ -72,8 +72,9 @@ func runApprovalWatch(e *Env, args []string) int {
 	if *keyFile == "" {
 		return fail(e, usageErr("approval watch", "--key FILE is required (your approver key)"))
 	}
-	if *ttl <= 0 || *ttl > approval.MaxApprovalTTL {
-		return fail(e, usageError("--ttl must be in (0, 1h]"))
+	if *ttl < approval.MinApprovalTTL || *ttl > approval.MaxApprovalTTL {
+		// A token's times are whole seconds: a shorter one can expire as issued.
+		return fail(e, usageError("--ttl must be in [1s, 1h]"))
 	}
 	key, err := e.loadKey(*keyFile)
 	if err != nil {
