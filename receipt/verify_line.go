@@ -223,11 +223,12 @@ func checkToken(raw []byte, schema, listed string) checkedToken {
 		return ct
 	}
 	// The kernel stores a token as the approver presented it, and compares
-	// answers canonically (approval.SameAnswers): so does accounted, by
-	// these bytes. The signature below is over the canonical form anyway.
+	// answers canonically (approval.SameAnswers, with internal/canon): so
+	// does accounted, by these bytes, canonicalized by the same code. The
+	// signature below is over the canonical form anyway.
 	if len(ct.tok.Answers) > 0 {
-		a := jsontext.Value(bytes.Clone(ct.tok.Answers))
-		if err := a.Canonicalize(); err != nil {
+		a, err := canon.Canonicalize(ct.tok.Answers)
+		if err != nil {
 			ct.err = fmt.Errorf("malformed token %s: answers: %v", ct.tok.ID, err)
 			return ct
 		}
