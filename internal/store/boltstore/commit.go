@@ -125,6 +125,9 @@ func (s *Store) commit(batch []*op) {
 			s.fail(live, err)
 			return
 		}
+		if s.afterWrite != nil {
+			s.afterWrite()
+		}
 		st.Receipts, st.Write = t3.Sub(t2), time.Since(t3)
 		s.lastSeq.Store(t.last)
 		s.committedIndex(t)

@@ -28,3 +28,7 @@ func SetQueryChunkForTest(entries, first, bytes int) (restore func()) {
 	queryChunk, queryFirstChunk, queryChunkBytes = entries, first, bytes
 	return func() { queryChunk, queryFirstChunk, queryChunkBytes = e, f, b }
 }
+
+// SetAfterWriteForTest makes the committer run fn right after bbolt's
+// Commit returns, before anything else.
+func SetAfterWriteForTest(s *Store, fn func()) { s.afterWrite = fn }

@@ -99,6 +99,10 @@ type Store struct {
 	// bucket, and how many inside it (pack.go). Only the committer
 	// touches them.
 	newAtEnd, newInside int
+
+	// afterWrite, set only by tests, runs on the committer right after
+	// bbolt's Commit returns.
+	afterWrite func()
 }
 
 var _ kernel.Store = (*Store)(nil)
