@@ -121,6 +121,7 @@ func (s *Store) commit(batch []*op) {
 			return
 		}
 		t3 := time.Now()
+		txid := uint64(btx.ID())
 		if err := btx.Commit(); err != nil {
 			s.fail(live, err)
 			return
@@ -128,6 +129,7 @@ func (s *Store) commit(batch []*op) {
 		if s.afterWrite != nil {
 			s.afterWrite()
 		}
+		s.durable.advance(txid) // before anything that may read
 		st.Receipts, st.Write = t3.Sub(t2), time.Since(t3)
 		s.lastSeq.Store(t.last)
 		s.committedIndex(t)
@@ -243,6 +245,7 @@ func (s *Store) fail(batch []*op, err error) {
 	if s.failed.CompareAndSwap(nil, &e) {
 		go s.heal()
 	}
+	s.durable.wake() // a reader waiting on this commit fails
 	for _, o := range batch {
 		o.done <- fmt.Errorf("%w: %v", kernel.ErrUnavailable, e)
 	}

@@ -127,6 +127,13 @@ func (s *Store) reopen() error {
 	if len(leaves) > 0 && s.opts.Log != nil {
 		s.opts.Log.Append(from, leaves)
 	}
+	// What the reopened file holds is durable; a reader that saw the failed
+	// commit's meta page was refused (durable.go).
+	txid, err := currentTxID(db)
+	if err != nil {
+		return fmt.Errorf("read after reopen: %w", err)
+	}
+	s.durable.reset(txid)
 	s.lastSeq.Store(last)
 	s.indexed.Store(last)
 	return nil

@@ -100,8 +100,11 @@ type Store struct {
 	// touches them.
 	newAtEnd, newInside int
 
+	// durable is the last bbolt transaction known on disk; readers
+	// begun on a later one wait for it (durable.go).
+	durable *durableMark
 	// afterWrite, set only by tests, runs on the committer right after
-	// bbolt's Commit returns.
+	// bbolt's Commit returns, before the commit is recorded durable.
 	afterWrite func()
 }
 
@@ -171,6 +174,11 @@ func Open(path string, key keys.PrivateKey, opts Options) (*Store, error) {
 			opts.Log.Load(leaves)
 		}
 	}
+	if err == nil {
+		var txid uint64
+		txid, err = currentTxID(db)
+		s.durable = newDurableMark(txid)
+	}
 	if err != nil {
 		db.Close()
 		if errors.Is(err, ErrKeyMismatch) || errors.Is(err, ErrFormatTooNew) {
@@ -197,11 +205,27 @@ func openDB(path string, opts Options) (*bolt.DB, error) {
 	})
 }
 
-// view runs fn in a read-only bbolt transaction.
+// view runs fn in a read-only bbolt transaction, once what it reads is
+// durable (durable.go).
 func (s *Store) view(fn func(*bolt.Tx) error) error {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
-	return s.db.View(fn)
+	return s.db.View(func(btx *bolt.Tx) error {
+		if err := s.durable.wait(uint64(btx.ID()), s.failed.Load); err != nil {
+			return err
+		}
+		return fn(btx)
+	})
+}
+
+// currentTxID is the id of the last transaction committed to db.
+func currentTxID(db *bolt.DB) (uint64, error) {
+	btx, err := db.Begin(false)
+	if err != nil {
+		return 0, err
+	}
+	defer btx.Rollback()
+	return uint64(btx.ID()), nil
 }
 
 // QueueDepth reports how many Update calls wait for the committer.
