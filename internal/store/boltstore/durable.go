@@ -22,25 +22,28 @@ package boltstore
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chiokernel/chio/kernel"
 )
 
 type durableMark struct {
+	txid    atomic.Uint64 // the last transaction known durable; written under mu
 	mu      sync.Mutex
-	txid    uint64        // the last transaction known durable
 	changed chan struct{} // closed (and replaced) when txid moves or the store fails
 }
 
 func newDurableMark(txid uint64) *durableMark {
-	return &durableMark{txid: txid, changed: make(chan struct{})}
+	d := &durableMark{changed: make(chan struct{})}
+	d.txid.Store(txid)
+	return d
 }
 
 // advance records txid as durable and wakes the readers waiting for it.
 func (d *durableMark) advance(txid uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.txid = max(d.txid, txid)
+	d.txid.Store(max(d.txid.Load(), txid))
 	close(d.changed)
 	d.changed = make(chan struct{})
 }
@@ -53,15 +56,18 @@ func (d *durableMark) wake() { d.advance(0) }
 func (d *durableMark) reset(txid uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.txid = txid
+	d.txid.Store(txid)
 }
 
 // wait returns once txid is durable, or an error once the store has failed
 // with txid not known durable.
 func (d *durableMark) wait(txid uint64, failed func() *error) error {
+	if d.txid.Load() >= txid { // almost every read
+		return nil
+	}
 	for {
 		d.mu.Lock()
-		done, changed := d.txid >= txid, d.changed
+		done, changed := d.txid.Load() >= txid, d.changed
 		d.mu.Unlock()
 		if done {
 			return nil
