@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/chiokernel/chio/internal/atomicfile"
@@ -83,30 +82,12 @@ func createSecret(path string) ([]byte, error) {
 	if _, err := rand.Read(s); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return nil, fmt.Errorf("email: %w", err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.WriteString(hex.EncodeToString(s) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("email: %w", err)
-	}
-	if err := os.Link(f.Name(), path); err != nil {
+	if err := atomicfile.Create(path, []byte(hex.EncodeToString(s)+"\n")); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("email: %w", err)
 	}
 	// Its name is made durable at chiod's start too (startfiles.go).
-	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("email: %w", err)
-	}
 	return s, nil
 }

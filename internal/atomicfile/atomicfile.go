@@ -43,3 +43,34 @@ func SyncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// Create makes path hold data when path does not exist, never replacing a
+// file (when it exists, the error satisfies errors.Is(err, os.ErrExist)):
+// data is written and synced under a temporary name (mode 0600) and then
+// linked to path, so that after a crash path holds the whole of data or
+// is missing, never empty or torn, as a file created in place (O_EXCL)
+// and written after can be.
+func Create(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}

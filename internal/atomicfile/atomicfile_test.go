@@ -1,6 +1,7 @@
 package atomicfile_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,5 +26,26 @@ func TestWriteReplacesWhole(t *testing.T) {
 	}
 	if err := atomicfile.Write(filepath.Join(dir, "missing", "x"), nil); err == nil {
 		t.Fatal("a write into a missing directory succeeded")
+	}
+}
+
+// Create never replaces a file, and leaves no temporary file beside it.
+func TestCreateNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "secret")
+	if err := atomicfile.Create(path, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.Create(path, []byte("two")); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("a second Create: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "one" {
+		t.Fatalf("replaced: %q", b)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode: %v %v", fi, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left beside it: %v", ents)
 	}
 }

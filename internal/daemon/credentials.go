@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chiokernel/chio/internal/atomicfile"
 	"github.com/chiokernel/chio/internal/keys"
 	"github.com/chiokernel/chio/internal/secretfile"
 )
@@ -19,7 +20,7 @@ import (
 // loadOrCreateKey loads the kernel key (refusing a file other users may
 // read: secretfile.Read) or, when there is none, generates one (mode 0600).
 func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
-	data, err := secretfile.Read(path)
+	data, err := readOrForgetEmpty(path)
 	if err == nil {
 		k, err := keys.ParsePKCS8PEM(data)
 		if err != nil {
@@ -34,10 +35,30 @@ func loadOrCreateKey(path string) (keys.PrivateKey, bool, error) {
 	if err != nil {
 		return keys.PrivateKey{}, false, err
 	}
-	if err := keys.WritePrivateKey(path, k); err != nil {
+	pem, err := k.MarshalPKCS8PEM()
+	if err != nil {
 		return keys.PrivateKey{}, false, err
 	}
+	if err := atomicfile.Create(path, pem); err != nil {
+		return keys.PrivateKey{}, false, fmt.Errorf("kernel key: %w", err)
+	}
 	return k, true, nil
+}
+
+// readOrForgetEmpty reads the secret file at path (secretfile.Read). An
+// empty one is what a crash left between creating the file in place and
+// writing it (chiods before atomicfile.Create): it holds no secret, and
+// nothing was signed or served with one, so it is removed and reported
+// missing, to be created again. (A data dir serves one chiod at a time.)
+func readOrForgetEmpty(path string) ([]byte, error) {
+	b, err := secretfile.Read(path)
+	if err != nil || strings.TrimSpace(string(b)) != "" {
+		return b, err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return nil, os.ErrNotExist
 }
 
 // Token files in the data dir, written on first start when the
@@ -67,7 +88,7 @@ func bearerToken(getenv func(string) string, dataDir, env, file string, log *slo
 		return t, "", nil
 	}
 	path = filepath.Join(dataDir, file)
-	if b, err := secretfile.Read(path); err == nil {
+	if b, err := readOrForgetEmpty(path); err == nil {
 		t := strings.TrimSpace(string(b))
 		if len(t) < MinTokenLen {
 			return "", "", fmt.Errorf("refusing to start: %s holds a token shorter than %d characters", path, MinTokenLen)
@@ -82,18 +103,10 @@ func bearerToken(getenv func(string) string, dataDir, env, file string, log *slo
 		return "", "", err
 	}
 	t := hex.EncodeToString(b[:])
-	// O_EXCL: never overwrite a token someone wrote meanwhile.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err == nil {
-		_, err = f.WriteString(t + "\n")
-		if err == nil {
-			err = f.Sync() // its name is made durable before serving (files.syncEntries)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
+	// Never replacing a token someone wrote meanwhile; whole or missing
+	// after a crash. Its name is made durable before serving too
+	// (files.syncEntries).
+	if err := atomicfile.Create(path, []byte(t+"\n")); err != nil {
 		return "", "", fmt.Errorf("%s: %w", env, err)
 	}
 	log.Info(env+" not set; generated a token", "path", path)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/chiokernel/chio/internal/keys"
@@ -86,13 +87,15 @@ func storeKeyLost(p *policy.Policy, dataDir string) error {
 		return nil
 	}
 	keyPath, dbPath := filepath.Join(dataDir, "kernel.pem"), filepath.Join(dataDir, "chio.db")
-	if _, err := os.Stat(keyPath); !errors.Is(err, os.ErrNotExist) {
+	// An empty kernel.pem (left by a crash as it was created) holds no
+	// key either: readOrForgetEmpty would generate one.
+	if b, err := os.ReadFile(keyPath); !errors.Is(err, os.ErrNotExist) && (err != nil || strings.TrimSpace(string(b)) != "") {
 		return nil
 	}
 	if _, err := os.Stat(dbPath); err != nil {
 		return nil
 	}
-	return fmt.Errorf("refusing to start: %s exists but %s does not: the store belongs to the kernel key that created it; "+
+	return fmt.Errorf("refusing to start: %s exists but %s does not (or is empty): the store belongs to the kernel key that created it; "+
 		"restore that kernel.pem, or start a new deployment on an empty data dir", dbPath, keyPath)
 }
 

@@ -51,3 +51,23 @@ func TestEmptySecretFilesLeftByACrashAreReplaced(t *testing.T) {
 	}
 }
 
+// An empty kernel.pem beside a chio.db is a lost key, not a first start:
+// the store belongs to the key that made it, so no new key is made and
+// the start is refused saying what is missing.
+func TestEmptyKernelKeyBesideAStoreIsALostKey(t *testing.T) {
+	dir := t.TempDir()
+	if err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, daemon.KeyFile)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := runBriefly(t, daemon.Options{ConfigPath: quickstart(), DataDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "restore that kernel.pem") {
+		t.Fatalf("an empty kernel.pem beside chio.db: %v", err)
+	}
+	if b, _ := os.ReadFile(path); len(b) != 0 {
+		t.Fatalf("a new key was written beside the store of another: %q", b)
+	}
+}
