@@ -28,7 +28,7 @@ func runBatchCreate(e *Env, args []string) int {
 	maxCalls := fs.Int64("max-calls", 0, "at most this many calls (0: no count limit)")
 	perCall := fs.String("max-amount-per-call", "", "UNITS:CURRENCY cap on the amount each call's arguments move (its tool's declared amount; a call with none, or in another currency, is not covered)")
 	total := fs.String("max-total", "", "UNITS:CURRENCY cap on the sum of the amounts the covered calls move")
-	window := fs.Duration("for", 0, "how long the standing approval lasts, from now (required, max 720h)")
+	window := fs.Duration("for", 0, "how long the standing approval lasts, from now (required, 1s to 720h)")
 	kernelKey := fs.String("kernel-key", "", "the kernel's public key (ed25519:…) the approval is for; refused if the server's differs (default: ask the server)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -57,8 +57,10 @@ func runBatchCreate(e *Env, args []string) int {
 		return fail(e, usageError("--tool: pattern "+err.Error()))
 	}
 	switch {
-	case *window < 0 || *window > approval.MaxBatchWindow:
-		return fail(e, usageError("--for must be in (0, 720h]"))
+	case *window < time.Second || *window > approval.MaxBatchWindow:
+		// not_before and not_after are whole seconds: a shorter window
+		// can end as it begins (approval.MinApprovalTTL likewise).
+		return fail(e, usageError("--for must be in [1s, 720h]"))
 	case *maxCalls < 0:
 		return fail(e, usageError("--max-calls must be ≥ 1 (or 0 for no limit)"))
 	}
