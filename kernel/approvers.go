@@ -151,6 +151,9 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 	k.SetPolicy(p)
 	pending, err := k.pendingRequests()
 	if err != nil {
+		// p is in force all the same: every pending request is reconciled
+		// with it once the store answers (reconcileAgain, RecoverAfterHeal).
+		k.unreconciled.Store(true)
 		return err
 	}
 	approved := 0
