@@ -188,12 +188,18 @@ func (k *Kernel) unsentNow() map[string]any {
 
 // forgetUnsent drops the unsent decisions of before whose calls are not
 // among inflight, read after them: their commit never happened, or their
-// call has finished. One added since before was read is kept.
+// call has finished. One added since before was read is kept, and so is
+// one still uncertain: on a shared store uncertainCalls leaves out a call
+// whose read failed, and keeps it uncertain to look again at the next
+// sweep, which must still know this kernel never sent it.
 func (k *Kernel) forgetUnsent(before map[string]any, inflight []*CallRecord) {
 	for _, c := range inflight {
 		delete(before, c.RequestID)
 	}
 	for id, d := range before {
+		if _, unread := k.uncertain.Load(id); unread {
+			continue
+		}
 		k.unsent.CompareAndDelete(id, d)
 	}
 }
