@@ -51,6 +51,8 @@ const state = {
   view: 'pending',
   focus: '',            // #request=… deep link
   email: '',            // #email=… link
+  leaving: false,       // signing out: no sign-in but the sign-out's own
+  signingIn: new Set(), // the sign-ins under way (promises)
 };
 
 const $ = (id) => document.getElementById(id);
@@ -127,12 +129,32 @@ async function challenge() {
   return ch;
 }
 
-async function signIn() {
-  const ch = await challenge();
-  const pub = state.key.publicKey;
-  const signature = await sign(SESSION_DOMAIN, { challenge: ch.challenge, public_key: pub });
-  state.me = await api('POST', '/v1/session', { public_key: pub, challenge: ch.challenge, signature });
-  return state.me;
+// signIn starts a session. While the page signs out (state.leaving) only
+// the sign-out's own sign-in (own) may: one under way when the sign-out
+// began (the stream's, a lapsed request's) may be answered after chiod
+// ended the session, and its fresh cookie would stay live in a browser
+// that says it signed out. So such a one ends its session at once, and
+// the sign-out waits for them all (state.signingIn) before it is done.
+async function signIn(own) {
+  if (state.leaving && !own) throw new APIError(0, 'signed_out', 'this page is signing out');
+  const p = (async () => {
+    const ch = await challenge();
+    const pub = state.key.publicKey;
+    const signature = await sign(SESSION_DOMAIN, { challenge: ch.challenge, public_key: pub });
+    const me = await api('POST', '/v1/session', { public_key: pub, challenge: ch.challenge, signature });
+    if (state.leaving && !own) {
+      await api('DELETE', '/v1/session').catch(() => {});
+      throw new APIError(0, 'signed_out', 'this page signed out');
+    }
+    state.me = me;
+    return me;
+  })();
+  state.signingIn.add(p);
+  try {
+    return await p;
+  } finally {
+    state.signingIn.delete(p);
+  }
 }
 
 // withSession retries once after signing in again when the session lapsed.
@@ -188,6 +210,7 @@ function setLive(s) {
 
 function connect() {
   if (state.es) state.es.close();
+  if (state.leaving || !state.key) return; // signed out meanwhile
   setLive('connecting');
   const es = new EventSource('/approvals/stream');
   state.es = es;
@@ -222,6 +245,7 @@ function connect() {
       'Decide these and reload, or list every pending request with `chio approval list`.');
   });
   es.onerror = async () => {
+    if (state.leaving) return;
     if (es.readyState !== EventSource.CLOSED) { setLive('down'); return; }
     // Closed for good: chiod refused the stream (401 after the session
     // lapsed, 429/503 when too many streams are open, 503 while chiod shuts
@@ -235,6 +259,7 @@ function connect() {
       await signIn();
       setTimeout(connect, state.backoff);
     } catch (e) {
+      if (state.leaving) return;
       showError('Lost the live stream: ' + e.message);
       setTimeout(connect, Math.max(5000, state.backoff));
     }
@@ -436,6 +461,7 @@ function showSetup() {
 
 async function onKey(k) {
   state.key = k;
+  state.leaving = false;
   $('setup').hidden = true;
   $('registered').hidden = true;
   showError('');
@@ -486,18 +512,27 @@ async function main() {
   // this browser, whatever chiod answers: on a shared computer the key
   // must go. A session already ended (401) is signed out; every session of
   // the key (DELETE /v1/sessions) is named by a live one, so a lapsed
-  // session signs in again first (withSession). A sign-out chiod was not
+  // session signs in again first. A sign-in under way ends its own session
+  // (signIn), and the sign-out waits for it. A sign-out chiod was not
   // told of leaves sessions live there: the page says so instead of
   // reloading as if all were done.
   const forget = async (path, told) => {
     const all = path === '/v1/sessions';
+    state.leaving = true;
+    if (state.es) state.es.close();
     let failed = null;
     try {
-      await (all ? withSession(() => api('DELETE', path)) : api('DELETE', path));
+      await api('DELETE', path);
     } catch (e) {
-      if (told && (all || e.status !== 401)) failed = e;
+      try {
+        if (!all || e.status !== 401 || !state.key) throw e;
+        await signIn(true);
+        await api('DELETE', path);
+      } catch (e2) {
+        if (told && (all || e2.status !== 401)) failed = e2;
+      }
     }
-    if (state.es) state.es.close();
+    while (state.signingIn.size) await Promise.allSettled(state.signingIn);
     await forgetKey();
     if (!failed) { location.reload(); return; }
     state.key = null;
