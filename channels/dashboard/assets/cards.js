@@ -134,7 +134,13 @@ function collectAnswers(card) {
     }
     const picks = Array.from(f.querySelectorAll('input[type=radio]:checked, input[type=checkbox]:checked'), (i) => i.value);
     const other = f.querySelector('.answer-other');
-    if (other && other.value.trim()) picks.push(other.value.trim());
+    const typed = other ? other.value.trim() : '';
+    // chiod refuses a choice named twice (a tool acting once per pick
+    // would act twice on it): refused here, before anything is signed.
+    if (typed && picks.includes(typed)) {
+      throw new Error(`answer "${typed}" once in "${f.querySelector('legend').textContent}": it is ticked, and typed under Other`);
+    }
+    if (typed) picks.push(typed);
     if (picks.length === 0) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
     // A single answer is one pick: never sign one and drop the other.
     if (type !== 'multi' && picks.length > 1) throw new Error(`give one answer to "${f.querySelector('legend').textContent}": a choice or Other, not both`);
@@ -281,7 +287,7 @@ function renderCard(req) {
     }
     if (kind === 'question' && decision === 'approved') {
       try { extra.answers = collectAnswers(card); } catch (e) {
-        err.textContent = 'Please ' + e.message + '.'; err.hidden = false; return;
+        err.textContent = 'Please ' + e.message + '. Nothing was signed.'; err.hidden = false; return;
       }
     }
     setBusy(true);
