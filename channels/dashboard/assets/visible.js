@@ -10,6 +10,7 @@
 // U+1D159: the set internal/invisible names, plus controls; newlines and
 // tabs excepted) as a \uXXXX escape (two for a character beyond U+FFFF),
 // so the approver sees it is there and the order drawn is the order sent.
+// So is a run of combining marks that would draw as one (MARK_RUN below).
 // Inside a JSON string the escape is a JSON escape of the same character,
 // so JSON text stays valid with the same value. Private-use characters
 // (Co: U+E000–F8FF, planes 15 and 16) are escaped too: they draw as
@@ -46,9 +47,25 @@ const HAS_RTL = new RegExp(`${RTL}|${ARABIC_NUMBER}`, 'u');
 const RTL_RUN = new RegExp(`${RTL}(?:\\p{M}|${RTL}| +${RTL})*`, 'gu');
 const STORED_ORDER_NOTE = 'contains right-to-left text; shown in stored order';
 
+// A run of combining marks (category M) stacks on the character before
+// it: three hundred of them draw as one character, piled on it (or cut off
+// above the card), and the same mark twice draws as once, while the tool
+// gets every one. A run longer than MAX_MARKS (more than the scripts that
+// stack marks put on one letter) or holding a mark right after the same
+// mark is written as escapes, as invisible characters are.
+const MARK_RUN = /\p{M}+/gu;
+const MAX_MARKS = 4;
+
+function escapeUnits(c) {
+  return Array.from({ length: c.length }, (_, i) => '\\u' + c.charCodeAt(i).toString(16).toUpperCase().padStart(4, '0')).join('');
+}
+
 function visible(s) {
-  return String(s).replace(INVISIBLE, (c) => (c === '\n' || c === '\t' ? c
-    : Array.from({ length: c.length }, (_, i) => '\\u' + c.charCodeAt(i).toString(16).toUpperCase().padStart(4, '0')).join('')));
+  return String(s).replace(INVISIBLE, (c) => (c === '\n' || c === '\t' ? c : escapeUnits(c)))
+    .replace(MARK_RUN, (run) => {
+      const marks = Array.from(run);
+      return marks.length > MAX_MARKS || marks.some((m, i) => i > 0 && m === marks[i - 1]) ? escapeUnits(run) : run;
+    });
 }
 
 // shownNode returns what draws s for an approver: visible(s) as text, and
