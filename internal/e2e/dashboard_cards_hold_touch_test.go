@@ -58,7 +58,7 @@ func TestDashboardCardsHoldStillBetweenTaps(t *testing.T) {
 // On a touch screen laptop a touch's hold ends a while after the touch,
 // but a mouse resting on the list still holds the cards still. (The other
 // order, a touch while the mouse rests on the list, whose hold then ended
-// under the resting mouse, is what cards.js's two flags are for; headless
+// under the resting mouse, is what cardlist.js's two flags are for; headless
 // Chrome sends no touch pointer events while its mouse is over the list,
 // so it is not driven here.)
 func TestDashboardCardsHoldStillUnderAMouseAfterATouchEnds(t *testing.T) {

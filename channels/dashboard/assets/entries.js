@@ -1,5 +1,5 @@
 // chio dashboard: what an approver entered in a card survives its redraw
-// (loaded before cards.js, whose upsert calls it).
+// (loaded before cardlist.js, whose upsert calls it).
 'use strict';
 
 // keepEntries carries what the approver entered in a card into the card
