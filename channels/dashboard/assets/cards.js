@@ -110,7 +110,7 @@ function questionForm(req) {
           // picking a choice clears what was typed, so what is signed is
           // what the form shows.
           other.addEventListener('input', () => {
-            if (other.value.trim()) field.querySelectorAll('input[type=radio]').forEach((r) => { r.checked = false; });
+            if (typedAnswer(other.value)) field.querySelectorAll('input[type=radio]').forEach((r) => { r.checked = false; });
           });
           field.addEventListener('change', (ev) => { if (ev.target.type === 'radio' && ev.target.checked) other.value = ''; });
         }
@@ -121,6 +121,18 @@ function questionForm(req) {
   return form;
 }
 
+// BLANK is text that shows as nothing: white space, control characters
+// and invisible ones (approval.Blank; visible.js's INVISIBLE without the
+// private-use characters, which draw).
+const BLANK = /^[\p{White_Space}\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800\u{1D159}]*$/u;
+
+// typedAnswer is what a typed answer gives, trimmed: '' (no answer) when
+// it shows as nothing, as chiod refuses such an answer, which JavaScript's
+// trim() keeps (a zero-width space, a blank Braille cell).
+function typedAnswer(s) {
+  return BLANK.test(s) ? '' : s.trim();
+}
+
 function collectAnswers(card) {
   // No prototype: a question id is any name, and answers['__proto__'] = …
   // on a plain object sets its prototype, leaving the answer unsigned.
@@ -128,13 +140,13 @@ function collectAnswers(card) {
   for (const f of card.querySelectorAll('fieldset.question')) {
     const id = f.dataset.qid, type = f.dataset.type;
     if (type === 'text') {
-      answers[id] = f.querySelector('textarea').value.trim();
+      answers[id] = typedAnswer(f.querySelector('textarea').value);
       if (!answers[id]) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
       continue;
     }
     const picks = Array.from(f.querySelectorAll('input[type=radio]:checked, input[type=checkbox]:checked'), (i) => i.value);
     const other = f.querySelector('.answer-other');
-    const typed = other ? other.value.trim() : '';
+    const typed = other ? typedAnswer(other.value) : '';
     // chiod refuses a choice named twice (a tool acting once per pick
     // would act twice on it): refused here, before anything is signed.
     if (typed && picks.includes(typed)) {
