@@ -133,6 +133,16 @@ function typedAnswer(s) {
   return BLANK.test(s) ? '' : s.trim();
 }
 
+// ANSWER_MAX_BYTES is approval.MaxAnswerText: chiod refuses a longer typed
+// answer, counted in bytes of UTF-8 (2001 "é" are too many), so the form
+// refuses it first, before anything is signed.
+const ANSWER_MAX_BYTES = 4000;
+
+function checkLength(answer, legend) {
+  const n = new TextEncoder().encode(answer).length;
+  if (n > ANSWER_MAX_BYTES) throw new Error(`shorten the answer to "${legend}": it is ${n} bytes of UTF-8; chio takes at most ${ANSWER_MAX_BYTES}`);
+}
+
 function collectAnswers(card) {
   // No prototype: a question id is any name, and answers['__proto__'] = …
   // on a plain object sets its prototype, leaving the answer unsigned.
@@ -142,6 +152,7 @@ function collectAnswers(card) {
     if (type === 'text') {
       answers[id] = typedAnswer(f.querySelector('textarea').value);
       if (!answers[id]) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
+      checkLength(answers[id], f.querySelector('legend').textContent);
       continue;
     }
     const picks = Array.from(f.querySelectorAll('input[type=radio]:checked, input[type=checkbox]:checked'), (i) => i.value);
@@ -152,7 +163,7 @@ function collectAnswers(card) {
     if (typed && picks.includes(typed)) {
       throw new Error(`answer "${typed}" once in "${f.querySelector('legend').textContent}": it is ticked, and typed under Other`);
     }
-    if (typed) picks.push(typed);
+    if (typed) { checkLength(typed, f.querySelector('legend').textContent); picks.push(typed); }
     if (picks.length === 0) throw new Error(`answer "${f.querySelector('legend').textContent}"`);
     // A single answer is one pick: never sign one and drop the other.
     if (type !== 'multi' && picks.length > 1) throw new Error(`give one answer to "${f.querySelector('legend').textContent}": a choice or Other, not both`);
