@@ -291,6 +291,11 @@ async function recheckPending() {
   if (removed) scheduleHistory();
 }
 
+// A link is anyone's to write, and fetchFocused's notices quote the id: only
+// an approval id (approval.ValidID, "ar-") is taken, so a link's own text
+// never reads as the page's words.
+const APPROVAL_ID = /^ar-[A-Za-z0-9._:-]{1,125}$/;
+
 // fetchFocused reads the request a #request= link names (Slack's "Review &
 // sign"): a stream replays only the oldest pending requests, so that one
 // may never arrive, and one decided meanwhile would show nothing at all.
@@ -299,6 +304,11 @@ async function recheckPending() {
 async function fetchFocused() {
   const id = state.focus;
   if (!id || state.cards.has(id)) return;
+  if (!APPROVAL_ID.test(id)) {
+    state.focus = '';
+    showNotice('The link names no approval request.');
+    return;
+  }
   let view;
   try {
     view = await withSession(() => api('GET', '/approvals/' + encodeURIComponent(id)));
