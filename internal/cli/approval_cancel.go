@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chiokernel/chio/approval"
+	"github.com/chiokernel/chio/kernel"
 )
 
 func init() {
@@ -31,8 +32,10 @@ func runApprovalCancel(e *Env, args []string) int {
 	switch {
 	case strings.TrimSpace(*reason) == "":
 		return fail(e, usageErr("approval cancel", "--reason is required (it is on the cancelled receipt)"))
-	case len(*reason) > approval.MaxNoteLen:
-		return fail(e, usageErr("approval cancel", "--reason longer than %d bytes", approval.MaxNoteLen))
+	case len(strings.TrimSpace(*reason)) > kernel.MaxCancelReasonLen:
+		// The kernel's own limit, after its own trimming: one chiod would
+		// refuse is named here, before any request.
+		return fail(e, usageErr("approval cancel", "--reason longer than %d bytes", kernel.MaxCancelReasonLen))
 	}
 	if err := r.checkOutput(); err != nil {
 		return fail(e, err)
