@@ -10,7 +10,7 @@ import (
 
 func init() {
 	register("capability issue", "admin: issue a capability to an agent key (--subject KEY --grant ID… [--label NAME] [--ttl 24h] [--out FILE])", runCapabilityIssue)
-	register("capability revoke ID", "admin: revoke a capability by id", runCapabilityRevoke)
+	register("capability revoke ID", "admin: record a capability id as revoked (any well-formed id is recorded, issued or not)", runCapabilityRevoke)
 }
 
 type multi []string
@@ -81,6 +81,10 @@ func runCapabilityRevoke(e *Env, args []string) int {
 	if _, err := r.do(ctx, "POST", "/v1/capabilities/"+url.PathEscape(pos[0])+"/revoke", struct{}{}, nil); err != nil {
 		return fail(e, err)
 	}
-	fmt.Fprintf(e.Stdout, "%s revoked\n", pos[0])
+	// chiod keeps no list of the capabilities it issued (and never sees one
+	// an authority key signed until it is used), so it records any
+	// well-formed id: say so, or a mistyped id reads as a revoked capability.
+	fmt.Fprintf(e.Stdout, "%s recorded as revoked: a capability with this id is refused from now on "+
+		"(chiod records the id whether or not a capability has it: check it is the one you meant)\n", pos[0])
 	return ExitOK
 }
