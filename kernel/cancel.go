@@ -36,11 +36,15 @@ func (k *Kernel) Cancel(ctx context.Context, approvalID, reason, by string) (*Ou
 	case by != CancelledByAdmin && by != CancelledByAgent:
 		return nil, fmt.Errorf("%w: unknown canceller %q", ErrBadCall, by)
 	}
-	rec, err := k.endPending(ctx, k.Policy(), approvalID, k.clock.Now(), ending{
+	e := ending{
 		status: approval.StatusCancelled, callStatus: StatusCancelled, verdict: receipt.Cancelled,
 		reason: func(*approval.Request) string { return reason }, decidedBy: by,
 		meta: map[string]any{"cancelled_by": by},
-	})
+	}
+	if by == CancelledByAgent {
+		e.callCheck = k.agentMayCancel
+	}
+	rec, err := k.endPending(ctx, k.Policy(), approvalID, k.clock.Now(), e)
 	if mayHaveCommitted(err) {
 		return nil, fmt.Errorf("%w: the cancel of %s may or may not be recorded: its commit failed and may have reached the disk "+
 			"(read the request to learn whether it is cancelled): %w", ErrOutcomeUnknown, approvalID, err)
@@ -49,4 +53,27 @@ func (k *Kernel) Cancel(ctx context.Context, approvalID, reason, by string) (*Ou
 		return nil, err
 	}
 	return OutcomeOf(rec), nil
+}
+
+// agentMayCancel refuses an agent's cancel once the capability its call
+// was parked under is no longer live: revoked (its key may be in other
+// hands), expired, or signed by an authority key chiod no longer trusts.
+// Such a key acts no more; the call is denied if it is approved, and an
+// operator can still cancel it. It reads the revocation inside the
+// cancel's own transaction, so a revocation that commits first wins.
+func (k *Kernel) agentMayCancel(tx Tx, rec *CallRecord) error {
+	const after = "its agent can no longer cancel its calls (an operator can: chio approval cancel)"
+	if rec.CapabilityIssuer != "" && !k.trustsIssuer(rec.CapabilityIssuer) {
+		return fmt.Errorf("%w: capability %s: its issuer %s is no longer a trusted authority: %s", ErrCapabilityInvalid, rec.CapabilityID, rec.CapabilityIssuer, after)
+	}
+	switch revoked, err := tx.Revoked(rec.CapabilityID); {
+	case err != nil:
+		return err
+	case revoked:
+		return fmt.Errorf("%w: capability %s is revoked: %s", ErrCapabilityRevoked, rec.CapabilityID, after)
+	}
+	if rec.CapabilityExpiresAt != 0 && k.clock.Now().Unix() >= rec.CapabilityExpiresAt {
+		return fmt.Errorf("%w: capability %s expired at %d: %s", ErrCapabilityExpired, rec.CapabilityID, rec.CapabilityExpiresAt, after)
+	}
+	return nil
 }

@@ -21,7 +21,11 @@ type ending struct {
 	reason     func(req *approval.Request) string
 	// check, if set, replaces the pending check (it must refuse a request
 	// that is not pending).
-	check     func(req *approval.Request) error
+	check func(req *approval.Request) error
+	// callCheck, if set, runs on the parked call inside the same
+	// transaction, before anything is written (an agent's cancel: its
+	// capability must still be live).
+	callCheck func(tx Tx, rec *CallRecord) error
 	decidedBy string         // who asked for the end, when someone did
 	meta      map[string]any // extra receipt metadata
 	// decider, if set, returns the recorded vote that decided the end
@@ -56,6 +60,11 @@ func (k *Kernel) endPending(ctx context.Context, p *policy.Policy, id string, no
 		}
 		if rec, err = tx.Call(req.RequestID); err != nil {
 			return err
+		}
+		if e.callCheck != nil {
+			if err := e.callCheck(tx, rec); err != nil {
+				return err
+			}
 		}
 		skipped := len(req.SkippedTiers)
 		if e.at != nil {

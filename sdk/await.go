@@ -135,8 +135,10 @@ func (r *Resolution) result() Result {
 // cancelled, with a `cancelled` receipt, and awaiters see it. The agent's
 // key signs the cancellation (a read proof cannot stand in for it); a
 // client with WithBearer(admin token) cancels as an operator instead.
-// Cancelling a request already decided is ErrConflict; an answer that is
-// not the cancelled call is an error, never a Resolution. A cancel whose
+// Cancelling a request already decided is ErrConflict; the agent's cancel
+// of a call whose capability was revoked or has expired is ErrUnauthorized
+// (an operator's admin token still cancels it). An answer that is not the
+// cancelled call is an error, never a Resolution. A cancel whose
 // commit failed in chiod's store but may have reached it is
 // ErrOutcomeUnknown: Await tells whether the call was cancelled.
 func (c *Client) Cancel(ctx context.Context, approvalID, reason string) (*Resolution, error) {

@@ -106,7 +106,8 @@ func classify(err error) *APIError {
 	case errors.Is(err, kernel.ErrTooManyCalls):
 		return retryLater(http.StatusTooManyRequests, err.Error(), CallRetryAfter)
 	case errors.Is(err, kernel.ErrBadProof), errors.Is(err, kernel.ErrStaleProof),
-		errors.Is(err, kernel.ErrCapabilityInvalid):
+		errors.Is(err, kernel.ErrCapabilityInvalid), errors.Is(err, kernel.ErrCapabilityRevoked),
+		errors.Is(err, kernel.ErrCapabilityExpired):
 		return apiErr(http.StatusUnauthorized, CodeUnauthorized, err.Error())
 	case errors.Is(err, kernel.ErrBadCall), errors.Is(err, canon.ErrInvalid),
 		errors.Is(err, canon.ErrDuplicateKey), errors.Is(err, canon.ErrUnsafeInteger),
