@@ -92,6 +92,12 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 		if err := checkPendingCap(tx, rec.Subject, p.Kernel.PendingApprovalCap()); err != nil {
 			return err
 		}
+		// As an allow's commit does: a revocation (or the expiry) that
+		// landed after the call's checks stops it here, before any
+		// approver is asked about it.
+		if err := k.capabilityLiveIn(tx, rec); err != nil {
+			return err
+		}
 		// The approvers' time counts from the park's commit, the clock read
 		// inside it: a commit delayed past the deadline the call's arrival
 		// set (a loaded store, a lock wait) must not leave them a deadline
@@ -128,6 +134,15 @@ func (k *Kernel) suspend(ctx context.Context, rec *CallRecord, p *policy.Policy,
 	})
 	if !inForce {
 		return nil, errPolicyReloaded
+	}
+	if _, gone := capabilityGoneAtDecision(err); gone {
+		// Nothing was parked: the call is denied.
+		reason := ErrCapabilityRevoked.Error()
+		if errors.Is(err, errExpiredAtDecision) {
+			reason = "capability expired before the call was parked"
+		}
+		rec.ApprovalID, rec.ReceiptID = "", ""
+		return k.deny(ctx, rec, p, GuardCapability, reason, now)
 	}
 	if capErr := (*pendingCapError)(nil); errors.As(err, &capErr) {
 		// Nothing was parked: the call is denied.
