@@ -105,6 +105,9 @@ func (v *verifier) chain(line int, rc *Receipt, call callKey) {
 			l.final, l.finalAt = rc.ID, rc.Timestamp
 			f.link = l
 			v.rep.Chains++
+			if decidedByVote(rc) && f.tokenID == "" {
+				v.problem(line, rc, "%s ends approval chain %s but names no deciding token (approval_token_id): the kernel names the vote that decided it", decisionName(rc), arid)
+			}
 			v.sameCall(line, rc, l)
 			if why := autoTime(f.auto, rc, l); why != "" {
 				v.problem(line, rc, "%s", why)
@@ -128,4 +131,20 @@ func (v *verifier) chain(line int, rc *Receipt, call callKey) {
 			v.autoFinal[rc.ID] = true
 		}
 	}
+}
+
+// decidedByVote says whether final receipt rc of an approval chain can
+// only have been decided by a vote the kernel names (chainReceipt): an
+// allow (a person's approval or the advisory vote at the deadline) and a
+// human-approval deny (the latest counted denial). Other ends (timeout,
+// cancel, approval-policy with no approver left, recovery) may name none.
+func decidedByVote(rc *Receipt) bool {
+	return rc.Decision.Verdict == Allow || rc.Decision.Verdict == Deny && rc.Decision.Guard == "human-approval"
+}
+
+func decisionName(rc *Receipt) string {
+	if rc.Decision.Guard != "" {
+		return rc.Decision.Verdict + " by guard " + rc.Decision.Guard
+	}
+	return rc.Decision.Verdict
 }
