@@ -112,5 +112,11 @@ func ParseTimeBound(s string, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("time bound %q: want a duration like 24h or an RFC 3339 time", s)
 	}
+	// Receipts are stamped in whole milliseconds: a finer bound cut to its
+	// millisecond would move a since bound earlier, taking in a receipt
+	// from before the window asked for, so it is refused, never moved.
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		return 0, fmt.Errorf("time bound %q: finer than a millisecond; receipts are stamped in whole milliseconds, give at most 3 fractional digits", s)
+	}
 	return t.UnixMilli(), nil
 }
