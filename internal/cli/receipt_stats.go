@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net/url"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -68,11 +71,11 @@ func runReceiptStats(e *Env, args []string) int {
 		if err := pinDurationBound(q, "until", ans.Until, &held); err != nil {
 			return fail(e, fmt.Errorf("receipt stats: %w; nothing shown", err))
 		}
-		q.Add("meta", "auto_approved=true")
-		var auto receipt.StatsResult
-		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &auto); err != nil {
+		auto, err := autoApprovedOf(ctx, r, q, &res)
+		if err != nil {
 			return fail(e, err)
 		}
+		out.StatsResult = res
 		out.split(auto)
 	}
 	if r.output != "table" {
@@ -113,6 +116,40 @@ type statsOutput struct {
 
 func isApproverField(f string) bool {
 	return f == "metadata.approver" || f == "metadata.approver_display_name"
+}
+
+// statsSnapshotTries bounds how often autoApprovedOf asks again while
+// receipts keep being committed in the window.
+const statsSnapshotTries = 5
+
+// autoApprovedOf asks chiod for the auto-approved receipts among those
+// res counts (q: the window pinned), and makes both of one snapshot. Each
+// answer is a consistent cut, but of its own moment: an auto-approval
+// committed between the two questions is in the second only, and split
+// then shows more than total counts. So the counts are asked again after
+// it: the log only grows, so the same total means no receipt of the
+// window was committed meanwhile, and the auto-approvals are of res's
+// receipts; a different one is the newer snapshot to try again with.
+func autoApprovedOf(ctx context.Context, r *remote, q url.Values, res *receipt.StatsResult) (receipt.StatsResult, error) {
+	aq := url.Values{}
+	for k, v := range q {
+		aq[k] = slices.Clone(v)
+	}
+	aq.Add("meta", "auto_approved=true")
+	for range statsSnapshotTries {
+		var auto, again receipt.StatsResult
+		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+aq.Encode(), nil, &auto); err != nil {
+			return auto, err
+		}
+		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &again); err != nil {
+			return auto, err
+		}
+		if again.Total == res.Total {
+			return auto, nil
+		}
+		*res = again
+	}
+	return receipt.StatsResult{}, fmt.Errorf("receipt stats: receipts kept being committed in the window while it was counted (%d tries); nothing shown: try again, or give an --until in the past", statsSnapshotTries)
 }
 
 // split moves auto's groups out of o.Groups into o.AutoApproved.
