@@ -74,6 +74,12 @@ func (v *verifier) chain(line int, rc *Receipt, call callKey) {
 	}
 	f := final{line: line, rc: rc, tokenID: metaStr(rc, "approval_token_id"), batchID: metaStr(rc, "batch_approval_id"),
 		approver: metaStr(rc, "approver"), auto: metaStr(rc, "auto_approved") == "true"}
+	if f.tokenID != "" && f.approver == "" {
+		// The kernel writes both (chainReceipt): without the signed
+		// approver, the key of the deciding token would be the unsigned
+		// evidence's word.
+		v.problem(line, rc, "names approval_token_id %s but no approver: the kernel signs who decided with the token that did", f.tokenID)
+	}
 	for _, why := range uncountedProblems(rc) { // verify_uncounted.go
 		v.problem(line, rc, "%s", why)
 	}
