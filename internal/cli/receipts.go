@@ -72,10 +72,32 @@ func (f *filterFlags) checkValues(cmd string) error {
 			return usageErr(cmd, "--%s: %v", name, err)
 		}
 	}
+	if err := f.checkRange(cmd); err != nil {
+		return err
+	}
 	for _, m := range f.meta {
 		if _, err := receipt.ParseMeta(m); err != nil {
 			return usageErr(cmd, "%v", err)
 		}
+	}
+	return nil
+}
+
+// checkRange refuses what chiod refuses of the bounds together
+// (httpapi.FilterFromQuery) whenever this machine's clock cannot change
+// the answer: an --until at the epoch or before, given as a time, and an
+// empty range (--since not before --until) with both bounds times or both
+// durations, which count back from the same instant. A time and a
+// duration together are left to chiod, whose clock the duration is on.
+func (f *filterFlags) checkRange(cmd string) error {
+	now := time.Now()
+	since, _ := receipt.ParseTimeBound(*f.since, now)
+	until, _ := receipt.ParseTimeBound(*f.until, now)
+	if *f.until != "" && isTime(*f.until) && until <= 0 {
+		return usageErr(cmd, "--until %s: must be 1970-01-01T00:00:00.001Z or later (no receipt is older)", *f.until)
+	}
+	if since != 0 && until != 0 && isTime(*f.since) == isTime(*f.until) && since >= until {
+		return usageErr(cmd, "--since %s --until %s is an empty range: --since must be before --until", *f.since, *f.until)
 	}
 	return nil
 }
