@@ -133,8 +133,14 @@ func (v *verifier) approval(f *final, ev *evidenceItem) {
 		if f.approver != "" && f.approver != ct.tok.Approver {
 			v.problem(f.line, f.rc, "receipt names approver %s but token %s is signed by %s", f.approver, ct.tok.ID, ct.tok.Approver)
 		}
-		if ct.tok.Approver == v.opts.KernelKey.String() && !f.auto {
+		switch kernelVote := ct.tok.Approver == v.opts.KernelKey.String(); {
+		case kernelVote && !f.auto:
 			v.problem(f.line, f.rc, "token %s is signed by the kernel key but the receipt is not flagged auto_approved", ct.tok.ID)
+		case !kernelVote && f.auto:
+			// The kernel flags a receipt auto_approved only when its own
+			// advisory vote decided it (chainReceipt): a person's
+			// decision so flagged would be filed as no one's.
+			v.problem(f.line, f.rc, "receipt is flagged auto_approved but its deciding token %s is signed by %s, not the kernel key: only the kernel's advisory vote auto-approves", ct.tok.ID, ct.tok.Approver)
 		}
 		v.amendment(*f, ct.tok)
 		v.vouch(*f, ev, ct.tok)
