@@ -294,6 +294,12 @@ func runReceiptList(e *Env, args []string) int {
 		if page.NextCursor == "" {
 			break
 		}
+		// chiod's next_cursor is the seq of the page's last receipt, set
+		// only when more are left: any other, above all one on a page with
+		// no receipt, would have the listing ask again without end.
+		if len(page.Receipts) == 0 || page.NextCursor != strconv.FormatUint(lastSeq, 10) {
+			return fail(e, fmt.Errorf("receipt list: chiod answered a page of %d receipts with next_cursor %q, not the seq of its last receipt; nothing listed", len(page.Receipts), page.NextCursor))
+		}
 		// Stopped at the limit with receipts left on chiod (next_cursor is
 		// set only when there are): they match, or with --still-pending
 		// they may (their status is not read).
