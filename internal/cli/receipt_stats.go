@@ -119,37 +119,44 @@ func isApproverField(f string) bool {
 }
 
 // statsSnapshotTries bounds how often autoApprovedOf asks again while
-// receipts keep being committed in the window.
+// auto-approvals keep being committed in the window.
 const statsSnapshotTries = 5
 
-// autoApprovedOf asks chiod for the auto-approved receipts among those
-// res counts (q: the window pinned), and makes both of one snapshot. Each
-// answer is a consistent cut, but of its own moment: an auto-approval
-// committed between the two questions is in the second only, and split
-// then shows more than total counts. So the counts are asked again after
-// it: the log only grows, so the same total means no receipt of the
-// window was committed meanwhile, and the auto-approvals are of res's
-// receipts; a different one is the newer snapshot to try again with.
+// autoApprovedOf asks chiod for the counts (into *res) and, of the same
+// snapshot, the auto-approved receipts among them (q: the window pinned).
+// Each answer is a consistent cut, but of its own moment: an auto-approval
+// committed between two questions is in the second only, and split then
+// shows more (or fewer) than total counts. So the counts are asked between
+// two questions for the auto-approvals: the log only grows, so the same
+// auto-approval total before and after means none was committed
+// meanwhile, and the counts hold exactly those. Other receipts committed
+// meanwhile are in the counts as in any answer; only auto-approvals
+// committed throughout make it give up.
 func autoApprovedOf(ctx context.Context, r *remote, q url.Values, res *receipt.StatsResult) (receipt.StatsResult, error) {
 	aq := url.Values{}
 	for k, v := range q {
 		aq[k] = slices.Clone(v)
 	}
 	aq.Add("meta", "auto_approved=true")
+	var auto receipt.StatsResult
+	if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+aq.Encode(), nil, &auto); err != nil {
+		return auto, err
+	}
 	for range statsSnapshotTries {
-		var auto, again receipt.StatsResult
-		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+aq.Encode(), nil, &auto); err != nil {
+		var all, after receipt.StatsResult
+		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &all); err != nil {
 			return auto, err
 		}
-		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+q.Encode(), nil, &again); err != nil {
+		if _, err := r.do(ctx, "GET", "/v1/receipts/stats?"+aq.Encode(), nil, &after); err != nil {
 			return auto, err
 		}
-		if again.Total == res.Total {
+		if after.Total == auto.Total {
+			*res = all
 			return auto, nil
 		}
-		*res = again
+		auto = after
 	}
-	return receipt.StatsResult{}, fmt.Errorf("receipt stats: receipts kept being committed in the window while it was counted (%d tries); nothing shown: try again, or give an --until in the past", statsSnapshotTries)
+	return receipt.StatsResult{}, fmt.Errorf("receipt stats: auto-approvals kept being committed in the window while it was counted (%d tries); nothing shown: try again, or give an --until in the past", statsSnapshotTries)
 }
 
 // split moves auto's groups out of o.Groups into o.AutoApproved.

@@ -80,3 +80,27 @@ func TestReceiptStatsAutoApprovedSplitIsOfOneSnapshot(t *testing.T) {
 		t.Fatalf("stats: the groups and auto-approvals count %d receipts, total says %d: not one snapshot\n%s", sum, out.Total, so)
 	}
 }
+
+// Other receipts committed while it counts (a busy kernel: calls parked,
+// allowed, denied) do not change what the kernel auto-approved: the split
+// stays one snapshot without asking again, and never gives up for them.
+func TestReceiptStatsSplitOnABusyLog(t *testing.T) {
+	lead, _ := keys.Generate(nil)
+	w := testkit.NewWorld(t, testkit.Options{PolicyTOML: fmt.Sprintf(autoPolicy, lead.Public()),
+		Grants: []string{"refunds"}, Serve: true, AdminToken: approvalAdminToken})
+	target, _ := url.Parse(w.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var n atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/receipts/stats" {
+			w.Submit(t, "echo", fmt.Sprintf(`{"n":%d}`, n.Add(1)), "") // one more call parked before each question
+		}
+		rp.ServeHTTP(rw, r)
+	}))
+	defer proxy.Close()
+	env := map[string]string{"CHIO_URL": proxy.URL, "CHIO_ADMIN_TOKEN": approvalAdminToken}
+	so, se, code := chio(env, "receipt", "stats", "--group-by", "metadata.approver_display_name", "--output", "json")
+	if code != 0 {
+		t.Fatalf("stats on a busy log: exit %d after %d questions\n%s%s", code, n.Load(), so, se)
+	}
+}
