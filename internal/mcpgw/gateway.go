@@ -138,6 +138,9 @@ func New(o Options) (*Gateway, error) {
 			http.Error(w, err.Error(), http.StatusBadRequest) // nothing was served for it
 			return
 		}
+		if refuseUnreadableID(w, r) {
+			return // an id the SDK would answer as another
+		}
 		if opensSession(r) {
 			g.openSession(w, r) // within the session limits (sessions.go)
 			return

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
+	"strings"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -165,7 +165,7 @@ func (f *stdinFilter) check(line []byte) (id json.RawMessage, code int64, reason
 		return requestID(line), jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
 	}
 	if otherID(line) {
-		return nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer"
+		return nil, jsonrpc.CodeInvalidRequest, unreadableIDReason
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
 		var p struct {
@@ -201,7 +201,7 @@ func (f *stdinFilter) checkBatch(line []byte) string {
 			return "invalid request: in a batch: " + err.Error()
 		}
 		if otherID(raw) {
-			return "invalid request: in a batch: an id must be a string or an integer"
+			return "invalid request: in a batch: " + strings.TrimPrefix(unreadableIDReason, "invalid request: ")
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 			if ids[req.ID] {
@@ -243,30 +243,6 @@ func requestID(line []byte) json.RawMessage {
 	return nil
 }
 
-// otherID reports whether a message's id is a number the SDK does not
-// read as itself: not an integer within int64, or one a float64 cannot
-// hold. The SDK decodes it as a float64, then converts it to an int64
-// (9.5 as 9, 9007199254740993 as 9007199254740992), and would answer it
-// as another request the client may be waiting for. Its member
-// is read by its exact name, as the SDK reads it. The message is read
-// as leniently as the SDK reads it otherwise: a member named twice, or a
-// string that is not UTF-8, made a strict read fail and the id pass.
-func otherID(msg []byte) bool {
-	var m struct {
-		ID jsontext.Value `json:"id"`
-	}
-	err := jsonv2.Unmarshal(msg, &m, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	return err == nil && len(m.ID) > 0 && m.ID.Kind() == '0' && !readExactly(m.ID)
-}
-
-// readExactly reports whether the SDK reads JSON number n as the integer
-// n says: an integer within int64 that a float64 holds exactly.
-func readExactly(n []byte) bool {
-	i, err := strconv.ParseInt(string(n), 10, 64)
-	f := float64(i)
-	return err == nil && f >= math.MinInt64 && f < math.MaxInt64 && int64(f) == i
-}
-
 // integer reports whether a JSON number is an integer within int64.
 func integer(n []byte) bool {
 	_, err := strconv.ParseInt(string(n), 10, 64)
@@ -275,19 +251,5 @@ func integer(n []byte) bool {
 
 // answer writes a JSON-RPC error response (id nil: null).
 func (f *stdinFilter) answer(id json.RawMessage, code int64, message string) {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	type rpcError struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	}
-	b, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{code, message}})
-	if err == nil {
-		_, _ = f.out.Write(append(b, '\n'))
-	}
+	_, _ = f.out.Write(append(rpcError(id, code, message), '\n'))
 }
