@@ -102,3 +102,31 @@ func RefusesRoundedIDs(t *testing.T, url, bearer string) {
 		}
 	}
 }
+
+// RefusesBatchReusingID checks that the MCP endpoint at url (with bearer,
+// if any) refuses a batch (protocol versions before 2025-06-18) in which
+// two requests share an id, as mcpgw's stdio transport does: the SDK
+// answered one of them and dropped the other's answer, so the client
+// got one answer for two requests and could not tell whose it was (both
+// may have run). A batch whose ids differ (6 and "6") is answered.
+func RefusesBatchReusingID(t *testing.T, url, bearer string) {
+	t.Helper()
+	p := &rpcPoster{t: t, url: url, bearer: bearer}
+	p.open()
+	for _, body := range []string{
+		`[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"tools/list"}]`,
+		`[{"jsonrpc":"2.0","id":"a","method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"a","method":"ping"}]`,
+	} {
+		code, text := p.post(body)
+		var a struct {
+			ID    json.RawMessage
+			Error *struct{ Code int }
+		}
+		if code != http.StatusBadRequest || json.Unmarshal([]byte(text), &a) != nil || a.Error == nil || a.Error.Code != -32600 || string(a.ID) != "null" {
+			t.Errorf("%s was answered %d %q, want 400 with an invalid request, id null", body, code, text)
+		}
+	}
+	if code, text := p.post(`[{"jsonrpc":"2.0","id":6,"method":"ping"},{"jsonrpc":"2.0","id":"6","method":"ping"}]`); code != http.StatusOK {
+		t.Errorf("a batch with ids 6 and \"6\" was answered %d %q", code, text)
+	}
+}
