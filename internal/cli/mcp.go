@@ -88,7 +88,7 @@ func serveLoopback(ctx context.Context, e *Env, addr string, b *mcpgw.Bridge) er
 	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return b.Server() },
 		&mcpsdk.StreamableHTTPOptions{MaxRequestBodyBytes: mcpgw.MaxRequestBytes, SessionTimeout: mcpgw.SessionIdle})
 	mux := http.NewServeMux()
-	mux.Handle(mcpgw.Path, mcpgw.RefuseUnreadableIDs(h))
+	mux.Handle(mcpgw.Path, mcpgw.RefuseAmbiguousIDs(h))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(e.Stderr, "chio mcp serve: MCP on http://%s%s\n", ln.Addr(), mcpgw.Path)
 	go func() {

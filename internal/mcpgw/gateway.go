@@ -138,8 +138,8 @@ func New(o Options) (*Gateway, error) {
 			http.Error(w, err.Error(), http.StatusBadRequest) // nothing was served for it
 			return
 		}
-		if refuseUnreadableID(w, r) {
-			return // an id the SDK would answer as another
+		if refuseAmbiguousID(w, r) {
+			return // ids the SDK would answer as another request's
 		}
 		if opensSession(r) {
 			g.openSession(w, r) // within the session limits (sessions.go)

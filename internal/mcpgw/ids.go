@@ -15,7 +15,10 @@ import (
 
 // unreadableIDReason is the answer to a message whose id the SDK would
 // read as another one (otherID), on stdio and over HTTP alike.
-const unreadableIDReason = "invalid request: an id must be a string or an integer the server reads exactly (any within ±2^53)"
+const (
+	unreadableIDReason      = "invalid request: an id must be a string or an integer the server reads exactly (any within ±2^53)"
+	unreadableBatchIDReason = "invalid request: in a batch: an id must be a string or an integer the server reads exactly (any within ±2^53)"
+)
 
 // otherID reports whether a message's id is a number the SDK does not
 // read as itself: not an integer within int64, or one a float64 cannot
@@ -41,44 +44,77 @@ func readExactly(n []byte) bool {
 	return err == nil && f >= math.MinInt64 && f < math.MaxInt64 && int64(f) == i
 }
 
-// unreadableID reports whether body, one JSON-RPC message or a batch of
-// them, holds a message whose id the SDK would read as another (otherID).
+// idProblem says why the SDK would answer body (one JSON-RPC message or
+// a batch) ambiguously, or "": a message has an id the SDK reads as
+// another (otherID), or a batch uses one request id twice (reusesID).
 // A body that is not JSON is left to the SDK, which refuses it.
-func unreadableID(body []byte) bool {
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		var batch []jsontext.Value
-		if jsonv2.Unmarshal(b, &batch, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
-			return false
+func idProblem(body []byte) string {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	if len(b) == 0 || b[0] != '[' {
+		if otherID(b) {
+			return unreadableIDReason
 		}
-		for _, msg := range batch {
-			if otherID(msg) {
-				return true
-			}
-		}
-		return false
+		return ""
 	}
-	return otherID(body)
+	var batch []jsontext.Value
+	if jsonv2.Unmarshal(b, &batch, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
+		return ""
+	}
+	for _, msg := range batch {
+		if otherID(msg) {
+			return unreadableBatchIDReason
+		}
+	}
+	if reusesID(batch) {
+		return reusedIDReason
+	}
+	return ""
 }
 
-// RefuseUnreadableIDs serves next, an MCP Streamable HTTP handler (the
+// reusedIDReason is the answer to a batch that uses one request id twice.
+const reusedIDReason = "invalid request: a batch uses one id twice"
+
+// reusesID reports whether two requests of a batch share an id, as the
+// SDK reads ids. The SDK answers one of them and drops the other's
+// answer: the client gets one answer for two requests, both of which may
+// have run, and cannot tell whose it is. A message the SDK cannot decode
+// is skipped here (the SDK refuses the batch for it).
+func reusesID[M ~[]byte](batch []M) bool {
+	ids := map[jsonrpc.ID]bool{}
+	for _, raw := range batch {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			continue
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			if ids[req.ID] {
+				return true
+			}
+			ids[req.ID] = true
+		}
+	}
+	return false
+}
+
+// RefuseAmbiguousIDs serves next, an MCP Streamable HTTP handler (the
 // SDK's, as `chio mcp serve --listen` serves the bridge), except a POST
-// whose body holds an id the SDK would read as another: that is answered
-// 400 with a JSON-RPC invalid request, id null, as the stdio transport
-// answers it, and next never sees it (an initialize opens no session, an
-// answer never goes out under another id).
-func RefuseUnreadableIDs(next http.Handler) http.Handler {
+// whose ids the SDK would answer ambiguously (idProblem): that is
+// answered 400 with a JSON-RPC invalid request, id null, as the stdio
+// transport answers it, and next never sees it (an initialize opens no
+// session, an answer never goes out under another request's id).
+func RefuseAmbiguousIDs(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !refuseUnreadableID(w, r) {
+		if !refuseAmbiguousID(w, r) {
 			next.ServeHTTP(w, r)
 		}
 	})
 }
 
-// refuseUnreadableID answers a POST whose body holds an id the SDK would
-// read as another (unreadableID), and reports whether it did. The body
+// refuseAmbiguousID answers a POST whose ids the SDK would answer
+// ambiguously (idProblem), and reports whether it did. The body
 // is read up to MaxRequestBytes and put back for the SDK; a longer one is
 // left to the SDK, which refuses it.
-func refuseUnreadableID(w http.ResponseWriter, r *http.Request) bool {
+func refuseAmbiguousID(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		return false
 	}
@@ -91,12 +127,16 @@ func refuseUnreadableID(w http.ResponseWriter, r *http.Request) bool {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(data), r.Body), r.Body}
-	if len(data) > MaxRequestBytes || !unreadableID(data) {
+	if len(data) > MaxRequestBytes {
+		return false
+	}
+	reason := idProblem(data)
+	if reason == "" {
 		return false
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(rpcError(nil, jsonrpc.CodeInvalidRequest, unreadableIDReason))
+	_, _ = w.Write(rpcError(nil, jsonrpc.CodeInvalidRequest, reason))
 	return true
 }
 

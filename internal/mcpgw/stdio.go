@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -194,21 +193,16 @@ func (f *stdinFilter) checkBatch(line []byte) string {
 	if err := json.Unmarshal(line, &raws); err != nil || len(raws) == 0 {
 		return "invalid request: an empty batch"
 	}
-	ids := map[jsonrpc.ID]bool{}
 	for _, raw := range raws {
-		msg, err := jsonrpc.DecodeMessage(raw)
-		if err != nil {
+		if _, err := jsonrpc.DecodeMessage(raw); err != nil {
 			return "invalid request: in a batch: " + err.Error()
 		}
 		if otherID(raw) {
-			return "invalid request: in a batch: " + strings.TrimPrefix(unreadableIDReason, "invalid request: ")
+			return unreadableBatchIDReason
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-			if ids[req.ID] {
-				return "invalid request: a batch uses one id twice"
-			}
-			ids[req.ID] = true
-		}
+	}
+	if reusesID(raws) {
+		return reusedIDReason
 	}
 	return ""
 }
