@@ -50,9 +50,12 @@ type mcpServeRun struct {
 	w          *testkit.World
 	send       func(string)
 	closeStdin func()
-	out        <-chan string
-	exited     chan int
-	stderr     func() string
+	// closeStdout closes the read end of the bridge's stdout: its next
+	// write fails, as to a client that went away.
+	closeStdout func()
+	out         <-chan string
+	exited      chan int
+	stderr      func() string
 }
 
 // mcpServe runs `chio mcp serve` (with args) over pipes against a chiod
@@ -115,7 +118,8 @@ func mcpServe(t *testing.T, policyText string, grants []string, args ...string) 
 	send := func(line string) {
 		go inW.Write([]byte(line + "\n")) // a bridge that stopped reading must not hang the test
 	}
-	return &mcpServeRun{w: w, send: send, closeStdin: func() { inW.Close() }, out: lines, exited: code, stderr: se.String}
+	return &mcpServeRun{w: w, send: send, closeStdin: func() { inW.Close() }, closeStdout: func() { outR.Close() },
+		out: lines, exited: code, stderr: se.String}
 }
 
 // syncBuffer is a bytes.Buffer the bridge and the test may share.
