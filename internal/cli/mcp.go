@@ -70,7 +70,7 @@ func runMCPServe(e *Env, args []string) int {
 		err = serveLoopback(ctx, e, *listen, b)
 	} else {
 		// A malformed line is answered, not the end of the session.
-		err = b.Server().Run(ctx, mcpgw.StdioTransport(e.Stdin, e.Stdout))
+		err = b.ServeStdio(ctx, e.Stdin, e.Stdout)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fail(e, err)

@@ -58,6 +58,8 @@ type Bridge struct {
 	// the newest run whose list is offered (syncTools).
 	syncs   atomic.Int64
 	applied int64
+	// deliveries follows answers to the client while ServeStdio runs.
+	deliveries atomic.Pointer[deliveries]
 }
 
 // target is an upstream tool; the zero value is chio_await (no proof).
@@ -338,6 +340,7 @@ func (b *Bridge) forward(tg target) mcpsdk.ToolHandler {
 			sent = true
 			res, err := cs.CallTool(ctx, params)
 			if err == nil {
+				b.answering(ctx, tg, requestID, res)
 				return res, nil
 			}
 			lastErr = err
@@ -376,6 +379,18 @@ func (b *Bridge) leftBehind(tg target, requestID string, sent bool, err error) {
 	b.o.Log.Warn("the client stopped waiting for a call sent to chio; chio may have decided it, and it may yet run: "+
 		"call "+AwaitTool+" with {\"id\":\""+requestID+"\"} or run `chio await "+requestID+" --key <agent key>` for its outcome",
 		"request_id", requestID, "server", tg.server, "tool", tg.tool, "err", err)
+}
+
+// answering follows res, chiod's answer, on its way to the client
+// (deliveries), and logs it if the client stopped waiting as it came: the
+// client then drops it, and only the log keeps its request id.
+func (b *Bridge) answering(ctx context.Context, tg target, requestID string, res *mcpsdk.CallToolResult) {
+	if d := b.deliveries.Load(); d != nil {
+		d.answered(res)
+	}
+	if ctx.Err() != nil {
+		b.leftBehind(tg, requestID, true, ctx.Err())
+	}
 }
 
 // lostChiod answers a call whose every attempt lost its connection to

@@ -28,8 +28,14 @@ import (
 // MaxStdioLineBytes — and skipped; the session goes on. The answer's id is
 // the request's when one can be read, null otherwise.
 func StdioTransport(in io.Reader, out io.Writer) mcpsdk.Transport {
+	return stdioTransport(in, out, nil)
+}
+
+// stdioTransport is StdioTransport telling written, if not nil, of each
+// message written to out and the write's error.
+func stdioTransport(in io.Reader, out io.Writer, written func([]byte, error)) mcpsdk.Transport {
 	pr, pw := io.Pipe()
-	w := &messageWriter{w: out}
+	w := &messageWriter{w: out, written: written}
 	go (&stdinFilter{out: w}).run(in, pw)
 	// The lines are bounded here (a line over the bound is answered, not
 	// passed on), so the SDK's own bound, which would end the session, is
@@ -41,14 +47,19 @@ func StdioTransport(in io.Reader, out io.Writer) mcpsdk.Transport {
 // same stdout, one whole message at a time (the SDK writes each message,
 // newline included, in one Write). Closing it leaves out open.
 type messageWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	written func([]byte, error) // nil: not told
 }
 
 func (m *messageWriter) Write(p []byte) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.w.Write(p)
+	n, err := m.w.Write(p)
+	if m.written != nil {
+		m.written(p, err)
+	}
+	return n, err
 }
 
 func (*messageWriter) Close() error { return nil }
