@@ -61,6 +61,8 @@ func TestStdioPeerProcess(t *testing.T) {
 			}
 			big := strings.Repeat("l", MaxMessageBytes+10)
 			switch mode {
+			case "junk": // a stray line on stdout (a library's console.log), then the answer
+				send("Paying 5 EUR...")
 			case "notify-big": // a log line over the limit, then the answer
 				send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"pay","data":%q}}`, big))
 			case "other-id-big": // an oversized answer to a request chio never made
@@ -83,7 +85,8 @@ func TestStdioPeerProcess(t *testing.T) {
 // MaxMessageBytes (a log line a server may send at any time);
 // "other-id-big", an oversized response to a request chio never made;
 // or, instead, "result-first-big": its own answer over MaxMessageBytes
-// with "result" before "id" (the id is not in the head chio keeps).
+// with "result" before "id" (the id is not in the head chio keeps);
+// "junk", a line that is not JSON before it.
 func stdioPeer(t *testing.T, mode string) []string {
 	t.Helper()
 	t.Setenv(stdioPeerEnv, mode)
