@@ -204,12 +204,19 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // SDK's own frame limit is set above this one, as a backstop: its count is
 // not per line, and it would fail the connection before this reader ever
 // saw byte MaxMessageBytes+1.)
+//
+// A line whose first byte (after white space) cannot begin a JSON-RPC
+// message, one a server printed to stdout by mistake, ends the read too,
+// before the SDK's decoder sees it, with an error that quotes it
+// (errStrayLine): the decoder's own ("invalid character 'P' looking for
+// beginning of value") named neither the line nor stdout.
 type lineLimit struct {
-	r    io.ReadCloser
-	tap  *tap
-	line int   // bytes of the current line so far
-	head head  // its first bytes
-	err  error // sticky errTooLarge
+	r       io.ReadCloser
+	tap     *tap
+	line    int   // bytes of the current line so far
+	head    head  // its first bytes
+	started bool  // the current line has had a byte other than white space
+	err     error // sticky errTooLarge or errStrayLine
 }
 
 func (l *lineLimit) Read(p []byte) (int, error) {
@@ -224,6 +231,18 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 			end = i + nl
 		}
 		part := p[i:end] // the current line's bytes in this read
+		if k := bytes.IndexFunc(part, notSpace); !l.started && k >= 0 {
+			l.started = true
+			if c := part[k]; c != '{' && c != '[' {
+				// The lines before it are the SDK's; the error comes
+				// with the next read.
+				l.err = &errStrayLine{line: clip(string(part[k:]), maxStrayLine)}
+				if i > 0 {
+					return i, nil
+				}
+				return 0, l.err
+			}
+		}
 		if room := MaxMessageBytes - l.line; len(part) > room {
 			l.head.add(part[:room])
 			l.err = errTooLarge
@@ -237,6 +256,7 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 		}
 		l.line = 0
 		l.head.reset()
+		l.started = false
 		i = end + 1
 	}
 	return n, err
@@ -245,3 +265,16 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 func (l *lineLimit) Close() error { return l.r.Close() }
 
 var errTooLarge = fmt.Errorf("upstream message larger than %d bytes", MaxMessageBytes)
+
+// errStrayLine is a line on a stdio server's stdout that is not JSON-RPC.
+type errStrayLine struct{ line string }
+
+func (e *errStrayLine) Error() string {
+	return fmt.Sprintf("the server wrote a line that is not JSON-RPC on stdout: %q "+
+		"(stdout carries the protocol; a server logs on stderr)", e.line)
+}
+
+// maxStrayLine is how much of a stray line errStrayLine quotes.
+const maxStrayLine = 200
+
+func notSpace(r rune) bool { return r != ' ' && r != '\t' && r != '\r' }
