@@ -16,24 +16,34 @@ import (
 // unreadableIDReason is the answer to a message whose id the SDK would
 // read as another one (otherID), on stdio and over HTTP alike.
 const (
-	unreadableIDReason      = "invalid request: an id must be a string or an integer the server reads exactly (any within ±2^53)"
-	unreadableBatchIDReason = "invalid request: in a batch: an id must be a string or an integer the server reads exactly (any within ±2^53)"
+	unreadableIDReason      = "invalid request: an id must be a string of valid UTF-8 or an integer the server reads exactly (any within ±2^53)"
+	unreadableBatchIDReason = "invalid request: in a batch: an id must be a string of valid UTF-8 or an integer the server reads exactly (any within ±2^53)"
 )
 
-// otherID reports whether a message's id is a number the SDK does not
-// read as itself: not an integer within int64, or one a float64 cannot
-// hold. The SDK decodes it as a float64, then converts it to an int64
-// (9.5 as 9, 9007199254740993 as 9007199254740992), and would answer it
-// as another request the client may be waiting for. Its member
-// is read by its exact name, as the SDK reads it. The message is read
-// as leniently as the SDK reads it otherwise: a member named twice, or a
+// otherID reports whether a message's id is one the SDK does not read
+// as itself. A number: not an integer within int64, or one a float64
+// cannot hold. The SDK decodes it as a float64, then converts it to an
+// int64 (9.5 as 9, 9007199254740993 as 9007199254740992). A string: not
+// valid UTF-8, or with a lone surrogate escape; the SDK reads both as
+// U+FFFD ("a\xff" and "a\ud800" as "a\uFFFD"). Either would be answered
+// as another request the client may be waiting for. Its member is read
+// by its exact name, as the SDK reads it. The message is read as
+// leniently as the SDK reads it otherwise: a member named twice, or a
 // string that is not UTF-8, made a strict read fail and the id pass.
 func otherID(msg []byte) bool {
 	var m struct {
 		ID jsontext.Value `json:"id"`
 	}
-	err := jsonv2.Unmarshal(msg, &m, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	return err == nil && len(m.ID) > 0 && m.ID.Kind() == '0' && !readExactly(m.ID)
+	if jsonv2.Unmarshal(msg, &m, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil || len(m.ID) == 0 {
+		return false
+	}
+	switch m.ID.Kind() {
+	case '0':
+		return !readExactly(m.ID)
+	case '"':
+		return !m.ID.IsValid() // strict: valid UTF-8, no lone surrogate
+	}
+	return false
 }
 
 // readExactly reports whether the SDK reads JSON number n as the integer
