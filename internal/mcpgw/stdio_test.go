@@ -39,7 +39,9 @@ func stdioSession(t *testing.T, version string) func(line string) string {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("after %.80q: the session ended: %v", line, <-done)
+				err := <-done
+				done <- err // for the cleanup
+				t.Fatalf("after %.80q: the session ended: %v", line, err)
 			}
 			return l
 		case <-time.After(20 * time.Second):
