@@ -71,6 +71,10 @@ type stdinFilter struct {
 	// which the SDK takes a batch (before 2025-06-18). In later versions
 	// the SDK ends the session on one.
 	batches bool
+	// initialized: an initialize request (with an id and params) went to
+	// the SDK. The session's version is that one's: the SDK refuses a
+	// later initialize.
+	initialized bool
 }
 
 func (f *stdinFilter) run(in io.Reader, pw *io.PipeWriter) {
@@ -177,13 +181,15 @@ func (f *stdinFilter) check(line []byte) (id json.RawMessage, code int64, reason
 	if otherID(line) {
 		return nil, jsonrpc.CodeInvalidRequest, unreadableIDReason
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() && !f.initialized {
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		_ = json.Unmarshal(req.Params, &p)
-		// The versions the SDK agrees to and takes batches in.
-		f.batches = p.ProtocolVersion == "2024-11-05" || p.ProtocolVersion == "2025-03-26"
+		if json.Unmarshal(req.Params, &p) == nil {
+			f.initialized = true
+			// The versions the SDK agrees to and takes batches in.
+			f.batches = p.ProtocolVersion == "2024-11-05" || p.ProtocolVersion == "2025-03-26"
+		}
 	}
 	return nil, 0, ""
 }
