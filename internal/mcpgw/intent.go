@@ -29,8 +29,8 @@ const intentHeader = "Chio-Internal-Governed-Intent"
 // _meta["chio/governed_intent"] when the body is one tools/call carrying
 // one. The body is read (up to MaxRequestBytes; a longer one is left for
 // the SDK to refuse) and replaced by the same bytes; one with data after
-// its JSON value is refused (errTrailingData), and so is one holding an id
-// the SDK would answer as another (errRoundedID). Only an authenticated
+// its JSON value is refused (errTrailingData); ids the SDK would answer as
+// others were refused before (RefuseAmbiguousIDs, ids.go). Only an authenticated
 // request comes here (Gateway.New), and an error is a 400 with its text.
 func withRawIntent(w http.ResponseWriter, r *http.Request, timeout time.Duration) error {
 	r.Header.Del(intentHeader)
@@ -61,9 +61,6 @@ func withRawIntent(w http.ResponseWriter, r *http.Request, timeout time.Duration
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	if trailingData(data) {
 		return errTrailingData
-	}
-	if roundedID(data) {
-		return errRoundedID
 	}
 	// A cheap test first: most calls carry no intent. (One whose member
 	// name is escaped is not read here, and is refused by rawIntent.)
