@@ -60,8 +60,9 @@ func (s *Store) commitGroup(live []*op, start time.Time) {
 			}
 			return
 		case errors.Is(res.err, ErrSchemaTooNew) || errors.Is(res.err, ErrLogForked):
-			// Nothing of it was sent past the version read: certainly not
-			// committed, and no retry can help (schema_fence.go).
+			// Nothing of it was sent past the version read (schema_fence.go)
+			// or the log tip's check (logfeed.go), and no COMMIT: certainly
+			// not committed, and no retry can help.
 			err := fmt.Errorf("%w (%w): %w", kernel.ErrUnavailable, kernel.ErrNotCommitted, res.err)
 			for _, o := range live {
 				o.done <- err

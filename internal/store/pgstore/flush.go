@@ -48,12 +48,16 @@ func (w *batchTx) flush() ([]*kernel.Appended, error) {
 	n := len(b.receipts)
 	var last int64
 	var revokedSince []string
+	held := func(int64) error { return nil }
 	if n > 0 {
 		// Last, so the lock on the head is held for as short as possible.
 		// The notification reaches the other replicas when this commits.
 		batch.Queue(`WITH h AS (UPDATE chio_log_head SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq),
 			n AS (SELECT pg_notify($2, 'log:' || last_seq) FROM h)
 			SELECT last_seq FROM h, n`, n, notifyChannel).QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
+		// Under that lock: the database still holds this replica's tree,
+		// or these receipts would fork it (logfeed.go).
+		held = w.s.queueTipCheck(batch)
 		// Revocations and decisions meet on the head's lock (revocations
 		// take it too, below): read again now, in a statement of its own
 		// (a fresh snapshot), the capabilities this batch's decisions read
@@ -89,6 +93,9 @@ func (w *batchTx) flush() ([]*kernel.Appended, error) {
 		w.commitSent = true
 	}
 	if err := w.send(batch); err != nil {
+		return nil, err
+	}
+	if err := held(last - int64(n)); err != nil {
 		return nil, err
 	}
 	if len(revokedSince) > 0 {

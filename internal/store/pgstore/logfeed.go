@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/chiokernel/chio/kernel"
 	"github.com/chiokernel/chio/receipt"
 )
@@ -28,7 +30,9 @@ import (
 // backup) no longer holds the tree this replica signed checkpoints of, and
 // the receipts it commits at the reused seqs would fork the signed log. So
 // every feed first checks that the database still holds the Log's last
-// leaf, at its seq (checkTip); if not, the store is fenced (schema_fence.go):
+// leaf, at its seq (checkTip), and so does every commit that appends
+// receipts, inside its transaction, under the log head's lock
+// (queueTipCheck); if not, the store is fenced (schema_fence.go):
 // it commits and stores checkpoints no more, and Ready says why, until a
 // restart loads the log as the database now holds it.
 
@@ -48,7 +52,7 @@ func (s *Store) loadLog(ctx context.Context) error {
 	}
 	s.opts.Log.Load(leaves)
 	if len(leaves) > 0 {
-		s.tip = leaves[len(leaves)-1]
+		s.setTip(uint64(len(leaves)), leaves[len(leaves)-1])
 	}
 	return nil
 }
@@ -105,9 +109,18 @@ func (s *Store) catchUp(ctx context.Context, to uint64) error {
 		return err
 	}
 	log.Append(from, leaves)
-	s.tip = leaves[len(leaves)-1]
+	s.setTip(to, leaves[len(leaves)-1])
 	return nil
 }
+
+// logTip is the Log's size and the leaf at that seq, its last.
+type logTip struct {
+	size uint64
+	leaf [32]byte
+}
+
+// setTip records the Log's new tip. Call with logMu held.
+func (s *Store) setTip(size uint64, leaf [32]byte) { s.tip.Store(&logTip{size: size, leaf: leaf}) }
 
 // checkTip makes sure the database still holds the Log's tree: its head is
 // not behind the tree, and its leaf at the tree's last seq is the Log's. If
@@ -117,23 +130,50 @@ func (s *Store) checkTip(ctx context.Context) error {
 	if e := s.stale.Load(); e != nil && errors.Is(*e, ErrLogForked) {
 		return *e
 	}
-	size := s.opts.Log.Size()
-	if size == 0 {
+	tip := s.tip.Load()
+	if tip == nil {
 		return nil
 	}
 	var head int64
 	var leaf []byte
 	err := s.pool.QueryRow(ctx, "SELECT (SELECT last_seq FROM chio_log_head WHERE id = 1), (SELECT leaf FROM chio_receipts WHERE seq = $1)",
-		int64(size)).Scan(&head, &leaf)
+		int64(tip.size)).Scan(&head, &leaf)
 	if err != nil {
 		return fmt.Errorf("pgstore: read log head: %w", err)
 	}
-	if uint64(head) >= size && bytes.Equal(leaf, s.tip[:]) {
+	return s.holds(tip, head, leaf)
+}
+
+// queueTipCheck is checkTip inside a commit transaction that appends
+// receipts: queued after the statement that advances (and so locks) the
+// log head, it reads the leaf at the tree's last seq; the returned check,
+// given the head before the advance, refuses the transaction (before its
+// receipts and COMMIT are sent) if the database no longer holds the tree.
+// So a replica's first commit after the log moved back is refused too, not
+// only the ones after it noticed. Any tip since fed is a longer prefix of
+// the same log: checking an earlier one is as good.
+func (s *Store) queueTipCheck(batch *pgx.Batch) func(head int64) error {
+	tip := s.tip.Load()
+	if tip == nil {
+		return func(int64) error { return nil }
+	}
+	var leaf []byte
+	batch.Queue("SELECT (SELECT leaf FROM chio_receipts WHERE seq = $1)", int64(tip.size)).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&leaf)
+	})
+	return func(head int64) error { return s.holds(tip, head, leaf) }
+}
+
+// holds reports whether a database whose log head is head and whose leaf
+// at tip's seq is leaf holds the tree ending at tip; if not, it fences the
+// store and returns ErrLogForked.
+func (s *Store) holds(tip *logTip, head int64, leaf []byte) error {
+	if head >= 0 && uint64(head) >= tip.size && bytes.Equal(leaf, tip.leaf[:]) {
 		return nil
 	}
-	err = fmt.Errorf("%w (%w): the database's log head is %d, this replica's tree holds %d receipts whose last (seq %d) the database "+
+	err := fmt.Errorf("%w (%w): the database's log head is %d, this replica's tree holds %d receipts whose last (seq %d) the database "+
 		"does not hold (a failover to an asynchronous standby, a restore from a backup?); it commits and signs nothing more: restart it",
-		ErrLogForked, receipt.ErrLogCorrupt, head, size, size)
+		ErrLogForked, receipt.ErrLogCorrupt, head, tip.size, tip.size)
 	if s.stale.CompareAndSwap(nil, &err) {
 		slog.Error("receipt log: the database no longer holds this replica's log: refusing every commit and checkpoint from now on", "err", err)
 	}
@@ -168,7 +208,7 @@ func (s *Store) fed(appended []*kernel.Appended) {
 		leaves[i] = receipt.LeafHash(a.Raw)
 	}
 	s.opts.Log.Append(first, leaves)
-	s.tip = leaves[len(leaves)-1]
+	s.setTip(s.opts.Log.Size(), leaves[len(leaves)-1])
 }
 
 // follow brings the Log up to the database's head: to a notified seq, or

@@ -70,9 +70,9 @@ type Store struct {
 	cutOff atomic.Bool               // the last heartbeat failed (outage.go)
 	backAt atomic.Pointer[time.Time] // when the heartbeat last succeeded after failing, or the store opened
 
-	logMu   sync.Mutex  // one feeder of opts.Log at a time (logfeed.go)
-	tip     [32]byte    // the last leaf fed to opts.Log, under logMu (checkTip)
-	lookups chan *query // Views' keyed reads (reader.go)
+	logMu   sync.Mutex             // one feeder of opts.Log at a time (logfeed.go)
+	tip     atomic.Pointer[logTip] // the Log's size and last leaf, set under logMu (checkTip)
+	lookups chan *query            // Views' keyed reads (reader.go)
 	bus     *Bus
 
 	// beforeLatencies, if set (tests), runs before stats read latencies,
