@@ -97,3 +97,41 @@ func TestFirstCommitAfterTheLogMovedBackIsRefused(t *testing.T) {
 		t.Fatalf("Ready after the refused commit: %v, want ErrLogCorrupt", err)
 	}
 }
+
+// Nor must such a replica store a checkpoint of its tree before it noticed:
+// the database would then hold a signed checkpoint beyond its own head,
+// over receipts it does not hold, and every replica would refuse to start
+// on it.
+func TestCheckpointAfterTheLogMovedBackIsNotStored(t *testing.T) {
+	dsn := pgtest.Database(t)
+	key := storetest.Key()
+	a, logA := openLogged(t, dsn, key)
+	if err := commitReceipts(a, "a", 20); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, logA, 20)
+	if _, cp, err := logA.Checkpoint(context.Background()); err != nil || cp.TreeSize != 20 {
+		t.Fatalf("checkpoint before the rollback: %v %v", cp, err)
+	}
+	if err := commitReceipts(a, "b", 5); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, logA, 25)
+
+	// A standby that had received the receipts up to 22, and the
+	// checkpoint of 20.
+	exec(t, dsn, `BEGIN; DELETE FROM chio_receipts WHERE seq > 22; UPDATE chio_log_head SET last_seq = 22 WHERE id = 1; COMMIT`)
+	if _, cp, err := logA.Checkpoint(context.Background()); err == nil {
+		t.Fatalf("a checkpoint of %d receipts was stored in a database holding 22", cp.TreeSize)
+	}
+	if n := countRows(t, dsn, "SELECT count(*) FROM chio_checkpoints WHERE tree_size > 22"); n != 0 {
+		t.Fatalf("%d checkpoints stored beyond the database's log head", n)
+	}
+	if err := a.Ready(); !errors.Is(err, receipt.ErrLogCorrupt) {
+		t.Fatalf("Ready after the refused checkpoint: %v, want ErrLogCorrupt", err)
+	}
+	// A restart on the database as it now is starts.
+	if _, log2 := openLogged(t, dsn, key); log2.Size() != 22 {
+		t.Fatalf("restarted: log of %d, want 22", log2.Size())
+	}
+}
