@@ -116,9 +116,23 @@ func (s *Store) Checkpoints(from uint64, fn func(size uint64, raw []byte) bool) 
 }
 
 // insertCheckpoint inserts the checkpoint unless one of its size is
-// stored, behind the schema fence (behindFence).
+// stored, behind the schema fence (behindFence), and only if the database
+// still holds the tree it was signed over: the Log's tip, which is set
+// before its leaves are appended, so it covers every size the Log signed
+// (logfeed.go). A checkpoint beyond a head that moved back would make
+// every replica refuse to start.
 func (s *Store) insertCheckpoint(ctx context.Context, size uint64, raw []byte) (tag pgconn.CommandTag, err error) {
 	err = s.behindFence(ctx, func(tx pgx.Tx) error {
+		if tip := s.tip.Load(); tip != nil {
+			var head int64
+			var leaf []byte
+			if err := tx.QueryRow(ctx, tipRead, int64(tip.size)).Scan(&head, &leaf); err != nil {
+				return err
+			}
+			if err := s.holds(tip, head, leaf); err != nil {
+				return err
+			}
+		}
 		tag, err = tx.Exec(ctx, "INSERT INTO chio_checkpoints (tree_size, raw) VALUES ($1, $2) ON CONFLICT (tree_size) DO NOTHING",
 			int64(size), raw)
 		return err

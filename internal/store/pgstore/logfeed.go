@@ -50,10 +50,10 @@ func (s *Store) loadLog(ctx context.Context) error {
 	if err := s.readLeaves(ctx, 1, last, func(l [32]byte) { leaves = append(leaves, l) }); err != nil {
 		return err
 	}
-	s.opts.Log.Load(leaves)
 	if len(leaves) > 0 {
 		s.setTip(uint64(len(leaves)), leaves[len(leaves)-1])
 	}
+	s.opts.Log.Load(leaves)
 	return nil
 }
 
@@ -108,10 +108,13 @@ func (s *Store) catchUp(ctx context.Context, to uint64) error {
 	if err := s.readLeaves(ctx, from, to, func(l [32]byte) { leaves = append(leaves, l) }); err != nil {
 		return err
 	}
-	log.Append(from, leaves)
 	s.setTip(to, leaves[len(leaves)-1])
+	log.Append(from, leaves)
 	return nil
 }
+
+// tipRead reads the database's log head and its leaf at seq $1.
+const tipRead = "SELECT (SELECT last_seq FROM chio_log_head WHERE id = 1), (SELECT leaf FROM chio_receipts WHERE seq = $1)"
 
 // logTip is the Log's size and the leaf at that seq, its last.
 type logTip struct {
@@ -119,7 +122,9 @@ type logTip struct {
 	leaf [32]byte
 }
 
-// setTip records the Log's new tip. Call with logMu held.
+// setTip records the Log's new tip, before the leaves are appended (so
+// every size the Log can sign is covered by the tip: PutCheckpoint). Call
+// with logMu held.
 func (s *Store) setTip(size uint64, leaf [32]byte) { s.tip.Store(&logTip{size: size, leaf: leaf}) }
 
 // checkTip makes sure the database still holds the Log's tree: its head is
@@ -136,8 +141,7 @@ func (s *Store) checkTip(ctx context.Context) error {
 	}
 	var head int64
 	var leaf []byte
-	err := s.pool.QueryRow(ctx, "SELECT (SELECT last_seq FROM chio_log_head WHERE id = 1), (SELECT leaf FROM chio_receipts WHERE seq = $1)",
-		int64(tip.size)).Scan(&head, &leaf)
+	err := s.pool.QueryRow(ctx, tipRead, int64(tip.size)).Scan(&head, &leaf)
 	if err != nil {
 		return fmt.Errorf("pgstore: read log head: %w", err)
 	}
@@ -207,8 +211,8 @@ func (s *Store) fed(appended []*kernel.Appended) {
 	for i, a := range appended {
 		leaves[i] = receipt.LeafHash(a.Raw)
 	}
+	s.setTip(first+uint64(len(leaves))-1, leaves[len(leaves)-1])
 	s.opts.Log.Append(first, leaves)
-	s.setTip(s.opts.Log.Size(), leaves[len(leaves)-1])
 }
 
 // follow brings the Log up to the database's head: to a notified seq, or
