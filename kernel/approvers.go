@@ -1,11 +1,13 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/policy"
@@ -147,22 +149,27 @@ func withApproversNow(p *policy.Policy, req *approval.Request) (*approval.Reques
 // the requests after it. Its approval and its move to dispatching are
 // durable before ApplyPolicy goes on, so a run that stops before the
 // resume finishes it at the next start. WaitRecovery waits for them.
+//
+// p is in force whatever ApplyPolicy returns. An error says which pending
+// requests are not reconciled with it yet (the store failed: all of them
+// when it could not list them); they are reconciled again once the store
+// answers, by the replica sweep (reconcileAgain) or the heal
+// (RecoverAfterHeal).
 func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 	k.SetPolicy(p)
 	pending, err := k.pendingRequests()
 	if err != nil {
-		// p is in force all the same: every pending request is reconciled
-		// with it once the store answers (reconcileAgain, RecoverAfterHeal).
 		k.unreconciled.Store(true)
-		return err
+		return fmt.Errorf("listing the pending approval requests to reconcile with the reloaded policy failed; they are reconciled once the store answers: %w", err)
 	}
 	approved := 0
+	var failed []string
+	var first error
 	for _, req := range pending {
 		resumed, err := k.reconcile(ctx, p, req.ApprovalID)
 		if err != nil {
-			// Done again once the store takes commits: by the replica
-			// sweep (reconcileAgain) or the heal (RecoverAfterHeal).
 			k.unreconciled.Store(true)
+			failed, first = append(failed, req.ApprovalID), cmp.Or(first, err)
 			slog.Error("reconciling a pending approval with the reloaded policy failed; it is retried", "approval_id", req.ApprovalID, "err", err)
 		}
 		if resumed {
@@ -173,8 +180,20 @@ func (k *Kernel) ApplyPolicy(ctx context.Context, p *policy.Policy) error {
 		slog.Info("the reloaded policy approved pending calls; they are being checked and delivered in the background",
 			"approved_calls", approved)
 	}
+	if len(failed) > 0 {
+		named := strings.Join(failed[:min(len(failed), maxNamedUnreconciled)], ", ")
+		if len(failed) > maxNamedUnreconciled {
+			named += ", …"
+		}
+		return fmt.Errorf("%d of %d pending approval requests are not reconciled with the reloaded policy yet (they are retried): %s: %w",
+			len(failed), len(pending), named, first)
+	}
 	return nil
 }
+
+// maxNamedUnreconciled bounds the request ids ApplyPolicy's error names
+// (each failure is logged with its id as well).
+const maxNamedUnreconciled = 20
 
 // reconcileAgain, on each replica sweep, reconciles every pending request
 // with the policy in force when a reload's reconcile failed with the

@@ -87,8 +87,10 @@ func reload(path string, k *kernel.Kernel, started restartSettings, log *slog.Lo
 	}
 	// Pending approvals are reconciled with the new approvers: a key removed
 	// from a grant stops counting at once.
+	// The policy is in force either way; the error names the requests
+	// not reconciled with it yet (retried once the store answers).
 	if err := k.ApplyPolicy(context.Background(), next); err != nil {
-		log.Error("reconciling pending approvals with the reloaded policy failed", "err", err)
+		log.Error("policy reloaded, but reconciling pending approvals with it failed for some; they are retried", "err", err)
 	}
 	log.Info("policy reloaded ([kernel] changes but max_pending_approvals_per_agent, and [channels], [receipts] and [store] changes, take effect at restart)",
 		"policy_hash", next.Hash)
