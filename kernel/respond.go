@@ -94,7 +94,8 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	// whatever happens. Refused here, with the answer it would get there
 	// (at the clock now), it costs no arrival (a shared store's writes)
 	// and takes no longer on a real request than on a missing one.
-	if current, _ := withApproversNow(k.Policy(), req); !approval.SignedByTrusted(tokenRaw, current) {
+	pol := k.Policy()
+	if current, _ := withApproversNow(pol, atDecidingTier(pol, req)); !approval.SignedByTrusted(tokenRaw, current) {
 		return nil, refuseStranger(tokenRaw, current, k.clock.Now(), outcome)
 	}
 	// The vote is judged at now, its arrival: a deadline firing before it
@@ -110,8 +111,10 @@ func (k *Kernel) RespondWith(ctx context.Context, approvalID string, tokenRaw []
 	}
 	defer arrived()
 	p := k.Policy()
-	// The approvers are the policy's now, not those copied at parking time.
-	req, _ = withApproversNow(p, req)
+	// The approvers are the policy's now, not those copied at parking time,
+	// at the tier it waits at under p (passed over from one p leaves to the
+	// calling agent alone, though p's reconcile may not have reached it).
+	req, _ = withApproversNow(p, atDecidingTier(p, req))
 	if req.Status != approval.StatusPending {
 		return nil, notPending(tokenRaw, req, now, outcome)
 	}

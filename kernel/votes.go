@@ -160,13 +160,19 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		if req.HasVoted(vote.Approver) {
 			return approval.ErrDuplicateVote
 		}
+		// Judged and counted at the tier req waits at under p: one p
+		// leaves to nobody but the calling agent is passed over
+		// (skip_tiers.go), as p's reconcile does, which may not have
+		// reached req yet. It stays stored at its tier: the reconcile
+		// moves it, arms the next tier's deadline and tells its approvers.
+		at := atDecidingTier(p, req)
 		if !advisory(&vote, k.pub.String()) {
-			if err := mayVoteNow(p, req, vote.Approver); err != nil {
+			if err := mayVoteNow(p, at, vote.Approver); err != nil {
 				return err // refused: nothing is written, the token is not spent
 			}
 		}
 		if req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved {
-			trusted, _, _ := approversNow(p, req)
+			trusted, _, _ := approversNow(p, at)
 			if err := sameAnswers(req.Votes, tok, trusted); err != nil {
 				return err
 			}
@@ -186,7 +192,7 @@ func (k *Kernel) recordVote(ctx context.Context, approvalID string, vote approva
 		// Votes count only while their keys are trusted by the policy in
 		// force (the kernel's own advisory vote is the timeout path's), and
 		// against the quorums in force, never looser than when parked.
-		trusted, _, _ := approversNow(p, req)
+		trusted, _, _ := approversNow(p, at)
 		counted := append(trusted, k.pub.String())
 		approved, denied := req.CountsAmong(counted)
 		if req.Kind == approval.KindQuestion && vote.Decision == approval.DecisionApproved {
