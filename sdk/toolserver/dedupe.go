@@ -13,6 +13,8 @@
 // MaxRecordedBody is recorded "too large to replay" (410 for a repeat) and
 // then streamed. If the record cannot be written, the client gets 502
 // instead of the handler's answer (chio settles the call "unknown").
+// Records are kept forever unless Options.RetainFor sets a horizon past
+// which completed keys are forgotten (and would run again).
 //
 // One window remains and no middleware can close it: a crash of the TOOL
 // SERVER after the effect and before the answer is recorded (or a record
@@ -75,6 +77,18 @@ type Options struct {
 	// AllowMissingKey passes requests without an Idempotency-Key to the
 	// handler undeduplicated; by default they are refused with 400.
 	AllowMissingKey bool
+	// RetainFor, if positive, forgets the record of a completed key once
+	// it completed longer ago than this, so the file stops growing with
+	// every key ever seen. The trade-off: a delivery of a forgotten key
+	// runs the handler again, as if new. chiod re-sends a key after its
+	// retry deadline only when recovering a call that was in flight when
+	// it stopped, however long ago that was; so choose a horizon longer
+	// than any chiod outage you would recover from (days, not minutes).
+	// A key in progress (a delivery cut off, outcome unknown) is never
+	// forgotten. Zero keeps every record.
+	RetainFor time.Duration
+	// Now is the clock records are dated by (default time.Now).
+	Now func() time.Time
 }
 
 var bucketKeys = []byte("idempotency_keys")
@@ -95,6 +109,8 @@ type Dedupe struct {
 	opts Options
 	mu   sync.Mutex
 	busy map[string]bool // keys running in this process
+
+	lastPrune time.Time // under mu
 }
 
 // Open opens (creating) the record file at path.
@@ -104,13 +120,30 @@ func Open(path string, opts Options) (*Dedupe, error) {
 		return nil, fmt.Errorf("toolserver: open %s: %w", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketKeys)
-		return err
+		if _, err := tx.CreateBucketIfNotExists(bucketKeys); err != nil {
+			return err
+		}
+		if tx.Bucket(bucketDone) != nil {
+			return nil
+		}
+		if _, err := tx.CreateBucket(bucketDone); err != nil {
+			return err
+		}
+		return indexDone(tx)
 	}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("toolserver: init: %w", err)
 	}
-	return &Dedupe{db: db, opts: opts, busy: map[string]bool{}}, nil
+	d := &Dedupe{db: db, opts: opts, busy: map[string]bool{}}
+	d.maybePrune()
+	return d, nil
+}
+
+func (d *Dedupe) now() time.Time {
+	if d.opts.Now != nil {
+		return d.opts.Now()
+	}
+	return time.Now()
 }
 
 // Close closes the record file.
@@ -151,6 +184,7 @@ func (d *Dedupe) Wrap(h http.Handler) http.Handler {
 			return
 		}
 		defer d.release(key)
+		defer d.maybePrune()
 		rec, err := d.begin(key, fp)
 		switch {
 		case err != nil:
@@ -220,10 +254,10 @@ func (d *Dedupe) settle(key, fp string, a *answerBuffer, tooLarge bool) error {
 		return d.finish(key, &record{State: "done", Fingerprint: fp, Status: http.StatusGone, ContentType: "application/json",
 			Body: errorBody("this Idempotency-Key's delivery completed, but its answer was larger than the " +
 				fmt.Sprint(MaxRecordedBody) + " bytes kept for replay; it is not run again"),
-			At: time.Now().Unix()})
+			At: d.now().Unix()})
 	}
 	return d.finish(key, &record{State: "done", Fingerprint: fp, Status: status,
-		ContentType: a.finalHeader().Get("Content-Type"), Body: a.body.Bytes(), At: time.Now().Unix()})
+		ContentType: a.finalHeader().Get("Content-Type"), Body: a.body.Bytes(), At: d.now().Unix()})
 }
 
 func (d *Dedupe) claim(key string) bool {
@@ -260,7 +294,7 @@ func (d *Dedupe) begin(key, fp string) (*record, error) {
 			existing = &rec // in_progress, left by a crash (this process holds the claim)
 			return nil
 		}
-		v, _ := json.Marshal(record{State: "in_progress", Fingerprint: fp, At: time.Now().Unix()})
+		v, _ := json.Marshal(record{State: "in_progress", Fingerprint: fp, At: d.now().Unix()})
 		return b.Put([]byte(key), v)
 	})
 	return existing, err
@@ -271,7 +305,12 @@ func (d *Dedupe) finish(key string, rec *record) error {
 	if err != nil {
 		return err
 	}
-	return d.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketKeys).Put([]byte(key), v) })
+	return d.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketKeys).Put([]byte(key), v); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketDone).Put(doneIndexKey(rec.At, key), nil) // finish only records "done"
+	})
 }
 
 func (d *Dedupe) forget(key string) error {

@@ -130,3 +130,37 @@ func TestZeroRetainForKeepsEveryRecord(t *testing.T) {
 		t.Fatalf("records kept: %s", got)
 	}
 }
+
+// A file written before the horizon existed (no index of completed keys)
+// is indexed when opened, and its old records are forgotten too.
+func TestRetainForIndexesAnOlderFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.db")
+	clock := &testClock{now: time.Unix(1_700_000_000, 0)}
+	e := &effectServer{}
+	d, err := toolserver.Open(path, toolserver.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.Wrap(e))
+	post(t, srv.URL, "req-a", `{}`)
+	srv.Close()
+	d.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("idempotency_done_at")) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	clock.add(48 * time.Hour)
+	d, err = toolserver.Open(path, toolserver.Options{RetainFor: 24 * time.Hour, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if got := recordKeys(t, path); len(got) != 0 {
+		t.Fatalf("records kept: %v", got)
+	}
+}
