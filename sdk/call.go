@@ -288,8 +288,30 @@ func (c *Client) postCall(ctx context.Context, requestID string, body []byte, ou
 			// ours may have run, and this says nothing of it.
 			return &errCallAnswerUnreadable{err}
 		}
+		if callHTTPStatus(out.Status) != status {
+			// Not chiod's answer (a 200 saying "denied", a 403 saying
+			// "allowed": a proxy rewrote the status): neither a decision
+			// nor a success, so the call may have run (as chio call, and
+			// the Python and TypeScript SDKs; call_outcomes.json).
+			return &errCallAnswerUnreadable{&errBadAnswer{fmt.Errorf("chio: bad response from chiod (%d): call status %.40q, which chiod answers with another HTTP status", status, out.Status)}}
+		}
 	}
 	return err
+}
+
+// callHTTPStatus is the HTTP status chiod answers a call outcome with: 200
+// allowed, 202 pending or dispatching, 403 denied or cancelled; 0 for a
+// status chiod never sends.
+func callHTTPStatus(status string) int {
+	switch status {
+	case StatusAllowed:
+		return http.StatusOK
+	case kernel.StatusPendingApproval, kernel.StatusDispatching:
+		return http.StatusAccepted
+	case StatusDenied, StatusCancelled:
+		return http.StatusForbidden
+	}
+	return 0
 }
 
 // errCallAnswerUnreadable is an answer to POST /v1/calls that cannot be

@@ -78,6 +78,14 @@ CONNECT_TIMEOUT = 10.0
 # or ".." (checked apart).
 _REQUEST_ID = ID_RULE
 _USER_AGENT = "chio-python/0.1"
+# The HTTP status chiod answers each call outcome with.
+_CALL_HTTP_STATUS = {
+    "allowed": 200,
+    "pending_approval": 202,
+    "dispatching": 202,
+    "denied": 403,
+    "cancelled": 403,
+}
 
 
 class Client(_Approvals, _Waiting, _Asking):
@@ -413,6 +421,17 @@ class Client(_Approvals, _Waiting, _Asking):
                 raise BadAnswer(f"chio: bad response from chiod ({status}): an error envelope naming no error", status=status)
             if not code:
                 _check_names(state, request_id, status)
+                said = state.get("status")
+                if not isinstance(said, str) or _CALL_HTTP_STATUS.get(said) != status:
+                    # Not chiod's answer (a 200 saying "denied", a 403
+                    # saying "allowed": a proxy rewrote the status): neither
+                    # a decision nor a success, so the call may have run (as
+                    # chio call and the Go and TypeScript SDKs).
+                    raise BadAnswer(
+                        f"chio: bad response from chiod ({status}): call status {str(said)[:40]!r}, "
+                        "which chiod answers with another HTTP status",
+                        status=status,
+                    )
         except BadAnswer as e:
             # chiod (or a proxy after it) answered and the answer cannot be
             # read: the call may have been decided and run. Not retried (the

@@ -64,6 +64,15 @@ const MAX_CAPABILITY_BYTES = 64 << 10;
 
 const FINAL = new Set(["allowed", "denied", "cancelled"]);
 
+/** The HTTP status chiod answers each call outcome with. */
+const CALL_HTTP_STATUS: Record<string, number> = {
+  allowed: 200,
+  pending_approval: 202,
+  dispatching: 202,
+  denied: 403,
+  cancelled: 403,
+};
+
 /**
  * chiod's call state names its call (request_id, always). One naming another
  * call, or none (a proxy or cache that served another request's answer),
@@ -376,7 +385,20 @@ export class ChioClient {
       if (code !== undefined && code !== null && (typeof code !== "string" || !code)) {
         throw new BadAnswerError(`chio: bad response from chiod (${status}): an error envelope naming no error`, status);
       }
-      if (typeof code !== "string") checkNames(data, requestId, status);
+      if (typeof code !== "string") {
+        checkNames(data, requestId, status);
+        const said = data["status"];
+        if (typeof said !== "string" || !Object.hasOwn(CALL_HTTP_STATUS, said) || CALL_HTTP_STATUS[said] !== status) {
+          // Not chiod's answer (a 200 saying "denied", a 403 saying
+          // "allowed": a proxy rewrote the status): neither a decision nor a
+          // success, so the call may have run (as chio call and the Go and
+          // Python SDKs).
+          throw new BadAnswerError(
+            `chio: bad response from chiod (${status}): call status ${JSON.stringify(String(said)).slice(0, 40)}, which chiod answers with another HTTP status`,
+            status,
+          );
+        }
+      }
     } catch (e) {
       if (!(e instanceof BadAnswerError)) throw e;
       // chiod (or a proxy after it) answered and the answer cannot be read:
