@@ -295,6 +295,11 @@ func (c *Client) postCall(ctx context.Context, requestID string, body []byte, ou
 			// the Python and TypeScript SDKs; call_outcomes.json).
 			return &errCallAnswerUnreadable{&errBadAnswer{fmt.Errorf("chio: bad response from chiod (%d): call status %.40q, which chiod answers with another HTTP status", status, out.Status)}}
 		}
+		if out.Status == kernel.StatusPendingApproval && out.ApprovalRequestID == "" {
+			// chiod parks a call under an approval id: a pending answer
+			// without one is not chiod's (as chio call reads it).
+			return &errCallAnswerUnreadable{&errBadAnswer{fmt.Errorf("chio: bad response from chiod (%d): a pending answer without an approval id", status)}}
+		}
 	}
 	return err
 }

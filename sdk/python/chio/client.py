@@ -432,6 +432,10 @@ class Client(_Approvals, _Waiting, _Asking):
                         "which chiod answers with another HTTP status",
                         status=status,
                     )
+                if said == "pending_approval" and not state.get("approval_request_id"):
+                    # chiod parks a call under an approval id: a pending
+                    # answer without one is not chiod's (as chio call reads it).
+                    raise BadAnswer(f"chio: bad response from chiod ({status}): a pending answer without an approval id", status=status)
         except BadAnswer as e:
             # chiod (or a proxy after it) answered and the answer cannot be
             # read: the call may have been decided and run. Not retried (the

@@ -398,6 +398,11 @@ export class ChioClient {
             status,
           );
         }
+        if (said === "pending_approval" && !data["approval_request_id"]) {
+          // chiod parks a call under an approval id: a pending answer
+          // without one is not chiod's (as chio call reads it).
+          throw new BadAnswerError(`chio: bad response from chiod (${status}): a pending answer without an approval id`, status);
+        }
       }
     } catch (e) {
       if (!(e instanceof BadAnswerError)) throw e;
