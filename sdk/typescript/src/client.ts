@@ -7,16 +7,19 @@
  * reads, cancelling a parked call, resume with a token, confirm and ask.
  */
 
+import { cancel, getApproval, pending, respond } from "./approvals.js";
 import type { ApprovalRequest, Question } from "./approver.js";
+import { callEnded, checkNames, postCall } from "./call-answer.js";
 import { canonicalize, parseStrict } from "./canon.js";
-import { namedAlike } from "./envelope.js";
-import { BadAnswerError, ChioError, ConnectFailedError, NotSentError, apiError, blockedPort, isAnswerLost, isRetryable, neverConnected, parseRetryAfter } from "./errors.js";
+import { ChioError, ConnectFailedError, NotSentError, isAnswerLost, isRetryable } from "./errors.js";
+import { ID_RULE, checkApprovalId, validId } from "./ids.js";
 import { PrivateKey } from "./keys.js";
-import { fromState, type Allowed, type CallResult, type PendingApproval, type ToolDenied } from "./results.js";
-import { STATUS_PROOF_HEADER, callProof, cancelProof, newId, parameterHash, statusProof } from "./signing.js";
+import { fromState, type Allowed, type CallResult, type ToolDenied } from "./results.js";
+import { callProof, newId, parameterHash } from "./signing.js";
 import { watchSend } from "./send-watch.js";
+import { RECONNECT_FIRST_MS, RECONNECT_MAX_MS, Transport, retrying } from "./transport.js";
 import type { CallOptions, ClientOptions, HITLOptions, RespondResult, ResumeOptions, ToolCall, WaitOptions } from "./types.js";
-import { anySignal, hitlDenial, isObject, jsonObject, readBody, readLimited, sleep, tokenText, wireIntent } from "./wire.js";
+import { anySignal, hitlDenial, isObject, jsonObject, readLimited, sleep, tokenText, wireIntent } from "./wire.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:7420";
 /** The server whose confirm/ask verbs are used unless told otherwise. */
@@ -31,71 +34,26 @@ const CALL_FIRST_BACKOFF_MS = 250;
 // more than 60 s old); the id and content, which chiod deduplicates on, stay.
 const PROOF_REFRESH_MS = 30_000;
 
-// Waiting: one long-poll (chiod caps it at 60 s), the margin by which a
-// request may outlive it before the connection is presumed dead, and the
-// reconnect pacing through network errors and chiod restarts.
+// Waiting: one long-poll (chiod caps it at 60 s), and the margin by which a
+// request may outlive it before the connection is presumed dead (the
+// reconnect pacing is transport.ts's).
 const LONG_POLL_MS = 30_000;
 const POLL_MARGIN_MS = 15_000;
-const RECONNECT_FIRST_MS = 250;
-const RECONNECT_MAX_MS = 5_000;
-const REQUEST_TIMEOUT_MS = 60_000;
 
-/** A request id chiod takes: 1..128 characters of [A-Za-z0-9._:-], not "." or ".." (checked apart). */
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const ID_RULE = '1..128 characters of [A-Za-z0-9._:-], not "." or ".."';
-
-/**
- * chiod's rule for request and approval ids (approval.ValidID), checked
- * before an id goes in a path: "req/1" or ".." would reach another path
- * and read whatever answered there.
- */
-function validId(id: unknown): id is string {
-  return typeof id === "string" && REQUEST_ID.test(id) && id !== "." && id !== "..";
-}
-
-/** An approval id ("ar-…") within chiod's rule, or "bad_request" before anything is sent. */
-function checkApprovalId(id: unknown, what = "an approval id"): string {
-  if (!validId(id) || !id.startsWith("ar-")) throw new ChioError("bad_request", `chio: ${JSON.stringify(id)} is not ${what} (ar-…, ${ID_RULE})`);
-  return id;
-}
 
 /** Untrusted input meets a limit first. */
 const MAX_CAPABILITY_BYTES = 64 << 10;
 
 const FINAL = new Set(["allowed", "denied", "cancelled"]);
 
-/** The HTTP status chiod answers each call outcome with. */
-const CALL_HTTP_STATUS: Record<string, number> = {
-  allowed: 200,
-  pending_approval: 202,
-  dispatching: 202,
-  denied: 403,
-  cancelled: 403,
-};
 
-/**
- * chiod's call state names its call (request_id, always). One naming another
- * call, or none (a proxy or cache that served another request's answer),
- * says nothing about this one: a BadAnswerError, never its outcome (as the
- * Go and Python SDKs).
- */
-function checkNames(state: Record<string, unknown>, requestId: string, status: number): void {
-  if (state["request_id"] !== requestId) {
-    const named = JSON.stringify(state["request_id"] ?? null).slice(0, 140);
-    throw new BadAnswerError(
-      `chio: bad response from chiod (${status}): the state (status ${JSON.stringify(String(state["status"] ?? "")).slice(0, 40)}) of call ${named}, not of ${requestId}`,
-      status,
-    );
-  }
-}
 
 export class ChioClient {
   readonly #base: string;
   readonly #key: PrivateKey | undefined;
   readonly #capRaw: string | undefined;
   readonly #capId: string = "";
-  readonly #bearer: string | undefined;
-  readonly #fetch: typeof fetch;
+  readonly #t: Transport;
 
   /**
    * A key and a capability are needed to call tools; either may be absent
@@ -141,8 +99,7 @@ export class ChioClient {
     if (bearer !== undefined && !/^[\x20-\x7e]*$/.test(bearer)) {
       throw new ChioError("bad_request", "chio: the bearer token has a control or non-ASCII character (a header cannot carry it)");
     }
-    this.#bearer = bearer;
-    this.#fetch = opts.fetch ?? fetch;
+    this.#t = new Transport(this.#base, opts.fetch ?? fetch, this.#key, bearer);
   }
 
   /**
@@ -221,7 +178,7 @@ export class ChioClient {
     let state: Record<string, unknown>;
     const { timeoutMs, signal } = opts;
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-    const ended = (why: unknown, mayHaveRun: boolean): ChioError => this.#callEnded(requestId, why, mayHaveRun);
+    const ended = (why: unknown, mayHaveRun: boolean): ChioError => callEnded(requestId, why, mayHaveRun);
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw ended(signal.reason, lost);
       if (deadline !== undefined && Date.now() >= deadline) throw ended(`timeoutMs (${timeoutMs}) passed`, lost);
@@ -235,9 +192,9 @@ export class ChioClient {
       const budget = deadline === undefined ? undefined : AbortSignal.timeout(Math.max(0, deadline - Date.now()));
       const stop = anySignal(budget, signal);
       // Whether this attempt was written, should the caller cut it short.
-      const watch = stop && this.#fetch === globalThis.fetch ? watchSend(this.#base + "/v1/calls", requestId) : undefined;
+      const watch = stop && this.#t.fetchFn === globalThis.fetch ? watchSend(this.#base + "/v1/calls", requestId) : undefined;
       try {
-        state = await this.#postCall(requestId, body, stop);
+        state = await postCall(this.#t, requestId, body, stop);
         break;
       } catch (e) {
         if (stop?.aborted) {
@@ -343,79 +300,7 @@ export class ChioClient {
     return result;
   }
 
-  /**
-   * callTool's error when its signal or timeout ended it: "outcome_unknown"
-   * if some attempt may have reached chiod without its answer reaching us,
-   * else a NotSentError (every attempt failed before its connection was
-   * ready, or was turned away by chiod).
-   */
-  #callEnded(requestId: string, why: unknown, mayHaveRun: boolean): ChioError {
-    const text = why instanceof Error ? why.message : String(why);
-    if (mayHaveRun) {
-      return new ChioError(
-        "outcome_unknown",
-        `chio: call ${requestId}: outcome unknown, it may have run (retry with the same requestId or await it): ended early: ${text}`,
-        { requestId, cause: why },
-      );
-    }
-    return new NotSentError(`chio: call ${requestId} was not sent, it did not run: ended before any attempt reached chiod: ${text}`, {
-      requestId,
-      cause: why,
-    });
-  }
 
-  async #postCall(requestId: string, body: string, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
-    let status: number, data: unknown;
-    try {
-      try {
-        ({ status, data } = await this.#send("POST", "/v1/calls", body, { "Idempotency-Key": requestId }, [200, 202, 403], REQUEST_TIMEOUT_MS, signal));
-      } catch (e) {
-        if (!(e instanceof ChioError && e.status !== undefined && e.status >= 200 && e.status < 300)) throw e;
-        // A success chiod never answers a call with (201, 204, …: a
-        // proxy's, a newer server's): the request went through and the call
-        // may have run. An unreadable answer, never "it failed" or "it was
-        // not sent", whatever its body says.
-        throw new BadAnswerError(`chio: bad response from chiod (${e.status}): a status chiod never answers a call with`, e.status);
-      }
-      if (!isObject(data)) throw new BadAnswerError(`chio: bad response from chiod (${status}): not an object`, status);
-      // An envelope that claims an error and names none ("", 7, []) is
-      // neither an error nor an outcome: unreadable, as in Go and Python
-      // (testdata/sdk/call_outcomes.json). null is absent.
-      const code = data["error"];
-      if (code !== undefined && code !== null && (typeof code !== "string" || !code)) {
-        throw new BadAnswerError(`chio: bad response from chiod (${status}): an error envelope naming no error`, status);
-      }
-      if (typeof code !== "string") {
-        checkNames(data, requestId, status);
-        const said = data["status"];
-        if (typeof said !== "string" || !Object.hasOwn(CALL_HTTP_STATUS, said) || CALL_HTTP_STATUS[said] !== status) {
-          // Not chiod's answer (a 200 saying "denied", a 403 saying
-          // "allowed": a proxy rewrote the status): neither a decision nor a
-          // success, so the call may have run (as chio call and the Go and
-          // Python SDKs).
-          throw new BadAnswerError(
-            `chio: bad response from chiod (${status}): call status ${JSON.stringify(String(said)).slice(0, 40)}, which chiod answers with another HTTP status`,
-            status,
-          );
-        }
-        if (said === "pending_approval" && !data["approval_request_id"]) {
-          // chiod parks a call under an approval id: a pending answer
-          // without one is not chiod's (as chio call reads it).
-          throw new BadAnswerError(`chio: bad response from chiod (${status}): a pending answer without an approval id`, status);
-        }
-      }
-    } catch (e) {
-      if (!(e instanceof BadAnswerError)) throw e;
-      // chiod (or a proxy after it) answered and the answer cannot be read:
-      // the call may have been decided and run. Not retried (the same
-      // answer would come back); callTool reports it as outcome_unknown.
-      throw new ChioError("outcome_unknown", e.message, { requestId, cause: e });
-    }
-    if (typeof data["error"] === "string") {
-      throw apiError(status, data["error"], String(data["message"] ?? "")); // a 403 that is an error, not a denial
-    }
-    return data;
-  }
 
   /**
    * Read a call's state once, without waiting (id: a request id or an
@@ -453,7 +338,7 @@ export class ChioClient {
       const started = Date.now();
       let state: Record<string, unknown>;
       try {
-        state = await this.#retrying((sig) => this.#getCall(rid, wait, sig), deadline, opts.signal, `await ${id} (still ${status})`);
+        state = await retrying((sig) => this.#getCall(rid, wait, sig), deadline, opts.signal, `await ${id} (still ${status})`);
       } catch (e) {
         // The call may still be pending: name it, so a caller who let the
         // SDK choose its id (confirm, ask) can await or cancel it.
@@ -497,7 +382,7 @@ export class ChioClient {
     }
     const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
     try {
-      await this.#retrying((sig) => this.respond(aid, raw, { signal: sig }), deadline, opts.signal, `respond ${aid}`);
+      await retrying((sig) => this.respond(aid, raw, { signal: sig }), deadline, opts.signal, `respond ${aid}`);
     } catch (e) {
       // After a retry, our own token consumed by the attempt whose answer
       // was lost; otherwise someone decided first. "vote_recorded": our vote
@@ -589,17 +474,9 @@ export class ChioClient {
    * Read one approval request. An agent may read the requests that park its
    * own calls; anything else needs a bearer.
    */
-  async approval(id: string, signal?: AbortSignal): Promise<ApprovalRequest> {
-    checkApprovalId(id);
-    const { data } = await this.#send("GET", "/approvals/" + encodeURIComponent(id), undefined, this.#readAuth(id), [200], REQUEST_TIMEOUT_MS, signal);
-    const req = isObject(data) ? data["request"] : undefined;
-    if (!isObject(req)) throw new ChioError("error", `chio: approval ${id}: empty answer from chiod`);
-    if (req["approval_id"] !== id) {
-      // Another request (a proxy or cache that served another answer): it
-      // names another call, to await or sign.
-      throw new ChioError("error", `chio: approval ${id}: chiod answered with request ${JSON.stringify(req["approval_id"] ?? null).slice(0, 140)}`);
-    }
-    return req as unknown as ApprovalRequest;
+
+  approval(id: string, signal?: AbortSignal): Promise<ApprovalRequest> {
+    return getApproval(this.#t, id, signal);
   }
 
   /**
@@ -614,13 +491,9 @@ export class ChioClient {
    * "conflict") and do not ask another approver on the belief it did
    * nothing.
    */
-  async respond(approvalId: string, token: string | Uint8Array | Record<string, unknown>, opts: { channel?: string; signal?: AbortSignal | undefined } = {}): Promise<RespondResult> {
-    checkApprovalId(approvalId);
-    const { raw } = tokenText(token);
-    // Assembled around the signed text, so that it reaches chiod exactly as signed.
-    const body = `{"token":${raw}${opts.channel ? `,"channel":${canonicalize(opts.channel)}` : ""}}`;
-    const { data } = await this.#send("POST", `/approvals/${encodeURIComponent(approvalId)}/respond`, body, {}, [200], REQUEST_TIMEOUT_MS, opts.signal);
-    return data as RespondResult;
+
+  respond(approvalId: string, token: string | Uint8Array | Record<string, unknown>, opts: { channel?: string; signal?: AbortSignal | undefined } = {}): Promise<RespondResult> {
+    return respond(this.#t, approvalId, token, opts);
   }
 
   /**
@@ -636,21 +509,9 @@ export class ChioClient {
    * cancelled) is "conflict". One attempt: after a "transport" error,
    * status() or awaitApproval() says whether it took.
    */
-  async cancel(approvalId: string, reason: string, opts: { signal?: AbortSignal } = {}): Promise<ToolDenied> {
-    checkApprovalId(approvalId);
-    if (typeof reason !== "string" || !reason.trim()) throw new ChioError("bad_request", "chio: a cancellation needs a reason");
-    const body = canonicalize({ reason }); // strict: a lone surrogate is refused here
-    let headers: Record<string, string>;
-    if (this.#key) headers = { [STATUS_PROOF_HEADER]: cancelProof(this.#key, approvalId, reason) };
-    else if (this.#bearer) headers = { Authorization: "Bearer " + this.#bearer };
-    else throw new ChioError("unauthorized", "chio: cancelling needs the agent key or an admin token (bearer)");
-    const { data } = await this.#send("POST", "/approvals/" + encodeURIComponent(approvalId) + "/cancel", body, headers, [200], REQUEST_TIMEOUT_MS, opts.signal);
-    const result = isObject(data) ? fromState(data) : undefined;
-    // The cancelled call of this approval, not another's withdrawal.
-    if (result?.status !== "cancelled" || result.approvalRequestId !== approvalId) {
-      throw new ChioError("error", `chio: cancel ${approvalId}: unexpected answer from chiod: ${JSON.stringify(data).slice(0, 200)}`);
-    }
-    return result;
+
+  cancel(approvalId: string, reason: string, opts: { signal?: AbortSignal } = {}): Promise<ToolDenied> {
+    return cancel(this.#t, approvalId, reason, opts);
   }
 
   /**
@@ -658,14 +519,14 @@ export class ChioClient {
    * everyone's without. chiod serves the list to reader and admin tokens
    * only, so this needs a bearer.
    */
-  async pending(): Promise<ApprovalRequest[]> {
-    if (!this.#bearer) throw new ChioError("unauthorized", "chio: listing pending approvals needs a reader token (bearer)");
-    const q = new URLSearchParams({ limit: "1000" });
-    if (this.#key) q.set("subject_id", this.#key.publicKey);
-    const { data } = await this.#send("GET", "/approvals/pending?" + q.toString(), undefined, { Authorization: "Bearer " + this.#bearer });
-    const list = isObject(data) ? data["approvals"] : undefined;
-    return Array.isArray(list) ? (list as ApprovalRequest[]) : [];
+
+  pending(): Promise<ApprovalRequest[]> {
+    return pending(this.#t);
   }
+
+
+
+
 
   // --- plumbing ----------------------------------------------------------------
 
@@ -674,7 +535,7 @@ export class ChioClient {
     if (typeof id !== "string" || !id) throw new ChioError("bad_request", "chio: empty id");
     if (!validId(id)) throw new ChioError("bad_request", `chio: id ${JSON.stringify(id)} must be ${ID_RULE}`);
     if (!id.startsWith("ar-")) return id;
-    const req = retry ? await this.#retrying((sig) => this.approval(id, sig), deadline, signal, `await ${id}`) : await this.approval(id);
+    const req = retry ? await retrying((sig) => this.approval(id, sig), deadline, signal, `await ${id}`) : await this.approval(id);
     if (typeof req.request_id !== "string" || !req.request_id) throw new ChioError("error", `chio: approval ${id} names no call`);
     return req.request_id;
   }
@@ -683,119 +544,12 @@ export class ChioClient {
   async #getCall(requestId: string, waitMs: number, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
     let path = "/v1/calls/" + encodeURIComponent(requestId);
     if (waitMs > 0) path += `?wait=${Math.floor(waitMs)}ms`;
-    const { data } = await this.#send("GET", path, undefined, this.#readAuth(requestId), [200], waitMs + POLL_MARGIN_MS, signal);
+    const { data } = await this.#t.send("GET", path, undefined, this.#t.readAuth(requestId), [200], waitMs + POLL_MARGIN_MS, signal);
     if (!isObject(data)) throw new ChioError("error", "chio: bad response from chiod: not an object");
     checkNames(data, requestId, 200);
     return data;
   }
 
-  /**
-   * fn() until it succeeds, fails in a way asking again will not change, or
-   * the deadline passes ("timed_out"). Only reads and token presentation
-   * (which the kernel makes single-use) come through here.
-   */
-  async #retrying<T>(
-    fn: (signal: AbortSignal | undefined) => Promise<T>,
-    deadline: number | undefined,
-    signal: AbortSignal | undefined,
-    what: string,
-  ): Promise<T> {
-    let backoff = RECONNECT_FIRST_MS;
-    let pause = backoff;
-    for (;;) {
-      const remaining = deadline === undefined ? undefined : deadline - Date.now();
-      if (remaining !== undefined && remaining <= 0) throw new ChioError("timed_out", `chio: ${what}: timed out`);
-      const budget = remaining === undefined ? undefined : AbortSignal.timeout(remaining);
-      try {
-        return await fn(anySignal(budget, signal));
-      } catch (e) {
-        signal?.throwIfAborted();
-        if (budget?.aborted) throw new ChioError("timed_out", `chio: ${what}: timed out`, { cause: e });
-        if (!isRetryable(e)) throw e;
-        // Ask again no sooner than chiod's Retry-After; if it said a time
-        // past the deadline, its refusal is the answer now.
-        const told = e instanceof ChioError ? e.retryAfterMs : 0;
-        pause = Math.max(backoff, told);
-        if (deadline !== undefined && Date.now() + pause >= deadline) {
-          if (told > backoff) throw e;
-          throw new ChioError("timed_out", `chio: ${what}: timed out; last error: ${(e as Error).message}`, { cause: e });
-        }
-      }
-      await sleep(pause, signal);
-      backoff = Math.min(2 * backoff, RECONNECT_MAX_MS);
-    }
-  }
 
-  /** Authorize a read of id: the bearer if set, and a Chio-Proof by the agent key if set (chiod uses the bearer first). */
-  #readAuth(id: string): Record<string, string> {
-    const h: Record<string, string> = {};
-    if (this.#bearer) h["Authorization"] = "Bearer " + this.#bearer;
-    if (this.#key) h[STATUS_PROOF_HEADER] = statusProof(this.#key, id);
-    if (!Object.keys(h).length) throw new ChioError("unauthorized", `chio: reading ${id} needs the agent key or a bearer`);
-    return h;
-  }
 
-  /** One request. Statuses in ok resolve to {status, data}; any other status throws the error chiod's envelope names. */
-  async #send(
-    method: string,
-    path: string,
-    body: string | undefined,
-    headers: Record<string, string>,
-    ok: number[] = [200],
-    timeoutMs: number = REQUEST_TIMEOUT_MS,
-    signal?: AbortSignal,
-  ): Promise<{ status: number; data: unknown }> {
-    const url = this.#base + path;
-    const hdr: Record<string, string> = { Accept: "application/json", "User-Agent": "chio-typescript/0.1", ...headers };
-    if (body !== undefined) hdr["Content-Type"] = "application/json";
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const sig = anySignal(timeout, signal)!;
-    let status: number;
-    let text: string;
-    let utf8: boolean;
-    let retryAfterMs: number;
-    try {
-      // A proof or token is meant for this server: never follow a redirect.
-      const init: RequestInit = { method, headers: hdr, signal: sig, redirect: "manual" };
-      if (body !== undefined) init.body = body;
-      const resp = await this.#fetch(url, init);
-      status = resp.status;
-      retryAfterMs = parseRetryAfter(resp.headers.get("Retry-After"));
-      ({ text, utf8 } = await readBody(resp));
-    } catch (e) {
-      if (e instanceof ChioError) throw e;
-      signal?.throwIfAborted();
-      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      let why = timeout.aborted ? `no answer within ${timeoutMs} ms` : (cause?.code ?? cause?.message ?? (e as Error).message);
-      if (!timeout.aborted && blockedPort(e)) {
-        why = `Node's fetch blocks port ${new URL(url).port} (the Fetch standard's "bad port" list): run chiod on another port`;
-      }
-      if (!timeout.aborted && neverConnected(e)) throw new ConnectFailedError(`chio: cannot connect to chiod at ${url}: ${why}`, e);
-      throw new ChioError("transport", `chio: cannot reach chiod at ${url}: ${why}`, { cause: e });
-    }
-    if (ok.includes(status)) {
-      // Not UTF-8: not chiod's (it never sends such bytes), read no further.
-      if (!utf8) throw new BadAnswerError(`chio: bad response from chiod (${status}): not UTF-8`, status);
-      let data: unknown;
-      try {
-        data = JSON.parse(text);
-      } catch (e) {
-        throw new BadAnswerError(`chio: bad response from chiod (${status}): ${(e as Error).message}`, status);
-      }
-      // One that can be read two ways cannot be read (envelope.ts).
-      const alike = namedAlike(text);
-      if (alike !== undefined) throw new BadAnswerError(`chio: bad response from chiod (${status}): two members named alike: ${alike}`, status);
-      return { status, data };
-    }
-    let env: unknown;
-    try {
-      env = utf8 ? JSON.parse(text) : undefined; // not UTF-8: not chiod's envelope
-    } catch {
-      env = undefined;
-    }
-    // An error envelope that can be read two ways is not chiod's: the answer is classified by its status alone.
-    if (isObject(env) && namedAlike(text) !== undefined) env = undefined;
-    if (isObject(env) && typeof env["error"] === "string") throw apiError(status, env["error"], String(env["message"] ?? ""), retryAfterMs);
-    throw apiError(status, undefined, text.trim().slice(0, 200) || "no body", retryAfterMs);
-  }
 }
