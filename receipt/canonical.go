@@ -3,13 +3,14 @@ package receipt
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/signed"
 )
 
 // A receipt has a fixed shape, so its RFC 8785 form can be written directly
@@ -27,13 +28,16 @@ func signFast(key keys.PrivateKey, r *Receipt) ([]byte, error) {
 	if r.Seq > maxSafe || r.Timestamp > maxSafe || r.Timestamp < -maxSafe {
 		return nil, fmt.Errorf("%w: seq or timestamp beyond 2^53", ErrInvalid)
 	}
-	meta, err := canon.Marshal(r.Metadata)
-	if err != nil {
-		return nil, fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
-	}
+	// The signed message is the domain, a zero byte and the canonical
+	// object (signed.Message): the object is written right after them in
+	// one buffer, sized for the usual receipt, so that it is neither grown
+	// nor copied before it is signed.
+	b := make([]byte, 0, len(Schema)+1+receiptSize(r))
+	b = append(b, Schema...)
+	b = append(b, 0)
+	start := len(b)
 	// prefix: action … seq; suffix: subject … tool_server. The signature
 	// member sorts between them ("seq" < "signature" < "subject").
-	b := make([]byte, 0, 512+len(meta))
 	b = append(b, '{')
 	b = str(b, "action", r.Action, false)
 	b = str(b, "capability_id", r.CapabilityID, true)
@@ -52,7 +56,10 @@ func signFast(key keys.PrivateKey, r *Receipt) ([]byte, error) {
 	b = str(b, "id", r.ID, true)
 	b = str(b, "kernel_key", r.KernelKey, true)
 	b = append(b, `,"metadata":`...)
-	b = append(b, meta...)
+	b, err := appendMetadata(b, r.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
+	}
 	b = str(b, "parameter_hash", r.ParameterHash, true)
 	b = str(b, "policy_hash", r.PolicyHash, true)
 	b = str(b, "request_id", r.RequestID, true)
@@ -67,14 +74,66 @@ func signFast(key keys.PrivateKey, r *Receipt) ([]byte, error) {
 	b = str(b, "tool_server", r.ToolServer, true)
 	b = append(b, '}')
 
-	sig := key.SignRaw(signed.Message(Schema, b))
-	out := make([]byte, 0, len(b)+143)
-	out = append(out, b[:cut]...)
+	sig := key.SignRaw(b) // signed.Message(Schema, b[start:])
+	out := make([]byte, 0, len(b)-start+143)
+	out = append(out, b[start:cut]...)
 	out = append(out, `,"signature":"`...)
 	out = hex.AppendEncode(out, sig)
 	out = append(out, '"')
 	out = append(out, b[cut:]...)
 	return out, nil
+}
+
+// receiptSize is room for r's canonical form without its signature: the
+// member names and punctuation (under 300 bytes), the strings (a few
+// escapes each fit the slack), the numbers and a little metadata. A
+// receipt that needs more grows the buffer; none is cut short.
+func receiptSize(r *Receipt) int {
+	return 512 + len(r.Action) + len(r.CapabilityID) + len(r.Decision.Guard) + len(r.Decision.Reason) +
+		len(r.Decision.Verdict) + len(r.ID) + len(r.KernelKey) + len(r.ParameterHash) + len(r.PolicyHash) +
+		len(r.RequestID) + len(r.Schema) + len(r.Subject) + len(r.ToolName) + len(r.ToolServer)
+}
+
+// appendMetadata appends the canonical form of m. The kernel's usual
+// metadata, a few members with lower-case ASCII names and string values,
+// is written directly: its members sorted by name (byte order is JCS's
+// UTF-16 order for ASCII), strings quoted by AppendQuote as everywhere
+// else here. Anything else (other value types, names that may fold
+// together, which canon refuses, invalid UTF-8, which encoding/json
+// replaces) goes through the generic canonicalizer, as all metadata did
+// before; canonical_test.go holds the two paths to the same bytes.
+func appendMetadata(b []byte, m map[string]any) ([]byte, error) {
+	var names [8]string
+	if m != nil && len(m) <= len(names) {
+		n := names[:0]
+		simple := true
+		for k, v := range m {
+			s, ok := v.(string)
+			if !ok || canon.MayFold(k) || !utf8.ValidString(s) {
+				simple = false
+				break
+			}
+			n = append(n, k)
+		}
+		if simple {
+			slices.Sort(n)
+			b = append(b, '{')
+			for i, k := range n {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b, _ = jsontext.AppendQuote(b, k)
+				b = append(b, ':')
+				b, _ = jsontext.AppendQuote(b, m[k].(string))
+			}
+			return append(b, '}'), nil
+		}
+	}
+	meta, err := canon.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, meta...), nil
 }
 
 // str appends `"name":"value"` (with a leading comma when comma). Invalid

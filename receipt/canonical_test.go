@@ -38,6 +38,37 @@ func TestFastEncoderMatchesGenericCanonicalization(t *testing.T) {
 	}
 }
 
+// The kernel's usual metadata (string values under lower-case ASCII
+// names) is written without the generic canonicalizer: it must come out
+// byte for byte as the generic path writes it, and whatever that path
+// refuses (names that fold together) must still be refused.
+func TestFastMetadataMatchesGenericCanonicalization(t *testing.T) {
+	k := keys.FromSeed(make([]byte, 32))
+	rng := rand.New(rand.NewPCG(3, 4))
+	names := []string{"", "a", "b", "delivery", "previous_receipt_id", "a_", "a0", "z", "\x01ctl", "sp ace", "quo\"te", "A", "s", "\u017f", "é", "K", "k"}
+	vals := []string{"", "at_least_once", "é€😀", "quote\"back\\slash", "ctl\x01\x1f\n\t", "<html>&", "\u2028\u2029", "bad\xffutf8", "\x7f"}
+	for i := 0; i < 2000; i++ {
+		m := map[string]any{}
+		for range rng.IntN(10) {
+			m[names[rng.IntN(len(names))]] = vals[rng.IntN(len(vals))]
+		}
+		if rng.IntN(8) == 0 {
+			m["n"] = rng.IntN(3) // not a string: the generic path
+		}
+		r := &Receipt{Schema: Schema, ID: "rc-1", Seq: uint64(i), Timestamp: 1, RequestID: "req", CapabilityID: "cap",
+			Subject: "s", ToolServer: "demo", ToolName: "echo", Action: "invoke", ParameterHash: "h", PolicyHash: "p",
+			KernelKey: k.Public().String(), Decision: Decision{Verdict: Allow}, Metadata: m}
+		fast, ferr := signFast(k, r)
+		generic, gerr := signed.Sign(k, Schema, r)
+		if (ferr == nil) != (gerr == nil) {
+			t.Fatalf("metadata %q: fast error %v, generic error %v", m, ferr, gerr)
+		}
+		if string(fast) != string(generic) {
+			t.Fatalf("metadata %q differs:\nfast    %s\ngeneric %s", m, fast, generic)
+		}
+	}
+}
+
 func TestSignRejectsOutOfRangeNumbersAndBadUTF8(t *testing.T) {
 	k := keys.FromSeed(make([]byte, 32))
 	if _, err := Sign(k, &Receipt{ID: "x", Seq: 1<<53 + 1, Decision: Decision{Verdict: Allow}}); err == nil {
