@@ -105,7 +105,10 @@ func (k PublicKey) String() string {
 	if !k.ok {
 		return ""
 	}
-	return Prefix + hex.EncodeToString(k.b[:])
+	var b [len(Prefix) + 2*len(k.b)]byte
+	copy(b[:], Prefix)
+	hex.Encode(b[len(Prefix):], k.b[:])
+	return string(b[:])
 }
 
 // IsZero reports whether k is the unset zero value.
