@@ -99,8 +99,9 @@ const (
 	appendFill = 0.95
 )
 
-func countKey(d dim, value string) []byte {
-	return append([]byte{d.id, 0}, value...)
+// appendCountKey appends d's count key for value to b.
+func appendCountKey(b []byte, d dim, value string) []byte {
+	return append(append(b, d.id, 0), value...)
 }
 
 // indexable reports whether a value gets a sub-bucket. Longer values are
@@ -111,16 +112,23 @@ func indexable(v string) bool { return v != "" && len(v) <= MaxIndexedValue }
 type indexer struct {
 	btx    *bolt.Tx
 	ts     *bolt.Bucket
-	subs   map[string]*bolt.Bucket
-	counts map[string]uint64
+	subs   map[string]*indexSub // by count key (markLong's: "long\x00" + dim)
 	blocks map[uint64][2]int64
 	last   uint64
+}
+
+// indexSub is a sub-bucket the commit writes to and, for a dimension's
+// value, how many entries it added (flushed to ix_count).
+type indexSub struct {
+	b       *bolt.Bucket
+	n       uint64
+	counted bool
 }
 
 func newIndexer(btx *bolt.Tx) *indexer {
 	ts := btx.Bucket(bucketIxTS)
 	ts.FillPercent = appendFill
-	return &indexer{btx: btx, ts: ts, subs: map[string]*bolt.Bucket{}, counts: map[string]uint64{}, blocks: map[uint64][2]int64{}}
+	return &indexer{btx: btx, ts: ts, subs: map[string]*indexSub{}, blocks: map[uint64][2]int64{}}
 }
 
 // indexEntry is what the index keeps of one receipt, copied out of it so
@@ -158,18 +166,22 @@ func (ix *indexer) add(r indexEntry) error {
 			}
 			return ix.markLong(d, k, v)
 		}
-		ck := string(countKey(d, value))
-		sub := ix.subs[ck]
+		// The key is built on the stack: a value seen before in this
+		// commit (the usual case) allocates nothing to be found.
+		var buf [2 + MaxIndexedValue]byte
+		ck := appendCountKey(buf[:0], d, value)
+		sub := ix.subs[string(ck)]
 		if sub == nil {
-			var err error
-			if sub, err = ix.btx.Bucket(d.bucket).CreateBucketIfNotExists([]byte(value)); err != nil {
+			b, err := ix.btx.Bucket(d.bucket).CreateBucketIfNotExists([]byte(value))
+			if err != nil {
 				return fmt.Errorf("boltstore: index %s: %w", d.bucket, err)
 			}
-			sub.FillPercent = appendFill
-			ix.subs[ck] = sub
+			b.FillPercent = appendFill
+			sub = &indexSub{b: b, counted: true}
+			ix.subs[string(ck)] = sub
 		}
-		ix.counts[ck]++
-		return sub.Put(k, v)
+		sub.n++
+		return sub.b.Put(k, v)
 	}
 	for _, e := range []struct {
 		d dim
@@ -204,14 +216,15 @@ func (ix *indexer) markLong(d dim, k, v []byte) error {
 	ck := "long\x00" + string(d.id)
 	sub := ix.subs[ck]
 	if sub == nil {
-		var err error
-		if sub, err = ix.btx.Bucket(bucketIxLong).CreateBucketIfNotExists([]byte{d.id}); err != nil {
+		b, err := ix.btx.Bucket(bucketIxLong).CreateBucketIfNotExists([]byte{d.id})
+		if err != nil {
 			return fmt.Errorf("boltstore: index %s: %w", bucketIxLong, err)
 		}
-		sub.FillPercent = appendFill
+		b.FillPercent = appendFill
+		sub = &indexSub{b: b}
 		ix.subs[ck] = sub
 	}
-	return sub.Put(k, v)
+	return sub.b.Put(k, v)
 }
 
 // longValues is the bucket of receipts whose value for d is too long to
@@ -223,7 +236,11 @@ func longValues(btx *bolt.Tx, d dim) *bolt.Bucket {
 // flush writes the commit's counters, block spans and high-water mark.
 func (ix *indexer) flush() error {
 	cb := ix.btx.Bucket(bucketIxCount)
-	for k, n := range ix.counts {
+	for k, sub := range ix.subs {
+		if !sub.counted {
+			continue
+		}
+		n := sub.n
 		var cur uint64
 		if v := cb.Get([]byte(k)); len(v) == 8 {
 			cur = binary.BigEndian.Uint64(v)

@@ -89,7 +89,7 @@ func newWalker(btx *bolt.Tx, q *receipt.Query, opt *scanOpts) (w *walker, ok boo
 			return
 		}
 		var n uint64
-		if v := btx.Bucket(bucketIxCount).Get(countKey(d, value)); len(v) == 8 {
+		if v := btx.Bucket(bucketIxCount).Get(appendCountKey(nil, d, value)); len(v) == 8 {
 			n = binary.BigEndian.Uint64(v)
 		}
 		terms = append(terms, term{sub, n})
