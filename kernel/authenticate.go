@@ -49,7 +49,7 @@ func (k *Kernel) capability(raw json.RawMessage) (verifiedCap, error) {
 	if err != nil {
 		return verifiedCap{}, err
 	}
-	vc := verifiedCap{cap: c, subject: subject}
+	vc := verifiedCap{cap: c, subject: subject, subjectText: subject.String()}
 	k.caps.Add(h, vc)
 	return vc, nil
 }

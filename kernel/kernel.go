@@ -172,6 +172,9 @@ type Kernel struct {
 type verifiedCap struct {
 	cap     *Capability
 	subject keys.PublicKey
+	// subjectText is subject.String(), written once when the capability
+	// is verified (the capability cache keeps it) rather than per call.
+	subjectText string
 }
 
 // Outcome is the kernel's answer to a call.

@@ -38,7 +38,7 @@ func (k *Kernel) sameCall(rec *CallRecord, vc verifiedCap, paramHash string) (*O
 	if rec.RequestedParameterHash != "" {
 		sent = rec.RequestedParameterHash
 	}
-	if sent != paramHash || rec.Subject != vc.subject.String() {
+	if sent != paramHash || rec.Subject != vc.subjectText {
 		return nil, ErrRequestUsed
 	}
 	out := OutcomeOf(rec)

@@ -177,7 +177,7 @@ func (k *Kernel) decide(ctx context.Context, call *ToolCall, vc verifiedCap, par
 func (k *Kernel) decideOnce(ctx context.Context, call *ToolCall, vc verifiedCap, paramHash string, revoked bool, now time.Time, rate *decisionRate) (*Outcome, error) {
 	p := k.Policy()
 	rec := &CallRecord{
-		RequestID: call.RequestID, Subject: vc.subject.String(), CapabilityID: vc.cap.ID,
+		RequestID: call.RequestID, Subject: vc.subjectText, CapabilityID: vc.cap.ID,
 		CapabilityExpiresAt: vc.cap.ExpiresAt, SubjectLabel: vc.cap.Label, Server: call.Server, Tool: call.Tool, Operation: call.Operation, Action: call.Operation,
 		ParameterHash: paramHash, Arguments: call.Arguments, Intent: call.GovernedIntent,
 		CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli(),
