@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -317,9 +318,18 @@ func (k *Kernel) newReceipt(rec *CallRecord, p *policy.Policy, d receipt.Decisio
 	}
 }
 
-// NewID returns prefix + a UUIDv7 (time-ordered).
+// NewID returns prefix + a UUIDv7 (time-ordered), in its canonical
+// lower-case 8-4-4-4-12 text, written in one allocation.
 func NewID(prefix string) string {
-	return prefix + uuid.Must(uuid.NewV7()).String()
+	u := uuid.Must(uuid.NewV7())
+	var buf [64]byte
+	b := append(buf[:0], prefix...)
+	b = hex.AppendEncode(b, u[0:4])
+	for _, part := range [][2]int{{4, 6}, {6, 8}, {8, 10}, {10, 16}} {
+		b = append(b, '-')
+		b = hex.AppendEncode(b, u[part[0]:part[1]])
+	}
+	return string(b)
 }
 
 func firstNKey(grant, subject string) string { return "firstn\x00" + grant + "\x00" + subject }
