@@ -127,7 +127,6 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 	r.Metadata["delivery"] = next.Delivery
 	next.Status = StatusDispatching
 	next.DecisionReceiptID, next.ReceiptID, next.UpdatedAt = r.ID, r.ID, r.Timestamp
-	key := firstNKey(rec.GrantID, rec.Subject)
 	count := k.tracksFirstN(rec.GrantID)
 	// An approved call's caller waits out a full queue (its vote is
 	// durable: back-pressure must not strand it), outside policyMu
@@ -153,7 +152,7 @@ func (k *Kernel) commitAllow(ctx context.Context, p *policy.Policy, rec *CallRec
 			}
 		}
 		if count {
-			if err := bumpCounter(tx, key); err != nil {
+			if err := bumpCounter(tx, firstNKey(rec.GrantID, rec.Subject)); err != nil {
 				return err
 			}
 		}
