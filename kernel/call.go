@@ -16,7 +16,6 @@ import (
 	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/canon"
 	"github.com/chiokernel/chio/internal/keys"
-	"github.com/chiokernel/chio/internal/signed"
 )
 
 // CallProofSchema is the signature domain of an agent's call proof.
@@ -103,7 +102,14 @@ func canonicalParameterHash(server, tool string, arguments, intent json.RawMessa
 	b = append(b, `,"tool_name":`...)
 	b, _ = jsontext.AppendQuote(b, tool)
 	sum := sha256.Sum256(append(b, '}'))
-	return hex.EncodeToString(sum[:]), nil
+	return hashText(sum), nil
+}
+
+// hashText is hex.EncodeToString(sum[:]) in one allocation.
+func hashText(sum [sha256.Size]byte) string {
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
 }
 
 // proofPayload is exactly the object the agent signs, in RFC 8785 form,
@@ -111,6 +117,20 @@ func canonicalParameterHash(server, tool string, arguments, intent json.RawMessa
 // use jsontext's RFC 8785 minimal escaping. (call_test.go checks it against
 // the generic canonicalizer.)
 func proofPayload(requestID, capabilityID, server, tool, paramHash string, issuedAt int64) ([]byte, error) {
+	return appendProofPayload(make([]byte, 0, 256), requestID, capabilityID, server, tool, paramHash, issuedAt)
+}
+
+// proofMessage is the byte string a call proof signs,
+// signed.Message(CallProofSchema, proofPayload(...)), written in one
+// buffer instead of the payload and then a copy of it.
+func proofMessage(requestID, capabilityID, server, tool, paramHash string, issuedAt int64) ([]byte, error) {
+	b := make([]byte, 0, len(CallProofSchema)+1+256)
+	b = append(b, CallProofSchema...)
+	return appendProofPayload(append(b, 0), requestID, capabilityID, server, tool, paramHash, issuedAt)
+}
+
+// appendProofPayload appends proofPayload's object to b.
+func appendProofPayload(b []byte, requestID, capabilityID, server, tool, paramHash string, issuedAt int64) ([]byte, error) {
 	if issuedAt > 1<<53 || issuedAt < -(1<<53) {
 		return nil, fmt.Errorf("%w: issued_at out of range", ErrBadProof)
 	}
@@ -119,7 +139,6 @@ func proofPayload(requestID, capabilityID, server, tool, paramHash string, issue
 			return nil, fmt.Errorf("%w: invalid UTF-8", ErrBadCall)
 		}
 	}
-	b := make([]byte, 0, 256)
 	b = append(b, `{"capability_id":`...)
 	b, _ = jsontext.AppendQuote(b, capabilityID)
 	b = append(b, `,"issued_at":`...)
@@ -137,11 +156,11 @@ func proofPayload(requestID, capabilityID, server, tool, paramHash string, issue
 
 // SignProof produces the agent's proof for a call (used by the SDK and CLI).
 func SignProof(agent keys.PrivateKey, requestID, capabilityID, server, tool, paramHash string, at time.Time) (Proof, error) {
-	payload, err := proofPayload(requestID, capabilityID, server, tool, paramHash, at.Unix())
+	msg, err := proofMessage(requestID, capabilityID, server, tool, paramHash, at.Unix())
 	if err != nil {
 		return Proof{}, err
 	}
-	sig := agent.SignRaw(signed.Message(CallProofSchema, payload))
+	sig := agent.SignRaw(msg)
 	return Proof{IssuedAt: at.Unix(), Signature: hex.EncodeToString(sig)}, nil
 }
 
@@ -163,11 +182,11 @@ func verifyProof(subject verifyKey, p Proof, requestID, capabilityID, server, to
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadProof, err)
 	}
-	payload, err := proofPayload(requestID, capabilityID, server, tool, paramHash, p.IssuedAt)
+	msg, err := proofMessage(requestID, capabilityID, server, tool, paramHash, p.IssuedAt)
 	if err != nil {
 		return err
 	}
-	if !subject.verify(signed.Message(CallProofSchema, payload), sig) {
+	if !subject.verify(msg, sig) {
 		return fmt.Errorf("%w: signature does not verify", ErrBadProof)
 	}
 	return nil

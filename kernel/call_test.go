@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chiokernel/chio/internal/canon"
+	"github.com/chiokernel/chio/internal/signed"
 )
 
 func TestProofPayloadIsCanonical(t *testing.T) {
@@ -21,8 +22,16 @@ func TestProofPayloadIsCanonical(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
+		// What is signed and verified is the payload under its domain.
+		msg, err := proofMessage(c[0], c[1], c[2], c[3], c[4], 1_800_000_000)
+		if err != nil || string(msg) != string(signed.Message(CallProofSchema, want)) {
+			t.Fatalf("proofMessage %q (%v), want %q", msg, err, signed.Message(CallProofSchema, want))
+		}
 	}
 	if _, err := proofPayload("a\xff", "c", "s", "t", "p", 1); err == nil {
+		t.Fatal("invalid UTF-8 accepted")
+	}
+	if _, err := proofMessage("a\xff", "c", "s", "t", "p", 1); err == nil {
 		t.Fatal("invalid UTF-8 accepted")
 	}
 }
