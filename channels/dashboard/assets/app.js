@@ -186,6 +186,8 @@ async function signToken(req, decision, extra) {
   if (extra.note) tok.note = extra.note;
   if (extra.amended_arguments !== undefined) tok.amended_arguments = extra.amended_arguments;
   if (extra.answers !== undefined) tok.answers = extra.answers;
+  const large = tokenRefusal(tok);
+  if (large) throw new Error(large);
   tok.signature = await sign(TOKEN_DOMAIN, tok);
   return jcs(tok);
 }

@@ -17,6 +17,19 @@ function noteRefusal(note) {
   return n > NOTE_MAX_BYTES ? `The note is ${n} bytes of UTF-8; chio takes at most ${NOTE_MAX_BYTES}: shorten it.` : '';
 }
 
+// TOKEN_MAX_BYTES is approval.MaxTokenBytes: chiod refuses a larger token
+// before reading it. Each answer and the note are held to their own limits,
+// but answers to many questions, or amended arguments, can together make a
+// token over it, which chiod would refuse only after it was signed.
+const TOKEN_MAX_BYTES = 64 << 10;
+
+// tokenRefusal says why chio would refuse the unsigned token tok for its
+// size ('' when it would not), counting the signature it is about to get.
+function tokenRefusal(tok) {
+  const n = enc.encode(jcs({ ...tok, signature: '0'.repeat(128) })).length;
+  return n > TOKEN_MAX_BYTES ? `The signed decision would be ${n} bytes; chio takes at most ${TOKEN_MAX_BYTES}: shorten the answers, the amended arguments or the note. Nothing was signed.` : '';
+}
+
 // ---------------------------------------------------------------------------
 // RFC 8785 (JCS). Object members sorted by UTF-16 code units (what
 // Array.prototype.sort does by default), strings and numbers written by
