@@ -69,8 +69,11 @@ func Create(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Link(tmp, path); err != nil {
+	if err := link(tmp, path); err != nil {
 		return err
 	}
 	return SyncDir(dir)
 }
+
+// link is os.Link (tests replace it).
+var link = os.Link
