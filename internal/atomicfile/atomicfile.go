@@ -3,8 +3,10 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Write makes path hold data: a temporary file beside it, fsync, rename,
@@ -49,7 +51,8 @@ func SyncDir(dir string) error {
 // data is written and synced under a temporary name (mode 0600) and then
 // linked to path, so that after a crash path holds the whole of data or
 // is missing, never empty or torn, as a file created in place (O_EXCL)
-// and written after can be.
+// and written after can be. On a filesystem without hard links it is
+// created in place all the same (createInPlace), rather than not at all.
 func Create(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
@@ -70,9 +73,43 @@ func Create(path string, data []byte) error {
 		return err
 	}
 	if err := link(tmp, path); err != nil {
-		return err
+		if !noHardLinks(err) {
+			return err
+		}
+		// A filesystem without hard links (vfat, some SMB and FUSE
+		// mounts): the file is created in place instead, never replacing
+		// one. A crash can then leave it empty, which its readers take
+		// as missing (chiod's secret files are created again).
+		return createInPlace(path, data)
 	}
 	return SyncDir(dir)
+}
+
+// noHardLinks reports whether err is link(2) saying the filesystem has no
+// hard links.
+func noHardLinks(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EOPNOTSUPP) ||
+		errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.ENOSYS)
+}
+
+// createInPlace creates path (O_EXCL, mode 0600), writes data and syncs
+// the file and its directory.
+func createInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
 }
 
 // link is os.Link (tests replace it).
