@@ -2,6 +2,8 @@ package approval
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chiokernel/chio/internal/keys"
@@ -51,11 +53,23 @@ func NewToken(req *Request, approver keys.PublicKey, decision string, now time.T
 	}
 }
 
-// Sign signs t with the approver's key and returns the bytes to send.
+// Sign signs t with the approver's key and returns the bytes to send. A
+// token over MaxTokenBytes, which the kernel refuses unread, is refused
+// here (its answers or amended arguments, each within its own limit, can
+// add up to one), so that no signer sends it.
 func (t *Token) Sign(k keys.PrivateKey) ([]byte, error) {
 	t.Signature = ""
-	return signed.Sign(k, TokenSchema, t)
+	raw, err := signed.Sign(k, TokenSchema, t)
+	if err == nil && len(raw) > MaxTokenBytes {
+		return nil, fmt.Errorf("%w: the signed decision would be %d bytes, over chio's %d: shorten the answers, note or amended arguments",
+			ErrTokenTooLarge, len(raw), MaxTokenBytes)
+	}
+	return raw, err
 }
+
+// ErrTokenTooLarge is a decision whose signed token would be over
+// MaxTokenBytes.
+var ErrTokenTooLarge = errors.New("approval token too large")
 
 // BatchToken is SPEC §3's BatchApprovalToken: a standing approval, plus
 // Audience (a deviation from SPEC, see docs/ARCHITECTURE.md): the public
