@@ -12,28 +12,36 @@ import (
 // Write makes path hold data: a temporary file beside it, fsync, rename,
 // fsync of the directory.
 func Write(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	tmp, err := writeTemp(path, data)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
 	defer os.Remove(tmp) // no-op once renamed
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return SyncDir(dir)
+	return SyncDir(filepath.Dir(path))
+}
+
+// writeTemp writes data to a new temporary file beside path (mode 0600),
+// synced and closed, and returns its name; on error nothing is left.
+func writeTemp(path string, data []byte) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // SyncDir makes a directory's entries (a rename, a new file) durable.
@@ -54,24 +62,11 @@ func SyncDir(dir string) error {
 // and written after can be. On a filesystem without hard links it is
 // created in place all the same (createInPlace), rather than not at all.
 func Create(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	tmp, err := writeTemp(path, data)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
 	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
 	if err := link(tmp, path); err != nil {
 		if !noHardLinks(err) {
 			return err
@@ -82,7 +77,7 @@ func Create(path string, data []byte) error {
 		// as missing (chiod's secret files are created again).
 		return createInPlace(path, data)
 	}
-	return SyncDir(dir)
+	return SyncDir(filepath.Dir(path))
 }
 
 // noHardLinks reports whether err is link(2) saying the filesystem has no
