@@ -20,6 +20,14 @@ func main() {
 	flag.StringVar(&o.DataDir, "data-dir", "", "data directory (overrides [kernel].data_dir)")
 	flag.StringVar(&o.MetricsAuth, "metrics-auth", os.Getenv("CHIO_METRICS_AUTH"), "who may read /metrics: token (the reader or admin token; default) or none (env CHIO_METRICS_AUTH)")
 	flag.Parse()
+	// chiod takes flags only. The flag package stops at the first
+	// non-flag, so a policy named without -config (`chiod prod.toml`), or
+	// a stray word before other flags, would drop them silently and start
+	// chiod on ./chio.toml and ./chio-data: refuse instead.
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "chiod: refusing to start: unexpected argument %q: chiod takes flags only (name the policy with -config FILE)\n", flag.Arg(0))
+		os.Exit(2)
+	}
 	gcpolicy.Apply(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
