@@ -330,6 +330,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	log.Info("chiod serving", "addr", addr, "policy", p.Source, "policy_hash", p.Hash, "kernel_key", key.Public().String(),
 		"pid", os.Getpid(), "pid_file", lock.path, "metrics_auth", o.MetricsAuth)
 	warnPlainHTTP(log, ln.Addr(), tlsConfig != nil)
+	warnPlainPublicURL(log, p.Kernel.PublicURL)
 	// Under TLS chiod serves https only: the URLs printed say so.
 	scheme := "http"
 	if tlsConfig != nil {

@@ -39,3 +39,19 @@ func warnPlainWebhook(log *slog.Logger, rawURL string) {
 	log.Warn("[channels.webhook] url is plain http:// beyond loopback: approval requests cross the network in clear; "+
 		"use an https:// url", "host", u.Host)
 }
+
+// warnPlainPublicURL logs a warning when [kernel] public_url is http:// to
+// a host other than loopback: approvers then reach chiod in clear whatever
+// it listens on (a proxy in front that does not terminate TLS). The mailed
+// links and Slack's buttons point there, the session cookie is not Secure,
+// every request's arguments and each signed vote cross the network
+// readable, and the dashboard cannot sign (WebCrypto needs HTTPS off
+// loopback). It does not refuse the start, as for warnPlainHTTP.
+func warnPlainPublicURL(log *slog.Logger, publicURL string) {
+	u, err := url.Parse(publicURL)
+	if err != nil || u.Scheme != "http" || policy.LoopbackHost(u.Hostname()) {
+		return
+	}
+	log.Warn("[kernel] public_url is plain http:// beyond loopback: approvers' links, session cookies and votes cross the network in clear, "+
+		"and the dashboard cannot sign there; publish chiod over https:// (a TLS-terminating proxy, or tls_cert_file)", "public_url", publicURL)
+}
