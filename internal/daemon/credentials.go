@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/chiokernel/chio/internal/atomicfile"
 	"github.com/chiokernel/chio/internal/keys"
@@ -80,6 +81,13 @@ const (
 // token file other users may read is refused (secretfile.Read).
 func bearerToken(getenv func(string) string, dataDir, env, file string, log *slog.Logger) (token, path string, err error) {
 	if t := getenv(env); t != "" {
+		// HTTP trims a header value's ends and carries no control
+		// characters: such a token could never be presented, and every
+		// request would be answered 401 with no word of why.
+		if strings.IndexFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			return "", "", fmt.Errorf("refusing to start: %s holds white space or control characters (a trailing newline, a CRLF env file): "+
+				"set it to the token alone", env)
+		}
 		if len(t) < MinTokenLen {
 			// Say how to make one: "changeme" is what a first try sets.
 			return "", "", fmt.Errorf("refusing to start: %s is shorter than %d characters; make one with `openssl rand -hex 32`, "+
