@@ -5,10 +5,11 @@ package daemon
 import (
 	"fmt"
 	"os"
+	"syscall"
 )
 
-// checkDataDirMode refuses a data dir that group or others may write to
-// (mode & 0o022, the sticky bit notwithstanding): they could replace
+// checkDataDirMode refuses a data dir another user owns, or that group or
+// others may write to (mode & 0o022, the sticky bit notwithstanding): they could replace
 // kernel.pem, a token file or chio.db (a rename needs only the directory),
 // or plant their own before the first start, a token they chose becoming
 // the admin's. The files' own 0600 cannot stop that, as sshd's StrictModes
@@ -20,6 +21,14 @@ func checkDataDirMode(dir string) error {
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("refusing to start: data dir %s is not a directory", dir)
+	}
+	// Its owner may write to it whatever its mode (a chmod away), and may
+	// have planted their own token before the first start: a root chiod
+	// reads another user's 0600 files as its own.
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("refusing to start: data dir %s is owned by uid %d, not by uid %d that chiod runs as: its owner may replace "+
+			"(or have planted) the kernel key, tokens and store in it; run `chown -R %d %s` if you trust what it holds, "+
+			"or start on a new data dir", dir, st.Uid, os.Geteuid(), os.Geteuid(), dir)
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
 		return fmt.Errorf("refusing to start: data dir %s has mode %#o, which lets other users replace the kernel key, tokens and store in it; "+
