@@ -115,3 +115,30 @@ func TestChiodRefusesPositionalArguments(t *testing.T) {
 		t.Errorf("the refused start made its data dir")
 	}
 }
+
+// A flag given twice is refused (exit 2, naming it), as chio refuses one
+// (internal/cli/flag_once.go): the flag package keeps the last value
+// without a word, so `chiod -config prod.toml … -config chio.toml` (a
+// wrapper's flags before the operator's, a unit's ExecStart and a drop-in)
+// served chio.toml though prod.toml was named.
+func TestChiodRefusesAFlagGivenTwice(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	qs, err := os.ReadFile(filepath.Join("..", "..", "examples", "policies", "quickstart.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chio.toml"), qs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prod := filepath.Join(dir, "prod.toml")
+	code, out := runChiod(t, dir, "-config", prod, "-listen", "127.0.0.1:0", "-data-dir", filepath.Join(dir, "data"), "-config", "chio.toml")
+	if code == -1 {
+		t.Fatalf("chiod -config %s … -config chio.toml served chio.toml; output:\n%s", prod, out)
+	}
+	if code != 2 || !strings.Contains(out, "-config") || !strings.Contains(out, "given more than once") {
+		t.Fatalf("-config given twice: exit %d, want 2 naming -config as given more than once; output:\n%s", code, out)
+	}
+}
