@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,6 +20,10 @@ func main() {
 	flag.StringVar(&o.Listen, "listen", "", "listen address (overrides [kernel].listen)")
 	flag.StringVar(&o.DataDir, "data-dir", "", "data directory (overrides [kernel].data_dir)")
 	flag.StringVar(&o.MetricsAuth, "metrics-auth", os.Getenv("CHIO_METRICS_AUTH"), "who may read /metrics: token (the reader or admin token; default) or none (env CHIO_METRICS_AUTH)")
+	// A flag given twice is refused, as chio refuses one: the flag package
+	// would keep the last value without a word (`-config prod.toml …
+	// -config chio.toml` serving chio.toml).
+	flag.VisitAll(func(f *flag.Flag) { f.Value = &once{Value: f.Value} })
 	flag.Parse()
 	// chiod takes flags only. The flag package stops at the first
 	// non-flag, so a policy named without -config (`chiod prod.toml`), or
@@ -40,4 +45,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chiod:", err)
 		os.Exit(1)
 	}
+}
+
+// once is a flag value that may be set once.
+type once struct {
+	flag.Value
+	set bool
+}
+
+func (o *once) Set(v string) error {
+	if o.set {
+		return errors.New("given more than once; it takes one value")
+	}
+	o.set = true
+	return o.Value.Set(v)
 }
