@@ -142,3 +142,39 @@ func TestChiodRefusesAFlagGivenTwice(t *testing.T) {
 		t.Fatalf("-config given twice: exit %d, want 2 naming -config as given more than once; output:\n%s", code, out)
 	}
 }
+
+// A flag given an empty value is refused (exit 2, naming it), as chio
+// refuses one (internal/cli/flag_empty.go): empty read as "not given", so
+// `chiod -config prod.toml -data-dir "$CHIO_DATA"` with CHIO_DATA unset
+// started a new deployment in the policy's ./chio-data (a new kernel key,
+// an empty store) instead of the operator's data dir, saying nothing; an
+// empty -listen or -config fell back the same way.
+func TestChiodRefusesAnEmptyFlag(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	qs, err := os.ReadFile(filepath.Join("..", "..", "examples", "policies", "quickstart.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chio.toml"), qs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-config", "chio.toml", "-listen", "127.0.0.1:0", "-data-dir", ""},
+		{"-config", "", "-listen", "127.0.0.1:0", "-data-dir", filepath.Join(dir, "data")},
+	} {
+		code, out := runChiod(t, dir, args...)
+		if code == -1 {
+			t.Errorf("chiod %q served with an empty flag taken for none; output:\n%s", args, out)
+			continue
+		}
+		if code != 2 || !strings.Contains(out, "is empty") {
+			t.Errorf("chiod %q: exit %d, want 2 saying the flag is empty; output:\n%s", args, code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "chio-data")); err == nil {
+		t.Errorf("a start with an empty -data-dir made the policy's ./chio-data")
+	}
+}
