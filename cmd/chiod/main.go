@@ -20,9 +20,10 @@ func main() {
 	flag.StringVar(&o.Listen, "listen", "", "listen address (overrides [kernel].listen)")
 	flag.StringVar(&o.DataDir, "data-dir", "", "data directory (overrides [kernel].data_dir)")
 	flag.StringVar(&o.MetricsAuth, "metrics-auth", os.Getenv("CHIO_METRICS_AUTH"), "who may read /metrics: token (the reader or admin token; default) or none (env CHIO_METRICS_AUTH)")
-	// A flag given twice is refused, as chio refuses one: the flag package
-	// would keep the last value without a word (`-config prod.toml …
-	// -config chio.toml` serving chio.toml).
+	// A flag given twice or empty is refused, as chio refuses one: the
+	// flag package would keep the last value without a word (`-config
+	// prod.toml … -config chio.toml` serving chio.toml), and empty is
+	// taken for none.
 	flag.VisitAll(func(f *flag.Flag) { f.Value = &once{Value: f.Value} })
 	flag.Parse()
 	// chiod takes flags only. The flag package stops at the first
@@ -47,7 +48,9 @@ func main() {
 	}
 }
 
-// once is a flag value that may be set once.
+// once is a flag value that may be set once, and not to "": empty would
+// read as not given, so `-data-dir "$CHIO_DATA"` with CHIO_DATA unset
+// would start a new deployment in the policy's data_dir.
 type once struct {
 	flag.Value
 	set bool
@@ -56,6 +59,9 @@ type once struct {
 func (o *once) Set(v string) error {
 	if o.set {
 		return errors.New("given more than once; it takes one value")
+	}
+	if v == "" {
+		return errors.New("is empty: give it a value or leave it out (empty, it would be taken for none)")
 	}
 	o.set = true
 	return o.Value.Set(v)
