@@ -41,10 +41,15 @@ type startFiles struct {
 }
 
 // noteDataDir makes dir if need be, and refuses one that other users may
-// write to (checkDataDirMode) before anything is written in it. Call
+// write to, or rename away (checkDataDirMode, checkDataDirParents), before
+// anything is written in it. Call
 // noteEntries once the data dir is locked: from then on only this chiod
 // writes there.
 func noteDataDir(dir string) (*startFiles, error) {
+	// Before MkdirAll: a refused start leaves no directory behind.
+	if err := checkDataDirParents(dir); err != nil {
+		return nil, err
+	}
 	_, err := os.Stat(dir)
 	created := errors.Is(err, os.ErrNotExist)
 	existing := filepath.Clean(dir)
