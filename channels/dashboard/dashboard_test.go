@@ -24,6 +24,7 @@ func TestHandler(t *testing.T) {
 		{"GET", "/dashboard/cards.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/cardlist.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/history.js", 200, "text/javascript; charset=utf-8"},
+		{"GET", "/dashboard/signedout.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/visible.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/strictjson.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/dashboard/canonorder.js", 200, "text/javascript; charset=utf-8"},
@@ -55,7 +56,7 @@ func TestHandler(t *testing.T) {
 // Every asset is served from the binary: no page may reach another origin.
 func TestNoExternalAssets(t *testing.T) {
 	h, _ := New(Options{})
-	for _, p := range []string{"/dashboard/", "/dashboard/app.js", "/dashboard/signing.js", "/dashboard/cards.js", "/dashboard/cardlist.js", "/dashboard/history.js", "/dashboard/visible.js", "/dashboard/strictjson.js", "/dashboard/canonorder.js", "/dashboard/entries.js", "/dashboard/style.css"} {
+	for _, p := range []string{"/dashboard/", "/dashboard/app.js", "/dashboard/signing.js", "/dashboard/cards.js", "/dashboard/cardlist.js", "/dashboard/history.js", "/dashboard/signedout.js", "/dashboard/visible.js", "/dashboard/strictjson.js", "/dashboard/canonorder.js", "/dashboard/entries.js", "/dashboard/style.css"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
 		body, _ := io.ReadAll(rec.Body)

@@ -73,6 +73,10 @@ func (s *Server) credentialOf(r *http.Request) string {
 func (s *Server) requireRole(min role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if got := s.bearerRole(r); got < min {
+			if got == roleNone && min == roleReader && s.signedOutEverywhere(r) {
+				writeErr(w, errSignedOutEverywhere)
+				return
+			}
 			writeErr(w, s.refusal(w, got, min))
 			return
 		}

@@ -83,6 +83,9 @@ type sessions struct {
 	key   [32]byte
 	spent spentChallenges
 	live  map[string]approverSession
+	// out remembers the sessions a sign-out everywhere ended
+	// (session_signedout.go).
+	out signedOut
 	// byApprover lists each approver's live session ids, oldest first (at
 	// most MaxSessionsPerApprover), so the oldest is found in O(1) and a
 	// session is unlisted in O(MaxSessionsPerApprover).
@@ -90,7 +93,7 @@ type sessions struct {
 }
 
 func newSessions() *sessions {
-	ss := &sessions{spent: newSpentChallenges(MaxSpentChallenges), live: map[string]approverSession{}, byApprover: map[string][]string{}}
+	ss := &sessions{spent: newSpentChallenges(MaxSpentChallenges), live: map[string]approverSession{}, out: newSignedOut(), byApprover: map[string][]string{}}
 	if _, err := rand.Read(ss.key[:]); err != nil {
 		panic("httpapi: no randomness for session challenges: " + err.Error())
 	}
@@ -185,13 +188,15 @@ func (ss *sessions) end(id string) {
 	ss.drop(id)
 }
 
-// endApprover ends every session of approver and says how many.
-func (ss *sessions) endApprover(approver string) int {
+// endApprover ends every session of approver, remembering them as signed
+// out everywhere (session_signedout.go), and says how many.
+func (ss *sessions) endApprover(approver string, now time.Time) int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ids := ss.byApprover[approver]
 	// drop gives the list a fresh slice (or deletes it): ids stays whole.
 	for _, id := range ids {
+		ss.out.remember(approver, id, ss.live[id].expiresAt, now)
 		ss.drop(id)
 	}
 	return len(ids)
@@ -329,6 +334,16 @@ type SessionLogin struct {
 var errSessionRefused = apiErr(http.StatusUnauthorized, CodeUnauthorized, "session refused: the challenge is unknown, used or expired, or the signature does not verify")
 
 func (s *Server) sessionLogin(w http.ResponseWriter, r *http.Request) {
+	if s.signedOutEverywhere(r) {
+		// This browser's session was ended by a sign-out everywhere: it
+		// is told so (the dashboard forgets its key), not signed in again.
+		// Its cookie is cleared, so a sign-in after the key is imported
+		// again on purpose goes through.
+		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
+		writeErr(w, errSignedOutEverywhere)
+		return
+	}
 	var in SessionLogin
 	if err := decode(w, r, MaxSessionBody, &in); err != nil {
 		writeErr(w, err)
@@ -394,7 +409,9 @@ func (s *Server) ownSession(w http.ResponseWriter, r *http.Request) (approverSes
 		return approverSession{}, false
 	}
 	_, sess, ok := s.session(r)
-	if !ok {
+	if !ok && s.signedOutEverywhere(r) {
+		writeErr(w, errSignedOutEverywhere)
+	} else if !ok {
 		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "no approver session"))
 	}
 	return sess, ok
@@ -434,7 +451,7 @@ func (s *Server) sessionLogoutEverywhere(w http.ResponseWriter, r *http.Request)
 	if !ok {
 		return
 	}
-	n := s.sessions.endApprover(sess.approver)
+	n := s.sessions.endApprover(sess.approver, s.cfg.Kernel.Clock().Now())
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r)})
 	writeJSON(w, http.StatusOK, map[string]any{"logged_out": true, "sessions_ended": n})

@@ -52,6 +52,10 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request) {
 	g, ok := s.streamGrantOf(r)
 	if !ok {
 		// The session ended between requireRole and here.
+		if s.signedOutEverywhere(r) {
+			writeErr(w, errSignedOutEverywhere)
+			return
+		}
 		writeErr(w, apiErr(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token or approver session is required"))
 		return
 	}

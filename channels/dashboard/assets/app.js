@@ -30,6 +30,7 @@ async function api(method, path, body) {
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
   if (!resp.ok) {
+    if (data && data.error === SIGNED_OUT_EVERYWHERE) signedOutEverywhere(); // not awaited: it waits for sign-ins
     if (data && data.error) throw new APIError(resp.status, data.error, data.message || '');
     throw new APIError(resp.status, '', `HTTP ${resp.status}: ${text.slice(0, 200)}`);
   }
@@ -52,6 +53,7 @@ const state = {
   focus: '',            // #request=… deep link
   email: '',            // #email=… link
   leaving: false,       // signing out: no sign-in but the sign-out's own
+  signedOutAll: null,   // set when chiod said signed_out_everywhere (signedout.js)
   signingIn: new Set(), // the sign-ins under way (promises)
 };
 
@@ -162,7 +164,7 @@ async function withSession(fn) {
   try {
     return await fn();
   } catch (e) {
-    if (e.status === 401 && state.key) { await signIn(); return fn(); }
+    if (e.status === 401 && e.code !== SIGNED_OUT_EVERYWHERE && state.key) { await signIn(); return fn(); }
     throw e;
   }
 }
@@ -386,6 +388,7 @@ function showSetup() {
 async function onKey(k) {
   state.key = k;
   state.leaving = false;
+  state.signedOutAll = null;
   $('setup').hidden = true;
   $('registered').hidden = true;
   showError('');
@@ -401,6 +404,7 @@ async function onKey(k) {
     const me = await signIn();
     $('who-name').textContent = me.display_name || 'Approver';
   } catch (e) {
+    if (e.code === SIGNED_OUT_EVERYWHERE) return; // signedOutEverywhere says so
     showError('Sign-in refused — ' + e.message);
     $('my-pubkey').textContent = k.publicKey;
     $('registered').hidden = false;
@@ -449,10 +453,13 @@ async function main() {
       await api('DELETE', path);
     } catch (e) {
       try {
-        if (!all || e.status !== 401 || !state.key) throw e;
+        if (!all || e.status !== 401 || e.code === SIGNED_OUT_EVERYWHERE || !state.key) throw e;
         await signIn(true);
         await api('DELETE', path);
       } catch (e2) {
+        // Signed out everywhere already: signedOutEverywhere forgets the
+        // key and says so.
+        if (e2.code === SIGNED_OUT_EVERYWHERE) return;
         if (told && (all || e2.status !== 401)) failed = e2;
       }
     }
