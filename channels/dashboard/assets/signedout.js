@@ -22,6 +22,11 @@ function signedOutEverywhere() {
     while (state.signingIn.size) await Promise.allSettled(state.signingIn);
     let kept = '';
     try { await forgetKey(); } catch (e) { kept = ` The key could not be removed from this browser (${e.message}): clear this site's data.`; }
+    // Clear the ended session's cookie (HttpOnly: only chiod can), now
+    // that the key is gone: a sign-in presenting it is refused, so the key
+    // imported again would be lost again. Before the key went, a sign-in
+    // without it would have gone through.
+    await api('DELETE', '/v1/session').catch(() => {});
     state.key = null;
     state.me = null;
     $('registered').hidden = true;
