@@ -101,7 +101,9 @@ func fmtLeft(d time.Duration) string {
 // and blank symbols, which hide; line and paragraph separators) are written
 // as visible escapes ("\u202E"), so the approver sees that they are there;
 // so are private-use characters (invisible.ShownEscaped), which draw as
-// whatever a font puts there.
+// whatever a font puts there, and a stacked run of combining marks
+// (invisible.StackedMarks: more than four, or the same mark twice in a
+// row), which draws as one character or none.
 // (chiod refuses them in the text it shows, but for the joiners and
 // selectors that spell prose; requests stored earlier, and arguments, may
 // hold any of them.)
@@ -115,7 +117,8 @@ func fmtLeft(d time.Duration) string {
 func clean(s string, n int) string {
 	var b strings.Builder
 	afterBlank := false
-	for _, r := range s {
+	stacked := invisible.StackedMarks(s)
+	for i, r := range s {
 		blank := unicode.IsControl(r) || unicode.Is(unicode.Zs, r)
 		switch {
 		case blank && afterBlank:
@@ -124,7 +127,7 @@ func clean(s string, n int) string {
 			b.WriteByte(' ')
 		case invisible.ShownEscaped(r) && r > 0xffff:
 			fmt.Fprintf(&b, `\U%08X`, r)
-		case invisible.ShownEscaped(r):
+		case invisible.ShownEscaped(r) || stacked.At(i):
 			fmt.Fprintf(&b, `\u%04X`, r)
 		default:
 			b.WriteRune(r)

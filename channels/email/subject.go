@@ -56,11 +56,12 @@ func headline(req *approval.Request, amount string) string {
 // is stored and as the body shows it: no character that reorders the text
 // around it (textdir.Reorders), none the body writes as an escape
 // (invisible.ShownEscaped: invisible and private-use characters, which a
-// subject would show as "\u202E" noise or not at all), and no "=?", which
+// subject would show as "\u202E" noise or not at all), no stacked run of
+// combining marks (invisible.HasStackedMarks), and no "=?", which
 // in an all-ASCII header (sent as is) a mail client decodes as an RFC 2047
 // encoded word: "=?utf-8?b?…?=" spelt in ASCII can decode to right-to-left
 // text.
 func shownAsStored(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return textdir.Reorders(r) || invisible.ShownEscaped(r) }) &&
-		!strings.Contains(s, "=?")
+		!invisible.HasStackedMarks(s) && !strings.Contains(s, "=?")
 }

@@ -335,6 +335,10 @@ func codeSpan(s string) string {
 // written as \u05E9, in stored order; rtlNotice says so and points to
 // the dashboard, which draws them readable and in stored order.
 //
+// A stacked run of combining marks (invisible.StackedMarks: more than
+// four, or the same mark twice in a row) is written as escapes too: it
+// draws as one character or none, while the tool gets every mark.
+//
 // In a run of spaces, every space after the first is written as an escape
 // too (\u0020). Slack keeps runs of spaces and wraps a line where the
 // reader's window ends, spaces hanging past it: the text after a long run
@@ -344,15 +348,17 @@ func codeSpan(s string) string {
 func escape(s string) string {
 	var b strings.Builder
 	afterSpace := false
-	for _, r := range s {
-		escapeRune(&b, r, afterSpace)
+	stacked := invisible.StackedMarks(s)
+	for i, r := range s {
+		escapeRune(&b, r, afterSpace, stacked.At(i))
 		afterSpace = isSpace(r)
 	}
 	return b.String()
 }
 
-// escapeRune writes r as escape does; afterSpace: r follows a space.
-func escapeRune(b *strings.Builder, r rune, afterSpace bool) {
+// escapeRune writes r as escape does; afterSpace: r follows a space;
+// stacked: r is a mark of a stacked run (invisible.StackedMarks).
+func escapeRune(b *strings.Builder, r rune, afterSpace, stacked bool) {
 	switch {
 	case r == '&':
 		b.WriteString("&amp;")
@@ -360,7 +366,7 @@ func escapeRune(b *strings.Builder, r rune, afterSpace bool) {
 		b.WriteString("&lt;")
 	case r == '>':
 		b.WriteString("&gt;")
-	case !escaped(r) && !(afterSpace && isSpace(r)):
+	case !escaped(r) && !(afterSpace && isSpace(r)) && !stacked:
 		b.WriteRune(r)
 	case r > 0xFFFF: // as a JSON surrogate pair
 		r1, r2 := utf16.EncodeRune(r)

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	slackapi "github.com/slack-go/slack"
+
+	"github.com/chiokernel/chio/internal/invisible"
 )
 
 // The votes a message lists, one a line, with their notes.
@@ -35,9 +37,10 @@ func shownNote(s, what, approvalID string) string {
 	}
 	var b, e strings.Builder
 	afterSpace := false
+	stacked := invisible.StackedMarks(s)
 	for i, r := range s {
 		e.Reset()
-		escapeRune(&e, r, afterSpace)
+		escapeRune(&e, r, afterSpace, stacked.At(i))
 		if b.Len()+e.Len() > maxNoteShown {
 			return fmt.Sprintf("%s… (%s cut: %d more bytes, see chio approval show %s)", b.String(), what, len(s)-i, escape(approvalID))
 		}

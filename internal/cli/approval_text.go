@@ -37,7 +37,10 @@ import (
 // Hangul fillers, U+2800) written as \uXXXX or \UXXXXXXXX, each space
 // that follows a space as an escape too (escapeShown), each byte of
 // invalid UTF-8 as \xNN, and a backslash that would read as the start of
-// one of these escapes as \\. Other printable text is unchanged.
+// one of these escapes as \\. So is a stacked run of combining marks
+// (invisible.StackedMarks: more than four, or the same mark twice in a
+// row), which draws as one character or none. Other printable text is
+// unchanged.
 func shown(s string) string {
 	return escapeShown(s, false)
 }
@@ -90,6 +93,7 @@ func escapeShown(s string, jsonEscapes bool) string {
 	var b strings.Builder
 	afterSpace := false
 	inString, afterBackslash := false, false // JSON: inside a string; after a backslash in one
+	stacked := invisible.StackedMarks(s)
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		space := unicode.Is(unicode.Zs, r) && (inString || !jsonEscapes)
@@ -108,7 +112,7 @@ func escapeShown(s string, jsonEscapes bool) string {
 			// Text that reads as an escape ("\u000a" as sent) is told
 			// from the escape of a rune (a line break): written \\.
 			b.WriteString(`\\`)
-		case !escapedWhenShown(r) && !(space && afterSpace):
+		case !escapedWhenShown(r) && !(space && afterSpace) && !stacked.At(i):
 			b.WriteString(s[i : i+size])
 		case jsonEscapes:
 			writeJSONEscape(&b, r)

@@ -5,7 +5,8 @@
 // refuses them in the text it shows (kernel/shown_text.go), policy in its
 // names (policy/names.go), and every view that prints raw code points
 // writes them as visible escapes (the CLI, Slack, email; the dashboard's
-// visible.js mirrors Is in JavaScript).
+// visible.js mirrors Is in JavaScript). The views escape a stacked run of
+// combining marks the same way (StackedMarks, stacked.go).
 package invisible
 
 import "unicode"

@@ -52,7 +52,10 @@ const STORED_ORDER_NOTE = 'contains right-to-left text; shown in stored order';
 // above the card), and the same mark twice draws as once, while the tool
 // gets every one. A run longer than MAX_MARKS (more than the scripts that
 // stack marks put on one letter) or holding a mark right after the same
-// mark is written as escapes, as invisible characters are.
+// mark is written as escapes, as invisible characters are. This is the
+// rule every Go-rendered view applies (internal/invisible/stacked.go:
+// StackedMarks, MaxMarks): an escaped mark (the combining grapheme joiner,
+// a variation selector) ends a run there as its escape ends it here.
 const MARK_RUN = /\p{M}+/gu;
 const MAX_MARKS = 4;
 
