@@ -290,7 +290,9 @@ func plain(s string) *slackapi.TextBlockObject {
 // codeBlock shows JSON literally in a ``` block. A backtick can only stand
 // inside a JSON string, where \u0060 is the same value: written so, the
 // agent's text cannot close the block and have the rest drawn as mrkdwn
-// (a payee struck through, a note in bold).
+// (a payee struck through, a note in bold). A member name that mixes
+// scripts ("tо", a Cyrillic о, next to "to") has its non-ASCII letters
+// written as escapes (invisible.LookalikeNames), as the CLI writes them.
 func codeBlock(jsonText []byte) string {
 	// Compacted: the whitespace between members (an amended_arguments as
 	// the approver's token spelt it may hold line breaks) is left out, not
@@ -299,7 +301,7 @@ func codeBlock(jsonText []byte) string {
 	if json.Compact(&b, jsonText) == nil {
 		jsonText = b.Bytes()
 	}
-	return "```" + strings.ReplaceAll(escape(string(jsonText)), "`", `\u0060`) + "```"
+	return "```" + strings.ReplaceAll(escapeMarked(string(jsonText), invisible.LookalikeNames(string(jsonText))), "`", `\u0060`) + "```"
 }
 
 // codeSpan puts untrusted text (a tool's name: the naming rule allows a
@@ -345,12 +347,16 @@ func codeSpan(s string) string {
 // started a line of its own, so a note "duplicate", spaces, then
 // ":white_check_mark: Finance Lead *approved* via dashboard" drew a vote
 // line under the real one, as a line break did.
-func escape(s string) string {
+func escape(s string) string { return escapeMarked(s, nil) }
+
+// escapeMarked is escape that also writes the bytes marked (a look-alike
+// member name's letters: invisible.LookalikeNames) as escapes.
+func escapeMarked(s string, marked invisible.Stacked) string {
 	var b strings.Builder
 	afterSpace := false
 	stacked := invisible.StackedMarks(s)
 	for i, r := range s {
-		escapeRune(&b, r, afterSpace, stacked.At(i))
+		escapeRune(&b, r, afterSpace, stacked.At(i) || marked.At(i))
 		afterSpace = isSpace(r)
 	}
 	return b.String()

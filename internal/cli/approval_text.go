@@ -70,7 +70,9 @@ func storedOrderNote(s string) string {
 // shownJSON returns JSON text from a request as one line that stays valid
 // JSON with the same value: compacted (so no whitespace, which could be a
 // carriage return, is left outside strings), then every non-graphic rune,
-// all of which are now inside strings, written as a JSON \u escape. Text
+// all of which are now inside strings, written as a JSON \u escape, as is
+// every non-ASCII letter of a member name that mixes scripts
+// (invisible.LookalikeNames: "t\u043e", a Cyrillic о, next to "to"). Text
 // that is not valid JSON is printed as shown prints text.
 func shownJSON(raw []byte) string {
 	var b bytes.Buffer
@@ -93,7 +95,10 @@ func escapeShown(s string, jsonEscapes bool) string {
 	var b strings.Builder
 	afterSpace := false
 	inString, afterBackslash := false, false // JSON: inside a string; after a backslash in one
-	stacked := invisible.StackedMarks(s)
+	stacked, names := invisible.StackedMarks(s), invisible.Stacked(nil)
+	if jsonEscapes {
+		names = invisible.LookalikeNames(s)
+	}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		space := unicode.Is(unicode.Zs, r) && (inString || !jsonEscapes)
@@ -112,7 +117,7 @@ func escapeShown(s string, jsonEscapes bool) string {
 			// Text that reads as an escape ("\u000a" as sent) is told
 			// from the escape of a rune (a line break): written \\.
 			b.WriteString(`\\`)
-		case !escapedWhenShown(r) && !(space && afterSpace) && !stacked.At(i):
+		case !escapedWhenShown(r) && !(space && afterSpace) && !stacked.At(i) && !names.At(i):
 			b.WriteString(s[i : i+size])
 		case jsonEscapes:
 			writeJSONEscape(&b, r)

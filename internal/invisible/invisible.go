@@ -6,7 +6,8 @@
 // names (policy/names.go), and every view that prints raw code points
 // writes them as visible escapes (the CLI, Slack, email; the dashboard's
 // visible.js mirrors Is in JavaScript). The views escape a stacked run of
-// combining marks the same way (StackedMarks, stacked.go).
+// combining marks the same way (StackedMarks, stacked.go), and the
+// non-ASCII letters of a member name mixing scripts (LookalikeNames).
 package invisible
 
 import "unicode"

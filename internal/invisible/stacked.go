@@ -10,11 +10,13 @@ import (
 // two, Hebrew and Indic vowel signs with their points three or four).
 const MaxMarks = 4
 
-// Stacked marks which bytes of a string belong to a stacked run of
-// combining marks (StackedMarks); nil when none do.
+// Stacked marks which bytes of a string a view writes as escapes beyond
+// the characters ShownEscaped names: a stacked run of combining marks
+// (StackedMarks), the letters of a look-alike member name
+// (LookalikeNames); nil when none.
 type Stacked []bool
 
-// At reports whether the byte at i belongs to a stacked run.
+// At reports whether the byte at i is marked.
 func (st Stacked) At(i int) bool { return i >= 0 && i < len(st) && st[i] }
 
 // StackedMarks finds the runs of combining marks (category M) in s that a

@@ -34,6 +34,23 @@ function jsonLeaf(v) {
   return JSON.stringify(v).replace(/(?<=\p{Zs})\p{Zs}/gu, (c) => '\\u' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0'));
 }
 
+// memberName is jsonLeaf(k) for a member's name, with every non-ASCII
+// letter written as a JSON escape (the same name) when k holds an ASCII
+// letter and a letter of another script than Latin: "tо" with a Cyrillic
+// о draws exactly as "to", so {"to":"acct-MALLORY","tо":"acct-ALICE"}
+// drew two members named "to" and the approver could not tell which the
+// tool reads. Every Go-rendered view applies the same rule
+// (internal/invisible/lookalike_names.go: LookalikeName).
+const ASCII_LETTER = /[A-Za-z]/;
+const OTHER_SCRIPT_LETTER = /(?!\p{Script=Latin})\p{L}/u;
+const NON_ASCII_LETTER = /(?![A-Za-z])\p{L}/gu;
+function memberName(k) {
+  const text = jsonLeaf(k);
+  if (!ASCII_LETTER.test(k) || !OTHER_SCRIPT_LETTER.test(k)) return text;
+  return text.replace(NON_ASCII_LETTER, (c) => Array.from({ length: c.length },
+    (_, i) => '\\u' + c.charCodeAt(i).toString(16).toUpperCase().padStart(4, '0')).join(''));
+}
+
 // canonicalText is JSON.stringify(v, null, indent ? 2 : 0) with every
 // object's members in canonical order and runs of spaces in strings
 // marked (jsonLeaf): compacted, it reads as the canonical text's value.
@@ -43,7 +60,7 @@ function canonicalText(v, indent, pad = '') {
   const nl = indent ? '\n' : '';
   const items = Array.isArray(v)
     ? v.map((x) => inner + canonicalText(x, indent, inner))
-    : canonicalNames(v).map((k) => inner + jsonLeaf(k) + (indent ? ': ' : ':') + canonicalText(v[k], indent, inner));
+    : canonicalNames(v).map((k) => inner + memberName(k) + (indent ? ': ' : ':') + canonicalText(v[k], indent, inner));
   const [open, close] = Array.isArray(v) ? ['[', ']'] : ['{', '}'];
   if (items.length === 0) return open + close;
   return open + nl + items.join(',' + nl) + nl + pad + close;

@@ -68,7 +68,7 @@ function confirmDetails(args) {
     return el('div', { class: 'confirm-details' }, el('pre', { class: 'mono', text: canonicalText(d, true) }));
   }
   return el('dl', { class: 'confirm-details kv' }, canonicalEntries(d).flatMap(([k, v]) => [
-    el('dt', { class: 'mono', text: jsonLeaf(k) }), el('dd', { class: 'mono', text: canonicalText(v, false) }),
+    el('dt', { class: 'mono', text: memberName(k) }), el('dd', { class: 'mono', text: canonicalText(v, false) }),
   ]));
 }
 
