@@ -229,7 +229,7 @@ var pageTmpl = htmltemplate.Must(htmltemplate.New("page").Funcs(htmltemplate.Fun
 <title>chio · {{.Summary}}</title><link rel="stylesheet" href="/dashboard/style.css"></head>
 <body><header class="topbar"><div class="brand"><span class="brand-name">chio</span><span class="brand-sub">approval request</span></div></header>
 <main><article class="card kind-{{.Kind}}">
-<div class="card-head"><span class="badge badge-kind">{{.Kind}}</span><span class="tool mono">{{.Tool}}</span><span class="spacer"></span>
+<div class="card-head"><span class="badge badge-kind">{{.Kind}}</span><span class="tool mono">{{stored .Tool}}</span><span class="spacer"></span>
 <span class="deadline"><span class="muted">status </span><strong>{{.Status}}</strong></span></div>
 <h3 class="summary">{{stored .Summary}}</h3>
 <dl class="details">

@@ -49,7 +49,9 @@ type view struct {
 func newView(req *approval.Request, now time.Time) view {
 	v := view{
 		Summary: clean(req.Summary, 500), Agent: req.SubjectID, AgentShort: short(req.SubjectID),
-		Tool: req.ToolServer + " · " + req.ToolName, Policy: req.PolicyID, Kind: req.Kind,
+		// The tool's name is the agent's choice under a glob grant: shown
+		// as the other agent text is (clean), as Slack and the CLI show it.
+		Tool: clean(req.ToolServer+" · "+req.ToolName, 600), Policy: req.PolicyID, Kind: req.Kind,
 		Deadline: time.Unix(req.ExpiresAt, 0).UTC().Format(time.RFC1123), Status: req.Status,
 		ApprovalID: req.ApprovalID, Tier: req.Tier + 1, Skipped: req.SkippedNote(),
 	}
@@ -162,7 +164,7 @@ An agent is waiting for your decision{{if .Escalated}} (escalated, tier {{.Tier}
 {{if .Purpose}}  Purpose:   {{.Purpose}}{{note .Purpose}}
 {{end}}{{if .Amount}}  Amount:    {{.Amount}}{{note .Amount}}
 {{end}}  Agent:     {{.Agent}}
-  Tool:      {{.Tool}}
+  Tool:      {{.Tool}}{{note .Tool}}
   Policy:    {{.Policy}}
   Quorum:    {{.Quorum}}
   Deadline:  {{.Deadline}} (in {{.Left}})
@@ -191,7 +193,7 @@ var htmlTmpl = htmltemplate.Must(htmltemplate.New("html").Funcs(htmltemplate.Fun
 {{if .Purpose}}<tr><td style="color:#7a8296">Purpose</td><td>{{stored .Purpose}}</td></tr>{{end}}
 {{if .Amount}}<tr><td style="color:#7a8296">Amount</td><td><strong style="font-size:16px">{{stored .Amount}}</strong></td></tr>{{end}}
 <tr><td style="color:#7a8296">Agent</td><td><code title="{{.Agent}}">{{.AgentShort}}</code></td></tr>
-<tr><td style="color:#7a8296">Tool</td><td><code>{{.Tool}}</code></td></tr>
+<tr><td style="color:#7a8296">Tool</td><td><code>{{stored .Tool}}</code></td></tr>
 <tr><td style="color:#7a8296">Policy</td><td><code>{{.Policy}}</code></td></tr>
 <tr><td style="color:#7a8296">Quorum</td><td>{{.Quorum}}</td></tr>
 <tr><td style="color:#7a8296">Deadline</td><td>{{.Deadline}} (in {{.Left}})</td></tr>
