@@ -30,14 +30,7 @@ func writeTemp(path string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := fill(f, data); err != nil {
 		os.Remove(f.Name())
 		return "", err
 	}
@@ -94,14 +87,7 @@ func createInPlace(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := fill(f, data); err != nil {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
@@ -109,3 +95,15 @@ func createInPlace(path string, data []byte) error {
 
 // link is os.Link (tests replace it).
 var link = os.Link
+
+// fill writes data to f, syncs and closes it.
+func fill(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
