@@ -3,7 +3,6 @@ package daemon
 import (
 	"crypto/tls"
 	"fmt"
-	"os"
 
 	"github.com/chiokernel/chio/internal/secretfile"
 	"github.com/chiokernel/chio/policy"
@@ -20,7 +19,7 @@ func loadTLS(k policy.Kernel) (*tls.Config, error) {
 	if k.TLSCertFile == "" {
 		return nil, nil
 	}
-	certPEM, err := os.ReadFile(k.TLSCertFile)
+	certPEM, err := secretfile.ReadRegular(k.TLSCertFile) // a FIFO is refused, not waited on
 	if err != nil {
 		return nil, fmt.Errorf("[kernel] tls_cert_file: %w", err)
 	}
