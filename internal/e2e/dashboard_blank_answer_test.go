@@ -1,17 +1,11 @@
 package e2e
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/chiokernel/chio/kernel"
 )
 
 // TestDashboardRefusesABlankTypedAnswerBeforeSigning: chiod refuses a
@@ -25,32 +19,14 @@ import (
 // only answer. What shows as nothing is no answer: refused, or left out,
 // before anything is signed.
 func TestDashboardRefusesABlankTypedAnswerBeforeSigning(t *testing.T) {
-	chromium(t)
-	lk := startLiveKernel(t, `"dashboard"`, "", nil, mountDashboard(t))
-	var sent atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/respond") {
-			sent.Add(1)
-		}
-		lk.api.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	out := lk.submit(t, "ask", "ask", `{"prompt":"New project","questions":[`+
+	p := openAskPage(t, `{"prompt":"New project","questions":[`+
 		`{"id":"name","text":"Project name?","type":"text"},`+
-		`{"id":"acct","text":"Bill which account?","type":"single","options":["acct-1","acct-2"],"allow_other":true}]}`, "")
-	if out.Status != kernel.StatusPendingApproval {
-		t.Fatalf("ask: %+v", out)
-	}
-	ctx := newBrowser(t)
-	sel := card(out.ApprovalRequestID)
+		`{"id":"acct","text":"Bill which account?","type":"single","options":["acct-1","acct-2"],"allow_other":true}]}`)
+	lk, out, ctx, sel, sent := p.lk, p.out, p.ctx, p.sel, p.sent
 	setValue := func(field, v string) chromedp.Action[chromedp.Void] {
 		return chromedp.Evaluate[chromedp.Void](`document.querySelector('` + sel + ` ` + field + `').value = '` + v + `'`)
 	}
-	browse(t, ctx, "open, import key, answer with invisible characters",
-		chromedp.Navigate(srv.URL+"/dashboard/"),
-		chromedp.WaitVisible(css("#setup")),
-		chromedp.SetUploadFiles(css("#key-file"), []string{filepath.Join(repoRoot(), "examples/keys/finance-lead.pem")}),
-		chromedp.WaitVisible(css(sel)),
+	browse(t, ctx, "answer with invisible characters",
 		setValue(".answer-text", `\u200B\u2800 `),
 		press(sel+` input[value="acct-1"]`),
 		press(sel+` button[data-action="approve"]`),

@@ -1,16 +1,10 @@
 package e2e
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/chiokernel/chio/kernel"
 )
 
 // TestDashboardRefusesATooLongAnswerBeforeSigning: chiod takes a typed
@@ -20,29 +14,10 @@ import (
 // were refused only after the approver signed. The form refuses it first,
 // as it does a note over 2000 bytes, saying how long it is.
 func TestDashboardRefusesATooLongAnswerBeforeSigning(t *testing.T) {
-	chromium(t)
-	lk := startLiveKernel(t, `"dashboard"`, "", nil, mountDashboard(t))
-	var sent atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/respond") {
-			sent.Add(1)
-		}
-		lk.api.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	out := lk.submit(t, "ask", "ask", `{"prompt":"Release notes","questions":[`+
+	p := openAskPage(t, `{"prompt":"Release notes","questions":[`+
 		`{"id":"notes","text":"What changed?","type":"text"},`+
-		`{"id":"acct","text":"Bill which account?","type":"single","options":["acct-1","acct-2"],"allow_other":true}]}`, "")
-	if out.Status != kernel.StatusPendingApproval {
-		t.Fatalf("ask: %+v", out)
-	}
-	ctx := newBrowser(t)
-	sel := card(out.ApprovalRequestID)
-	browse(t, ctx, "open, import key",
-		chromedp.Navigate(srv.URL+"/dashboard/"),
-		chromedp.WaitVisible(css("#setup")),
-		chromedp.SetUploadFiles(css("#key-file"), []string{filepath.Join(repoRoot(), "examples/keys/finance-lead.pem")}),
-		chromedp.WaitVisible(css(sel)))
+		`{"id":"acct","text":"Bill which account?","type":"single","options":["acct-1","acct-2"],"allow_other":true}]}`)
+	ctx, sel, sent := p.ctx, p.sel, p.sent
 	long, short := `'é'.repeat(2001)`, `'short'`
 	for _, c := range []struct{ what, text, other string }{{"a text answer", long, short}, {"an Other answer", short, long}} {
 		browse(t, ctx, c.what,

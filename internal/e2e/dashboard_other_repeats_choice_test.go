@@ -1,17 +1,11 @@
 package e2e
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/chiokernel/chio/kernel"
 )
 
 // TestDashboardRefusesAnOtherAnswerRepeatingATickedChoiceBeforeSigning: in
@@ -22,28 +16,10 @@ import (
 // the approver had signed a decision they never meant. The form refuses
 // it itself, saying why, with nothing signed or sent.
 func TestDashboardRefusesAnOtherAnswerRepeatingATickedChoiceBeforeSigning(t *testing.T) {
-	chromium(t)
-	lk := startLiveKernel(t, `"dashboard"`, "", nil, mountDashboard(t))
-	var sent atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/respond") {
-			sent.Add(1)
-		}
-		lk.api.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	out := lk.submit(t, "ask", "ask", `{"prompt":"Which checks?","questions":[`+
-		`{"id":"checks","text":"Which checks ran?","type":"multi","options":["unit","e2e"],"allow_other":true}]}`, "")
-	if out.Status != kernel.StatusPendingApproval {
-		t.Fatalf("ask: %+v", out)
-	}
-	ctx := newBrowser(t)
-	sel := card(out.ApprovalRequestID)
-	browse(t, ctx, "open, import key, answer unit twice",
-		chromedp.Navigate(srv.URL+"/dashboard/"),
-		chromedp.WaitVisible(css("#setup")),
-		chromedp.SetUploadFiles(css("#key-file"), []string{filepath.Join(repoRoot(), "examples/keys/finance-lead.pem")}),
-		chromedp.WaitVisible(css(sel)),
+	p := openAskPage(t, `{"prompt":"Which checks?","questions":[`+
+		`{"id":"checks","text":"Which checks ran?","type":"multi","options":["unit","e2e"],"allow_other":true}]}`)
+	lk, out, ctx, sel, sent := p.lk, p.out, p.ctx, p.sel, p.sent
+	browse(t, ctx, "answer unit twice",
 		press(sel+` input[value="unit"]`),
 		chromedp.SetValue(css(sel+" .answer-other"), " unit "),
 		press(sel+` button[data-action="approve"]`),
