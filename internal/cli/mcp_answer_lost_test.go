@@ -18,6 +18,25 @@ import (
 // yet neither the agent nor the log kept its request id: chio mcp serve
 // must say on stderr which call's answer it could not deliver.
 func TestMCPServeNamesACallWhoseAnswerCouldNotBeWritten(t *testing.T) {
+	r, parked := mcpServeParkedConfirm(t, "lost-answer-test")
+	r.closeStdout() // the client stops reading; stdin stays open
+	if _, err := r.w.Kernel.Cancel(context.Background(), parked.ApprovalID, "the operator withdrew it", kernel.CancelledByAdmin); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(r.stderr(), parked.RequestID); {
+		if time.Now().After(deadline) {
+			t.Fatalf("chiod answered call %s but its answer could not be written to the client, and chio mcp serve's "+
+				"stderr does not name it: nobody keeps a record that it was decided. stderr: %q", parked.RequestID, r.stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mcpServeParkedConfirm starts chio mcp serve with a confirm tool one
+// approver decides, initializes a session as client, calls it and waits
+// until chiod has parked the call; it returns the run and the request.
+func mcpServeParkedConfirm(t *testing.T, client string) (*mcpServeRun, *approval.Request) {
+	t.Helper()
 	approver, _ := keys.Generate(nil)
 	r := mcpServe(t, fmt.Sprintf(`
 [[servers]]
@@ -34,7 +53,7 @@ channels = ["poll"]
 public_key = %q
 display_name = "Approver"
 `, approver.Public()), []string{"confirm"}, "--pending-wait", "5m")
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"lost-answer-test","version":"1"}}}`)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + client + `","version":"1"}}}`)
 	if a := nextAnswer(t, r.out, r.exited, r.stderr, "initialize"); a.Error != nil {
 		t.Fatalf("initialize: %+v", a)
 	}
@@ -52,15 +71,5 @@ display_name = "Approver"
 	if len(parked) != 1 {
 		t.Fatalf("the call was not parked: %d pending (stderr %q)", len(parked), r.stderr())
 	}
-	r.closeStdout() // the client stops reading; stdin stays open
-	if _, err := r.w.Kernel.Cancel(context.Background(), parked[0].ApprovalID, "the operator withdrew it", kernel.CancelledByAdmin); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(r.stderr(), parked[0].RequestID); {
-		if time.Now().After(deadline) {
-			t.Fatalf("chiod answered call %s but its answer could not be written to the client, and chio mcp serve's "+
-				"stderr does not name it: nobody keeps a record that it was decided. stderr: %q", parked[0].RequestID, r.stderr())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return r, parked[0]
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chiokernel/chio/approval"
 	"github.com/chiokernel/chio/internal/cli"
 	"github.com/chiokernel/chio/internal/dispatch"
 	"github.com/chiokernel/chio/internal/dispatch/mcp"
@@ -236,40 +235,7 @@ func TestMCPServeAnswersMalformedLinesAndKeepsServing(t *testing.T) {
 // bridge must say, where its client's log keeps it (stderr), which call
 // it left behind and how to await it.
 func TestMCPServeClosedMidCallNamesTheCallLeftBehind(t *testing.T) {
-	approver, _ := keys.Generate(nil)
-	r := mcpServe(t, fmt.Sprintf(`
-[[servers]]
-id = "demo"
-transport = "builtin"
-
-[[grants]]
-id = "confirm"
-server = "demo"
-tool = "confirm"
-[grants.approval]
-channels = ["poll"]
-[[grants.approval.approvers]]
-public_key = %q
-display_name = "Approver"
-`, approver.Public()), []string{"confirm"}, "--pending-wait", "5m")
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdin-test","version":"1"}}}`)
-	if a := nextAnswer(t, r.out, r.exited, r.stderr, "initialize"); a.Error != nil {
-		t.Fatalf("initialize: %+v", a)
-	}
-	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
-	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo__confirm","arguments":{"prompt":"Ship it?"}}}`)
-	var parked []*approval.Request
-	deadline := time.Now().Add(30 * time.Second)
-	for len(parked) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		var err error
-		if parked, err = r.w.Kernel.ListPending(kernel.PendingFilter{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(parked) != 1 {
-		t.Fatalf("the call was not parked: %d pending (stderr %q)", len(parked), r.stderr())
-	}
+	r, parked := mcpServeParkedConfirm(t, "stdin-test")
 	r.closeStdin() // the client goes away while chiod holds the call open
 	select {
 	case code := <-r.exited:
@@ -280,14 +246,14 @@ display_name = "Approver"
 	case <-time.After(30 * time.Second):
 		t.Fatal("chio mcp serve did not end when its client closed stdin mid-call")
 	}
-	rec, err := r.w.Kernel.Call(parked[0].RequestID)
+	rec, err := r.w.Kernel.Call(parked.RequestID)
 	if err != nil || rec.Status != kernel.StatusPendingApproval {
 		t.Fatalf("the parked call did not stand: %+v %v", rec, err)
 	}
-	if se := r.stderr(); !strings.Contains(se, parked[0].RequestID) {
+	if se := r.stderr(); !strings.Contains(se, parked.RequestID) {
 		t.Fatalf("the client went away mid-call and chio mcp serve ended without naming the call it left behind "+
 			"(request %s, approval %s): its outcome cannot be found by the agent. stderr: %q",
-			parked[0].RequestID, parked[0].ApprovalID, se)
+			parked.RequestID, parked.ApprovalID, se)
 	}
 }
 
