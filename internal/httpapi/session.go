@@ -154,18 +154,23 @@ func (ss *sessions) drop(id string) {
 	}
 	delete(ss.live, id)
 	close(s.ended) // once: id is no longer live, so drop never sees it again
-	mine := ss.byApprover[s.approver]
+	unlist(ss.byApprover, s.approver, id)
+}
+
+// unlist removes id from byApprover[approver] (a fresh slice, so no
+// removed id lingers in a backing array), and the entry when it empties.
+func unlist(byApprover map[string][]string, approver, id string) {
+	mine := byApprover[approver]
 	for i, x := range mine {
 		if x == id {
-			// A fresh slice, so no dropped id lingers in a backing array.
 			mine = append(append(make([]string, 0, len(mine)-1), mine[:i]...), mine[i+1:]...)
 			break
 		}
 	}
 	if len(mine) == 0 {
-		delete(ss.byApprover, s.approver)
+		delete(byApprover, approver)
 	} else {
-		ss.byApprover[s.approver] = mine
+		byApprover[approver] = mine
 	}
 }
 

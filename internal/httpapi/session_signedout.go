@@ -96,18 +96,7 @@ func (so *signedOut) forget(id string) {
 		return
 	}
 	delete(so.ids, id)
-	mine := so.byApprover[e.approver]
-	for i, x := range mine {
-		if x == id {
-			mine = append(append(make([]string, 0, len(mine)-1), mine[:i]...), mine[i+1:]...)
-			break
-		}
-	}
-	if len(mine) == 0 {
-		delete(so.byApprover, e.approver)
-	} else {
-		so.byApprover[e.approver] = mine
-	}
+	unlist(so.byApprover, e.approver, id)
 }
 
 func (ss *sessions) signedOutEverywhere(id string, now time.Time) bool {
